@@ -1,0 +1,11 @@
+/** A configuration value is missing or invalid. The message names the variable and what it expects. */
+export class ConfigError extends Error {
+  readonly code = 'RELAY_CONFIG_INVALID';
+  constructor(
+    message: string,
+    readonly problems: { variable: string; problem: string }[] = [],
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

@@ -1,0 +1,4 @@
+export * from './errors';
+export * from './duration';
+export * from './schema';
+export * from './load';

@@ -1,0 +1,54 @@
+import { ConfigError } from './errors';
+import { Config, configSchema, SECRET_VARIABLES } from './schema';
+
+/**
+ * Reads and validates the configuration once. Empty strings count as unset, so `FOO=` in a
+ * compose file falls back to the default instead of failing validation.
+ * Throws a `ConfigError` that names every bad variable and what it expects.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') input[key] = v;
+  }
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), problem: i.message }));
+    const lines = problems.map((p) => `  ${p.variable}: ${p.problem}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`, problems);
+  }
+  return parsed.data;
+}
+
+/** The effective configuration as printable lines, secrets masked (password in DATABASE_URL too). */
+export function describeConfig(config: Config): string[] {
+  return Object.entries(config).map(([k, v]) => {
+    let shown: string;
+    if (v === undefined) shown = '(unset)';
+    else if (k === 'DATABASE_URL') shown = maskUrlPassword(String(v));
+    else if ((SECRET_VARIABLES as readonly string[]).includes(k)) shown = maskSecret(String(v));
+    else shown = Array.isArray(v) ? v.join(',') || '(all)' : String(v);
+    return `${k}=${shown}`;
+  });
+}
+
+export function maskSecret(v: string): string {
+  if (/^\d+:/.test(v)) return `${v.split(':')[0]}:****`;
+  return v.length <= 4 ? '****' : `****${v.slice(-2)}`;
+}
+
+function maskUrlPassword(v: string): string {
+  try {
+    const u = new URL(v);
+    if (u.password) u.password = '****';
+    return u.toString();
+  } catch {
+    return '****';
+  }
+}
+
+/** The bot id is the numeric prefix of the token; in sandbox mode the sandbox token is used. */
+export function botIdFromToken(token: string): string {
+  return token.split(':')[0];
+}

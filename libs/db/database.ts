@@ -1,0 +1,50 @@
+import path from 'node:path';
+import type { Config } from '../config';
+import type { Logger } from '../observability/logger';
+import { createBoss, ensureQueues } from './boss';
+import { startEmbeddedPostgres } from './embedded';
+import { migrate, MIGRATION_LOCK_KEY } from './migrate';
+import { createPool } from './pool';
+
+export interface Database {
+  url: string;
+  /** 'external' when DATABASE_URL is set, else 'embedded'. */
+  kind: 'external' | 'embedded';
+  /** Stops the embedded server if this process started it; no-op otherwise. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The database this process uses: `DATABASE_URL`, or an embedded PostgreSQL with its data in
+ * `$DATA_DIR/postgres` (started here, or joined if another tg-relay process already runs it).
+ */
+export async function resolveDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>, logger?: Logger): Promise<Database> {
+  if (config.DATABASE_URL) return { url: config.DATABASE_URL, kind: 'external', stop: async () => undefined };
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(config.DATA_DIR, 'postgres'), logger });
+  logger?.info({ port: pg.port, owned: pg.owned }, 'embedded PostgreSQL ready');
+  return { url: pg.url, kind: 'embedded', stop: pg.stop };
+}
+
+/** Our SQL migrations, then pg-boss's schema and our queues. Safe to run from many processes at once. */
+export async function migrateAll(url: string, logger?: Logger): Promise<{ applied: number[] }> {
+  const pool = createPool(url, { max: 2, applicationName: 'tg-relay:migrate' });
+  // pg-boss's createQueue is not serialised: concurrent callers deadlock creating the same queue's
+  // partition (seen with 5 replicas starting at once). One session lock covers the whole step.
+  const lock = await pool.connect();
+  try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY + 1]);
+    const applied = await migrate(pool, { logger });
+    const boss = createBoss(url, { max: 2, applicationName: 'tg-relay:migrate' });
+    await boss.start();
+    try {
+      await ensureQueues(boss);
+    } finally {
+      await boss.stop({ graceful: false, wait: true });
+    }
+    return { applied };
+  } finally {
+    await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY + 1]).catch(() => undefined);
+    lock.release();
+    await pool.end();
+  }
+}

@@ -1,0 +1,5 @@
+export * from './pool';
+export * from './embedded';
+export * from './migrate';
+export * from './boss';
+export * from './database';

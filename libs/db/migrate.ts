@@ -1,0 +1,101 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Pool } from 'pg';
+import type { Logger } from '../observability/logger';
+
+export const SQL_DIR = path.resolve(__dirname, '../../sql');
+/** Serialises migrations of every replica that starts at once (any constant; documented in README). */
+export const MIGRATION_LOCK_KEY = 7_346_201_001;
+
+export interface Migration {
+  version: number;
+  name: string;
+  file: string;
+}
+
+export class MigrationError extends Error {
+  readonly code = 'RELAY_MIGRATION_FAILED';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'MigrationError';
+  }
+}
+
+/** `sql/NNNN_name.sql` files in version order; duplicate versions are a packaging error. */
+export function listMigrations(dir = SQL_DIR): Migration[] {
+  const out: Migration[] = [];
+  for (const f of fs.readdirSync(dir)) {
+    const m = /^(\d{4})_([\w-]+)\.sql$/.exec(f);
+    if (!m) continue;
+    out.push({ version: Number(m[1]), name: m[2], file: path.join(dir, f) });
+  }
+  out.sort((a, b) => a.version - b.version);
+  for (let i = 1; i < out.length; i++) {
+    if (out[i].version === out[i - 1].version) throw new MigrationError(`two migrations share version ${out[i].version}`);
+  }
+  return out;
+}
+
+const BOOTSTRAP = `
+  create schema if not exists relay;
+  create table if not exists relay.schema_migrations (
+    version    integer primary key,
+    name       text not null,
+    applied_at timestamptz not null default now()
+  )`;
+
+/**
+ * Applies every migration not yet recorded, each in its own transaction under a transaction-level
+ * advisory lock, writing the version row in the same transaction. Concurrent callers queue on the
+ * lock and then find the work done, so re-running is a no-op. Returns the versions applied here.
+ */
+export async function migrate(pool: Pool, opts: { dir?: string; logger?: Logger } = {}): Promise<number[]> {
+  const migrations = listMigrations(opts.dir);
+  const applied: number[] = [];
+  const client = await pool.connect();
+  try {
+    for (const m of migrations) {
+      await client.query('begin');
+      try {
+        await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+        await client.query(BOOTSTRAP);
+        const { rowCount } = await client.query('select 1 from relay.schema_migrations where version = $1', [m.version]);
+        if (rowCount) {
+          await client.query('commit');
+          continue;
+        }
+        await client.query(fs.readFileSync(m.file, 'utf8'));
+        await client.query('insert into relay.schema_migrations (version, name) values ($1, $2)', [m.version, m.name]);
+        await client.query('commit');
+        applied.push(m.version);
+        opts.logger?.info({ version: m.version, name: m.name }, 'migration applied');
+      } catch (err) {
+        await client.query('rollback').catch(() => undefined);
+        throw new MigrationError(`migration ${String(m.version).padStart(4, '0')}_${m.name} failed: ${(err as Error).message}`, { cause: err });
+      }
+    }
+  } finally {
+    client.release();
+  }
+  return applied;
+}
+
+export interface MigrationStatus {
+  current: boolean;
+  applied: number[];
+  pending: number[];
+}
+
+/** Which migrations the database lacks (readiness fails while any is pending). */
+export async function migrationStatus(pool: Pool, dir?: string): Promise<MigrationStatus> {
+  const all = listMigrations(dir).map((m) => m.version);
+  let applied: number[] = [];
+  try {
+    const { rows } = await pool.query('select version from relay.schema_migrations order by version');
+    applied = rows.map((r) => Number(r.version));
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42P01') throw err; // undefined_table: nothing applied yet
+  }
+  const pending = all.filter((v) => !applied.includes(v));
+  return { current: pending.length === 0, applied, pending };
+}

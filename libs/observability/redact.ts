@@ -1,0 +1,26 @@
+/**
+ * The bot token lives in every Bot API URL (`/bot<token>/<method>`) and so leaks through error
+ * messages, stack traces and request logs unless it is stripped. Everything that leaves the process
+ * as text (logs, audit rows, API errors) goes through `redactToken`.
+ */
+const TOKEN_IN_TEXT = /\d{3,}:[A-Za-z0-9_-]{20,}/g;
+const BOT_PATH = /\/bot[^/\s]+\//g;
+
+export function redactToken(text: string, token?: string): string {
+  let out = text;
+  if (token) out = out.split(token).join('<token>');
+  return out.replace(BOT_PATH, '/bot<token>/').replace(TOKEN_IN_TEXT, '<token>');
+}
+
+/** Deep copy of a value with every string passed through `redactToken`. */
+export function redactDeep<T>(value: T, token?: string, depth = 0): T {
+  if (depth > 8) return value;
+  if (typeof value === 'string') return redactToken(value, token) as unknown as T;
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, token, depth + 1)) as unknown as T;
+  if (value && typeof value === 'object' && !(value instanceof Date)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = redactDeep(v, token, depth + 1);
+    return out as T;
+  }
+  return value;
+}
