@@ -8,4 +8,5 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
   maxWorkers: 2,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };
