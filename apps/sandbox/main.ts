@@ -1,0 +1,208 @@
+/**
+ * `tg-relay sandbox` — runs the local Bot API sandbox and the capture collector until SIGINT/SIGTERM.
+ * `tg-relay sandbox send <text> [--chat ID] [--from ID] [--token T]` — injects a user message into a
+ *   running sandbox (SANDBOX_URL, default http://127.0.0.1:8081) and prints its update_id.
+ * `tg-relay sandbox sent [--token T]` — prints what the bot sent, one JSON line per message.
+ */
+import { ConfigError } from '../../libs/config/errors';
+import { createLogger } from '../../libs/observability/logger';
+import {
+  createBotApiSandbox,
+  createCollector,
+  createSandboxClient,
+  SANDBOX_DEFAULT_TOKEN,
+  SandboxControlError,
+} from '../../libs/sandbox';
+
+type Env = Record<string, string | undefined>;
+
+const USAGE = `usage:
+  tg-relay sandbox                                   run the Bot API sandbox and the collector
+  tg-relay sandbox send <text> [--chat ID] [--from ID] [--token T]
+                                                     inject a user message into a running sandbox
+  tg-relay sandbox sent [--token T]                  print what the bot sent
+
+environment: SANDBOX_HOST (127.0.0.1), SANDBOX_PORT (8081), SANDBOX_COLLECTOR_PORT (8082),
+             SANDBOX_URL for send/sent (http://127.0.0.1:8081), TELEGRAM_BOT_TOKEN (else the sandbox token)
+`;
+
+const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+function port(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const v = raw.trim();
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n > 65535) {
+    throw new ConfigError(`${name}: expected a TCP port, an integer from 0 to 65535, got "${raw}"`, [
+      { variable: name, problem: `expected an integer from 0 to 65535, got "${raw}"` },
+    ]);
+  }
+  return n;
+}
+
+function host(env: Env): string {
+  const raw = env.SANDBOX_HOST;
+  if (raw === undefined) return '127.0.0.1';
+  const v = raw.trim();
+  if (v === '' || /[\s/]/.test(v)) {
+    throw new ConfigError(`SANDBOX_HOST: expected a host name or IP address to listen on, got "${raw}"`, [
+      { variable: 'SANDBOX_HOST', problem: `expected a host name or IP address, got "${raw}"` },
+    ]);
+  }
+  return v;
+}
+
+function sandboxUrl(env: Env): string {
+  const raw = env.SANDBOX_URL?.trim() || 'http://127.0.0.1:8081';
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
+  } catch {
+    throw new ConfigError(`SANDBOX_URL: expected the sandbox base URL like http://127.0.0.1:8081, got "${raw}"`, [
+      { variable: 'SANDBOX_URL', problem: `expected an http(s) URL, got "${raw}"` },
+    ]);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function listenError(err: unknown, what: string, variable: string, h: string, p: number): Error {
+  const code = (err as NodeJS.ErrnoException).code;
+  const reason = code === 'EADDRINUSE' ? 'address already in use' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
+  return new Error(`cannot start the ${what} on ${h}:${p} (${variable}): ${reason}`);
+}
+
+async function serve(env: Env): Promise<number> {
+  const h = host(env);
+  const apiPort = port(env, 'SANDBOX_PORT', 8081);
+  const collectorPort = port(env, 'SANDBOX_COLLECTOR_PORT', 8082);
+  const level = env.LOG_LEVEL && LOG_LEVELS.has(env.LOG_LEVEL) ? env.LOG_LEVEL : 'info';
+  const logger = createLogger({ level, name: 'tg-relay-sandbox' });
+
+  const sandbox = createBotApiSandbox({ host: h, port: apiPort, logger });
+  const collector = createCollector({ host: h, port: collectorPort, logger });
+  try {
+    await sandbox.start();
+  } catch (err) {
+    throw listenError(err, 'Bot API sandbox', 'SANDBOX_PORT', h, apiPort);
+  }
+  try {
+    await collector.start();
+  } catch (err) {
+    await sandbox.stop();
+    throw listenError(err, 'collector', 'SANDBOX_COLLECTOR_PORT', h, collectorPort);
+  }
+
+  const api = sandbox.url;
+  const out = [
+    'tg-relay sandbox: local Telegram Bot API sandbox and capture collector are running (fakes, not Telegram)',
+    '',
+    `  Bot API sandbox: ${api}`,
+    `  collector:       ${collector.url}`,
+    '',
+    'Point tg-relay at them:',
+    `  TELEGRAM_API_ROOT=${api}`,
+    `  CAPTURE_URL=${collector.captureUrl}`,
+    `  TELEGRAM_BOT_TOKEN=${SANDBOX_DEFAULT_TOKEN}   (sample: any <digits>:<secret> token is accepted)`,
+    '',
+    'Inject a user message:',
+    `  SANDBOX_URL=${api} tg-relay sandbox send "hello" --chat 1001`,
+    'See what the bot sent and what the collector received:',
+    `  SANDBOX_URL=${api} tg-relay sandbox sent`,
+    `  curl ${collector.url}/sandbox/received`,
+    `Control APIs: ${api}/sandbox/… and ${collector.url}/sandbox/… (faults, limits, scripted errors, reset)`,
+    'Stop with Ctrl-C or SIGTERM.',
+    '',
+  ];
+  process.stdout.write(out.join('\n'));
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    const handler = (s: NodeJS.Signals): void => {
+      process.off('SIGINT', handler);
+      process.off('SIGTERM', handler);
+      resolve(s);
+    };
+    process.on('SIGINT', handler);
+    process.on('SIGTERM', handler);
+  });
+  await Promise.all([sandbox.stop(), collector.stop()]);
+  process.stdout.write(`tg-relay sandbox: stopped (${signal})\n`);
+  return 0;
+}
+
+interface SendArgs {
+  text?: string;
+  options: Record<string, string>;
+}
+
+function parseArgs(args: string[], allowed: string[]): SendArgs {
+  const result: SendArgs = { options: {} };
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as string;
+    if (a.startsWith('--')) {
+      const [name, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
+      if (!allowed.includes(name)) throw new UsageError(`unknown option --${name}`);
+      const value = inline ?? args[++i];
+      if (value === undefined) throw new UsageError(`--${name} needs a value`);
+      result.options[name] = value;
+    } else positional.push(a);
+  }
+  if (positional.length > 0) result.text = positional.join(' ');
+  return result;
+}
+
+class UsageError extends Error {}
+
+function intOption(opts: Record<string, string>, name: string, fallback: number): number {
+  const v = opts[name];
+  if (v === undefined) return fallback;
+  if (!/^-?\d+$/.test(v) || Number(v) === 0) throw new UsageError(`--${name} must be a non-zero integer, got "${v}"`);
+  return Number(v);
+}
+
+async function send(args: string[], env: Env): Promise<number> {
+  const parsed = parseArgs(args, ['chat', 'from', 'token']);
+  if (parsed.text === undefined) throw new UsageError('send needs the message text');
+  const chatId = intOption(parsed.options, 'chat', 1001);
+  const fromId = parsed.options.from === undefined ? undefined : intOption(parsed.options, 'from', chatId);
+  const token = parsed.options.token ?? (env.TELEGRAM_BOT_TOKEN || SANDBOX_DEFAULT_TOKEN);
+  const client = createSandboxClient(sandboxUrl(env));
+  const update = await client.injectMessage(token, { chatId, text: parsed.text, fromId });
+  process.stdout.write(`update_id=${update.update_id} chat_id=${chatId} bot_id=${token.split(':')[0]}\n`);
+  return 0;
+}
+
+async function sent(args: string[], env: Env): Promise<number> {
+  const parsed = parseArgs(args, ['token']);
+  if (parsed.text !== undefined) throw new UsageError(`unexpected argument "${parsed.text}"`);
+  const token = parsed.options.token ?? (env.TELEGRAM_BOT_TOKEN || SANDBOX_DEFAULT_TOKEN);
+  const messages = await createSandboxClient(sandboxUrl(env)).sent(token);
+  for (const m of messages) process.stdout.write(`${JSON.stringify(m)}\n`);
+  if (messages.length === 0) process.stderr.write('(the bot has sent nothing yet)\n');
+  return 0;
+}
+
+export async function run(args: string[], env: Env = process.env): Promise<number> {
+  const [sub, ...rest] = args;
+  try {
+    if (sub === undefined) return await serve(env);
+    if (sub === 'send') return await send(rest, env);
+    if (sub === 'sent') return await sent(rest, env);
+    if (sub === 'help' || sub === '--help' || sub === '-h') {
+      process.stdout.write(USAGE);
+      return 0;
+    }
+    throw new UsageError(`unknown subcommand "${sub}"`);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`tg-relay sandbox: ${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (err instanceof SandboxControlError) {
+      process.stderr.write(`tg-relay sandbox: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
