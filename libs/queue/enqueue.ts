@@ -26,9 +26,19 @@ export function newJobId(): string {
 export async function enqueueJobs(client: PoolClient, boss: PgBoss, queue: QueueName, jobs: JobToEnqueue[]): Promise<string[]> {
   if (jobs.length === 0) return [];
   const withIds = jobs.map((j) => ({ id: j.id ?? newJobId(), name: queue, data: j.data, startAfter: j.startAfter?.toISOString(), retryLimit: 0 }));
-  // pg-boss 10's typings say insert() returns void; at run time it returns the created ids.
-  const ids = (await (boss.insert as unknown as (j: unknown[], o: unknown) => Promise<string[] | null>)(withIds, { db: bossDb(client) }));
-  if (!ids || ids.length !== jobs.length) {
+  // pg-boss 10.4's batch insert has no RETURNING clause: insert() resolves to null even on success.
+  // Count the rows the INSERT reports instead (ON CONFLICT DO NOTHING, or an unknown queue, insert fewer).
+  const db = bossDb(client);
+  let inserted = 0;
+  const counting = {
+    executeSql: async (text: string, values?: unknown[]) => {
+      const r = (await db.executeSql(text, values)) as { rows: any[]; rowCount?: number | null };
+      inserted = r.rowCount ?? 0;
+      return r;
+    },
+  };
+  await (boss.insert as unknown as (j: unknown[], o: unknown) => Promise<unknown>)(withIds, { db: counting });
+  if (inserted !== jobs.length) {
     throw Object.assign(new Error(`pg-boss did not create all ${jobs.length} ${queue} jobs (does the queue exist? run tg-relay migrate)`), {
       code: 'RELAY_ENQUEUE_FAILED',
     });

@@ -1,0 +1,342 @@
+/**
+ * Worker engine benchmark: `npx tsx bench/worker.ts [--quick] [--only=a,b,c]`.
+ *
+ * (a) no-op jobs/s: our claim loop (capture rows + pg-boss jobs, a kind whose attempt returns
+ *     Delivered at once — so every job still pays for its row, its pg-boss job and its audit row)
+ *     vs pg-boss `work()` with its best settings found here vs a tight `fetch(100)` + `complete` loop
+ *     (pg-boss jobs only). Same database, same backlog size for each.
+ * (b) claim latency (one claim of 100: the claim statement that moves domain rows and activates
+ *     their pg-boss jobs, in a rolled-back transaction) with 1k, 100k and 1M ready jobs, next to pg-boss `fetch(100)` on the same backlog.
+ * (c) end-to-end capture delivery to the sandbox collector at a steady 200/s, worker as a real
+ *     `tg-relay worker` process: captures/s and p50/p99 from the start of the enqueue transaction to
+ *     collector receipt.
+ * Runs on DATABASE_URL if set, else on an embedded PostgreSQL in a temp dir.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import PgBoss from 'pg-boss';
+import { createBoss, Pool, QUEUES, withTransaction, bossDb } from '../libs/db';
+import { createCaptureStore } from '../libs/captures/deliver';
+import { createWorker, Outcome } from '../libs/queue';
+import { silentLogger } from '../libs/observability/logger';
+import { createCollector } from '../libs/sandbox';
+import { insertCaptures } from '../test/support/capture-fixtures';
+import { benchDatabase } from './support/database';
+
+const args = process.argv.slice(2);
+const QUICK = args.includes('--quick');
+const ONLY = (args.find((a) => a.startsWith('--only='))?.slice(7) ?? 'a,b,c').split(',');
+
+const SIZES = QUICK
+  ? { throughputJobs: 3_000, claimSizes: [1_000, 10_000, 50_000], e2eSeconds: 5 }
+  : { throughputJobs: 20_000, claimSizes: [1_000, 100_000, 1_000_000], e2eSeconds: 15 };
+
+const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+};
+const log = (s: string) => process.stdout.write(`${s}\n`);
+
+// ---- fixtures ---------------------------------------------------------------------------------
+
+/** `n` ready captures with their pg-boss jobs, in one statement pair (generate_series). */
+async function bulkCaptures(pool: Pool, n: number, offset: number): Promise<void> {
+  const CHUNK = 100_000;
+  for (let done = 0; done < n; done += CHUNK) {
+    const size = Math.min(CHUNK, n - done);
+    const from = offset + done + 1;
+    await withTransaction(pool, async (c) => {
+      await c.query(
+        `with ids as (
+           select g, gen_random_uuid() as job_id from generate_series($1::bigint, $1::bigint + $2 - 1) g
+         ), caps as (
+           insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, payload, payload_sha256, job_id)
+           select 'telegram:' || g || ':42:' || g, '1', g, 42, g, 7, 'bench ' || g,
+                  jsonb_build_object('key', 'telegram:' || g || ':42:' || g, 'update_id', g, 'chat', jsonb_build_object('id', 42, 'type', 'private'),
+                                     'from', jsonb_build_object('id', 7), 'text', 'bench ' || g, 'date', 1700000000,
+                                     'message', jsonb_build_object('message_id', g, 'date', 1700000000, 'text', 'bench ' || g)),
+                  md5(g::text), job_id
+             from ids
+           returning id, job_id
+         )
+         insert into pgboss.job (id, name, data, retry_limit, expire_in, keep_until, policy)
+         select job_id, $3, jsonb_build_object('id', id), 0, interval '23 hours', now() + interval '30 days', 'standard' from caps`,
+        [from, size, QUEUES.capture],
+      );
+    });
+  }
+}
+
+async function bulkBossJobs(pool: Pool, queue: string, n: number): Promise<void> {
+  await pool.query(
+    `insert into pgboss.job (name, data, retry_limit, expire_in, keep_until, policy)
+     select $1, jsonb_build_object('n', g), 0, interval '23 hours', now() + interval '30 days', 'standard' from generate_series(1, $2) g`,
+    [queue, n],
+  );
+}
+
+async function resetCaptures(pool: Pool): Promise<void> {
+  await pool.query(`truncate relay.captures, relay.attempts`);
+  await pool.query(`delete from pgboss.job where name = $1`, [QUEUES.capture]);
+  await pool.query(`vacuum analyze relay.captures`);
+  await pool.query(`vacuum analyze pgboss.job`);
+}
+
+// ---- (a) throughput -----------------------------------------------------------------------------
+
+async function ourLoop(url: string, pool: Pool, n: number, concurrency: number): Promise<number> {
+  await resetCaptures(pool);
+  await bulkCaptures(pool, n, 0);
+  await pool.query('analyze relay.captures; analyze pgboss.job');
+  const boss = createBoss(url, { max: 1 });
+  const store = createCaptureStore();
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  let count = 0;
+  const worker = createWorker({
+    pool,
+    boss,
+    logger: silentLogger(),
+    databaseUrl: url,
+    kinds: [{ queue: QUEUES.capture, store, execute: async () => Outcome.delivered({ status: 200 }) }],
+    config: { concurrency, staleAfterMs: 30_000, retry: { baseMs: 1_000, capMs: 300_000, maxAttempts: 12 } },
+  });
+  const t0 = performance.now();
+  await worker.start();
+  const timer = setInterval(() => {
+    count = worker.kinds[0].stats.delivered;
+    if (count >= n) done();
+  }, 5);
+  await finished;
+  const secs = (performance.now() - t0) / 1000;
+  clearInterval(timer);
+  await worker.stop();
+  const { rows } = await pool.query(`select count(*)::int as n from relay.captures where state = 'delivered'`);
+  if (rows[0].n !== n) throw new Error(`our loop: expected ${n} delivered, found ${rows[0].n}`);
+  return n / secs;
+}
+
+async function bossWork(boss: PgBoss, pool: Pool, n: number, workers: number, batchSize: number): Promise<number> {
+  const queue = `bench.work.${workers}.${batchSize}`;
+  await boss.createQueue(queue, { name: queue, retryLimit: 0 } as PgBoss.Queue);
+  await bulkBossJobs(pool, queue, n);
+  await pool.query('analyze pgboss.job');
+  let count = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  const t0 = performance.now();
+  const ids: string[] = [];
+  for (let i = 0; i < workers; i++) {
+    ids.push(
+      await boss.work(queue, { batchSize, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+        count += jobs.length;
+        if (count >= n) done();
+      }),
+    );
+  }
+  await finished;
+  const secs = (performance.now() - t0) / 1000;
+  await boss.offWork(queue);
+  return n / secs;
+}
+
+async function tightLoop(boss: PgBoss, pool: Pool, n: number): Promise<number> {
+  const queue = 'bench.tight';
+  await boss.createQueue(queue, { name: queue, retryLimit: 0 } as PgBoss.Queue);
+  await bulkBossJobs(pool, queue, n);
+  await pool.query('analyze pgboss.job');
+  let count = 0;
+  const t0 = performance.now();
+  for (;;) {
+    const jobs = await boss.fetch(queue, { batchSize: 100 });
+    if (jobs.length === 0) break;
+    await boss.complete(queue, jobs.map((j) => j.id));
+    count += jobs.length;
+  }
+  const secs = (performance.now() - t0) / 1000;
+  if (count !== n) throw new Error(`tight loop: ${count} of ${n}`);
+  return n / secs;
+}
+
+async function partA(url: string, pool: Pool): Promise<void> {
+  const n = SIZES.throughputJobs;
+  log(`\n(a) no-op jobs/s, backlog of ${fmt(n)} ready jobs each`);
+  const boss = new PgBoss({ connectionString: url, schema: 'pgboss', supervise: false, schedule: false, max: 10 });
+  boss.on('error', () => undefined);
+  await boss.start();
+  const ours: Record<string, number> = {};
+  for (const c of [16, 200, 1000]) {
+    ours[c] = await ourLoop(url, pool, n, c);
+    log(`  our claim loop, WORKER_CONCURRENCY=${c} (claims of up to ${Math.min(500, Math.ceil(c / 2))}): ${fmt(ours[c])} jobs/s`);
+  }
+  // work() has no concurrency option: N work() calls, each fetching batchSize and sleeping
+  // pollingIntervalSeconds (its minimum, 0.5) between fetches; jobs in flight = N x batchSize.
+  const work: Record<string, number> = {};
+  for (const [w, b] of [
+    [1, 100],
+    [2, 100],
+    [10, 100],
+    [32, 100],
+  ] as const) {
+    work[`${w}x${b}`] = await bossWork(boss, pool, n, w, b);
+    log(`  pg-boss work() x${w}, batchSize ${b} (${w * b} in flight), pollingIntervalSeconds 0.5: ${fmt(work[`${w}x${b}`])} jobs/s`);
+  }
+  const tight = await tightLoop(boss, pool, n);
+  log(`  pg-boss tight fetch(100)+complete loop: ${fmt(tight)} jobs/s`);
+  await boss.stop({ graceful: false, wait: true });
+  if (QUICK) log('  (--quick: a backlog this small fits in one work() x32 round and is cheap for fetch() to sort; the ratios below are a smoke check only)');
+  const best = Math.max(...Object.values(ours));
+  const bestWork = Math.max(...Object.values(work));
+  log(`  ratios (best of each): ours/work() = ${fmt(best / bestWork, 2)}x (target >= 3x), ours/tight loop = ${fmt(best / tight, 2)}x (target >= 1x)`);
+  log(`  same jobs in flight: 200: ours ${fmt(ours[200])} vs work() x2 ${fmt(work['2x100'])} = ${fmt(ours[200] / work['2x100'], 1)}x; ` +
+      `1000: ours ${fmt(ours[1000])} vs work() x10 ${fmt(work['10x100'])} = ${fmt(ours[1000] / work['10x100'], 1)}x`);
+}
+
+// ---- (b) claim latency vs backlog ---------------------------------------------------------------
+
+async function timeClaim(pool: Pool, reps: number): Promise<number[]> {
+  const store = createCaptureStore();
+  const out: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const c = await pool.connect();
+    try {
+      await c.query('begin');
+      const t0 = performance.now();
+      const jobs = await store.claim(c, { limit: 100, workerId: 'bench', now: null, queue: QUEUES.capture });
+      out.push(performance.now() - t0);
+      if (jobs.length !== 100) throw new Error(`claimed ${jobs.length}`);
+    } finally {
+      await c.query('rollback');
+      c.release();
+    }
+  }
+  return out;
+}
+
+async function timeBossFetch(url: string, pool: Pool, reps: number): Promise<number[]> {
+  const boss = createBoss(url, { max: 1 });
+  const out: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const c = await pool.connect();
+    try {
+      await c.query('begin');
+      const t0 = performance.now();
+      const jobs = await boss.fetch(QUEUES.capture, { batchSize: 100, db: bossDb(c) } as PgBoss.FetchOptions);
+      out.push(performance.now() - t0);
+      if (jobs.length !== 100) throw new Error(`fetched ${jobs.length}`);
+    } finally {
+      await c.query('rollback');
+      c.release();
+    }
+  }
+  return out;
+}
+
+async function partB(url: string, pool: Pool): Promise<void> {
+  log(`\n(b) claim latency (100 jobs per claim) vs ready backlog`);
+  await resetCaptures(pool);
+  let have = 0;
+  const results: { size: number; ours: number; boss: number }[] = [];
+  for (const size of SIZES.claimSizes) {
+    const t0 = performance.now();
+    await bulkCaptures(pool, size - have, have);
+    have = size;
+    await pool.query('vacuum analyze relay.captures');
+    await pool.query('vacuum analyze pgboss.job');
+    await pool.query('checkpoint'); // flush the bulk load's dirty pages now, not during the timing
+    const build = (performance.now() - t0) / 1000;
+    await timeClaim(pool, 5); // warm
+    const ours = pct(await timeClaim(pool, 50), 50);
+    const bossReps = size >= 500_000 ? 3 : 10;
+    const boss = pct(await timeBossFetch(url, pool, bossReps), 50);
+    results.push({ size, ours, boss });
+    log(`  ${fmt(size).padStart(9)} ready: ours p50 ${fmt(ours, 2)} ms | pg-boss fetch(100) p50 ${fmt(boss, 1)} ms   (built in ${fmt(build, 1)} s)`);
+  }
+  const first = results[0];
+  const last = results[results.length - 1];
+  log(`  ours @${fmt(last.size)} / @${fmt(first.size)} = ${fmt(last.ours / first.ours, 2)}x (target <= 2x); pg-boss fetch: ${fmt(last.boss / first.boss, 1)}x`);
+  await resetCaptures(pool);
+}
+
+// ---- (c) end to end -----------------------------------------------------------------------------
+
+async function partC(url: string, pool: Pool): Promise<void> {
+  const rate = 200;
+  const seconds = SIZES.e2eSeconds;
+  const total = rate * seconds;
+  log(`\n(c) end to end: ${fmt(total)} captures at a steady ${rate}/s to the sandbox collector (worker: a real tg-relay worker process)`);
+  await resetCaptures(pool);
+  const received = new Map<string, number>();
+  const collector = createCollector({ onReceive: (r) => received.set(r.key, performance.timeOrigin + performance.now()) });
+  await collector.start();
+  const child = spawn(process.execPath, [path.resolve(__dirname, '../bin/tg-relay.js'), 'worker'], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: url, CAPTURE_URL: collector.captureUrl, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const startDeadline = Date.now() + 30_000;
+  while (!out.includes('worker started')) {
+    if (Date.now() > startDeadline || child.exitCode !== null) throw new Error(`worker did not start:\n${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const boss = createBoss(url, { max: 1 });
+  // warm-up (connections, JIT) not measured
+  await insertCaptures(pool, boss, 20);
+  while (received.size < 20) await new Promise((r) => setTimeout(r, 10));
+  received.clear();
+
+  const enqueuedAt = new Map<string, number>();
+  const t0 = performance.now();
+  // open loop: each capture is enqueued at its scheduled time in its own transaction, whether or not
+  // the previous one has committed (a slow commit must not lower the offered rate)
+  const inFlight = new Set<Promise<void>>();
+  for (let i = 0; i < total; i++) {
+    const target = t0 + (i * 1000) / rate;
+    const wait = target - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    while (inFlight.size >= 20) await Promise.race(inFlight);
+    const p: Promise<void> = (async () => {
+      const start = performance.timeOrigin + performance.now();
+      const [c] = await insertCaptures(pool, boss, 1);
+      enqueuedAt.set(c.key, start);
+    })().finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  }
+  await Promise.all(inFlight);
+  const enqueueSecs = (performance.now() - t0) / 1000;
+  const deadline = Date.now() + 30_000;
+  while (received.size < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const lastReceipt = Math.max(...received.values());
+  const secs = (lastReceipt - (performance.timeOrigin + t0)) / 1000;
+  const lat = [...enqueuedAt].filter(([k]) => received.has(k)).map(([k, t]) => received.get(k)! - t);
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  await collector.stop();
+  log(`  delivered ${fmt(received.size)}/${fmt(total)}; enqueued at ${fmt(total / enqueueSecs, 1)}/s; delivered at ${fmt(received.size / secs, 1)} captures/s`);
+  log(`  latency enqueue → collector receipt: p50 ${fmt(pct(lat, 50), 1)} ms, p90 ${fmt(pct(lat, 90), 1)} ms, p99 ${fmt(pct(lat, 99), 1)} ms, max ${fmt(Math.max(...lat), 1)} ms (target p50 <= 30, p99 <= 150)`);
+  log(`  duplicates at the collector: ${collector.duplicates().length}`);
+}
+
+async function main(): Promise<void> {
+  log(`tg-relay worker benchmark${QUICK ? ' (--quick: smaller sizes)' : ''}; node ${process.version}`);
+  const db = await benchDatabase();
+  try {
+    if (ONLY.includes('a')) await partA(db.url, db.pool);
+    if (ONLY.includes('b')) await partB(db.url, db.pool);
+    if (ONLY.includes('c')) await partC(db.url, db.pool);
+  } finally {
+    await db.close();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`${err?.stack ?? err}\n`);
+    process.exit(1);
+  },
+);

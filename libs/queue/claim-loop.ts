@@ -1,0 +1,462 @@
+import { performance } from 'node:perf_hooks';
+import type PgBoss from 'pg-boss';
+import type { Pool, PoolClient } from 'pg';
+import { inTransaction } from './transaction';
+import type { Logger } from '../observability/logger';
+import type { BackoffPolicy } from './backoff';
+import { bossJobsActivate, bossJobsComplete, bossJobsFail, bossJobsReschedule } from './boss-jobs';
+import { Clock, jsNow, sqlNow } from './clock';
+import { WORK_CHANNEL } from './enqueue';
+import { QueueError, shortError } from './errors';
+import type { ClaimedJob, JobKind, SettledRow } from './job-kind';
+import { Outcome } from './outcome';
+import { OutcomeWriter } from './outcome-writer';
+import { attemptsInsert, AttemptRow } from './queries';
+import { decideSettlement, Decision } from './settlement';
+import { WakeSignal } from './signal';
+import { recoverStaleOnce } from './stale-recovery';
+import type { WakeListener } from './wake-listener';
+
+/** Safety-net poll while idle: NOTIFY normally wakes the loop long before this. */
+export const POLL_INTERVAL_MS_DEFAULT = 2_000;
+/** Most jobs claimed in one statement (claims also take at most half the slots). */
+export const CLAIM_BATCH_MAX_DEFAULT = 500;
+const DB_RETRY_MIN_MS = 100;
+const DB_RETRY_MAX_MS = 5_000;
+
+export interface EngineConfig {
+  /** Jobs of this kind run at once in this process (WORKER_CONCURRENCY). */
+  concurrency: number;
+  /** STALE_AFTER: a claim without heartbeat is recovered so that it is back within this time. */
+  staleAfterMs: number;
+  retry: BackoffPolicy;
+}
+
+export interface KindWorkerDeps {
+  pool: Pool;
+  /** For complete/fail with `{ db }`; it need not be started. */
+  boss: PgBoss;
+  logger: Logger;
+  workerId: string;
+  config: EngineConfig;
+  /** Omit in production (database time); tests pass a ManualClock. */
+  clock?: Clock;
+  /** Jitter source for backoff (tests make it deterministic). */
+  random?: () => number;
+  /** NOTIFY wake-ups; without one the loop relies on its poll. */
+  listener?: WakeListener;
+  pollIntervalMs?: number;
+  claimBatchMax?: number;
+  /** Outcome transactions in flight at once (default 2). */
+  outcomeWriters?: number;
+}
+
+/** Heartbeat and stale-sweep period, and the heartbeat age at which a claim counts as stale. */
+export function staleTiming(staleAfterMs: number): { tickMs: number; thresholdMs: number } {
+  // Heartbeats and sweeps every S/5; stale after 4/5·S without heartbeat. A dead worker's claims are
+  // then back within S of its last heartbeat, and a live worker may miss three heartbeats in a row.
+  const tickMs = Math.max(20, Math.floor(staleAfterMs / 5));
+  return { tickMs, thresholdMs: Math.max(tickMs, staleAfterMs - tickMs) };
+}
+
+export interface KindWorkerStats {
+  claimed: number;
+  delivered: number;
+  retried: number;
+  failed: number;
+  fenced: number;
+  recovered: number;
+  released: number;
+  claimErrors: number;
+}
+
+export interface KindWorker {
+  readonly queue: string;
+  readonly inFlight: number;
+  readonly stats: Readonly<KindWorkerStats>;
+  start(): void;
+  /** Stop claiming, let in-flight jobs finish for up to `timeoutMs`, then release the rest. Idempotent. */
+  stop(opts?: { timeoutMs?: number }): Promise<void>;
+  /** Claim now (as a NOTIFY would). */
+  wake(): void;
+  /** One stale sweep now; returns how many claims were recovered. */
+  recoverStaleNow(): Promise<number>;
+}
+
+type Phase = 'running' | 'settling' | 'released';
+interface Held<Row> {
+  job: ClaimedJob<Row>;
+  ctl: AbortController;
+  phase: Phase;
+}
+interface Finished<Row> {
+  job: ClaimedJob<Row>;
+  outcome: Outcome;
+  decision: Decision;
+  startedAt: Date;
+  finishedAt: Date;
+  durationMs: number;
+}
+
+/**
+ * The claim loop of one job kind in one process.
+ *
+ * - claims due rows in batches (up to half the slots), in one statement with their pg-boss jobs;
+ *   loops straight on while batches come back full (a backlog drains without sleeping), then waits
+ *   for a NOTIFY, the next due row, or the safety poll;
+ * - runs up to `concurrency` jobs at once; writes outcomes in group-committed batches (domain row,
+ *   pg-boss job and audit row in one transaction, fenced by claim id);
+ * - heartbeats its claims, aborts jobs whose claim was lost, and sweeps stale claims of dead workers;
+ * - every database error is caught, logged and retried with backoff: the loop never crashes.
+ */
+export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps): KindWorker {
+  const { pool, boss, workerId, config, clock } = deps;
+  const logger = deps.logger.child({ queue: kind.queue });
+  const pollMs = deps.pollIntervalMs ?? POLL_INTERVAL_MS_DEFAULT;
+  const batchMax = deps.claimBatchMax ?? CLAIM_BATCH_MAX_DEFAULT;
+  const { tickMs, thresholdMs } = staleTiming(config.staleAfterMs);
+  const held = new Map<string, Held<Row>>();
+  const signal = new WakeSignal();
+  const stats: KindWorkerStats = { claimed: 0, delivered: 0, retried: 0, failed: 0, fenced: 0, recovered: 0, released: 0, claimErrors: 0 };
+  let started = false;
+  let stopping = false;
+  let stopPromise: Promise<void> | undefined;
+  let loopDone: Promise<void> = Promise.resolve();
+  let waitingForSlot = false;
+  let lastHeartbeatOk = performance.now();
+  let unsubscribe: (() => void) | undefined;
+  let heartbeatTimer: NodeJS.Timeout | undefined;
+  let sweepTimer: NodeJS.Timeout | undefined;
+  let heartbeatRunning: Promise<void> | undefined;
+  let sweepRunning: Promise<number> | undefined;
+  let slotWaiters: (() => void)[] = [];
+
+  const writer = new OutcomeWriter<Finished<Row>>((batch) => writeOutcomes(batch), logger, deps.outcomeWriters ?? 2);
+
+  // ---- claiming ---------------------------------------------------------------------------------
+
+  const onJobsOutOfStep = (expected: number, moved: number) =>
+    logger.warn({ expected, moved }, 'some claimed rows had no ready pg-boss job (archived or out of step)');
+
+  async function claimBatch(limit: number): Promise<ClaimedJob<Row>[]> {
+    const args = { limit, workerId, now: sqlNow(clock), queue: kind.queue, onJobsOutOfStep };
+    // one statement: rows → delivering and their pg-boss jobs → active, atomically
+    if (kind.store.activatesJobs) return kind.store.claim(pool, args);
+    return inTransaction(pool, async (db) => {
+      const jobs = await kind.store.claim(db, args);
+      const jobIds = jobs.map((j) => j.jobId).filter((id): id is string => !!id);
+      const moved = await bossJobsActivate(db, kind.queue, jobIds);
+      if (moved !== jobIds.length) onJobsOutOfStep(jobIds.length, moved);
+      return jobs;
+    });
+  }
+
+  async function loop(): Promise<void> {
+    let failures = 0;
+    while (!stopping) {
+      const free = config.concurrency - held.size;
+      if (free <= 0) {
+        waitingForSlot = true;
+        await signal.wait(pollMs);
+        waitingForSlot = false;
+        continue;
+      }
+      // at most half the slots per claim: the next claim overlaps the previous batch's outcome write
+      const limit = Math.min(free, batchMax, Math.max(1, Math.ceil(config.concurrency / 2)));
+      let jobs: ClaimedJob<Row>[];
+      try {
+        jobs = await claimBatch(limit);
+        failures = 0;
+      } catch (err) {
+        failures++;
+        stats.claimErrors++;
+        logger.warn({ err: { message: shortError(err), code: (err as { code?: string }).code }, failures }, 'claim failed; retrying');
+        await signal.wait(Math.min(DB_RETRY_MAX_MS, DB_RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8)));
+        continue;
+      }
+      stats.claimed += jobs.length;
+      for (const job of jobs) run(job);
+      if (jobs.length === limit) continue; // maybe more: claim again at once
+      if (stopping) break;
+      if (signal.isPending) continue; // new work was announced while we claimed
+      let waitMs = pollMs;
+      try {
+        const due = await kind.store.nextDueInMs(pool, sqlNow(clock));
+        // floor: rows due now but locked by another transaction must not make us spin
+        if (due !== null) waitMs = Math.min(waitMs, Math.max(due, 5));
+      } catch {
+        // the poll still bounds the wait
+      }
+      await signal.wait(waitMs);
+    }
+  }
+
+  // ---- running ----------------------------------------------------------------------------------
+
+  function run(job: ClaimedJob<Row>): void {
+    const h: Held<Row> = { job, ctl: new AbortController(), phase: 'running' };
+    held.set(job.claimId, h);
+    const startedAt = jsNow(clock);
+    const t0 = performance.now();
+    let jobLogger: Logger | undefined; // created on first use: pino's child() is not free at thousands of jobs/s
+    const ctx = {
+      signal: h.ctl.signal,
+      workerId,
+      get logger() {
+        return (jobLogger ??= logger.child({ jobId: job.jobId, id: job.id, attempt: job.attempt }));
+      },
+    };
+    void (async () => {
+      let outcome: Outcome;
+      try {
+        outcome = await kind.execute(job, ctx);
+      } catch (err) {
+        outcome = Outcome.retry(undefined, { errorCode: 'RELAY_HANDLER_THREW', error: shortError(err) });
+      }
+      if (h.phase === 'released') return; // given back at shutdown; its outcome is not ours to write
+      h.phase = 'settling';
+      const decision = decideSettlement(job as ClaimedJob<unknown>, outcome, config.retry, deps.random);
+      const durationMs = Math.round(performance.now() - t0);
+      await writer.submit({ job, outcome, decision, startedAt, finishedAt: jsNow(clock), durationMs });
+      held.delete(job.claimId);
+      freed();
+    })().catch((err) => {
+      // unreachable by construction (execute is caught, submit never rejects); never crash the process
+      logger.error({ err }, 'job runner failed unexpectedly');
+      held.delete(job.claimId);
+      freed();
+    });
+  }
+
+  function freed(): void {
+    if (waitingForSlot) signal.notify();
+    if (held.size === 0) for (const w of slotWaiters.splice(0)) w();
+  }
+
+  // ---- writing outcomes -------------------------------------------------------------------------
+
+  async function writeOutcomes(batch: Finished<Row>[]): Promise<void> {
+    const now = sqlNow(clock);
+    let settled: SettledRow[] = [];
+    await inTransaction(pool, async (db) => {
+      settled = await kind.store.settle(db, batch.map((f) => f.decision.settlement), now);
+      await mirrorJobs(db, settled, batch);
+      const landed = new Set(settled.map((s) => s.claimId));
+      const byClaim = new Map(settled.map((s) => [s.claimId, s]));
+      await attemptsInsert(
+        db,
+        batch.map((f) => auditRow(f, landed.has(f.job.claimId), byClaim.get(f.job.claimId))),
+      );
+    });
+    const landed = new Set(settled.map((s) => s.claimId));
+    // a retry may be due sooner than the loop's current wait (full jitter can give ~0 ms)
+    if (settled.some((s) => s.state === 'pending')) signal.notify();
+    for (const f of batch) {
+      if (!landed.has(f.job.claimId)) {
+        stats.fenced++;
+        logger.warn({ id: f.job.id, jobId: f.job.jobId, outcome: f.decision.auditOutcome }, 'claim was lost before the outcome was written; the redelivery owns the row');
+        continue;
+      }
+      if (f.decision.settlement.state === 'delivered') stats.delivered++;
+      else if (f.decision.settlement.state === 'pending') stats.retried++;
+      else stats.failed++;
+    }
+  }
+
+  async function mirrorJobs(db: PoolClient, settled: SettledRow[], batch: Finished<Row>[]): Promise<void> {
+    const delivered = settled.filter((s) => s.state === 'delivered' && s.jobId).map((s) => s.jobId!);
+    await bossJobsComplete(boss, db, kind.queue, delivered);
+    const pending = settled.filter((s) => s.state === 'pending' && s.jobId);
+    await bossJobsReschedule(db, kind.queue, pending.map((s) => ({ jobId: s.jobId!, startAfter: s.nextAttemptAt! })), { outcome: 'retry' });
+    const reasons = new Map(batch.map((f) => [f.job.claimId, f.decision.settlement.failedReason ?? 'failed']));
+    const failedByReason = new Map<string, string[]>();
+    for (const s of settled) {
+      if (s.state !== 'failed' || !s.jobId) continue;
+      const reason = reasons.get(s.claimId) ?? 'failed';
+      failedByReason.set(reason, [...(failedByReason.get(reason) ?? []), s.jobId]);
+    }
+    for (const [reason, ids] of failedByReason) await bossJobsFail(boss, db, kind.queue, ids, { reason });
+  }
+
+  function auditRow(f: Finished<Row>, landed: boolean, s: SettledRow | undefined): AttemptRow {
+    const { outcome, decision } = f;
+    const details: Record<string, unknown> = { ...(outcome.details ?? {}) };
+    if (decision.delayMs !== undefined) details.delayMs = decision.delayMs;
+    if (decision.retryAfterMs !== undefined) details.retryAfterMs = decision.retryAfterMs;
+    if (s?.nextAttemptAt && s.state === 'pending') details.nextAttemptAt = s.nextAttemptAt;
+    if (decision.settlement.failedReason) details.failedReason = decision.settlement.failedReason;
+    if (decision.settlement.uncounted) details.uncounted = true;
+    if (!landed) details.fenced = true;
+    return {
+      subject: kind.store.subject,
+      subject_id: f.job.id,
+      subject_key: f.job.key,
+      attempt: f.job.attempt,
+      worker_id: workerId,
+      started_at: f.startedAt,
+      finished_at: f.finishedAt,
+      duration_ms: f.durationMs,
+      outcome: outcome.label ?? decision.auditOutcome,
+      http_status: outcome.status ?? null,
+      error_code: landed ? (outcome.errorCode ?? null) : 'RELAY_CLAIM_LOST',
+      error: outcome.type === 'delivered' ? (landed ? null : 'claim lost before the outcome was written') : (outcome.error ?? null),
+      details: Object.keys(details).length ? details : null,
+    };
+  }
+
+  // ---- heartbeat and stale recovery -------------------------------------------------------------
+
+  async function heartbeat(): Promise<void> {
+    const claims = [...held.values()].filter((h) => h.phase !== 'released').map((h) => ({ id: h.job.id, claimId: h.job.claimId }));
+    if (claims.length === 0) {
+      lastHeartbeatOk = performance.now();
+      return;
+    }
+    try {
+      const kept = new Set(await kind.store.heartbeat(pool, claims, sqlNow(clock)));
+      lastHeartbeatOk = performance.now();
+      for (const c of claims) {
+        const h = held.get(c.claimId);
+        if (!kept.has(c.claimId) && h && h.phase === 'running') {
+          logger.warn({ id: h.job.id, jobId: h.job.jobId }, 'claim lost (recovered as stale elsewhere); aborting the attempt');
+          h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'claim lost'));
+        }
+      }
+    } catch (err) {
+      const silentFor = performance.now() - lastHeartbeatOk;
+      logger.warn({ err: { message: shortError(err) }, silentForMs: Math.round(silentFor) }, 'heartbeat failed');
+      // Others will soon treat our claims as stale: stop working on them rather than deliver twice.
+      if (silentFor > thresholdMs - tickMs) {
+        for (const h of held.values()) if (h.phase === 'running') h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'heartbeats failing; claim about to go stale'));
+      }
+    }
+  }
+
+  async function sweep(): Promise<number> {
+    try {
+      const n = await recoverStaleOnce({ pool, boss, kind, staleMs: thresholdMs, maxAttempts: config.retry.maxAttempts, workerId, clock, logger });
+      stats.recovered += n;
+      if (n > 0) signal.notify();
+      return n;
+    } catch (err) {
+      logger.warn({ err: { message: shortError(err) } }, 'stale sweep failed');
+      return 0;
+    }
+  }
+
+  function schedule(): void {
+    heartbeatTimer = setInterval(() => {
+      if (heartbeatRunning) return;
+      heartbeatRunning = heartbeat().finally(() => (heartbeatRunning = undefined));
+    }, tickMs);
+    sweepTimer = setInterval(() => {
+      if (sweepRunning || stopping) return;
+      sweepRunning = sweep().finally(() => (sweepRunning = undefined));
+    }, tickMs);
+  }
+
+  // ---- stopping ---------------------------------------------------------------------------------
+
+  async function releaseRunning(): Promise<void> {
+    const toRelease = [...held.values()].filter((h) => h.phase === 'running');
+    if (toRelease.length === 0) return;
+    for (const h of toRelease) {
+      h.phase = 'released';
+      h.ctl.abort(new QueueError('RELAY_QUEUE_STOPPED', 'worker stopping'));
+    }
+    try {
+      const now = sqlNow(clock);
+      const at = jsNow(clock);
+      await inTransaction(pool, async (db) => {
+        const rows = await kind.store.release(db, toRelease.map((h) => ({ id: h.job.id, claimId: h.job.claimId })), now);
+        await bossJobsReschedule(db, kind.queue, rows.filter((r) => r.jobId).map((r) => ({ jobId: r.jobId!, startAfter: r.nextAttemptAt! })), { outcome: 'released' });
+        const released = new Set(rows.map((r) => r.claimId));
+        await attemptsInsert(
+          db,
+          toRelease
+            .filter((h) => released.has(h.job.claimId))
+            .map((h) => ({
+              subject: kind.store.subject,
+              subject_id: h.job.id,
+              subject_key: h.job.key,
+              attempt: h.job.attempt,
+              worker_id: workerId,
+              started_at: at,
+              finished_at: at,
+              duration_ms: null,
+              outcome: 'retry' as const,
+              http_status: null,
+              error_code: 'RELAY_RELEASED',
+              error: 'released unfinished at worker shutdown; not counted against the budget',
+              details: null,
+            })),
+        );
+        await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, kind.queue]);
+      });
+      stats.released += toRelease.length;
+      logger.info({ released: toRelease.length }, 'released unfinished jobs');
+    } catch (err) {
+      logger.warn({ err: { message: shortError(err) }, count: toRelease.length }, 'could not release unfinished jobs; stale recovery will return them');
+    } finally {
+      for (const h of toRelease) held.delete(h.job.claimId);
+    }
+  }
+
+  function allDone(timeoutMs: number): Promise<boolean> {
+    if (held.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(false), Math.max(0, timeoutMs));
+      slotWaiters.push(() => {
+        clearTimeout(t);
+        resolve(true);
+      });
+    });
+  }
+
+  async function doStop(timeoutMs: number): Promise<void> {
+    stopping = true;
+    unsubscribe?.();
+    signal.notify();
+    const deadline = performance.now() + timeoutMs;
+    await loopDone;
+    if (!(await allDone(deadline - performance.now()))) {
+      await releaseRunning();
+      // outcomes already being written get a short grace; past it they stay delivering (stale recovery)
+      if (!(await allDone(Math.max(1_000, deadline - performance.now())))) {
+        writer.abandon();
+        logger.warn({ inFlight: held.size }, 'gave up writing some outcomes at shutdown; stale recovery will redeliver them');
+        held.clear();
+      }
+    }
+    if (heartbeatTimer) clearInterval(heartbeatTimer);
+    if (sweepTimer) clearInterval(sweepTimer);
+    await heartbeatRunning;
+    await sweepRunning;
+    await writer.idle();
+    slotWaiters = [];
+  }
+
+  return {
+    queue: kind.queue,
+    get inFlight() {
+      return held.size;
+    },
+    stats,
+    start() {
+      if (started || stopping) return;
+      started = true;
+      unsubscribe = deps.listener?.subscribe(kind.queue, () => signal.notify());
+      schedule();
+      loopDone = loop().catch((err) => logger.error({ err }, 'claim loop crashed'));
+      sweepRunning = sweep().finally(() => (sweepRunning = undefined)); // claims of workers that died before we started
+    },
+    stop(opts = {}) {
+      if (!stopPromise) stopPromise = started ? doStop(opts.timeoutMs ?? 25_000) : ((stopping = true), Promise.resolve());
+      return stopPromise;
+    },
+    wake() {
+      signal.notify();
+    },
+    recoverStaleNow: () => sweep(),
+  };
+}

@@ -1,0 +1,13 @@
+export * from './enqueue';
+export * from './outcome';
+export * from './clock';
+export * from './backoff';
+export * from './errors';
+export * from './job-kind';
+export * from './claim-table-store';
+export * from './claim-loop';
+export * from './stale-recovery';
+export * from './wake-listener';
+export * from './worker';
+export { attemptsInsert } from './queries';
+export type { AttemptRow } from './queries';

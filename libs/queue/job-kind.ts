@@ -1,0 +1,125 @@
+import type { Logger } from '../observability/logger';
+import type { Queryable } from '../db/pool';
+import type { QueueName } from '../db/boss';
+import type { Outcome } from './outcome';
+
+/** `relay.attempts.subject` values written by workers. */
+export type AttemptSubject = 'capture' | 'outbound' | 'inbox';
+
+/** One job this worker holds: its domain row is `delivering` under `claimId`. */
+export interface ClaimedJob<Row = Record<string, unknown>> {
+  /** Domain row id (bigint, as text). */
+  id: string;
+  /** Business key: capture_key, msg_id… (audit `subject_key`). */
+  key: string;
+  /** pg-boss job mirroring the row (null only for rows enqueued without one). */
+  jobId: string | null;
+  /** Fencing token of this claim: every outcome write checks it. */
+  claimId: string;
+  /** 1-based number of this attempt. */
+  attempt: number;
+  /** The row's own budget, or null for the worker's RETRY_MAX_ATTEMPTS. */
+  maxAttempts: number | null;
+  /** The whole domain row as claimed. */
+  row: Row;
+}
+
+/** A claim by row id (primary-key lookup) and fencing token. */
+export interface ClaimRef {
+  id: string;
+  claimId: string;
+}
+
+/** The state a settled row moves to. */
+export type SettledState = 'delivered' | 'pending' | 'failed';
+
+export interface Settlement {
+  id: string;
+  claimId: string;
+  state: SettledState;
+  /** For `pending`: when it is due again, as a delay from `now`. */
+  delayMs?: number;
+  status?: number;
+  error?: string;
+  failedReason?: string;
+  /** For `pending`: the attempt is given back (attempts - 1), as for a rate limit. */
+  uncounted?: boolean;
+  /** The outcome's kind-specific `effects`, for a kind's own settle to apply (see AttemptInfo). */
+  effects?: unknown;
+}
+
+export interface SettledRow {
+  id: string;
+  claimId: string;
+  jobId: string | null;
+  state: SettledState;
+  nextAttemptAt: Date | null;
+}
+
+export interface RecoveredRow {
+  id: string;
+  key: string;
+  jobId: string | null;
+  state: 'pending' | 'failed';
+  attempt: number;
+  /** The worker that held the claim, and when its attempt started. */
+  workerId: string | null;
+  startedAt: Date | null;
+  heartbeatAt: Date | null;
+  nextAttemptAt: Date | null;
+}
+
+/**
+ * How a job kind keeps its domain rows. Every method runs on the caller's transaction client, so the
+ * engine can move the pg-boss job in the same transaction. `now` is null for the database clock.
+ */
+export interface ClaimStore<Row = Record<string, unknown>> {
+  readonly subject: AttemptSubject;
+  /**
+   * True when `claim` also moves the claimed rows' pg-boss jobs to `active` itself (in the same
+   * statement: one round trip, no explicit transaction; the claim-table store does). Otherwise the
+   * engine runs `claim` in a transaction and activates the jobs of the returned rows in it.
+   */
+  readonly activatesJobs?: boolean;
+  /**
+   * Due `pending` rows → `delivering` under fresh claim ids (FOR UPDATE SKIP LOCKED). `db` is the
+   * pool when `activatesJobs` is true, else the engine's transaction client.
+   */
+  claim(
+    db: Queryable,
+    args: { limit: number; workerId: string; now: Date | null; queue: QueueName; onJobsOutOfStep?: (expected: number, moved: number) => void },
+  ): Promise<ClaimedJob<Row>[]>;
+  /** Milliseconds until the earliest pending row is due (0 if due now), or null if none is pending. */
+  nextDueInMs(db: Queryable, now: Date | null): Promise<number | null>;
+  /** Applies outcomes; a row whose claim was lost (fenced) is left alone and not returned. */
+  settle(db: Queryable, items: Settlement[], now: Date | null): Promise<SettledRow[]>;
+  /** Refreshes the heartbeat of claims; returns the claim ids still held. */
+  heartbeat(db: Queryable, claims: ClaimRef[], now: Date | null): Promise<string[]>;
+  /** `delivering` rows without a heartbeat for `staleMs` → `pending` (or `failed` once the budget is spent). */
+  recoverStale(db: Queryable, args: { staleMs: number; now: Date | null; limit: number; maxAttempts: number }): Promise<RecoveredRow[]>;
+  /** Gives claims back unfinished (shutdown): `pending`, due now, the interrupted attempt not counted. */
+  release(db: Queryable, claims: ClaimRef[], now: Date | null): Promise<SettledRow[]>;
+}
+
+export interface JobContext {
+  /** Aborted when the claim is lost or the worker stops for good: give up promptly. */
+  signal: AbortSignal;
+  logger: Logger;
+  workerId: string;
+}
+
+/**
+ * A job kind plugged into the engine (capture.deliver, later update.dispatch and outbound.send).
+ * The engine owns claiming, concurrency, heartbeats, backoff, budgets, stale recovery, fencing,
+ * audit rows and the pg-boss mirror; the kind owns its domain rows and what one attempt does.
+ */
+export interface JobKind<Row = Record<string, unknown>> {
+  /** pg-boss queue carrying the kind (also the NOTIFY payload that wakes it). */
+  readonly queue: QueueName;
+  readonly store: ClaimStore<Row>;
+  /**
+   * One attempt. Expected failures are returned as Retry/Terminal values; a throw is treated as a
+   * retryable failure with code RELAY_HANDLER_THREW.
+   */
+  execute(job: ClaimedJob<Row>, ctx: JobContext): Promise<Outcome>;
+}

@@ -1,0 +1,86 @@
+import os from 'node:os';
+import crypto from 'node:crypto';
+import type PgBoss from 'pg-boss';
+import type { Pool } from 'pg';
+import type { Logger } from '../observability/logger';
+import { createKindWorker, EngineConfig, KindWorker } from './claim-loop';
+import type { Clock } from './clock';
+import type { JobKind } from './job-kind';
+import { createWakeListener, WakeListener } from './wake-listener';
+
+/** `host:pid:random` — unique per process, readable in relay.*.worker_id and relay.attempts. */
+export function newWorkerId(): string {
+  return `${os.hostname()}:${process.pid}:${crypto.randomBytes(3).toString('hex')}`;
+}
+
+export interface Worker {
+  readonly workerId: string;
+  readonly kinds: KindWorker[];
+  start(): Promise<void>;
+  /** Stops every kind (see KindWorker.stop) and the listener. Idempotent; safe before start. */
+  stop(opts?: { timeoutMs?: number }): Promise<void>;
+}
+
+/**
+ * A worker process's engine: one claim loop per job kind, sharing a pool and one LISTEN connection.
+ * `createWorker({ pool, boss, logger, databaseUrl, kinds, config })`.
+ */
+export function createWorker(opts: {
+  pool: Pool;
+  boss: PgBoss;
+  logger: Logger;
+  /** For the dedicated LISTEN connection. */
+  databaseUrl: string;
+  kinds: JobKind<any>[];
+  config: EngineConfig;
+  workerId?: string;
+  clock?: Clock;
+  random?: () => number;
+  pollIntervalMs?: number;
+  claimBatchMax?: number;
+  outcomeWriters?: number;
+  /** Set false to rely on polling only (tests of the safety net). */
+  listen?: boolean;
+}): Worker {
+  const workerId = opts.workerId ?? newWorkerId();
+  const logger = opts.logger.child({ workerId });
+  const listener: WakeListener | undefined =
+    opts.listen === false || opts.kinds.length === 0 ? undefined : createWakeListener({ url: opts.databaseUrl, logger, applicationName: 'tg-relay:worker-listen' });
+  const kinds = opts.kinds.map((kind) =>
+    createKindWorker(kind, {
+      pool: opts.pool,
+      boss: opts.boss,
+      logger,
+      workerId,
+      config: opts.config,
+      clock: opts.clock,
+      random: opts.random,
+      listener,
+      pollIntervalMs: opts.pollIntervalMs,
+      claimBatchMax: opts.claimBatchMax,
+      outcomeWriters: opts.outcomeWriters,
+    }),
+  );
+  let started = false;
+  let stopPromise: Promise<void> | undefined;
+  return {
+    workerId,
+    kinds,
+    async start() {
+      if (started || stopPromise) return;
+      started = true;
+      for (const k of kinds) k.start();
+      // connect after the loops run: they start with a claim anyway; the listener retries on its own
+      await listener?.start();
+    },
+    stop(stopOpts = {}) {
+      if (!stopPromise) {
+        stopPromise = (async () => {
+          await Promise.all(kinds.map((k) => k.stop(stopOpts)));
+          await listener?.stop();
+        })();
+      }
+      return stopPromise;
+    },
+  };
+}

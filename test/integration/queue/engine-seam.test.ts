@@ -1,0 +1,102 @@
+import { createBoss, Pool, QUEUES } from '../../../libs/db';
+import { createCaptureStore } from '../../../libs/captures/deliver';
+import { createWorker, JobKind, Outcome, Settlement, Worker } from '../../../libs/queue';
+import { attemptsOf, captureStates, inconsistentCaptures, insertCaptures } from '../../support/capture-fixtures';
+import { createMigratedDatabase } from '../../support/db';
+import { waitFor } from '../../support/wait-for';
+import { TEST_ENGINE_CONFIG, testLogger } from '../../support/worker-harness';
+
+let db: { url: string; pool: Pool; drop(): Promise<void> };
+let worker: Worker | undefined;
+
+beforeAll(async () => {
+  db = await createMigratedDatabase('seam');
+});
+
+afterEach(async () => {
+  await worker?.stop({ timeoutMs: 5_000 });
+  worker = undefined;
+  await db.pool.query('truncate relay.captures, relay.attempts');
+});
+
+afterAll(async () => {
+  await db.drop();
+});
+
+/** A job kind on relay.captures whose attempts return scripted outcomes, recording what settle saw. */
+function scriptedKind(script: Outcome[], seen: Settlement[]): JobKind<any> {
+  const base = createCaptureStore();
+  let i = 0;
+  return {
+    queue: QUEUES.capture,
+    store: {
+      ...base,
+      async settle(c, items, now) {
+        seen.push(...items);
+        return base.settle(c, items, now);
+      },
+    },
+    execute: async () => script[Math.min(i++, script.length - 1)],
+  };
+}
+
+function start(kind: JobKind<any>, maxAttempts = 2): Worker {
+  return createWorker({
+    pool: db.pool,
+    boss: createBoss(db.url, { max: 1 }),
+    logger: testLogger(),
+    databaseUrl: db.url,
+    kinds: [kind],
+    config: { ...TEST_ENGINE_CONFIG, retry: { ...TEST_ENGINE_CONFIG.retry, maxAttempts } },
+    random: () => 0,
+  });
+}
+
+describe('the job-kind seam', () => {
+  it('uncounted retries (rate limits) never spend the budget; labels and effects reach the audit and the settle', async () => {
+    const seen: Settlement[] = [];
+    const script = [
+      Outcome.retry(0, { uncounted: true, status: 429, errorCode: 'RATE', error: 'rate limited' }),
+      Outcome.retry(0, { uncounted: true, status: 429, errorCode: 'RATE', error: 'rate limited' }),
+      Outcome.retry(0, { uncounted: true, status: 429, errorCode: 'RATE', error: 'rate limited' }),
+      Outcome.retry(undefined, { label: 'ambiguous', errorCode: 'ECONNRESET', error: 'reset after sending' }),
+      Outcome.delivered({ status: 200, effects: { messageId: 77 } }),
+    ];
+    const [c] = await insertCaptures(db.pool, createBoss(db.url, { max: 1 }), 1);
+    worker = start(scriptedKind(script, seen), 2); // a budget of 2 counted attempts
+    await worker.start();
+    await waitFor(async () => (await captureStates(db.pool))[0].state === 'delivered', { what: 'delivered' });
+    const [s] = await captureStates(db.pool);
+    expect(s).toMatchObject({ state: 'delivered', jobState: 'completed', attempts: 2 });
+    expect(await inconsistentCaptures(db.pool)).toEqual([]);
+    const audit = await attemptsOf(db.pool, c.id);
+    expect(audit.map((a) => [a.attempt, a.outcome, a.error_code, a.details?.uncounted ?? false])).toEqual([
+      [1, 'retry', 'RATE', true],
+      [1, 'retry', 'RATE', true],
+      [1, 'retry', 'RATE', true],
+      [1, 'ambiguous', 'ECONNRESET', false],
+      [2, 'delivered', null, false],
+    ]);
+    expect(seen.at(-1)).toMatchObject({ state: 'delivered', effects: { messageId: 77 } });
+  });
+
+  it('a handler that throws is a counted retry with RELAY_HANDLER_THREW', async () => {
+    const [c] = await insertCaptures(db.pool, createBoss(db.url, { max: 1 }), 1);
+    worker = start(
+      {
+        queue: QUEUES.capture,
+        store: createCaptureStore(),
+        execute: async () => {
+          throw new Error('boom');
+        },
+      },
+      2,
+    );
+    await worker.start();
+    await waitFor(async () => (await captureStates(db.pool))[0].state === 'failed', { what: 'failed' });
+    expect((await attemptsOf(db.pool, c.id)).map((a) => [a.outcome, a.error_code, a.error])).toEqual([
+      ['retry', 'RELAY_HANDLER_THREW', 'boom'],
+      ['failed', 'RELAY_HANDLER_THREW', 'boom'],
+    ]);
+  });
+});

@@ -1,0 +1,29 @@
+/** `tg-relay worker` as a real child process (node bin/tg-relay.js worker), for crash and stop tests. */
+import type { ChildProcess } from 'node:child_process';
+import { exited, startCli } from './cli';
+import { waitFor } from './wait-for';
+
+export type WorkerProcess = ChildProcess & { output: () => string };
+
+export function startWorkerProcess(env: Record<string, string | undefined>): WorkerProcess {
+  return startCli(['worker'], { LOG_LEVEL: 'info', STALE_AFTER: '2s', SHUTDOWN_TIMEOUT: '5s', ...env });
+}
+
+/** Waits for the "worker started" log line; returns the worker id it printed. */
+export async function workerStarted(child: WorkerProcess, timeoutMs = 20_000): Promise<string> {
+  const line = await waitFor(
+    () => {
+      if (child.exitCode !== null) throw new Error(`worker exited early (${child.exitCode}):\n${child.output()}`);
+      return child.output().split('\n').find((l) => l.includes('"worker started'));
+    },
+    { timeoutMs, what: 'worker started' },
+  );
+  return JSON.parse(line).workerId as string;
+}
+
+/** SIGKILLs (if still running) and waits for the exit; for afterEach. */
+export async function killWorker(child: WorkerProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGKILL');
+  await exited(child);
+}
