@@ -1,7 +1,38 @@
+/**
+ * `tg-relay poller`: durable ingress for the bot of TELEGRAM_BOT_TOKEN — getUpdates (INGRESS=polling)
+ * or the webhook endpoint (INGRESS=webhook) — as lease owner or hot standby. First SIGTERM/SIGINT
+ * finishes the in-flight batch, releases the lease and exits 0; a 401 from Telegram exits 78.
+ */
 import { loadConfig } from '../../libs/config';
-import { NotImplementedError } from '../../libs/lifecycle/not-implemented';
+import { resolveDatabase } from '../../libs/db';
+import { checkIngressConfig, startIngress } from '../../libs/ingress/runtime';
+import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
+import { createLogger } from '../../libs/observability/logger';
+
+/** EX_CONFIG: the bot token was rejected, restarting will not help. */
+export const EXIT_UNAUTHORIZED = 78;
 
 export async function run(): Promise<number> {
-  loadConfig();
-  throw new NotImplementedError('tg-relay poller', 'durable ingress');
+  const config = loadConfig();
+  checkIngressConfig(config);
+  const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'poller' });
+  const db = await resolveDatabase(config, logger);
+  const ingress = await startIngress({ config, databaseUrl: db.url, logger });
+  const removeSignals = onShutdownSignal(async () => {
+    await ingress.stop();
+    await db.stop();
+  }, logger);
+  const exit = await ingress.done;
+  removeSignals();
+  await ingress.stop();
+  await db.stop();
+  if (exit.reason === 'unauthorized') {
+    process.stderr.write(`tg-relay poller: ${exit.message}\n`);
+    return EXIT_UNAUTHORIZED;
+  }
+  if (exit.reason === 'crashed') {
+    process.stderr.write(`tg-relay poller: ${exit.message}\n`);
+    return 1;
+  }
+  return 0;
 }

@@ -23,6 +23,12 @@ export function createPool(connectionString: string, opts: { max?: number; appli
   // An idle client that loses its connection (database restart) emits 'error' on the pool; without a
   // listener that would crash the process. The next checkout reconnects.
   pool.on('error', () => undefined);
+  // pg-pool removes its own listener while a client is checked out, so a connection killed in the
+  // middle of a transaction would emit an unhandled 'error' and crash the process. The query in
+  // flight still rejects; this listener only keeps the process alive.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 

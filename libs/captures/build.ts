@@ -1,0 +1,81 @@
+/**
+ * A capture is the collector's copy of one authorized user message: the original text and the raw
+ * Telegram message, under a stable identity `telegram:{update_id}:{chat_id}:{message_id}`. Its
+ * sha256 (over the exact JSON document POSTed to the collector) is how a re-enqueue tells "the same
+ * capture again" (no-op) from "different data under the same key" (RELAY_CAPTURE_KEY_CONFLICT).
+ */
+import crypto from 'node:crypto';
+
+export interface CaptureSource {
+  updateId: number;
+  /** message, edited_message, channel_post, … */
+  type: string;
+  /** The Telegram Message object as received. */
+  message: Record<string, any>;
+}
+
+/** The document POSTed to the collector (`relay.captures.payload`). */
+export interface CapturePayload {
+  key: string;
+  update_id: number;
+  update_type: string;
+  chat: Record<string, unknown>;
+  from: Record<string, unknown> | null;
+  /** Message text, or the caption of a media message; null when there is neither. */
+  text: string | null;
+  /** Telegram's `date`: unix seconds. */
+  date: number;
+  message: Record<string, unknown>;
+}
+
+export interface CaptureRecord {
+  key: string;
+  updateId: number;
+  chatId: number;
+  messageId: number;
+  fromId: number | null;
+  text: string | null;
+  date: number;
+  payload: CapturePayload;
+  /** `JSON.stringify(payload)`: the bytes hashed and stored. */
+  payloadJson: string;
+  sha256: string;
+}
+
+export function captureKey(updateId: number | bigint, chatId: number | bigint, messageId: number | bigint): string {
+  return `telegram:${updateId}:${chatId}:${messageId}`;
+}
+
+/** Builds the capture of a message update (the caller decides whether it is authorized). */
+export function buildCapture(src: CaptureSource): CaptureRecord {
+  const m = src.message;
+  const chat = m.chat as Record<string, unknown>;
+  const chatId = chat.id as number;
+  const messageId = m.message_id as number;
+  const from = (m.from as Record<string, unknown> | undefined) ?? null;
+  const text = typeof m.text === 'string' ? m.text : typeof m.caption === 'string' ? m.caption : null;
+  const key = captureKey(src.updateId, chatId, messageId);
+  const payload: CapturePayload = {
+    key,
+    update_id: src.updateId,
+    update_type: src.type,
+    chat,
+    from,
+    text,
+    date: m.date as number,
+    message: m,
+  };
+  const payloadJson = JSON.stringify(payload);
+  return {
+    key,
+    updateId: src.updateId,
+    chatId,
+    messageId,
+    fromId: from && typeof from.id === 'number' ? from.id : null,
+    text,
+    date: m.date as number,
+    payload,
+    payloadJson,
+    sha256: crypto.createHash('sha256').update(payloadJson).digest('hex'),
+  };
+}

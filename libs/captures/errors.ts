@@ -1,0 +1,8 @@
+/** The same capture key arrived with different data: evidence is never overwritten. */
+export class CaptureKeyConflictError extends Error {
+  readonly code = 'RELAY_CAPTURE_KEY_CONFLICT';
+  constructor(readonly captureKeys: string[]) {
+    super(`capture key ${captureKeys[0]}${captureKeys.length > 1 ? ` (and ${captureKeys.length - 1} more)` : ''} already exists with different data; the batch was not committed`);
+    this.name = 'CaptureKeyConflictError';
+  }
+}

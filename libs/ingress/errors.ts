@@ -1,0 +1,20 @@
+/** The fence rejected a write: another replica took the lease (new generation). Nothing was committed. */
+export class LeaseLostError extends Error {
+  readonly code = 'RELAY_LEASE_LOST';
+  constructor(
+    readonly botId: string,
+    readonly generation: number,
+  ) {
+    super(`lease of bot ${botId} generation ${generation} is no longer held: the write was fenced and rolled back`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/** The process is not the lease owner (webhook answered while standing by). */
+export class NotLeaseOwnerError extends Error {
+  readonly code = 'RELAY_NOT_LEASE_OWNER';
+  constructor(botId: string) {
+    super(`this replica does not hold the ingress lease of bot ${botId}`);
+    this.name = 'NotLeaseOwnerError';
+  }
+}

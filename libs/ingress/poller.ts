@@ -1,0 +1,340 @@
+/**
+ * The durable getUpdates loop of one bot.
+ *
+ *   standby ──acquire──► owner: getUpdates(offset) ─► plan ─► ONE fenced transaction ─► offset = last+1
+ *      ▲                   │ empty long poll → fenced progress write
+ *      └──lease lost───────┘ failure → same offset after backoff
+ *
+ * The offset sent to Telegram only ever comes from a committed cursor (at acquisition) or from a
+ * committed batch, so getUpdates never confirms an update that is not durable. Errors: network
+ * and 5xx → capped exponential backoff with jitter; 429 → wait retry_after; 409 → back off and
+ * re-check the lease (logged once per episode); 401 → stop (`done` resolves with `unauthorized`).
+ */
+import type PgBoss from 'pg-boss';
+import type { Pool } from 'pg';
+import type { Logger } from '../observability/logger';
+import { BotApiClient, TelegramApiError, TelegramNetworkError } from '../telegram';
+import { BackoffPolicy, backoffDelay, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT, sleep } from './backoff';
+import { Episodes } from './episodes';
+import { LeaseLostError } from './errors';
+import { scanUpdatesAnswer } from './json-scan';
+import { createLease, Lease } from './lease';
+import { persistBatch } from './persist-batch';
+import { BatchPlan, DecodePolicy, planBatch } from './plan-batch';
+import { cursorRecordProgress, Fence } from './queries';
+
+export const GET_UPDATES_LIMIT = 100;
+/** Telegram clamps `timeout` to 50 s. */
+const MAX_LONG_POLL_SECONDS = 50;
+/** Extra time the HTTP request gets beyond the long-poll timeout before we call it lost. */
+const LONG_POLL_GRACE_MS = 10_000;
+
+export interface PollerOptions {
+  pool: Pool;
+  boss: PgBoss;
+  api: BotApiClient;
+  botId: string;
+  /** This replica's lease owner id (unique per process). */
+  owner: string;
+  logger: Logger;
+  leaseTtlMs: number;
+  pollTimeoutMs: number;
+  decodePolicy: DecodePolicy;
+  allowedChatIds: readonly string[];
+  dispatchUnauthorized?: boolean;
+  backoff?: Partial<BackoffPolicy>;
+  random?: () => number;
+  /** On acquiring the lease, remove a webhook left from INGRESS=webhook (default true). */
+  deleteWebhookOnAcquire?: boolean;
+}
+
+/** How ingress ended: stop() was called, Telegram rejected the token, or a bug ended the loop. */
+export type PollerExit = { reason: 'stopped' } | { reason: 'unauthorized'; message: string } | { reason: 'crashed'; message: string };
+
+export interface PollerStatus {
+  state: 'idle' | 'standby' | 'polling' | 'halted' | 'stopped';
+  generation: number | null;
+  offset: number | null;
+  haltedReason: string | null;
+  batches: number;
+  updates: number;
+}
+
+export interface Poller {
+  start(): void;
+  /** Finishes the in-flight batch (if any), releases the lease. Idempotent, safe before start(). */
+  stop(): Promise<void>;
+  /** Resolves when the loop ends: after stop(), or by itself on 401. */
+  readonly done: Promise<PollerExit>;
+  status(): PollerStatus;
+}
+
+export function createPoller(opts: PollerOptions): Poller {
+  const logger = opts.logger;
+  const policy: BackoffPolicy = {
+    baseMs: opts.backoff?.baseMs ?? INGRESS_BACKOFF_BASE_MS_DEFAULT,
+    capMs: opts.backoff?.capMs ?? INGRESS_BACKOFF_CAP_MS_DEFAULT,
+  };
+  const random = opts.random ?? Math.random;
+  const allowed = new Set(opts.allowedChatIds.map(String));
+  const longPollSeconds = Math.min(MAX_LONG_POLL_SECONDS, Math.floor(opts.pollTimeoutMs / 1000));
+  const episodes = new Episodes(logger);
+
+  let started = false;
+  let stopping = false;
+  let offset: number | null = null;
+  let haltedReason: string | null = null;
+  let state: PollerStatus['state'] = 'idle';
+  let batches = 0;
+  let updatesStored = 0;
+  /** Aborted by stop(): interrupts the long poll. */
+  const stopCtl = new AbortController();
+  /**
+   * Aborted to cut a sleep short (stop, lease lost). A lost lease does not abort the long poll in
+   * flight: its batch is still offered to the fenced commit, which decides (a new owner's own
+   * getUpdates terminates that poll anyway, with a 409).
+   */
+  let wake = new AbortController();
+  let resolveDone!: (e: PollerExit) => void;
+  const done = new Promise<PollerExit>((r) => (resolveDone = r));
+  let loopPromise: Promise<void> | null = null;
+  let exit: PollerExit = { reason: 'stopped' };
+
+  const interrupt = () => {
+    wake.abort();
+    wake = new AbortController();
+  };
+
+  const lease: Lease = createLease({
+    pool: opts.pool,
+    botId: opts.botId,
+    owner: opts.owner,
+    ttlMs: opts.leaseTtlMs,
+    logger,
+    onLost: () => {
+      haltedReason = null;
+      interrupt();
+    },
+  });
+
+  const fail = (kind: string, level: 'warn' | 'error', fields: Record<string, unknown>, message: string): number =>
+    episodes.fail(kind, level, fields, message);
+
+  async function acquire(): Promise<void> {
+    state = 'standby';
+    let got: { generation: number; nextOffset: number } | null = null;
+    try {
+      got = await lease.tryAcquire();
+      episodes.recover('lease-db', 'database reachable again');
+    } catch (err) {
+      const n = fail('lease-db', 'error', { err }, 'cannot reach the database to acquire the lease; retrying');
+      await sleep(backoffDelay(n, policy, random), wake.signal);
+      return;
+    }
+    if (!got) {
+      const delay = await lease.standbyDelayMs().catch(() => opts.leaseTtlMs / 2);
+      await sleep(delay, wake.signal);
+      return;
+    }
+    offset = got.nextOffset;
+    haltedReason = null;
+    logger.info({ generation: got.generation, offset }, 'ingress lease acquired: polling');
+    if (opts.deleteWebhookOnAcquire !== false) await removeStaleWebhook();
+  }
+
+  async function removeStaleWebhook(): Promise<void> {
+    try {
+      const info = await opts.api.getWebhookInfo({ timeoutMs: 10_000 });
+      if (info.url) {
+        logger.warn('a webhook is registered for this bot but INGRESS=polling: deleting it (pending updates are kept)');
+        await opts.api.deleteWebhook({ drop_pending_updates: false }, { timeoutMs: 10_000 });
+      }
+    } catch (err) {
+      if (err instanceof TelegramApiError && err.errorCode === 401) throw err;
+      logger.warn({ err }, 'could not check for a registered webhook; continuing');
+    }
+  }
+
+  async function handleTelegramError(err: unknown): Promise<void> {
+    if (err instanceof TelegramNetworkError && err.reason === 'aborted') return; // stop()
+    if (err instanceof TelegramApiError) {
+      if (err.errorCode === 401) throw err;
+      if (err.errorCode === 409) {
+        const n = fail('conflict', 'warn', { description: err.description }, 'getUpdates conflict: another poller or a webhook is taking this bot\'s updates; backing off and re-checking the lease');
+        if (!(await lease.renewNow())) return;
+        await sleep(backoffDelay(n, policy, random), wake.signal);
+        return;
+      }
+      if (err.errorCode === 429) {
+        const waitMs = Math.max(1, err.retryAfter ?? 1) * 1000;
+        fail('rate-limit', 'warn', { retryAfterS: err.retryAfter }, 'getUpdates rate limited: waiting retry_after');
+        await sleep(waitMs, wake.signal);
+        return;
+      }
+      const n = fail('telegram', err.errorCode >= 500 ? 'warn' : 'error', { errorCode: err.errorCode, description: err.description }, 'getUpdates failed; retrying the same offset');
+      await sleep(backoffDelay(n, policy, random), wake.signal);
+      return;
+    }
+    const n = fail('telegram', 'warn', { err }, 'getUpdates failed; retrying the same offset');
+    await sleep(backoffDelay(n, policy, random), wake.signal);
+  }
+
+  function endTelegramEpisodes(): void {
+    episodes.recover('telegram', 'getUpdates works again');
+    episodes.recover('conflict', 'getUpdates conflict over: this poller receives updates again');
+    episodes.recover('rate-limit', 'getUpdates no longer rate limited');
+  }
+
+  async function haltWith(reason: string, fence: Fence): Promise<void> {
+    const plan: BatchPlan = { updates: [], quarantine: [], nextOffset: null, halt: reason };
+    await commit(plan, fence);
+  }
+
+  /**
+   * Runs the batch transaction under the generation that fetched the batch (even if the lease was
+   * lost locally meanwhile: the database fence decides). False when it did not commit (then the
+   * same offset is polled again).
+   */
+  async function commit(plan: BatchPlan, fence: Fence): Promise<boolean> {
+    try {
+      const r = await persistBatch(
+        { pool: opts.pool, boss: opts.boss },
+        plan,
+        {
+          botId: opts.botId,
+          fence,
+          leaseTtlMs: opts.leaseTtlMs,
+          allowedChatIds: allowed,
+          dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+          halt: null,
+        },
+      );
+      episodes.recover('persist', 'batch persisted again');
+      batches++;
+      updatesStored += r.stored;
+      if (plan.nextOffset !== null) offset = plan.nextOffset;
+      logger.debug({ generation: fence.generation, offset, ...r }, 'batch committed');
+      if (r.quarantined > 0) logger.warn({ quarantined: r.quarantined, generation: fence.generation }, 'undecodable updates quarantined (DECODE_POLICY=quarantine)');
+      if (plan.halt) {
+        haltedReason = plan.halt;
+        logger.error({ reason: plan.halt, offset }, 'ingress halted by DECODE_POLICY=stop; fix or set DECODE_POLICY=quarantine, then restart the poller');
+      }
+      return true;
+    } catch (err) {
+      if (err instanceof LeaseLostError) {
+        logger.warn({ err, generation: fence.generation }, 'batch rejected by the lease fence (another replica owns ingress now); nothing was committed');
+        lease.markLost('fenced write rejected');
+        return false;
+      }
+      const n = fail('persist', 'error', { err, offset }, 'batch transaction failed; nothing committed, the same offset will be polled again');
+      await sleep(backoffDelay(n, policy, random), wake.signal);
+      return false;
+    }
+  }
+
+  async function pollOnce(): Promise<void> {
+    const fence = lease.fence();
+    if (!fence || offset === null) return;
+    state = haltedReason ? 'halted' : 'polling';
+    if (haltedReason) {
+      // Halted: keep the lease (so no standby replays the same failure) and wait for stop.
+      await sleep(opts.leaseTtlMs, wake.signal);
+      return;
+    }
+    const requested = offset;
+    let body: string;
+    try {
+      const answer = await opts.api.callApiRaw(
+        'getUpdates',
+        { offset: requested, limit: GET_UPDATES_LIMIT, timeout: longPollSeconds },
+        { signal: stopCtl.signal, timeoutMs: longPollSeconds * 1000 + LONG_POLL_GRACE_MS },
+      );
+      body = answer.body;
+    } catch (err) {
+      await handleTelegramError(err);
+      return;
+    }
+    endTelegramEpisodes();
+    const scanned = scanUpdatesAnswer(body);
+    if (scanned.kind === 'not_ok') {
+      let env: any;
+      try {
+        env = JSON.parse(scanned.body);
+      } catch {
+        env = {};
+      }
+      await handleTelegramError(new TelegramApiError('getUpdates', { errorCode: Number(env.error_code) || 500, description: String(env.description ?? 'ok is not true'), parameters: env.parameters }));
+      return;
+    }
+    if (scanned.kind === 'undecodable') {
+      await haltWith(`getUpdates answer at offset ${requested} could not be decoded (${scanned.reason}); polling halted`, fence);
+      return;
+    }
+    const plan = planBatch(scanned.items, { policy: opts.decodePolicy, offset: requested, transport: 'polling' });
+    if (plan.updates.length === 0 && plan.quarantine.length === 0 && !plan.halt) {
+      // An empty long poll: progress for this generation (fenced; also extends the lease).
+      try {
+        if (!(await cursorRecordProgress(opts.pool, opts.botId, fence, opts.leaseTtlMs))) {
+          lease.markLost('fenced progress write rejected');
+          return;
+        }
+        episodes.recover('persist', 'database reachable again');
+      } catch (err) {
+        const n = fail('persist', 'error', { err }, 'could not record progress');
+        await sleep(backoffDelay(n, policy, random), wake.signal);
+        return;
+      }
+      if (longPollSeconds === 0) await sleep(opts.pollTimeoutMs, wake.signal);
+      return;
+    }
+    await commit(plan, fence);
+  }
+
+  async function loop(): Promise<void> {
+    try {
+      while (!stopping) {
+        if (!lease.fence()) await acquire();
+        else await pollOnce();
+      }
+    } catch (err) {
+      if (err instanceof TelegramApiError && err.errorCode === 401) {
+        const message = 'Telegram rejected the bot token (401 Unauthorized): check TELEGRAM_BOT_TOKEN; the poller stopped';
+        logger.fatal({ description: err.description }, message);
+        exit = { reason: 'unauthorized', message };
+      } else {
+        throw err;
+      }
+    } finally {
+      state = 'stopped';
+      await lease.release();
+    }
+  }
+
+  return {
+    start() {
+      if (started || stopping) return;
+      started = true;
+      loopPromise = loop().then(
+        () => resolveDone(exit),
+        (err) => {
+          logger.fatal({ err }, 'poller loop crashed');
+          resolveDone({ reason: 'crashed', message: `poller loop crashed: ${(err as Error)?.message ?? String(err)}` });
+        },
+      );
+    },
+    async stop() {
+      stopping = true;
+      stopCtl.abort();
+      interrupt();
+      if (!started) {
+        started = true;
+        await lease.release();
+        resolveDone(exit);
+        return;
+      }
+      await loopPromise;
+    },
+    done,
+    status: () => ({ state, generation: lease.fence()?.generation ?? null, offset, haltedReason, batches, updates: updatesStored }),
+  };
+}

@@ -1,0 +1,242 @@
+/**
+ * SQL of ingress: the cursor row (lease, fencing, progress, halt), the inbox and the quarantine.
+ * One function per statement. Lease times use the database clock (`clock_timestamp()`), never a
+ * replica's clock, so skew between hosts cannot make two owners believe they hold the lease.
+ */
+import type { PoolClient } from 'pg';
+import type { Queryable } from '../db/pool';
+
+export interface Fence {
+  owner: string;
+  generation: number;
+}
+
+export async function cursorEnsure(q: Queryable, botId: string): Promise<void> {
+  await q.query('insert into relay.cursor (bot_id) values ($1) on conflict (bot_id) do nothing', [botId]);
+}
+
+/**
+ * Takes the lease if it is free or expired, or still recorded under this very owner (a process
+ * re-acquiring after it gave up its generation locally, e.g. renewals failed during a database
+ * outage): a new generation (fencing token) every time, so writes of the abandoned generation stay
+ * fenced. Clears a previous halt: a new generation retries from the stored offset. Returns null
+ * when someone else holds it.
+ */
+export async function cursorAcquire(q: Queryable, botId: string, owner: string, ttlMs: number): Promise<{ generation: number; nextOffset: number } | null> {
+  const { rows } = await q.query(
+    `update relay.cursor
+        set lease_owner = $2, lease_generation = lease_generation + 1,
+            lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond',
+            halted_reason = null, halted_at = null, updated_at = clock_timestamp()
+      where bot_id = $1 and (lease_owner is null or lease_owner = $2 or lease_expires_at is null or lease_expires_at <= clock_timestamp())
+      returning lease_generation, next_offset`,
+    [botId, owner, ttlMs],
+  );
+  if (rows.length === 0) return null;
+  return { generation: Number(rows[0].lease_generation), nextOffset: Number(rows[0].next_offset) };
+}
+
+/** Who holds the lease and for how much longer (ms, by the database clock; ≤ 0 means expired). */
+export async function cursorLeaseState(q: Queryable, botId: string): Promise<{ owner: string | null; generation: number; remainingMs: number | null } | null> {
+  const { rows } = await q.query(
+    `select lease_owner, lease_generation,
+            (extract(epoch from (lease_expires_at - clock_timestamp())) * 1000)::float8 as remaining_ms
+       from relay.cursor where bot_id = $1`,
+    [botId],
+  );
+  if (rows.length === 0) return null;
+  return { owner: rows[0].lease_owner, generation: Number(rows[0].lease_generation), remainingMs: rows[0].remaining_ms === null ? null : Number(rows[0].remaining_ms) };
+}
+
+/** Extends the lease; false when this (owner, generation) no longer holds it. */
+export async function cursorRenew(q: Queryable, botId: string, fence: Fence, ttlMs: number): Promise<boolean> {
+  const { rowCount } = await q.query({
+    name: 'relay_cursor_renew',
+    text: `update relay.cursor set lease_expires_at = clock_timestamp() + $4 * interval '1 millisecond'
+            where bot_id = $1 and lease_owner = $2 and lease_generation = $3`,
+    values: [botId, fence.owner, fence.generation, ttlMs],
+  });
+  return rowCount === 1;
+}
+
+/** Gives the lease up (graceful stop) so a standby takes over at once. */
+export async function cursorRelease(q: Queryable, botId: string, fence: Fence): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `update relay.cursor set lease_owner = null, lease_expires_at = clock_timestamp(), updated_at = clock_timestamp()
+      where bot_id = $1 and lease_owner = $2 and lease_generation = $3`,
+    [botId, fence.owner, fence.generation],
+  );
+  return rowCount === 1;
+}
+
+/** Progress without a batch (an empty long poll completed; the webhook is confirmed registered). Fenced. */
+export async function cursorRecordProgress(q: Queryable, botId: string, fence: Fence, ttlMs: number): Promise<boolean> {
+  const { rowCount } = await q.query({
+    name: 'relay_cursor_progress',
+    text: `update relay.cursor
+              set progress_generation = $3, progress_at = clock_timestamp(),
+                  lease_expires_at = clock_timestamp() + $4 * interval '1 millisecond'
+            where bot_id = $1 and lease_owner = $2 and lease_generation = $3`,
+    values: [botId, fence.owner, fence.generation, ttlMs],
+  });
+  return rowCount === 1;
+}
+
+/**
+ * The first statement of every batch transaction: checks the fence and takes the cursor row lock
+ * in one step (a takeover's UPDATE now waits for this transaction; if the takeover committed first,
+ * this matches no row and the batch rolls back). `halt`: undefined keeps the halt state, null
+ * clears it, a string sets it.
+ */
+export async function cursorAdvanceFenced(
+  client: PoolClient,
+  botId: string,
+  fence: Fence,
+  opts: { nextOffset: number | null; ttlMs: number; halt?: string | null },
+): Promise<boolean> {
+  const haltMode = opts.halt === undefined ? 0 : opts.halt === null ? 1 : 2;
+  const { rowCount } = await client.query({
+    name: 'relay_cursor_advance',
+    text: `update relay.cursor
+              set next_offset = greatest(next_offset, coalesce($4::bigint, next_offset)),
+                  progress_generation = $3, progress_at = clock_timestamp(),
+                  lease_expires_at = clock_timestamp() + $5 * interval '1 millisecond',
+                  halted_reason = case $6::int when 0 then halted_reason when 1 then null else $7::text end,
+                  halted_at = case $6::int when 0 then halted_at when 1 then null else clock_timestamp() end,
+                  updated_at = clock_timestamp()
+            where bot_id = $1 and lease_owner = $2 and lease_generation = $3`,
+    values: [botId, fence.owner, fence.generation, opts.nextOffset, opts.ttlMs, haltMode, opts.halt ?? null],
+  });
+  return rowCount === 1;
+}
+
+export interface InboxRowInput {
+  updateId: number;
+  type: string;
+  chatId: number | null;
+  authorized: boolean;
+  /** 'pending' (a dispatch job carries it) or 'handled' (not dispatched: unauthorized). */
+  state: 'pending' | 'handled';
+  jobId: string | null;
+  raw: string;
+}
+
+const INBOX_INSERT = `
+  insert into relay.inbox (bot_id, update_id, update_type, chat_id, authorized, payload, state, job_id, generation, handled_at)
+  select $1, u.update_id, u.update_type, u.chat_id, u.authorized, p.payload, u.state, u.job_id, $2,
+         case when u.state = 'handled' then clock_timestamp() end
+    from unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::text[], $8::uuid[])
+           with ordinality as u(update_id, update_type, chat_id, authorized, state, job_id, ord)
+    join jsonb_array_elements($9::jsonb) with ordinality as p(payload, ord) using (ord)
+  on conflict (bot_id, update_id) do nothing
+  returning id, update_id, job_id`;
+
+/** Inserts updates if absent (by bot_id, update_id); returns the rows that are new. */
+export async function inboxInsertBatch(
+  client: PoolClient,
+  botId: string,
+  generation: number,
+  rows: InboxRowInput[],
+): Promise<Array<{ id: string; updateId: number; jobId: string | null }>> {
+  if (rows.length === 0) return [];
+  const res = await client.query({
+    name: 'relay_inbox_insert_batch',
+    text: INBOX_INSERT,
+    values: [
+      botId,
+      generation,
+      rows.map((r) => r.updateId),
+      rows.map((r) => r.type),
+      rows.map((r) => r.chatId),
+      rows.map((r) => r.authorized),
+      rows.map((r) => r.state),
+      rows.map((r) => r.jobId),
+      `[${rows.map((r) => r.raw).join(',')}]`,
+    ],
+  });
+  return res.rows.map((r) => ({ id: String(r.id), updateId: Number(r.update_id), jobId: r.job_id }));
+}
+
+export interface QuarantineInput {
+  updateId: number | null;
+  raw: string;
+  sha256: string;
+  error: string;
+  jsonPath: string;
+}
+
+/** Quarantines undecodable updates (idempotent by bot + update_id, or bot + sha256 without an id) and audits each new row. */
+export async function quarantineInsertBatch(client: PoolClient, botId: string, fence: Fence, items: QuarantineInput[]): Promise<number> {
+  if (items.length === 0) return 0;
+  const { rows } = await client.query(
+    `with q as (
+       insert into relay.quarantine (bot_id, update_id, raw, sha256, error, json_path, generation)
+       select $1, u.update_id, decode(u.raw_b64, 'base64'), u.sha256, u.error, u.json_path, $3
+         from unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[]) as u(update_id, raw_b64, sha256, error, json_path)
+       on conflict do nothing
+       returning id, update_id, error, json_path, sha256
+     ), a as (
+       insert into relay.attempts (subject, subject_id, subject_key, worker_id, finished_at, outcome, error, details)
+       select 'quarantine', id, update_id::text, $2, clock_timestamp(), 'quarantined', error,
+              jsonb_build_object('json_path', json_path, 'sha256', sha256, 'generation', $3::bigint)
+         from q
+     )
+     select count(*)::int as n from q`,
+    [
+      botId,
+      fence.owner,
+      fence.generation,
+      items.map((i) => i.updateId),
+      items.map((i) => Buffer.from(i.raw, 'utf8').toString('base64')),
+      items.map((i) => i.sha256),
+      items.map((i) => i.error),
+      items.map((i) => i.jsonPath),
+    ],
+  );
+  return rows[0].n as number;
+}
+
+/** One audit row about the cursor (lease acquired/lost/released, halted). */
+export async function cursorAudit(q: Queryable, botId: string, fence: Fence, outcome: string, error?: string | null, details?: Record<string, unknown>): Promise<void> {
+  await q.query(
+    `insert into relay.attempts (subject, subject_key, worker_id, finished_at, outcome, error, details)
+     values ('cursor', $1, $2, clock_timestamp(), $3, $4, $5)`,
+    [botId, fence.owner, outcome, error ?? null, JSON.stringify({ generation: fence.generation, ...details })],
+  );
+}
+
+export interface CursorRow {
+  botId: string;
+  nextOffset: number;
+  leaseOwner: string | null;
+  leaseGeneration: number;
+  leaseExpiresAt: Date | null;
+  progressGeneration: number | null;
+  progressAt: Date | null;
+  haltedReason: string | null;
+  haltedAt: Date | null;
+  dbNow: Date;
+}
+
+export async function cursorRead(q: Queryable, botId: string): Promise<CursorRow | null> {
+  const { rows } = await q.query(
+    `select bot_id, next_offset, lease_owner, lease_generation, lease_expires_at, progress_generation, progress_at,
+            halted_reason, halted_at, clock_timestamp() as db_now
+       from relay.cursor where bot_id = $1`,
+    [botId],
+  );
+  if (rows.length === 0) return null;
+  const r = rows[0];
+  return {
+    botId: r.bot_id,
+    nextOffset: Number(r.next_offset),
+    leaseOwner: r.lease_owner,
+    leaseGeneration: Number(r.lease_generation),
+    leaseExpiresAt: r.lease_expires_at,
+    progressGeneration: r.progress_generation === null ? null : Number(r.progress_generation),
+    progressAt: r.progress_at,
+    haltedReason: r.halted_reason,
+    haltedAt: r.halted_at,
+    dbNow: r.db_now,
+  };
+}

@@ -1,0 +1,174 @@
+/**
+ * Composes ingress for one process: pool, pg-boss (never started: only `insert` with `{ db }`),
+ * Bot API client, then the poller (INGRESS=polling) or the webhook ingress (INGRESS=webhook), and
+ * a readiness log. Used by `tg-relay poller` and by the all-in-one `tg-relay start`.
+ */
+import crypto from 'node:crypto';
+import os from 'node:os';
+import type { Config } from '../config';
+import { botIdFromToken } from '../config';
+import { ConfigError } from '../config/errors';
+import { createBoss } from '../db/boss';
+import { migrationStatus } from '../db/migrate';
+import { createPool } from '../db/pool';
+import type { Logger } from '../observability/logger';
+import { createBotApiClient } from '../telegram';
+import { backoffDelay, sleep } from './backoff';
+import { startHealthLog } from './health';
+import { createPoller, PollerExit } from './poller';
+import { createWebhookIngress } from './webhook-ingress';
+
+export type IngressConfig = Pick<
+  Config,
+  | 'TELEGRAM_BOT_TOKEN'
+  | 'TELEGRAM_API_ROOT'
+  | 'INGRESS'
+  | 'DECODE_POLICY'
+  | 'LEASE_TTL'
+  | 'POLL_TIMEOUT'
+  | 'WEBHOOK_PORT'
+  | 'WEBHOOK_HOST'
+  | 'WEBHOOK_PUBLIC_URL'
+  | 'WEBHOOK_SECRET'
+  | 'ALLOWED_CHAT_IDS'
+  | 'DISPATCH_UNAUTHORIZED'
+>;
+
+export interface IngressRuntime {
+  botId: string;
+  owner: string;
+  /** Resolves when ingress ends: stop(), or 401 (`unauthorized`). */
+  done: Promise<PollerExit>;
+  /** Drains the in-flight batch, releases the lease, closes pools. Idempotent. */
+  stop(): Promise<void>;
+  /** Webhook mode: `http://host:port` of the endpoint. */
+  webhookAddress(): string | null;
+}
+
+/** A unique lease owner id for this process: host, pid and a random suffix. */
+export function newOwnerId(): string {
+  return `${os.hostname()}/${process.pid}/${crypto.randomBytes(3).toString('hex')}`;
+}
+
+/** Validates what ingress needs beyond the schema (a ConfigError names the variable). */
+export function checkIngressConfig(config: IngressConfig): void {
+  const problems: { variable: string; problem: string }[] = [];
+  if (!config.TELEGRAM_BOT_TOKEN) problems.push({ variable: 'TELEGRAM_BOT_TOKEN', problem: 'required by the poller (the bot token from @BotFather)' });
+  if (config.INGRESS === 'webhook') {
+    if (!config.WEBHOOK_PUBLIC_URL) problems.push({ variable: 'WEBHOOK_PUBLIC_URL', problem: 'required when INGRESS=webhook (the public base URL Telegram calls)' });
+    if (!config.WEBHOOK_SECRET) problems.push({ variable: 'WEBHOOK_SECRET', problem: 'required when INGRESS=webhook (checked against X-Telegram-Bot-Api-Secret-Token)' });
+  }
+  if (problems.length) throw new ConfigError(`invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.problem}`).join('\n')}`, problems);
+}
+
+/** Waits until the database answers and every migration is applied (logged once, then retried). */
+async function waitForSchema(pool: ReturnType<typeof createPool>, logger: Logger, signal: AbortSignal): Promise<boolean> {
+  let attempt = 0;
+  let logged = '';
+  while (!signal.aborted) {
+    try {
+      const s = await migrationStatus(pool);
+      if (s.current) return true;
+      if (logged !== 'schema') logger.warn({ pending: s.pending }, 'database schema not migrated yet (run tg-relay migrate); waiting');
+      logged = 'schema';
+    } catch (err) {
+      if (logged !== 'db') logger.warn({ err }, 'database not reachable yet; waiting');
+      logged = 'db';
+    }
+    await sleep(backoffDelay(attempt++, { baseMs: 250, capMs: 5_000 }), signal);
+  }
+  return false;
+}
+
+export async function startIngress(opts: { config: IngressConfig; databaseUrl: string; logger: Logger; owner?: string }): Promise<IngressRuntime> {
+  const { config } = opts;
+  checkIngressConfig(config);
+  const token = config.TELEGRAM_BOT_TOKEN as string;
+  const botId = botIdFromToken(token);
+  const owner = opts.owner ?? newOwnerId();
+  const logger = opts.logger.child({ component: 'ingress', botId, owner });
+  const pool = createPool(opts.databaseUrl, { max: 4, applicationName: 'tg-relay:ingress' });
+  const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:ingress' });
+  const api = createBotApiClient({ token, apiRoot: config.TELEGRAM_API_ROOT });
+  const abort = new AbortController();
+
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    api.close();
+    await pool.end().catch(() => undefined);
+  };
+
+  let stopComponent: () => Promise<void> = async () => undefined;
+  let webhookAddress: () => string | null = () => null;
+  let resolveDone!: (e: PollerExit) => void;
+  const done = new Promise<PollerExit>((r) => (resolveDone = r));
+  let health: { stop(): void } | null = null;
+
+  const common = {
+    pool,
+    boss,
+    api,
+    botId,
+    owner,
+    logger,
+    leaseTtlMs: config.LEASE_TTL,
+    pollTimeoutMs: config.POLL_TIMEOUT,
+    decodePolicy: config.DECODE_POLICY,
+    allowedChatIds: config.ALLOWED_CHAT_IDS,
+    dispatchUnauthorized: config.DISPATCH_UNAUTHORIZED,
+  };
+
+  const begin = async () => {
+    if (!(await waitForSchema(pool, logger, abort.signal))) {
+      resolveDone({ reason: 'stopped' });
+      return;
+    }
+    logger.info(
+      { ingress: config.INGRESS, decodePolicy: config.DECODE_POLICY, leaseTtlMs: config.LEASE_TTL, pollTimeoutMs: config.POLL_TIMEOUT, allowList: config.ALLOWED_CHAT_IDS.length || 'all' },
+      'ingress starting (standby until the lease is free)',
+    );
+    health = startHealthLog({ pool, botId, pollTimeoutMs: config.POLL_TIMEOUT, intervalMs: Math.max(1000, Math.min(config.POLL_TIMEOUT, 15_000)), logger });
+    if (config.INGRESS === 'webhook') {
+      const w = createWebhookIngress({
+        ...common,
+        secret: config.WEBHOOK_SECRET as string,
+        publicUrl: config.WEBHOOK_PUBLIC_URL as string,
+        host: config.WEBHOOK_HOST,
+        port: config.WEBHOOK_PORT,
+      });
+      stopComponent = () => w.stop();
+      webhookAddress = () => w.address();
+      await w.start();
+      void w.done.then(resolveDone);
+    } else {
+      const p = createPoller(common);
+      stopComponent = () => p.stop();
+      p.start();
+      void p.done.then(resolveDone);
+    }
+  };
+  const started = begin().catch((err) => {
+    logger.fatal({ err }, 'ingress failed to start');
+    resolveDone({ reason: 'crashed', message: `ingress failed to start: ${(err as Error)?.message ?? String(err)}` });
+  });
+
+  let stopping: Promise<void> | null = null;
+  return {
+    botId,
+    owner,
+    done,
+    webhookAddress: () => webhookAddress(),
+    stop() {
+      stopping ??= (async () => {
+        abort.abort();
+        await started;
+        await stopComponent();
+        health?.stop();
+        await close();
+      })();
+      return stopping;
+    },
+  };
+}

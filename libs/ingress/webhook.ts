@@ -1,0 +1,118 @@
+/**
+ * Webhook transport: `POST /telegram/webhook/:botId`, as a Fastify plugin.
+ *
+ * - `X-Telegram-Bot-Api-Secret-Token` is compared in constant time (hashes of equal length) → 401.
+ * - The body is read as text (size-limited) so quarantine keeps its exact bytes.
+ * - 200 only after the batch transaction (the same `persistBatch` as polling) committed; 5xx
+ *   otherwise, so Telegram redelivers; a redelivery of a committed update is absorbed by the inbox
+ *   key. 503 + `Retry-After: 1` while this replica does not hold the lease.
+ * - The 200 body never contains `method` (Telegram would execute it as a webhook reply).
+ */
+import crypto from 'node:crypto';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type PgBoss from 'pg-boss';
+import type { Pool } from 'pg';
+import type { Logger } from '../observability/logger';
+import { CaptureKeyConflictError } from '../captures/errors';
+import { LeaseLostError } from './errors';
+import { persistBatch } from './persist-batch';
+import { DecodePolicy, planBatch } from './plan-batch';
+import type { Fence } from './queries';
+
+export const WEBHOOK_PATH_PREFIX = '/telegram/webhook';
+/** Telegram updates are a few KiB; 1 MiB leaves room without inviting abuse. */
+export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export function webhookPath(botId: string): string {
+  return `${WEBHOOK_PATH_PREFIX}/${botId}`;
+}
+
+export interface WebhookAnswer {
+  status: number;
+  body: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+export interface WebhookHandlerOptions {
+  pool: Pool;
+  boss: PgBoss;
+  botId: string;
+  /** The current fence, or null while standing by. */
+  fence: () => Fence | null;
+  leaseTtlMs: number;
+  decodePolicy: DecodePolicy;
+  allowedChatIds: readonly string[];
+  dispatchUnauthorized?: boolean;
+  logger: Logger;
+  /** Called when a fenced write was rejected (the lease is gone). */
+  onLeaseLost?: () => void;
+}
+
+/** Decodes one webhook body and runs the batch transaction; returns the HTTP answer. */
+export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string) => Promise<WebhookAnswer> {
+  const allowed = new Set(opts.allowedChatIds.map(String));
+  return async (raw) => {
+    const fence = opts.fence();
+    if (!fence) return { status: 503, body: { ok: false, error: 'not the ingress owner' }, headers: { 'retry-after': '1' } };
+    const plan = planBatch([raw], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
+    try {
+      const r = await persistBatch(
+        { pool: opts.pool, boss: opts.boss },
+        plan,
+        {
+          botId: opts.botId,
+          fence,
+          leaseTtlMs: opts.leaseTtlMs,
+          allowedChatIds: allowed,
+          dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+        },
+      );
+      if (plan.halt) {
+        opts.logger.error({ reason: plan.halt }, 'webhook update rejected by DECODE_POLICY=stop (answered 500; Telegram will redeliver)');
+        return { status: 500, body: { ok: false, error: 'undecodable update (DECODE_POLICY=stop)' } };
+      }
+      if (r.quarantined > 0) opts.logger.warn({ quarantined: r.quarantined }, 'undecodable webhook update quarantined');
+      return { status: 200, body: { ok: true } };
+    } catch (err) {
+      if (err instanceof LeaseLostError) {
+        opts.onLeaseLost?.();
+        return { status: 503, body: { ok: false, error: 'lease lost' }, headers: { 'retry-after': '1' } };
+      }
+      const code = (err as { code?: string }).code;
+      opts.logger.error({ err }, 'webhook batch transaction failed; answered 500 so Telegram redelivers');
+      return { status: 500, body: { ok: false, error: err instanceof CaptureKeyConflictError ? err.code : code && /^RELAY_/.test(code) ? code : 'persist failed' } };
+    }
+  };
+}
+
+export interface WebhookPluginOptions {
+  botId: string;
+  secret: string;
+  handle: (raw: string) => Promise<WebhookAnswer>;
+  bodyLimit?: number;
+}
+
+const digest = (s: string) => crypto.createHash('sha256').update(s, 'utf8').digest();
+
+/** Constant-time comparison of the secret header (hashing equalises lengths). */
+export function secretMatches(provided: unknown, expected: string): boolean {
+  if (typeof provided !== 'string') return false;
+  return crypto.timingSafeEqual(digest(provided), digest(expected));
+}
+
+export const webhookPlugin: FastifyPluginAsync<WebhookPluginOptions> = async (app: FastifyInstance, opts) => {
+  const bodyLimit = opts.bodyLimit ?? WEBHOOK_BODY_LIMIT_BYTES;
+  // Encapsulated: only routes of this plugin read JSON as text.
+  if (app.hasContentTypeParser('application/json')) app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, body, done) => done(null, body));
+  app.post<{ Params: { botId: string } }>(`${WEBHOOK_PATH_PREFIX}/:botId`, { bodyLimit }, async (req, reply) => {
+    if (req.params.botId !== opts.botId) return reply.code(404).send({ ok: false, error: 'unknown bot' });
+    if (!secretMatches(req.headers['x-telegram-bot-api-secret-token'], opts.secret)) {
+      return reply.code(401).send({ ok: false, error: 'bad secret token' });
+    }
+    const raw = typeof req.body === 'string' ? req.body : req.body === undefined || req.body === null ? '' : JSON.stringify(req.body);
+    const answer = await opts.handle(raw);
+    if (answer.headers) reply.headers(answer.headers);
+    return reply.code(answer.status).send(answer.body);
+  });
+};
