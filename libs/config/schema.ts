@@ -58,6 +58,18 @@ const chatIdList = z.string().transform((v, ctx) => {
   return items.map((s) => BigInt(s).toString());
 });
 
+/** `30/1s`, `20/1m`, `1/s`: a count per window, for the outbound rate limits. */
+const rate = (what: string) =>
+  z.string().transform((v, ctx) => {
+    const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(v);
+    const windowMs = m ? parseDuration(/^\d/.test(m[2]) ? m[2] : `1${m[2]}`) : undefined;
+    if (!m || !windowMs || Number(m[1]) < 1) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as COUNT/WINDOW like 30/1s or 20/1m, got "${v}"` });
+      return z.NEVER;
+    }
+    return { count: Number(m[1]), windowMs };
+  });
+
 const chatId = z.string().refine((v) => /^-?\d+$/.test(v.trim()) || /^@[A-Za-z0-9_]{4,}$/.test(v.trim()), {
   message: 'expected an integer chat id or @channelusername',
 });
@@ -76,6 +88,22 @@ export const configSchema = z.object({
   ADMIN_TOKEN: z.string().min(16, 'expected at least 16 characters').optional(),
   ADMIN_PORT: int('a TCP port', 0, 65535).default(String(ADMIN_PORT_DEFAULT)),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
+  // admin API: more tokens with labels for the audit trail, `label:token,label:token` (ADMIN_TOKEN is labelled "admin")
+  ADMIN_TOKENS: z.string().transform((v, ctx) => {
+    const out: { label: string; token: string }[] = [];
+    for (const item of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+      const i = item.indexOf(':');
+      const label = item.slice(0, i);
+      const token = item.slice(i + 1);
+      if (i < 1 || !/^[A-Za-z0-9_.-]{1,64}$/.test(label) || token.length < 16 || out.some((t) => t.label === label)) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'expected label:token pairs separated by commas (labels of A-Z, a-z, 0-9, _ . -, unique; tokens of at least 16 characters)' });
+        return z.NEVER;
+      }
+      out.push({ label, token });
+    }
+    return out;
+  }).default(''),
+  ADMIN_DOCS_PUBLIC: z.enum(['true', 'false']).transform((v) => v === 'true').default('false'),
   WEBHOOK_SECRET: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,256}$/, 'expected 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram secret_token)')
@@ -91,6 +119,8 @@ export const configSchema = z.object({
   WEBHOOK_PORT: int('a TCP port', 0, 65535).default('8443'),
   WEBHOOK_HOST: z.string().min(1).default('0.0.0.0'),
   WEBHOOK_PUBLIC_URL: url('the public HTTPS base URL Telegram calls for the webhook').optional(),
+  // ingress: also create update.dispatch jobs for updates from chats outside ALLOWED_CHAT_IDS (never captures)
+  DISPATCH_UNAUTHORIZED: z.enum(['true', 'false'], { message: 'expected true or false' }).transform((v) => v === 'true').default('false'),
 
   // workers
   WORKER_CONCURRENCY: int('the number of concurrent jobs per worker process', 1, 1000).default(String(WORKER_CONCURRENCY_DEFAULT)),
@@ -101,6 +131,18 @@ export const configSchema = z.object({
   CAPTURE_TIMEOUT: duration('the collector request timeout').default('10s'),
   SHUTDOWN_TIMEOUT: duration('how long shutdown waits for in-flight work').default(String(SHUTDOWN_TIMEOUT_MS_DEFAULT)),
 
+  // update dispatch (docs/dispatch.md)
+  HANDLER_TIMEOUT: duration('how long a bot handler may run before its attempt is abandoned and retried').default('20s'),
+  REPLY_MODE: z.enum(['direct', 'outbound']).default('direct'),
+  DISPATCH_ORDERING: z.enum(['chat', 'none']).default('chat'),
+
+  // outbound relay (docs/outbound.md)
+  OUTBOUND_RATE_MODE: z.enum(['proactive', 'reactive']).default('proactive'),
+  OUTBOUND_RATE_PER_BOT: rate('the per-bot send rate (all workers together)').default('30/1s'),
+  OUTBOUND_RATE_PER_CHAT: rate('the per-chat send rate').default('1/1s'),
+  OUTBOUND_RATE_PER_GROUP: rate('the per-group send rate').default('20/1m'),
+  OUTBOUND_SEND_TIMEOUT: duration('the sendMessage request timeout').default('15s'),
+
   // sandbox
   SANDBOX_HOST: z.string().min(1).default('127.0.0.1'),
   SANDBOX_PORT: int('a TCP port', 0, 65535).default('8081'),
@@ -110,4 +152,4 @@ export const configSchema = z.object({
 export type Config = z.output<typeof configSchema>;
 
 /** Variables whose values are masked whenever the configuration is printed. */
-export const SECRET_VARIABLES = ['TELEGRAM_BOT_TOKEN', 'ADMIN_TOKEN', 'WEBHOOK_SECRET', 'DATABASE_URL'] as const;
+export const SECRET_VARIABLES = ['TELEGRAM_BOT_TOKEN', 'ADMIN_TOKEN', 'ADMIN_TOKENS', 'WEBHOOK_SECRET', 'DATABASE_URL'] as const;

@@ -1,0 +1,54 @@
+/**
+ * Typed errors of update dispatch. Each has a stable `code`; causes are chained with `{ cause }`.
+ */
+
+/** The handler (with its error handlers and automatic callback answer) ran longer than HANDLER_TIMEOUT. */
+export class HandlerTimeoutError extends Error {
+  readonly code = 'RELAY_HANDLER_TIMEOUT';
+  constructor(readonly timeoutMs: number) {
+    super(`handler did not finish within ${timeoutMs} ms (HANDLER_TIMEOUT); its abort signal was fired`);
+    this.name = 'HandlerTimeoutError';
+  }
+}
+
+/** The dispatch was cancelled from outside (worker shutting down, claim lost) before it finished. */
+export class DispatchAbortedError extends Error {
+  readonly code = 'RELAY_DISPATCH_ABORTED';
+  constructor(reason?: unknown) {
+    super(`dispatch aborted${reason instanceof Error ? `: ${reason.message}` : ''}`, reason === undefined ? undefined : { cause: reason });
+    this.name = 'DispatchAbortedError';
+  }
+}
+
+/**
+ * A handler called the Bot API after its dispatch was already decided (it kept running after a
+ * timeout or abort). The call is refused so that a late reply cannot leave after the retry began.
+ */
+export class DispatchClosedError extends Error {
+  readonly code = 'RELAY_DISPATCH_CLOSED';
+  constructor(readonly method: string) {
+    super(`Bot API call "${method}" refused: this dispatch attempt is already over (timed out or aborted)`);
+    this.name = 'DispatchClosedError';
+  }
+}
+
+/** `onError(Error, …)` and friends: a catch-all error handler would acknowledge every defect. */
+export class CatchAllErrorHandlerError extends Error {
+  readonly code = 'RELAY_CATCH_ALL_ERROR_HANDLER';
+  constructor(what: string) {
+    super(
+      `refusing to register an error handler for ${what}: it would mark every failing update handled. ` +
+        'Register handlers for the specific error classes your bot can recover from.',
+    );
+    this.name = 'CatchAllErrorHandlerError';
+  }
+}
+
+/** REPLY_MODE=outbound was asked for but no outbound reply writer is available in this build. */
+export class ReplySinkUnavailableError extends Error {
+  readonly code = 'RELAY_REPLY_SINK_UNAVAILABLE';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReplySinkUnavailableError';
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * BOT_HANDLERS: the module that holds the bot's telegraf handlers. Accepted shapes, checked in
+ * this order:
+ *
+ * 1. `export function register(bot, dispatch) {…}`: a function that receives the `Telegraf`
+ *    instance (and the dispatch API: `onError`, `autoAnswerCallbacks`) and registers handlers.
+ * 2. `export const handlers = composer`: a `Composer` / any middleware object, or a middleware
+ *    function `(ctx, next) => …`.
+ * 3. `export default …`: a `Composer` / middleware object (anything with `middleware()`), or a
+ *    function, which is taken as a **register** function (a bare middleware function must be
+ *    exported as `handlers` or wrapped in `new Composer(fn)`; the two cannot be told apart).
+ *    `module.exports = …` counts as a default export.
+ *
+ * The path is resolved against the working directory (or is a package name). TypeScript modules
+ * load as-is: `tg-relay` runs under tsx.
+ */
+import path from 'node:path';
+import type { Middleware, Telegraf } from 'telegraf';
+import { ConfigError } from '../config/errors';
+import type { DispatchContext } from './context';
+import type { ErrorClass, ErrorHandler } from './error-handlers';
+
+/** The second argument of a register function. */
+export interface DispatchApi<C extends DispatchContext = DispatchContext> {
+  /**
+   * Registers an error handler for errors that are `instanceof errorClass`. Handlers run in
+   * registration order; return `'handled'` to acknowledge the update (after a durable decision,
+   * e.g. a reply telling the user what went wrong), `'unhandled'` to pass it on. A handler that
+   * throws means recovery failed: the update is retried. `Error` itself is refused (no catch-all).
+   */
+  onError<E>(errorClass: ErrorClass<E>, handler: ErrorHandler<NoInfer<E>, C>): void;
+  /**
+   * Opt in to answering callback queries automatically: after the middleware chain completes
+   * without error, a callback query the handlers did not answer is answered (with `text` if
+   * given). A failure of that call goes through the error handlers like a handler failure.
+   */
+  autoAnswerCallbacks(opts?: { text?: string }): void;
+}
+
+export type DispatchBot<C extends DispatchContext = DispatchContext> = Telegraf<C>;
+
+export type RegisterHandlers<C extends DispatchContext = DispatchContext> = (
+  bot: DispatchBot<C>,
+  dispatch: DispatchApi<C>,
+) => void | Promise<void>;
+
+/** Identity helper that types a register function: `export default defineBot((bot, dispatch) => {…})`. */
+export function defineBot(register: RegisterHandlers): RegisterHandlers {
+  return register;
+}
+
+/** A BOT_HANDLERS module reduced to one way of installing it. */
+export interface BotHandlers {
+  /** How the module was read, for the start-up log ("register()", "default export (Composer)"…). */
+  shape: string;
+  install(bot: DispatchBot, dispatch: DispatchApi): Promise<void>;
+}
+
+type Loose = Record<string, unknown>;
+
+const isMiddlewareObj = (v: unknown): v is { middleware: () => unknown } =>
+  !!v && typeof v === 'object' && typeof (v as Loose).middleware === 'function';
+
+function asRegister(fn: Function, shape: string): BotHandlers {
+  return { shape, install: async (bot, dispatch) => void (await (fn as RegisterHandlers)(bot, dispatch)) };
+}
+
+function asMiddleware(mw: unknown, shape: string): BotHandlers {
+  return { shape, install: async (bot) => void bot.use(mw as Middleware<DispatchContext>) };
+}
+
+/** Reduces a loaded module to `BotHandlers`, or throws a `ConfigError` naming BOT_HANDLERS. */
+export function resolveBotHandlers(mod: unknown, where = 'BOT_HANDLERS module'): BotHandlers {
+  const m = (mod ?? {}) as Loose;
+  if (typeof mod === 'function') return asRegister(mod, 'module.exports (register function)');
+  if (typeof m.register === 'function') return asRegister(m.register, 'register()');
+  if (m.handlers !== undefined) {
+    if (typeof m.handlers === 'function') return asMiddleware(m.handlers, 'handlers (middleware function)');
+    if (isMiddlewareObj(m.handlers)) return asMiddleware(m.handlers, 'handlers (Composer)');
+  }
+  if (isMiddlewareObj(mod)) return asMiddleware(mod, 'module.exports (Composer)');
+  const d = m.default;
+  if (typeof d === 'function') return asRegister(d, 'default export (register function)');
+  if (isMiddlewareObj(d)) return asMiddleware(d, 'default export (Composer)');
+  if (d && typeof d === 'object' && d !== mod) return resolveBotHandlers(d, where); // default of a transpiled ESM module
+  const keys = Object.keys(m).join(', ') || 'nothing';
+  throw new ConfigError(
+    `BOT_HANDLERS: ${where} exports ${keys}; expected a register function (named "register" or default export), ` +
+      'or a telegraf Composer/middleware (named "handlers" or default export)',
+    [{ variable: 'BOT_HANDLERS', problem: 'module has no handlers export' }],
+  );
+}
+
+/**
+ * Where a BOT_HANDLERS value points: a file relative to `cwd` (`examples/echo-bot.ts`,
+ * `./bot.js`; the extension may be left out), an absolute path, or else a package name.
+ */
+export function resolveHandlersPath(spec: string, cwd = process.cwd()): string {
+  const candidates = [path.resolve(cwd, spec)];
+  if (!spec.startsWith('.') && !path.isAbsolute(spec)) candidates.push(spec);
+  for (const c of candidates) {
+    try {
+      return require.resolve(c, { paths: [cwd] });
+    } catch {
+      // try the next reading
+    }
+  }
+  throw new ConfigError(`BOT_HANDLERS: cannot find module "${spec}" (resolved from ${cwd})`, [
+    { variable: 'BOT_HANDLERS', problem: `module not found: ${spec}` },
+  ]);
+}
+
+// A real dynamic import (not transpiled to require) for ESM-only handler modules.
+const importEsm = new Function('m', 'return import(m)') as (m: string) => Promise<unknown>;
+
+/** Loads BOT_HANDLERS. Errors thrown while the module loads are reported as a ConfigError with the cause. */
+export async function loadBotHandlers(spec: string, cwd = process.cwd()): Promise<BotHandlers & { file: string }> {
+  const file = resolveHandlersPath(spec, cwd);
+  let mod: unknown;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    mod = require(file);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_REQUIRE_ESM') {
+      mod = await importEsm(path.isAbsolute(file) ? `file://${file}` : file);
+    } else {
+      throw Object.assign(
+        new ConfigError(`BOT_HANDLERS: loading "${spec}" failed: ${(err as Error).message}`, [
+          { variable: 'BOT_HANDLERS', problem: 'module failed to load' },
+        ]),
+        { cause: err },
+      );
+    }
+  }
+  return { ...resolveBotHandlers(mod, `"${spec}"`), file };
+}

@@ -1,0 +1,62 @@
+import type { PoolClient } from 'pg';
+import { redactToken } from '../observability/redact';
+
+/** What an error looks like in the audit and in `inbox.last_error`: class, code and message only. */
+export interface ErrorInfo {
+  /** Constructor name (`TypeError`, `TelegramError`, `HandlerTimeoutError`, your own class). */
+  errorClass: string;
+  /** `err.code` when it has one (a string code, or Telegram's numeric error_code as text). */
+  code?: string;
+  /** The message, token-redacted and cut to MAX_ERROR_MESSAGE characters. */
+  message: string;
+}
+
+export const MAX_ERROR_MESSAGE = 500;
+
+/** Reduces anything thrown to an `ErrorInfo`. Never includes payloads (TelegramError.on holds reply text). */
+export function errorInfo(err: unknown): ErrorInfo {
+  if (err instanceof Error) {
+    const ctorName = (err.constructor as { name?: string } | undefined)?.name;
+    const errorClass = ctorName && ctorName !== 'Error' ? ctorName : err.name || 'Error';
+    const rawCode = (err as { code?: unknown }).code;
+    const code = typeof rawCode === 'string' || typeof rawCode === 'number' ? String(rawCode) : undefined;
+    return { errorClass, ...(code ? { code } : {}), message: cut(redactToken(err.message || String(err))) };
+  }
+  return { errorClass: typeof err, message: cut(redactToken(String(err))) };
+}
+
+function cut(s: string): string {
+  return s.length > MAX_ERROR_MESSAGE ? `${s.slice(0, MAX_ERROR_MESSAGE - 1)}…` : s;
+}
+
+/**
+ * The update reached an acknowledged outcome: a handler finished (or no route matched, or a
+ * middleware deliberately stopped), or an error handler returned 'handled'. `commit` must run
+ * inside the transaction that marks the inbox row handled (outbound reply mode writes the captured
+ * replies there; direct mode does nothing).
+ */
+export interface Handled {
+  kind: 'handled';
+  /** 'handler': the middleware chain completed; 'error_handler': an error handler accepted the error. */
+  via: 'handler' | 'error_handler';
+  /** The error an error handler accepted (via === 'error_handler'). */
+  handledError?: ErrorInfo;
+  durationMs: number;
+  commit(client: PoolClient): Promise<void>;
+}
+
+/** The update is not handled: retry it with backoff (or fail it when the budget is spent). */
+export interface Retry {
+  kind: 'retry';
+  error: unknown;
+  info: ErrorInfo;
+  /** HANDLER_TIMEOUT fired. */
+  timedOut: boolean;
+  /** The dispatch was aborted from outside (shutdown, lost claim), not failed by the handler. */
+  aborted: boolean;
+  /** When an error handler threw: the error it was asked to recover from. */
+  originalError?: ErrorInfo;
+  durationMs: number;
+}
+
+export type DispatchOutcome = Handled | Retry;

@@ -1,0 +1,135 @@
+/**
+ * The reply seam. Every Bot API call a handler makes during a dispatch (`ctx.reply`,
+ * `ctx.sendMessage`, `ctx.telegram.*`, and `bot.telegram.*` inside the handler) goes through the
+ * dispatch's `ReplySession`:
+ *
+ * - `direct` (today): the call goes to the Bot API at once, as telegraf would do it.
+ * - `outbound`: `sendMessage` calls are captured instead and written to the outbound relay inside
+ *   the same transaction that marks the update handled, so a reply leaves exactly when its update
+ *   is acknowledged (a failed attempt's replies are discarded with it). Other methods
+ *   (answerCallbackQuery, editMessageText, sendChatAction…) stay direct.
+ *
+ * Switching is one variable: REPLY_MODE=direct|outbound.
+ */
+import type { PoolClient } from 'pg';
+import { ReplySinkUnavailableError } from './errors';
+
+export type ReplyMode = 'direct' | 'outbound';
+
+/** The real Bot API call (telegraf's own `callApi` of the context's Telegram instance). */
+export type DirectCall = (method: string, payload: Record<string, unknown>, opts: { signal?: AbortSignal }) => Promise<unknown>;
+
+/** The update a session belongs to. */
+export interface DispatchSubject {
+  botId: string;
+  updateId: number;
+  chatId?: string | null;
+}
+
+export interface ReplySession {
+  /** One Bot API call made by the handler. */
+  call(method: string, payload: Record<string, unknown>, signal: AbortSignal, direct: DirectCall): Promise<unknown>;
+  /** Runs inside the transaction that marks the update handled. */
+  commit(client: PoolClient): Promise<void>;
+}
+
+export interface ReplySink {
+  readonly mode: ReplyMode;
+  /** A fresh session per dispatch attempt. */
+  open(subject: DispatchSubject): ReplySession;
+}
+
+/** REPLY_MODE=direct: handlers talk to the Bot API themselves. */
+export function createDirectReplySink(): ReplySink {
+  return {
+    mode: 'direct',
+    open: () => ({
+      call: (method, payload, signal, direct) => direct(method, payload, { signal }),
+      commit: async () => undefined,
+    }),
+  };
+}
+
+/** A `sendMessage` captured during a dispatch, to be queued by the outbound relay. */
+export interface OutboundReply {
+  /** Deterministic: `update:{botId}:{updateId}:{n}` (n counts the attempt's sends from 1; issue 6's format). */
+  msgId: string;
+  botId: string;
+  /** As the handler passed it: an integer chat id or @channelusername, as text. */
+  chatId: string;
+  text: string;
+  parseMode?: string;
+  replyMarkup?: unknown;
+  disableNotification?: boolean;
+  sourceUpdateId: number;
+  /** Every sendMessage parameter as given (reply_parameters, link_preview_options, entities…). */
+  payload: Record<string, unknown>;
+}
+
+/**
+ * Writes captured replies inside the handled transaction. Provided by the outbound relay
+ * (libs/outbound); dispatch does not know its tables.
+ */
+export type OutboundReplyWriter = (client: PoolClient, replies: OutboundReply[]) => Promise<void>;
+
+/** Methods captured in outbound mode; everything else is called directly. */
+export const CAPTURED_METHODS = new Set(['sendMessage']);
+
+/**
+ * REPLY_MODE=outbound. `ctx.reply` resolves at once with a placeholder message (`message_id: 0`,
+ * plus `tg_relay_msg_id`): the real message is sent by an outbound worker after the update is handled.
+ */
+export function createOutboundReplySink(opts: { write: OutboundReplyWriter }): ReplySink {
+  return {
+    mode: 'outbound',
+    open: (subject) => {
+      const captured: OutboundReply[] = [];
+      return {
+        call: async (method, payload, signal, direct) => {
+          if (!CAPTURED_METHODS.has(method)) return direct(method, payload, { signal });
+          const reply = toOutboundReply(subject, captured.length + 1, payload);
+          captured.push(reply);
+          return {
+            message_id: 0,
+            date: Math.floor(Date.now() / 1000),
+            chat: { id: Number(reply.chatId) || 0, type: 'private' },
+            text: reply.text,
+            tg_relay_msg_id: reply.msgId,
+          };
+        },
+        commit: async (client) => {
+          if (captured.length) await opts.write(client, captured);
+        },
+      };
+    },
+  };
+}
+
+function toOutboundReply(subject: DispatchSubject, n: number, payload: Record<string, unknown>): OutboundReply {
+  const reply: OutboundReply = {
+    msgId: `update:${subject.botId}:${subject.updateId}:${n}`,
+    botId: subject.botId,
+    chatId: String(payload.chat_id ?? ''),
+    text: typeof payload.text === 'string' ? payload.text : String(payload.text ?? ''),
+    sourceUpdateId: subject.updateId,
+    payload: { ...payload },
+  };
+  if (typeof payload.parse_mode === 'string') reply.parseMode = payload.parse_mode;
+  if (payload.reply_markup !== undefined) reply.replyMarkup = payload.reply_markup;
+  if (payload.disable_notification !== undefined) reply.disableNotification = Boolean(payload.disable_notification);
+  return reply;
+}
+
+/**
+ * The sink for a REPLY_MODE value. `outbound` needs the outbound relay's writer; without one it
+ * fails at start rather than silently sending directly.
+ */
+export function createReplySink(mode: ReplyMode, deps: { outboundWriter?: OutboundReplyWriter } = {}): ReplySink {
+  if (mode === 'direct') return createDirectReplySink();
+  if (!deps.outboundWriter) {
+    throw new ReplySinkUnavailableError(
+      'REPLY_MODE=outbound needs the outbound relay (libs/outbound) to queue handler replies, and it is not available in this build; use REPLY_MODE=direct',
+    );
+  }
+  return createOutboundReplySink({ write: deps.outboundWriter });
+}
