@@ -42,7 +42,15 @@ export async function run(): Promise<number> {
     logger.warn('TELEGRAM_BOT_TOKEN is not set: outbound delivery is DISABLED; outbound messages stay pending until a worker with a token runs');
   }
   if (config.BOT_HANDLERS) {
-    kinds.push(await createDispatchKindFromConfig(config, { boss, logger }));
+    try {
+      kinds.push(await createDispatchKindFromConfig(config, { boss, logger }));
+    } catch (err) {
+      // a bad BOT_HANDLERS stops the worker now (open pools would keep the process alive)
+      for (const k of kinds) (k as { close?: () => void }).close?.();
+      await pool.end().catch(() => undefined);
+      await db.stop();
+      throw err;
+    }
   } else {
     logger.warn('BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs');
   }

@@ -1,0 +1,103 @@
+/**
+ * What one sendMessage attempt came to, as an explicit value, from what the Bot API client returned
+ * or threw (libs/telegram: TelegramApiError = Telegram answered with an error; TelegramNetworkError =
+ * no answer, with `requestSent` telling whether the whole request had been written).
+ *
+ * | Telegram / transport                                   | outcome                          |
+ * |--------------------------------------------------------|----------------------------------|
+ * | ok, result.message_id                                  | Delivered(message_id)            |
+ * | 429 (parameters.retry_after, else Retry-After header)  | RateLimited(retryAfterMs)        |
+ * | 400 with parameters.migrate_to_chat_id                 | Migrate(newChatId)               |
+ * | 5xx, 408                                               | Retry (backoff)                  |
+ * | other 4xx (400, 401, 403, 404, …)                      | Terminal(description)            |
+ * | no answer, request not fully written (refused, DNS…)   | Retry (backoff)                  |
+ * | no answer after the request was written (drop, timeout)| Ambiguous                        |
+ * | 2xx without a usable result                            | Ambiguous (it may have been sent)|
+ */
+import { TelegramApiError, TelegramNetworkError } from '../telegram/errors';
+import { redactToken } from '../observability/redact';
+
+/** Used when a 429 carries neither parameters.retry_after nor a Retry-After header. */
+export const RATE_LIMIT_FALLBACK_MS = 1_000;
+
+export interface Delivered {
+  type: 'delivered';
+  messageId: number;
+  status: number;
+}
+/** Not a failure of the message: retry exactly after retryAfterMs, not counted against the budget. */
+export interface RateLimited {
+  type: 'rate_limited';
+  retryAfterMs: number;
+  status: number;
+  description: string;
+}
+/** Retry with the engine's backoff (counted against the budget). */
+export interface RetrySend {
+  type: 'retry';
+  status?: number;
+  errorCode: string;
+  error: string;
+}
+/** Telegram may or may not have sent it (the request was written, no answer came back). */
+export interface Ambiguous {
+  type: 'ambiguous';
+  errorCode: string;
+  error: string;
+}
+/** The group became a supergroup: send to newChatId instead. */
+export interface Migrate {
+  type: 'migrate';
+  newChatId: string;
+  status: number;
+  description: string;
+}
+/** Can never succeed as it is. */
+export interface TerminalSend {
+  type: 'terminal';
+  reason: string;
+  status?: number;
+  errorCode: string;
+}
+
+export type SendOutcome = Delivered | RateLimited | RetrySend | Ambiguous | Migrate | TerminalSend;
+
+const MAX_TEXT = 300;
+const short = (s: string): string => {
+  const line = redactToken(s).replace(/\s+/g, ' ').trim();
+  return line.length > MAX_TEXT ? `${line.slice(0, MAX_TEXT - 1)}…` : line;
+};
+
+/** A sendMessage result (the Message object). */
+export function classifySendSuccess(result: unknown, status = 200): SendOutcome {
+  const id = (result as { message_id?: unknown } | null)?.message_id;
+  if (typeof id === 'number' && Number.isInteger(id)) return { type: 'delivered', messageId: id, status };
+  return { type: 'ambiguous', errorCode: 'BAD_RESPONSE', error: 'Telegram answered ok without a message_id' };
+}
+
+/** Anything a sendMessage call threw. */
+export function classifySendError(err: unknown): SendOutcome {
+  if (err instanceof TelegramApiError) {
+    const code = err.errorCode;
+    const description = short(err.description);
+    if (code === 429) {
+      const ms = err.retryAfter !== undefined ? err.retryAfter * 1000 : RATE_LIMIT_FALLBACK_MS;
+      return { type: 'rate_limited', retryAfterMs: ms, status: 429, description };
+    }
+    if (err.migrateToChatId !== undefined) return { type: 'migrate', newChatId: String(err.migrateToChatId), status: code, description };
+    if (code >= 500 || code === 408) return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
+    if (code >= 400) return { type: 'terminal', reason: description, status: code, errorCode: `TELEGRAM_${code}` };
+    return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
+  }
+  if (err instanceof TelegramNetworkError) {
+    const cause = (err as { cause?: { code?: unknown } }).cause;
+    const causeCode = typeof cause?.code === 'string' ? cause.code : undefined;
+    const errorCode =
+      err.reason === 'timeout' ? 'ETIMEDOUT' : err.reason === 'bad_response' ? 'BAD_RESPONSE' : err.reason === 'aborted' ? 'ABORTED' : (causeCode ?? 'ECONNECTION');
+    const error = short(err.message);
+    if (err.requestSent) return { type: 'ambiguous', errorCode, error: `${error} (after the request was written)` };
+    return { type: 'retry', errorCode, error };
+  }
+  const e = err as { message?: unknown; code?: unknown } | null;
+  return { type: 'retry', errorCode: 'RELAY_SEND_THREW', error: short(typeof e?.message === 'string' ? e.message : String(err)) };
+}

@@ -1,0 +1,96 @@
+/**
+ * Way in #1: the library. `enqueueOutbound(client, boss, msg)` runs on the caller's transaction
+ * client, so the message exists exactly when the caller's own writes commit. Idempotent by msg_id
+ * for good (relay.outbound_upsert in SQL, shared with the SQL function): the same payload returns the
+ * existing message (`created: false`), a different one throws `OutboundConflictError` without
+ * aborting the caller's transaction. The pg-boss job is created through pg-boss's own insert (with
+ * `{ db }`), and idle workers are notified when the transaction commits.
+ */
+import type PgBoss from 'pg-boss';
+import type { PoolClient } from 'pg';
+import { QUEUES } from '../db/boss';
+import { enqueueJobs, newJobId } from '../queue/enqueue';
+import { fromSqlError, OutboundConflictError, OutboundValidationError } from './errors';
+import { OutboundMessage, OutboundMessageInput, OutboundState, validateOutboundMessage } from './message';
+import { outboundUpsertMany } from './queries';
+
+/** What a caller does not have to say: the bot and the default chat (OPS_CHAT_ID). */
+export interface OutboundDefaults {
+  /** Default bot id; else relay.outbound_settings (written by workers). */
+  botId?: string | null;
+  /** Chat of messages enqueued without chat_id; else relay.outbound_settings. */
+  defaultChatId?: string | null;
+}
+
+export interface EnqueueOptions extends OutboundDefaults {
+  /**
+   * `error` (default): a msg_id taken by a different payload throws OutboundConflictError.
+   * `keep`: the existing message stands and is returned with `created: false` (handler replies,
+   * whose ids name the update rather than the payload).
+   */
+  onConflict?: 'error' | 'keep';
+}
+
+export interface EnqueuedOutbound {
+  id: string;
+  msgId: string;
+  /** False when the message already existed with the same payload (nothing written). */
+  created: boolean;
+  state: OutboundState;
+  targetChatId: string;
+  jobId: string | null;
+}
+
+/** Enqueues one message in the caller's transaction. See the module comment. */
+export async function enqueueOutbound(client: PoolClient, boss: PgBoss, msg: OutboundMessageInput, opts: EnqueueOptions = {}): Promise<EnqueuedOutbound> {
+  const [r] = await enqueueOutboundBatch(client, boss, [msg], opts);
+  return r as EnqueuedOutbound;
+}
+
+/**
+ * Enqueues several messages in the caller's transaction (one upsert statement, one pg-boss insert);
+ * ids, and so the per-chat send order, follow the input order. Validation problems of every message
+ * are reported together (fields prefixed `[i].` when there is more than one message).
+ */
+export async function enqueueOutboundBatch(
+  client: PoolClient,
+  boss: PgBoss,
+  inputs: OutboundMessageInput[],
+  opts: EnqueueOptions = {},
+): Promise<EnqueuedOutbound[]> {
+  if (inputs.length === 0) return [];
+  const messages = validateAll(inputs);
+  const withJobs = messages.map((message) => ({ message, jobId: newJobId() }));
+  let rows;
+  try {
+    rows = await outboundUpsertMany(client, withJobs, opts.defaultChatId ?? null, opts.botId ?? null);
+  } catch (err) {
+    throw fromSqlError(err, messages.length === 1 ? messages[0]?.msgId : undefined);
+  }
+  const conflict = rows.find((r) => r.conflict);
+  if (conflict && opts.onConflict !== 'keep') throw new OutboundConflictError(conflict.msgId, { id: conflict.id, state: conflict.state });
+  const created = rows.filter((r) => r.created);
+  await enqueueJobs(
+    client,
+    boss,
+    QUEUES.outbound,
+    created.map((r) => ({ id: r.jobId as string, data: { outboundId: r.id, msgId: r.msgId } })),
+  );
+  return rows.map((r) => ({ id: r.id, msgId: r.msgId, created: r.created, state: r.state, targetChatId: r.targetChatId, jobId: r.jobId }));
+}
+
+function validateAll(inputs: OutboundMessageInput[]): OutboundMessage[] {
+  if (inputs.length === 1) return [validateOutboundMessage(inputs[0])];
+  const out: OutboundMessage[] = [];
+  const problems: OutboundValidationError['problems'] = [];
+  inputs.forEach((input, i) => {
+    try {
+      out.push(validateOutboundMessage(input));
+    } catch (err) {
+      if (!(err instanceof OutboundValidationError)) throw err;
+      for (const p of err.problems) problems.push({ field: `[${i}].${p.field}`, problem: p.problem });
+    }
+  });
+  if (problems.length) throw new OutboundValidationError(problems);
+  return out;
+}

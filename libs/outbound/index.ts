@@ -1,0 +1,10 @@
+export * from './errors';
+export * from './message';
+export * from './enqueue';
+export * from './classify-response';
+export * from './rate-limit';
+export * from './send-message';
+export * from './replies';
+export { outboundSettingsSave, outboundRaiseAlerts } from './queries';
+export * from './send-kind';
+export * from './worker-kind';

@@ -1,0 +1,192 @@
+/**
+ * An outbound message as callers give it (snake_case, like the admin API and the SQL function) and
+ * its validated, normalised form. The rules are the same as relay.outbound_upsert's in
+ * sql/0004_outbound.sql (which re-checks them for callers that bypass this module); here every
+ * problem is reported at once with the field it concerns.
+ */
+import { OutboundProblem, OutboundValidationError } from './errors';
+
+export const OUTBOUND_TEXT_MAX = 4096;
+export const OUTBOUND_MSG_ID_MAX = 256;
+export const PARSE_MODES = ['MarkdownV2', 'HTML', 'Markdown'] as const;
+export const OUTBOUND_KINDS = ['message', 'reply', 'alert'] as const;
+export const DELIVERY_MODES = ['at_least_once', 'at_most_once'] as const;
+/** Parameters with their own field; `send_options` must not repeat them. */
+export const RESERVED_SEND_OPTIONS = ['chat_id', 'text', 'parse_mode', 'disable_notification', 'reply_markup'] as const;
+
+export type ParseMode = (typeof PARSE_MODES)[number];
+export type OutboundKind = (typeof OUTBOUND_KINDS)[number];
+export type Delivery = (typeof DELIVERY_MODES)[number];
+export type OutboundState = 'pending' | 'delivering' | 'delivered' | 'failed';
+
+export interface OutboundMessageInput {
+  /** Idempotency key, unique for good (1..256 characters). */
+  msg_id: string;
+  /** Integer chat id or @channelusername; omitted → the default chat (OPS_CHAT_ID). */
+  chat_id?: string | number | null;
+  /** 1..4096 characters, sent verbatim (the publisher owns escaping). */
+  text: string;
+  parse_mode?: string | null;
+  disable_notification?: boolean | null;
+  reply_markup?: Record<string, unknown> | null;
+  /** Default `message`. `alert` messages never raise an alert when they fail (loop guard). */
+  kind?: OutboundKind;
+  /** Default `at_least_once`: an ambiguous send is retried; `at_most_once`: it fails for an operator. */
+  delivery?: Delivery;
+  /** Other sendMessage parameters, passed verbatim (reply_parameters, message_thread_id, …). */
+  send_options?: Record<string, unknown> | null;
+  /** The row's attempt budget; default RETRY_MAX_ATTEMPTS of the worker. */
+  max_attempts?: number | null;
+  /** Default: the configured bot (or relay.outbound_settings). */
+  bot_id?: string | number | null;
+  /** Handler replies: the update that produced the message. */
+  source_update_id?: number | string | null;
+}
+
+/** A validated message. `chatId` null means "the default chat". */
+export interface OutboundMessage {
+  msgId: string;
+  botId: string | null;
+  chatId: string | null;
+  text: string;
+  parseMode: ParseMode | null;
+  disableNotification: boolean;
+  replyMarkup: Record<string, unknown> | null;
+  sendOptions: Record<string, unknown> | null;
+  kind: OutboundKind;
+  delivery: Delivery;
+  maxAttempts: number | null;
+  sourceUpdateId: string | null;
+}
+
+const INT_CHAT = /^-?\d{1,18}$/;
+const CHANNEL = /^@[A-Za-z0-9_]{4,32}$/;
+
+/** Characters as PostgreSQL's char_length counts them (code points), so both checks agree. */
+export function charLength(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
+}
+
+/** `123`, `'-100123'`, `' 007 '` → canonical integer text; `@channel` kept; anything else undefined. */
+export function normalizeChatId(value: unknown): string | undefined {
+  if (typeof value === 'number') {
+    return Number.isSafeInteger(value) && value !== 0 ? String(value) : undefined;
+  }
+  if (typeof value === 'bigint') return value !== 0n ? value.toString() : undefined;
+  if (typeof value !== 'string') return undefined;
+  const v = value.trim();
+  if (INT_CHAT.test(v)) {
+    const n = BigInt(v);
+    return n === 0n ? undefined : n.toString();
+  }
+  return CHANNEL.test(v) ? v : undefined;
+}
+
+/** Telegram's per-group limit applies to negative ids (groups, supergroups, channels) and @channels. */
+export function isGroupChat(chatId: string): boolean {
+  return chatId.startsWith('@') || chatId.startsWith('-');
+}
+
+export function normalizeParseMode(value: unknown): ParseMode | null | undefined {
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value !== 'string') return undefined;
+  return PARSE_MODES.find((m) => m.toLowerCase() === value.trim().toLowerCase());
+}
+
+/**
+ * Validates and normalises a message. Throws `OutboundValidationError` listing every problem.
+ * Accepts `unknown` so that untrusted input (HTTP bodies) can be passed as is.
+ */
+export function validateOutboundMessage(input: unknown): OutboundMessage {
+  const problems: OutboundProblem[] = [];
+  const bad = (field: string, problem: string) => problems.push({ field, problem });
+  if (!isPlainObject(input)) throw new OutboundValidationError([{ field: 'message', problem: 'must be an object' }]);
+  const m = input as Record<string, unknown>;
+
+  const msgId = m.msg_id;
+  if (typeof msgId !== 'string' || charLength(msgId) < 1 || charLength(msgId) > OUTBOUND_MSG_ID_MAX) {
+    bad('msg_id', `must be a string of 1..${OUTBOUND_MSG_ID_MAX} characters`);
+  }
+
+  let chatId: string | null = null;
+  if (m.chat_id !== undefined && m.chat_id !== null && m.chat_id !== '') {
+    const c = normalizeChatId(m.chat_id);
+    if (c === undefined) bad('chat_id', 'must be a non-zero integer chat id or @channelusername (5-32 characters)');
+    else chatId = c;
+  }
+
+  const text = m.text;
+  if (typeof text !== 'string') bad('text', `must be a string of 1..${OUTBOUND_TEXT_MAX} characters`);
+  else {
+    const n = charLength(text);
+    if (n < 1 || n > OUTBOUND_TEXT_MAX) bad('text', `must be 1..${OUTBOUND_TEXT_MAX} characters, got ${n}`);
+    else if (!/\S/.test(text)) bad('text', 'must contain a visible character (Telegram rejects blank text)');
+  }
+
+  const parseMode = normalizeParseMode(m.parse_mode);
+  if (parseMode === undefined) bad('parse_mode', `must be one of ${PARSE_MODES.join(', ')}`);
+
+  const dn = m.disable_notification;
+  if (dn !== undefined && dn !== null && typeof dn !== 'boolean') bad('disable_notification', 'must be a boolean');
+
+  const rm = m.reply_markup;
+  if (rm !== undefined && rm !== null && !isPlainObject(rm)) bad('reply_markup', 'must be a JSON object');
+
+  const kind = m.kind ?? 'message';
+  if (!OUTBOUND_KINDS.includes(kind as OutboundKind)) bad('kind', `must be one of ${OUTBOUND_KINDS.join(', ')}`);
+
+  const delivery = m.delivery ?? 'at_least_once';
+  if (!DELIVERY_MODES.includes(delivery as Delivery)) bad('delivery', `must be one of ${DELIVERY_MODES.join(', ')}`);
+
+  let sendOptions: Record<string, unknown> | null = null;
+  const so = m.send_options;
+  if (so !== undefined && so !== null) {
+    if (!isPlainObject(so)) bad('send_options', 'must be a JSON object');
+    else {
+      const repeated = RESERVED_SEND_OPTIONS.filter((k) => k in so);
+      if (repeated.length) bad('send_options', `must not repeat ${repeated.join(', ')} (they have their own fields)`);
+      else if (Object.keys(so).length > 0) sendOptions = so;
+    }
+  }
+
+  const ma = m.max_attempts;
+  if (ma !== undefined && ma !== null && !(Number.isInteger(ma) && (ma as number) >= 1 && (ma as number) <= 1000)) {
+    bad('max_attempts', 'must be an integer from 1 to 1000');
+  }
+
+  let botId: string | null = null;
+  if (m.bot_id !== undefined && m.bot_id !== null && m.bot_id !== '') {
+    const b = String(m.bot_id).trim();
+    if (!/^\d{1,20}$/.test(b)) bad('bot_id', 'must be the numeric bot id (the part of the token before ":")');
+    else botId = b;
+  }
+
+  let sourceUpdateId: string | null = null;
+  const su = m.source_update_id;
+  if (su !== undefined && su !== null) {
+    if ((typeof su === 'number' && Number.isSafeInteger(su)) || (typeof su === 'string' && /^-?\d{1,18}$/.test(su))) sourceUpdateId = String(su);
+    else bad('source_update_id', 'must be an integer');
+  }
+
+  if (problems.length) throw new OutboundValidationError(problems);
+  return {
+    msgId: msgId as string,
+    botId,
+    chatId,
+    text: text as string,
+    parseMode: parseMode as ParseMode | null,
+    disableNotification: dn === true,
+    replyMarkup: (rm as Record<string, unknown> | null | undefined) ?? null,
+    sendOptions,
+    kind: kind as OutboundKind,
+    delivery: delivery as Delivery,
+    maxAttempts: (ma as number | null | undefined) ?? null,
+    sourceUpdateId,
+  };
+}

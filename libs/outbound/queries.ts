@@ -1,0 +1,259 @@
+/**
+ * All SQL of the outbound relay, one function per statement (entity-first names). Values only as
+ * $n parameters. The logic that every way in shares lives in SQL functions (sql/0004_outbound.sql).
+ */
+import type { Queryable } from '../db/pool';
+import { ACTIVATE_SQL } from '../queue/queries';
+import type { OutboundMessage, OutboundState } from './message';
+
+export interface UpsertedRow {
+  id: string;
+  msgId: string;
+  created: boolean;
+  conflict: boolean;
+  state: OutboundState;
+  jobId: string | null;
+  targetChatId: string;
+}
+
+/**
+ * relay.outbound_upsert for a batch, in input order (ids follow it, which is the per-chat FIFO order
+ * of the batch), in one round trip. Creates no pg-boss job.
+ */
+export async function outboundUpsertMany(
+  db: Queryable,
+  messages: { message: OutboundMessage; jobId: string }[],
+  defaultChatId: string | null,
+  defaultBotId: string | null,
+): Promise<UpsertedRow[]> {
+  if (messages.length === 0) return [];
+  const items = messages.map(({ message: m, jobId }, n) => ({
+    n,
+    msg_id: m.msgId,
+    bot_id: m.botId ?? defaultBotId,
+    chat_id: m.chatId,
+    text: m.text,
+    parse_mode: m.parseMode,
+    disable_notification: m.disableNotification,
+    reply_markup: m.replyMarkup,
+    send_options: m.sendOptions,
+    kind: m.kind,
+    delivery: m.delivery,
+    source_update_id: m.sourceUpdateId,
+    max_attempts: m.maxAttempts,
+    job_id: jobId,
+  }));
+  const { rows } = await db.query(
+    `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
+       from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
+              disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
+              source_update_id bigint, max_attempts integer, job_id uuid)
+      cross join lateral relay.outbound_upsert(x.msg_id, x.bot_id, x.chat_id, $2, x.text, x.parse_mode, x.disable_notification,
+              x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id) u
+      order by x.n`,
+    [JSON.stringify(items), defaultChatId],
+  );
+  return rows as UpsertedRow[];
+}
+
+/** Registers this deployment's bot and default chat for callers of relay.enqueue_outbound that omit them. */
+export async function outboundSettingsSave(db: Queryable, s: { botId: string; defaultChatId: string | null }): Promise<void> {
+  await db.query(
+    `insert into relay.outbound_settings (singleton, bot_id, default_chat_id) values (true, $1, $2)
+     on conflict (singleton) do update set bot_id = excluded.bot_id, default_chat_id = excluded.default_chat_id, updated_at = now()
+      where (relay.outbound_settings.bot_id, relay.outbound_settings.default_chat_id) is distinct from (excluded.bot_id, excluded.default_chat_id)`,
+    [s.botId, s.defaultChatId],
+  );
+}
+
+/** Alerts (kind=alert, msg_id alert:<msg_id>) for those of `ids` that are failed and not alerts themselves. */
+export async function outboundRaiseAlerts(db: Queryable, ids: string[], opsChatId: string | null): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query('select relay.outbound_raise_alerts($1::bigint[], $2) as id', [ids, opsChatId]);
+  return rows.map((r) => String(r.id));
+}
+
+export interface Reservation {
+  reserved: boolean;
+  /** Reserved: wait this long, then send. Not reserved: try again after this long. */
+  waitMs: number;
+}
+
+export async function outboundRateReserve(
+  db: Queryable,
+  a: { botId: string; chatId: string; intervalMs: number; burst: number; horizonMs: number },
+): Promise<Reservation> {
+  const { rows } = await db.query('select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5)', [
+    a.botId,
+    a.chatId,
+    a.intervalMs,
+    a.burst,
+    a.horizonMs,
+  ]);
+  return { reserved: rows[0].reserved === true, waitMs: Math.max(0, Number(rows[0].wait_ms)) };
+}
+
+export async function outboundRateChargeChat(
+  db: Queryable,
+  a: { botId: string; chatId: string; chatIntervalMs: number; isGroup: boolean; groupIntervalMs: number; groupBurst: number },
+): Promise<void> {
+  await db.query('select relay.outbound_rate_charge_chat($1, $2, $3, $4, $5, $6)', [
+    a.botId,
+    a.chatId,
+    a.chatIntervalMs,
+    a.isGroup,
+    a.groupIntervalMs,
+    a.groupBurst,
+  ]);
+}
+
+/** Returns true when the 429 was taken as bot-level (the whole bot was pushed back). */
+export async function outboundRatePenalize(db: Queryable, a: { botId: string; chatId: string; retryAfterMs: number; botToleranceMs: number }): Promise<boolean> {
+  const { rows } = await db.query('select relay.outbound_rate_penalize($1, $2, $3, $4) as bot_level', [a.botId, a.chatId, a.retryAfterMs, a.botToleranceMs]);
+  return rows[0].bot_level === true;
+}
+
+// ---- the outbound.send job kind (claim store of the worker engine) -------------------------------
+
+const NOW = (n: number) => `coalesce($${n}::timestamptz, now())`;
+
+/**
+ * Conditions under which a pending row (alias `o`) of bot $B may be claimed. Per-chat FIFO: only a
+ * chat's head (no earlier pending or delivering row of the same (bot_id, target_chat_id), probed
+ * through outbound_chat_fifo_idx) — so a later message never overtakes an earlier one, through
+ * retries, 429s and replicas; a delivered or failed head releases the chat — and never while a
+ * message of the chat is in flight (outbound_delivering_chat_idx; an operator's retry of a failed,
+ * earlier message waits for it). With proactive rate
+ * limiting also: the chat's next_at has come, and the bot is not blocked beyond the horizon (429).
+ */
+function claimable(b: number, rate: number | null): string {
+  const base = `o.bot_id = $${b} and o.state = 'pending'
+     and not exists (select 1 from relay.outbound p
+                      where p.bot_id = o.bot_id and p.target_chat_id = o.target_chat_id
+                        and p.state in ('pending', 'delivering') and p.id < o.id)
+     and not exists (select 1 from relay.outbound d
+                      where d.bot_id = o.bot_id and d.target_chat_id = o.target_chat_id and d.state = 'delivering')`;
+  if (rate === null) return base;
+  return `${base}
+     and not exists (select 1 from relay.outbound_chat_rate r
+                      where r.bot_id = o.bot_id and r.chat_id = o.target_chat_id and r.next_at > clock_timestamp())
+     and not exists (select 1 from relay.outbound_bot_rate b
+                      where b.bot_id = $${b} and b.tat > clock_timestamp() + $${rate} * interval '1 millisecond')`;
+}
+
+/**
+ * Claims up to `limit` due chat heads of the bot, oldest message first (outbound_pending_bot_id_idx)
+ * → delivering under fresh claim
+ * ids, and activates their pg-boss jobs, in one statement (as the engine's own claim does).
+ */
+export async function outboundClaimHeads(
+  db: Queryable,
+  a: { botId: string; limit: number; workerId: string; now: Date | null; queue: string; rateLimited: boolean; horizonMs: number },
+): Promise<{ rows: Record<string, any>[]; activated: number }> {
+  const { rows } = await db.query(
+    `with picked as (
+       select o.id from relay.outbound o
+        where ${claimable(4, a.rateLimited ? 6 : null)} and o.next_attempt_at <= ${NOW(3)}
+        order by o.id
+        limit $1
+        for update of o skip locked
+     ), claimed as (
+       update relay.outbound t
+          set state = 'delivering', attempts = t.attempts + 1, worker_id = $2, claim_id = gen_random_uuid(),
+              started_at = ${NOW(3)}, heartbeat_at = ${NOW(3)}, updated_at = now()
+         from picked
+        where t.id = picked.id
+       returning t.*
+     ), activated as (
+       ${ACTIVATE_SQL('$5', '(select job_id from claimed where job_id is not null)')}
+       returning 1
+     )
+     select claimed.*, claimed.id::text as id, (select count(*) from activated)::int as "activatedJobs" from claimed`,
+    a.rateLimited ? [a.limit, a.workerId, a.now, a.botId, a.queue, a.horizonMs] : [a.limit, a.workerId, a.now, a.botId, a.queue],
+  );
+  const activated = rows.length ? Number(rows[0].activatedJobs) : 0;
+  for (const r of rows) delete r.activatedJobs;
+  return { rows, activated };
+}
+
+/**
+ * Milliseconds until a chat head of the bot becomes claimable (its next_attempt_at, its chat's
+ * next_at, the bot's release from a 429), 0 when one is claimable now, null when none is pending.
+ * Finds each chat's head with a skip scan of outbound_chat_fifo_idx (one probe per chat, not per
+ * pending row): 20 ms for 100,000 pending rows over 1,000 chats, against 360 ms for an anti-join.
+ */
+export async function outboundNextDueInMs(db: Queryable, a: { botId: string; now: Date | null; rateLimited: boolean; horizonMs: number }): Promise<number | null> {
+  const ready = a.rateLimited
+    ? `greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'),
+                coalesce((select b.tat - $3 * interval '1 millisecond' from relay.outbound_bot_rate b where b.bot_id = $1), '-infinity'))`
+    : 'h.next_attempt_at';
+  const { rows } = await db.query(
+    `with recursive heads as (
+       (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
+         where o.bot_id = $1 and o.state in ('pending', 'delivering') order by o.target_chat_id, o.id limit 1)
+       union all
+       select x.* from heads h cross join lateral
+         (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
+           where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.target_chat_id > h.target_chat_id
+           order by o.target_chat_id, o.id limit 1) x
+     )
+     select case when min(${ready}) is null then null  -- greatest() ignores nulls: no head must not read as "due now"
+                 else greatest(0, extract(epoch from (min(${ready}) - ${NOW(2)})) * 1000)::float8 end as ms
+       from heads h
+       left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
+      where h.state = 'pending'
+        and not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')`,
+    a.rateLimited ? [a.botId, a.now, a.horizonMs] : [a.botId, a.now],
+  );
+  const ms = rows[0]?.ms;
+  return ms === null || ms === undefined ? null : Math.ceil(Number(ms));
+}
+
+/** Stores Telegram's message_id of delivered rows. */
+export async function outboundSetTelegramMessageIds(db: Queryable, items: { id: string; messageId: number }[]): Promise<void> {
+  if (items.length === 0) return;
+  await db.query(
+    `update relay.outbound o set telegram_message_id = v.mid
+       from unnest($1::bigint[], $2::bigint[]) as v(id, mid) where o.id = v.id`,
+    [items.map((i) => i.id), items.map((i) => i.messageId)],
+  );
+}
+
+/**
+ * migrate_to_chat_id: the row and every other pending row of the same (bot, old chat) now go to the
+ * new chat (ids, and so the order among them, unchanged). Returns how many rows were retargeted.
+ */
+export async function outboundRetarget(db: Queryable, a: { id: string; fromChatId: string; toChatId: string }): Promise<number> {
+  const { rowCount } = await db.query(
+    `update relay.outbound o set target_chat_id = $3, updated_at = now()
+      where o.bot_id = (select bot_id from relay.outbound where id = $1)
+        and ((o.id = $1) or (o.target_chat_id = $2 and o.state = 'pending'))`,
+    [a.id, a.fromChatId, a.toChatId],
+  );
+  return rowCount ?? 0;
+}
+
+/** at_most_once rows a stale sweep just put back to pending: their dead worker may have sent them. */
+export async function outboundFailStaleAtMostOnce(db: Queryable, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query(
+    `update relay.outbound set state = 'failed', failed_reason = 'ambiguous',
+            last_error = 'the worker stopped during an at_most_once attempt: the message may have been sent', updated_at = now()
+      where id = any($1::bigint[]) and delivery = 'at_most_once' and state = 'pending'
+     returning id::text as id`,
+    [ids],
+  );
+  return rows.map((r) => r.id as string);
+}
+
+/** Chats (bot, target) with a pending row after the given rows: a settled head unblocks them. */
+export async function outboundHasSuccessors(db: Queryable, ids: string[]): Promise<boolean> {
+  if (ids.length === 0) return false;
+  const { rows } = await db.query(
+    `select exists (select 1 from relay.outbound h join relay.outbound n
+                      on n.bot_id = h.bot_id and n.target_chat_id = h.target_chat_id and n.state = 'pending' and n.id > h.id
+                     where h.id = any($1::bigint[])) as yes`,
+    [ids],
+  );
+  return rows[0].yes === true;
+}

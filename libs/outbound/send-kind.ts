@@ -1,0 +1,205 @@
+/**
+ * outbound.send as a job kind of the worker engine (libs/queue): the engine claims, heartbeats,
+ * backs off, budgets, recovers stale claims, fences by claim id and writes the audit; this kind
+ * owns relay.outbound's claim (chat heads only, ready for the rate limits), one send attempt and
+ * what an outcome means for the row beyond its state (Telegram's message_id, a migrated chat, the
+ * rate-limit bookkeeping, the alert of a failed message) — all written in the engine's settle
+ * transaction, so they land exactly when the outcome does.
+ */
+import type { Pool } from 'pg';
+import { QUEUES } from '../db/boss';
+import type { BotApiClient } from '../telegram/client';
+import { WORK_CHANNEL } from '../queue/enqueue';
+import { createClaimTableStore } from '../queue/claim-table-store';
+import type { ClaimedJob, ClaimStore, JobKind, RecoveredRow, SettledRow } from '../queue/job-kind';
+import { Outcome } from '../queue/outcome';
+import type { SendOutcome } from './classify-response';
+import {
+  outboundClaimHeads,
+  outboundFailStaleAtMostOnce,
+  outboundHasSuccessors,
+  outboundNextDueInMs,
+  outboundRaiseAlerts,
+  outboundRetarget,
+  outboundSetTelegramMessageIds,
+} from './queries';
+import { OutboundRateLimiter, RESERVE_HORIZON_MS_DEFAULT } from './rate-limit';
+import { OutboundRow, sendOutbound } from './send-message';
+
+/** What an attempt's outcome asks the settle transaction to write besides the row's state. */
+export interface OutboundEffects {
+  botId: string;
+  /** The chat the attempt went to. */
+  chatId: string;
+  /** The attempt reached (or may have reached) Telegram: charge the chat's rate limit. */
+  charge?: boolean;
+  /** 429: push the chat (maybe the bot) back by this long instead of charging. */
+  rateLimitedMs?: number;
+  messageId?: number;
+  /** migrate_to_chat_id: retarget the row (and the chat's other pending rows) to this chat. */
+  retargetTo?: string;
+}
+
+export interface OutboundKindOptions {
+  pool: Pool;
+  /** The Bot API client of the bot whose rows this worker sends. */
+  telegram: BotApiClient;
+  limiter: OutboundRateLimiter;
+  /** OPS_CHAT_ID: where alerts about failed messages go (else relay.outbound_settings; else none). */
+  opsChatId?: string | null;
+  /** OUTBOUND_SEND_TIMEOUT. */
+  sendTimeoutMs: number;
+  horizonMs?: number;
+}
+
+export function createOutboundClaimStore(opts: {
+  botId: string;
+  limiter: OutboundRateLimiter;
+  opsChatId: string | null;
+  horizonMs: number;
+  /** True while an at_most_once claim's request may be on the wire (see `release`). */
+  sendingAtMostOnce?: (claimId: string) => boolean;
+}): ClaimStore<OutboundRow> {
+  const base = createClaimTableStore<OutboundRow>({ subject: 'outbound', table: 'outbound', keyColumn: 'msg_id' });
+  const { botId, limiter, opsChatId, horizonMs } = opts;
+  const rateLimited = limiter.limits.mode === 'proactive';
+  return {
+    ...base,
+    async claim(db, args) {
+      const { rows, activated } = await outboundClaimHeads(db, {
+        botId,
+        limit: args.limit,
+        workerId: args.workerId,
+        now: args.now,
+        queue: args.queue,
+        rateLimited,
+        horizonMs,
+      });
+      const withJob = rows.filter((r) => r.job_id).length;
+      if (activated !== withJob) args.onJobsOutOfStep?.(withJob, activated);
+      return rows.map(
+        (row): ClaimedJob<OutboundRow> => ({
+          id: String(row.id),
+          key: String(row.msg_id),
+          jobId: row.job_id ?? null,
+          claimId: row.claim_id,
+          attempt: Number(row.attempts),
+          maxAttempts: row.max_attempts ?? null,
+          row: row as OutboundRow,
+        }),
+      );
+    },
+    nextDueInMs: (db, now) => outboundNextDueInMs(db, { botId, now, rateLimited, horizonMs }),
+    async settle(db, items, now) {
+      const settled = await base.settle(db, items, now);
+      const landed = new Set(settled.map((s) => s.claimId));
+      const messageIds: { id: string; messageId: number }[] = [];
+      for (const item of items) {
+        const fx = item.effects as OutboundEffects | undefined;
+        if (!fx || !landed.has(item.claimId)) continue;
+        if (fx.messageId !== undefined) messageIds.push({ id: item.id, messageId: fx.messageId });
+        if (fx.rateLimitedMs !== undefined) await limiter.afterAttempt(db, fx.botId, fx.chatId, fx.rateLimitedMs);
+        else if (fx.charge) await limiter.afterAttempt(db, fx.botId, fx.chatId);
+        if (fx.retargetTo) await outboundRetarget(db, { id: item.id, fromChatId: fx.chatId, toChatId: fx.retargetTo });
+      }
+      await outboundSetTelegramMessageIds(db, messageIds);
+      await afterFinal(db, settled);
+      return settled;
+    },
+    /**
+     * Shutdown gives unfinished claims back as `pending`, but not an at_most_once message whose
+     * request may already be on the wire: sending it again could deliver it twice. Such a row stays
+     * `delivering`; stale recovery then fails it as `ambiguous` (see recoverStale).
+     */
+    release(db, claims, now) {
+      const sending = opts.sendingAtMostOnce;
+      return base.release(db, sending ? claims.filter((c) => !sending(c.claimId)) : claims, now);
+    },
+    async recoverStale(db, args) {
+      const rows = await base.recoverStale(db, args);
+      const failedNow = new Set(await outboundFailStaleAtMostOnce(db, rows.filter((r) => r.state === 'pending').map((r) => r.id)));
+      const out = rows.map((r): RecoveredRow => (failedNow.has(r.id) ? { ...r, state: 'failed' } : r));
+      await afterFinal(db, out);
+      return out;
+    },
+  };
+
+  /** Alerts for rows that just failed; a NOTIFY when a finished head lets its chat's next row go. */
+  async function afterFinal(db: Parameters<ClaimStore['settle']>[0], rows: Pick<SettledRow, 'id' | 'state'>[]): Promise<void> {
+    const failed = rows.filter((r) => r.state === 'failed').map((r) => r.id);
+    await outboundRaiseAlerts(db, failed, opsChatId);
+    const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
+    if (await outboundHasSuccessors(db, finished)) await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, QUEUES.outbound]);
+  }
+}
+
+export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundRow> {
+  const { pool, telegram, limiter } = opts;
+  const botId = telegram.botId;
+  const horizonMs = opts.horizonMs ?? RESERVE_HORIZON_MS_DEFAULT;
+  const sendingAtMostOnce = new Set<string>();
+  const store = createOutboundClaimStore({ botId, limiter, opsChatId: opts.opsChatId ?? null, horizonMs, sendingAtMostOnce: (id) => sendingAtMostOnce.has(id) });
+  return {
+    queue: QUEUES.outbound,
+    store,
+    async execute(job, ctx) {
+      const row = job.row;
+      const chatId = row.target_chat_id;
+      const slot = await limiter.acquire(pool, row.bot_id, chatId, ctx.signal);
+      if (!slot.ok) {
+        return Outcome.retry(slot.retryInMs, { uncounted: true, errorCode: 'RELAY_RATE_DEFERRED', error: 'no send slot within the reservation horizon; not sent' });
+      }
+      if (ctx.signal.aborted) return Outcome.retry(0, { uncounted: true, errorCode: 'RELAY_ABORTED', error: 'stopped before sending; not sent' });
+      if (row.delivery === 'at_most_once') sendingAtMostOnce.add(job.claimId);
+      let sent: SendOutcome;
+      try {
+        sent = await sendOutbound(telegram, row, opts.sendTimeoutMs);
+      } finally {
+        sendingAtMostOnce.delete(job.claimId);
+      }
+      const outcome = toEngineOutcome(sent, row, slot.waitedMs);
+      if (sent.type !== 'delivered') {
+        const level = sent.type === 'terminal' || sent.type === 'ambiguous' ? 'warn' : 'debug';
+        ctx.logger[level]({ msgId: row.msg_id, chatId, outcome: sent.type, status: outcome.status, errorCode: outcome.errorCode }, 'outbound send not delivered');
+      }
+      return outcome;
+    },
+  };
+}
+
+/** SendOutcome → the engine's Outcome, with the effects the settle transaction applies. */
+export function toEngineOutcome(sent: SendOutcome, row: Pick<OutboundRow, 'bot_id' | 'target_chat_id' | 'delivery'>, waitedMs = 0): Outcome {
+  const fx: OutboundEffects = { botId: row.bot_id, chatId: row.target_chat_id };
+  const details: Record<string, unknown> = { chatId: row.target_chat_id };
+  if (waitedMs > 0) details.rateWaitMs = Math.round(waitedMs);
+  switch (sent.type) {
+    case 'delivered':
+      return Outcome.delivered({ status: sent.status, details: { ...details, messageId: sent.messageId }, effects: { ...fx, charge: true, messageId: sent.messageId } });
+    case 'rate_limited':
+      return Outcome.retry(sent.retryAfterMs, {
+        uncounted: true,
+        status: 429,
+        errorCode: 'TELEGRAM_429',
+        error: sent.description,
+        details,
+        effects: { ...fx, rateLimitedMs: sent.retryAfterMs },
+      });
+    case 'retry':
+      return Outcome.retry(undefined, { status: sent.status, errorCode: sent.errorCode, error: sent.error, details, effects: { ...fx, charge: true } });
+    case 'migrate':
+      return Outcome.retry(0, {
+        status: sent.status,
+        errorCode: 'TELEGRAM_MIGRATE',
+        error: sent.description,
+        details: { ...details, migratedFrom: row.target_chat_id, migratedTo: sent.newChatId },
+        effects: { ...fx, charge: true, retargetTo: sent.newChatId },
+      });
+    case 'ambiguous':
+      if (row.delivery === 'at_most_once') {
+        return Outcome.terminal('ambiguous', { label: 'ambiguous', errorCode: sent.errorCode, error: sent.error, details, effects: { ...fx, charge: true } });
+      }
+      return Outcome.retry(undefined, { label: 'ambiguous', errorCode: sent.errorCode, error: sent.error, details, effects: { ...fx, charge: true } });
+    case 'terminal':
+      return Outcome.terminal(sent.reason, { status: sent.status, errorCode: sent.errorCode, error: sent.reason, details, effects: { ...fx, charge: true } });
+  }
+}

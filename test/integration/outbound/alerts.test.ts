@@ -1,0 +1,62 @@
+/** The alert path at the database level: one kind=alert message per failed message, loop-guarded. */
+import type PgBoss from 'pg-boss';
+import { createBoss, withTransaction } from '../../../libs/db';
+import { enqueueOutbound, outboundRaiseAlerts } from '../../../libs/outbound';
+import { createMigratedDatabase } from '../../support/db';
+
+let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
+let boss: PgBoss;
+const defaults = { botId: '1', defaultChatId: '-100999' };
+
+beforeAll(async () => {
+  db = await createMigratedDatabase('ob_alert');
+  boss = createBoss(db.url, { max: 1 });
+});
+afterAll(async () => {
+  await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+  await db.drop();
+});
+
+async function failed(msgId: string, kind: 'message' | 'alert' = 'message'): Promise<string> {
+  const r = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: msgId, chat_id: 5, text: 'secret user text', kind }, defaults));
+  await db.pool.query(`update relay.outbound set state = 'failed', attempts = 2, failed_reason = 'Forbidden: bot was blocked by the user' where id = $1`, [r.id]);
+  return r.id;
+}
+const alertsFor = async (msgId: string) => (await db.pool.query(`select * from relay.outbound where msg_id = $1`, [`alert:${msgId}`])).rows;
+
+describe('alerts for failed messages', () => {
+  it('enqueue one kind=alert message to the operators\' chat, with ids and the reason but not the text', async () => {
+    const id = await failed('m-1');
+    const created = await outboundRaiseAlerts(db.pool, [id], '-100999');
+    expect(created).toHaveLength(1);
+    const [alert] = await alertsFor('m-1');
+    expect(alert).toMatchObject({ kind: 'alert', chat_id: '-100999', target_chat_id: '-100999', state: 'pending', bot_id: '1', delivery: 'at_least_once' });
+    expect(alert.text).toContain('msg_id: m-1');
+    expect(alert.text).toContain('Forbidden: bot was blocked by the user');
+    expect(alert.text).not.toContain('secret user text');
+    const job = (await db.pool.query(`select * from pgboss.job where id = $1`, [alert.job_id])).rows[0];
+    expect(job).toMatchObject({ name: 'outbound.send', state: 'created' });
+  });
+
+  it('raise exactly one alert per failed message, however often the failure is settled again', async () => {
+    const id = await failed('m-2');
+    await outboundRaiseAlerts(db.pool, [id], '-100999');
+    await outboundRaiseAlerts(db.pool, [id], '-100999');
+    await db.pool.query(`update relay.outbound set failed_reason = 'another reason' where id = $1`, [id]);
+    expect(await outboundRaiseAlerts(db.pool, [id], '-100999')).toEqual([]);
+    expect(await alertsFor('m-2')).toHaveLength(1);
+  });
+
+  it('never raise an alert about a failed alert (loop guard), nor about a message that did not fail', async () => {
+    const alertId = await failed('m-3', 'alert');
+    const pending = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'm-4', chat_id: 5, text: 'x' }, defaults));
+    expect(await outboundRaiseAlerts(db.pool, [alertId, pending.id], '-100999')).toEqual([]);
+    expect(await alertsFor('m-3')).toHaveLength(0);
+    expect(await alertsFor('m-4')).toHaveLength(0);
+  });
+
+  it('raise none when no operators\' chat is configured', async () => {
+    const id = await failed('m-5');
+    expect(await outboundRaiseAlerts(db.pool, [id], null)).toEqual([]);
+  });
+});

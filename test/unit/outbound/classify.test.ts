@@ -1,0 +1,67 @@
+import { classifySendError, classifySendSuccess, RATE_LIMIT_FALLBACK_MS } from '../../../libs/outbound/classify-response';
+import { TelegramApiError, TelegramNetworkError } from '../../../libs/telegram/errors';
+
+const api = (errorCode: number, description: string, parameters?: Record<string, number>, retryAfterHeader?: number) =>
+  new TelegramApiError('sendMessage', { errorCode, description, parameters, retryAfterHeader });
+const net = (reason: TelegramNetworkError['reason'], sent: boolean, code?: string) =>
+  new TelegramNetworkError('sendMessage', reason, 'socket hang up', sent, code ? { cause: Object.assign(new Error('x'), { code }) } : undefined);
+
+describe('sendMessage classification', () => {
+  it('ok with a message_id → Delivered(message_id)', () => {
+    expect(classifySendSuccess({ message_id: 77, chat: { id: 1 } })).toEqual({ type: 'delivered', messageId: 77, status: 200 });
+  });
+
+  it('ok without a message_id → Ambiguous (Telegram may have sent it)', () => {
+    expect(classifySendSuccess(true)).toMatchObject({ type: 'ambiguous', errorCode: 'BAD_RESPONSE' });
+  });
+
+  it('429 → RateLimited after parameters.retry_after, else the Retry-After header, else a fallback', () => {
+    expect(classifySendError(api(429, 'Too Many Requests: retry after 7', { retry_after: 7 }, 9))).toEqual({
+      type: 'rate_limited',
+      retryAfterMs: 7000,
+      status: 429,
+      description: 'Too Many Requests: retry after 7',
+    });
+    expect(classifySendError(api(429, 'Too Many Requests', undefined, 3))).toMatchObject({ type: 'rate_limited', retryAfterMs: 3000 });
+    expect(classifySendError(api(429, 'Too Many Requests'))).toMatchObject({ type: 'rate_limited', retryAfterMs: RATE_LIMIT_FALLBACK_MS });
+  });
+
+  it('400 with migrate_to_chat_id → Migrate(new chat id)', () => {
+    expect(classifySendError(api(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: -1009876 }))).toEqual({
+      type: 'migrate',
+      newChatId: '-1009876',
+      status: 400,
+      description: 'Bad Request: group chat was upgraded to a supergroup chat',
+    });
+  });
+
+  it('400, 401, 403, 404 → Terminal with Telegram\'s description', () => {
+    expect(classifySendError(api(400, 'Bad Request: chat not found'))).toEqual({ type: 'terminal', reason: 'Bad Request: chat not found', status: 400, errorCode: 'TELEGRAM_400' });
+    expect(classifySendError(api(401, 'Unauthorized'))).toMatchObject({ type: 'terminal', status: 401 });
+    expect(classifySendError(api(403, 'Forbidden: bot was blocked by the user'))).toMatchObject({ type: 'terminal', status: 403, reason: 'Forbidden: bot was blocked by the user' });
+    expect(classifySendError(api(404, 'Not Found'))).toMatchObject({ type: 'terminal', status: 404 });
+  });
+
+  it('5xx → Retry with backoff', () => {
+    expect(classifySendError(api(502, 'Bad Gateway'))).toEqual({ type: 'retry', status: 502, errorCode: 'HTTP_502', error: 'Bad Gateway' });
+    expect(classifySendError(api(500, 'Internal Server Error'))).toMatchObject({ type: 'retry', status: 500 });
+  });
+
+  it('no answer before the request was written (refused, DNS) → Retry', () => {
+    expect(classifySendError(net('connection', false, 'ECONNREFUSED'))).toMatchObject({ type: 'retry', errorCode: 'ECONNREFUSED' });
+    expect(classifySendError(net('connection', false, 'ENOTFOUND'))).toMatchObject({ type: 'retry', errorCode: 'ENOTFOUND' });
+  });
+
+  it('no answer after the request was written (dropped, timed out) → Ambiguous', () => {
+    expect(classifySendError(net('connection', true, 'ECONNRESET'))).toMatchObject({ type: 'ambiguous', errorCode: 'ECONNRESET' });
+    expect(classifySendError(net('timeout', true))).toMatchObject({ type: 'ambiguous', errorCode: 'ETIMEDOUT' });
+    expect(classifySendError(net('bad_response', true))).toMatchObject({ type: 'ambiguous', errorCode: 'BAD_RESPONSE' });
+    expect(classifySendError(net('timeout', false))).toMatchObject({ type: 'retry', errorCode: 'ETIMEDOUT' });
+  });
+
+  it('never lets a token through into the outcome', () => {
+    const out = classifySendError(new Error('request to https://api.telegram.org/bot123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAA/sendMessage failed'));
+    expect(out).toMatchObject({ type: 'retry', errorCode: 'RELAY_SEND_THREW' });
+    expect(JSON.stringify(out)).not.toContain('AAAAAAAAAAAAAAAAAAAA');
+  });
+});
