@@ -1,0 +1,119 @@
+import type { Pool, PoolClient } from 'pg';
+import type PgBoss from 'pg-boss';
+import type { Config } from '../config';
+import type { Logger } from '../observability/logger';
+import { AdminError } from './errors';
+import type { ItemKind } from './kinds';
+import { enqueueOutbound, OutboundMessageInput, OutboundValidationError } from '../outbound';
+import { createOutboundRateLimiter, OUTBOUND_RATE_LIMITS_DEFAULT, RESERVE_HORIZON_MS_DEFAULT } from '../outbound/rate-limit';
+import { createOutboundClaimStore } from '../outbound/send-kind';
+import { createCaptureStore } from '../captures/deliver';
+import { createInboxClaimStore } from '../dispatch/dispatch-kind';
+import { botIdFromToken } from '../config';
+import { QUEUES } from '../db/boss';
+import { recoverStaleOnce } from '../queue/stale-recovery';
+import type { ClaimStore } from '../queue/job-kind';
+import { cancelPending, requeueFailed } from '../queue/operator-actions';
+import { releaseQuarantinedUpdate } from './quarantine-release';
+
+/** A row an action moved, as the route reports it. */
+export interface MovedRow {
+  id: number;
+  state: string;
+}
+
+export type { OutboundMessageInput };
+
+export interface ReleaseResult {
+  /** What the ingress path did with the re-decoded update. */
+  outcome: 'persisted' | 'duplicate';
+  update_id: number;
+  inbox_id: number | null;
+}
+
+/**
+ * The mutations behind the write routes. They run on the route's transaction (`db`), which also
+ * locks the rows, checks their state and writes the audit row, so an action and its audit commit
+ * together. Defaults are built from the worker engine (libs/queue), libs/outbound and libs/ingress;
+ * tests may replace any of them.
+ */
+export interface AdminActions {
+  /** failed → pending, due now, attempt budget renewed, a live pg-boss job; returns the rows moved. */
+  retryFailed(db: PoolClient, kind: ItemKind, ids: number[], why: { actor: string; reason: string | null }): Promise<MovedRow[]>;
+  /** pending → failed with failed_reason `cancelled` (its pg-boss job cancelled); returns the rows moved. */
+  cancelPending(db: PoolClient, kind: ItemKind, ids: number[], why: { actor: string; reason: string | null }): Promise<MovedRow[]>;
+  /** delivering claims without a heartbeat for `olderThanMs` → pending now (own transactions); returns how many. */
+  recoverStale(kind: ItemKind, olderThanMs: number, workerId: string): Promise<number>;
+  /** Re-decodes a quarantined update and persists it through the normal ingress path. */
+  releaseQuarantined(db: PoolClient, row: { id: number; bot_id: string; raw: Buffer; generation: number | null }): Promise<ReleaseResult>;
+  /** Idempotent enqueue by msg_id: created, or the same message again; a different payload throws RELAY_OUTBOUND_CONFLICT. */
+  enqueueMessage(db: PoolClient, msg: OutboundMessageInput): Promise<{ created: boolean; id: number }>;
+}
+
+export interface ActionDeps {
+  pool: Pool;
+  boss: PgBoss;
+  config: Config;
+  logger: Logger;
+  clock: () => Date;
+}
+
+const QUEUE_OF = { captures: QUEUES.capture, outbound: QUEUES.outbound, inbox: QUEUES.dispatch } as const;
+
+/** The actions wired to the libraries that implement them. */
+export function defaultActions(deps: ActionDeps): AdminActions {
+  const botId = deps.config.TELEGRAM_BOT_TOKEN ? botIdFromToken(deps.config.TELEGRAM_BOT_TOKEN) : null;
+  // The workers' own claim stores: stale recovery is theirs (fencing, budgets, pg-boss jobs, audit
+  // rows, and for outbound the at-most-once rule and alerts), the admin API only triggers it now.
+  // Recovery is about dead workers, not bots, so the bot/limiter arguments are not used by it.
+  let stores: Record<ItemKind, ClaimStore<any>> | undefined;
+  const storeOf = (kind: ItemKind) => {
+    stores ??= {
+      captures: createCaptureStore(),
+      outbound: createOutboundClaimStore({
+        botId: botId ?? '0',
+        limiter: createOutboundRateLimiter(OUTBOUND_RATE_LIMITS_DEFAULT),
+        opsChatId: deps.config.OPS_CHAT_ID ?? null,
+        horizonMs: RESERVE_HORIZON_MS_DEFAULT,
+      }),
+      inbox: createInboxClaimStore({ botId: botId ?? '0', ordered: true }),
+    };
+    return stores[kind];
+  };
+  return {
+    async retryFailed(db, kind, ids) {
+      const moved = await requeueFailed(db, deps.boss, { table: kind, queue: QUEUE_OF[kind], ids, budget: deps.config.RETRY_MAX_ATTEMPTS });
+      return moved.map((m) => ({ id: Number(m.id), state: m.state }));
+    },
+    async cancelPending(db, kind, ids) {
+      if (kind === 'inbox') throw new AdminError('RELAY_ADMIN_BAD_REQUEST', 'inbox updates cannot be cancelled');
+      const moved = await cancelPending(db, deps.boss, { table: kind, queue: QUEUE_OF[kind], ids });
+      return moved.map((m) => ({ id: Number(m.id), state: m.state }));
+    },
+    recoverStale: (kind, olderThanMs, workerId) =>
+      recoverStaleOnce({
+        pool: deps.pool,
+        boss: deps.boss,
+        kind: { queue: QUEUE_OF[kind], store: storeOf(kind) },
+        staleMs: olderThanMs,
+        maxAttempts: deps.config.RETRY_MAX_ATTEMPTS,
+        workerId,
+        logger: deps.logger,
+      }),
+    releaseQuarantined: (db, row) =>
+      releaseQuarantinedUpdate(db, deps.boss, row, { allowedChatIds: new Set(deps.config.ALLOWED_CHAT_IDS.map(String)), dispatchUnauthorized: deps.config.DISPATCH_UNAUTHORIZED }),
+    async enqueueMessage(db, msg) {
+      try {
+        // bot and default chat: the configured bot, else relay.outbound_settings (written by workers)
+        const r = await enqueueOutbound(db, deps.boss, msg, { botId, defaultChatId: deps.config.OPS_CHAT_ID ?? null });
+        return { created: r.created, id: Number(r.id) };
+      } catch (err) {
+        if (err instanceof OutboundValidationError) {
+          const p = err.problems[0];
+          throw new AdminError('RELAY_ADMIN_VALIDATION', `body.${p.field} ${p.problem}`, { field: `body.${p.field}`, errors: err.problems.map((x) => ({ field: `body.${x.field}`, message: x.problem })) }, { cause: err });
+        }
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,142 @@
+import os from 'node:os';
+import Fastify, { FastifyInstance, FastifyRequest, LogController } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Pool } from 'pg';
+import type PgBoss from 'pg-boss';
+import type { Config } from '../config';
+import type { Logger } from '../observability/logger';
+import { AdminActions, defaultActions } from './actions';
+import { AdminToken, bearerAuth, tokensFromConfig } from './auth';
+import type { AdminContext } from './context';
+import { installErrorHandlers } from './errors';
+import { ingressHealth as ingressHealthOfCursor } from '../ingress/health';
+import { IngressHealthFn, readinessChecker } from './health';
+import { createAdminMetrics } from './metrics';
+import { readRoutes } from './routes/read';
+import { statusRoutes } from './routes/status';
+import { writeRoutes } from './routes/write';
+import { timeseriesRoutes } from './routes/timeseries';
+import { SandboxPanelOptions, sandboxRoutes } from './routes/sandbox';
+import { dashboardRoutes, isDashboardRoute } from './ui/serve';
+import { SHARED_SCHEMAS } from './schemas';
+import type { PendingUpdatesSource } from './webhook-info';
+
+export const ADMIN_BODY_LIMIT = 64 * 1024;
+export const BULK_LIMIT_DEFAULT = 1000;
+export const ADMIN_API_VERSION = '1.0.0';
+
+const ROUTES = new WeakMap<object, { method: string; url: string; hidden: boolean }[]>();
+
+/** Every route the app registered (method, URL, hidden from the OpenAPI document or not). */
+export function adminRoutes(app: FastifyInstance): { method: string; url: string; hidden: boolean }[] {
+  return ROUTES.get(app) ?? [];
+}
+
+export interface BuildAdminAppOptions {
+  pool: Pool;
+  boss: PgBoss;
+  config: Config;
+  logger: Logger;
+  clock?: () => Date;
+  /** Accepted tokens; default: ADMIN_TOKEN and ADMIN_TOKENS from config. Must not be empty. */
+  tokens?: AdminToken[];
+  /** Per-bot ingress readiness; default: libs/ingress's ingressHealth. */
+  ingressHealth?: IngressHealthFn;
+  /** Telegram's pending_update_count per bot (getWebhookInfo), cached. */
+  pendingUpdates?: PendingUpdatesSource;
+  /** Bots /health/ready checks; default: every bot with a cursor row. */
+  botIds?: string[];
+  /** Mutations; defaults come from the worker engine, outbound and ingress libraries. */
+  actions?: Partial<AdminActions>;
+  instanceId?: string;
+  /** Node process metrics (GC, heap, event loop) on /metrics; off in tests. */
+  processMetrics?: boolean;
+  bulkLimit?: number;
+  /** Sandbox mode: the dashboard's chat panel injects user messages into this Bot API sandbox. */
+  sandbox?: SandboxPanelOptions;
+}
+
+/**
+ * The admin API as a Fastify instance, not listening: `apps/admin/main.ts` listens, tests use
+ * `app.inject`. Everything but GET /health/live needs `Authorization: Bearer <token>`.
+ */
+export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<FastifyInstance> {
+  const tokens = opts.tokens ?? tokensFromConfig(opts.config);
+  if (tokens.length === 0) throw new Error('buildAdminApp: no admin token (resolveAdminTokens decides what to do without one)');
+  const clock = opts.clock ?? (() => new Date());
+  const logger = opts.logger.child({ component: 'admin-api' });
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: ADMIN_BODY_LIMIT,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const ingressHealth = opts.ingressHealth ?? ingressHealthOfCursor;
+  const ctx: AdminContext = {
+    pool: opts.pool,
+    boss: opts.boss,
+    config: opts.config,
+    logger,
+    clock,
+    instanceId: opts.instanceId ?? `admin@${os.hostname()}:${process.pid}`,
+    ingressHealth,
+    pendingUpdates: opts.pendingUpdates,
+    readiness: readinessChecker({ pool: opts.pool, clock, ingressHealth, pollTimeoutMs: opts.config.POLL_TIMEOUT, botIds: opts.botIds }),
+    metrics: createAdminMetrics({ db: opts.pool, clock, logger, processMetrics: opts.processMetrics }),
+    actions: { ...defaultActions({ pool: opts.pool, boss: opts.boss, config: opts.config, logger, clock }), ...opts.actions },
+    bulkLimit: opts.bulkLimit ?? BULK_LIMIT_DEFAULT,
+  };
+
+  const routes: { method: string; url: string; hidden: boolean }[] = [];
+  ROUTES.set(app, routes);
+  app.addHook('onRoute', (r) => {
+    for (const m of [r.method].flat()) if (m !== 'HEAD') routes.push({ method: m, url: r.url, hidden: !!(r.schema as { hide?: boolean } | undefined)?.hide || r.url.startsWith('/docs') });
+  });
+  installErrorHandlers(app);
+  const docsPublic = opts.config.ADMIN_DOCS_PUBLIC;
+  const isPublic = (req: FastifyRequest) => {
+    const url = req.routeOptions.url;
+    if (url === '/health/live') return true;
+    if (isDashboardRoute(url)) return true; // the page and its assets hold no data; the API calls carry the token
+    return docsPublic && !!url && (url === '/openapi.json' || url === '/docs' || url.startsWith('/docs/'));
+  };
+  app.addHook('onRequest', bearerAuth(tokens, isPublic));
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.debug({ method: req.method, url: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), actor: req.actor }, 'admin request');
+  });
+  for (const s of SHARED_SCHEMAS) app.addSchema(s);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'tg-relay admin API',
+        version: ADMIN_API_VERSION,
+        description:
+          'Inspect, retry, recover, cancel and enqueue. Every route but GET /health/live needs `Authorization: Bearer <token>`. ' +
+          'Errors are JSON `{ code, message, field? }` with a stable code.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String((json as { $id?: string }).$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(statusRoutes, { ctx });
+  await app.register(readRoutes, { ctx });
+  await app.register(writeRoutes, { ctx });
+  await app.register(timeseriesRoutes, { ctx });
+  if (opts.sandbox) await app.register(sandboxRoutes, { ctx, sandbox: opts.sandbox });
+  await app.register(dashboardRoutes);
+  app.addHook('onReady', async () => {
+    await ctx.metrics.feed.init().catch((err) => logger.warn({ err }, 'metrics: could not read the attempts high-water mark yet'));
+  });
+  await app.ready();
+  return app as unknown as FastifyInstance;
+}

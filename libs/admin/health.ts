@@ -1,0 +1,86 @@
+import type { Pool } from 'pg';
+import { migrationStatus } from '../db/migrate';
+import { read } from './db';
+
+/** What libs/ingress's `ingressHealth` reports about one bot's poller (the fields used here). */
+export interface IngressHealth {
+  ready: boolean;
+  reasons: string[];
+  generation: number | null;
+  owner: string | null;
+}
+export type IngressHealthFn = (pool: Pool, botId: string, opts: { pollTimeoutMs: number; now?: Date }) => Promise<IngressHealth>;
+
+export interface Readiness {
+  ready: boolean;
+  reasons: string[];
+  checks: {
+    database: { ok: boolean; error?: string };
+    migrations: { ok: boolean; pending: number[] };
+    ingress: { bot_id: string; ready: boolean; reasons: string[]; generation: number | null; owner: string | null }[];
+  };
+}
+
+export const READINESS_TIMEOUT_MS = 2_000;
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
+export interface ReadinessDeps {
+  pool: Pool;
+  clock: () => Date;
+  ingressHealth: IngressHealthFn;
+  pollTimeoutMs: number;
+  /** Bots to check; undefined: every bot with a cursor row (at least one must exist). */
+  botIds?: string[];
+  /** Optional: the SQL directory migrations are compared with (tests). */
+  sqlDir?: string;
+}
+
+/** Database reachable, migrations current, and each bot's current poller generation progressing. */
+export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> {
+  let migrationsCurrent = false; // once current, they stay current for this process's SQL files
+  return async () => {
+    const now = deps.clock();
+    const out: Readiness = { ready: false, reasons: [], checks: { database: { ok: false }, migrations: { ok: false, pending: [] }, ingress: [] } };
+    try {
+      await withTimeout(deps.pool.query('select 1'), READINESS_TIMEOUT_MS, 'the database');
+      out.checks.database.ok = true;
+    } catch (err) {
+      out.checks.database.error = (err as Error).message;
+      out.reasons.push(`database unreachable: ${(err as Error).message}`);
+      return out;
+    }
+    try {
+      if (!migrationsCurrent) {
+        const st = await withTimeout(migrationStatus(deps.pool, deps.sqlDir), READINESS_TIMEOUT_MS, 'the migration check');
+        migrationsCurrent = st.current;
+        out.checks.migrations.pending = st.pending;
+        if (!st.current) out.reasons.push(`migrations pending: ${st.pending.join(', ')} (run tg-relay migrate)`);
+      }
+      out.checks.migrations.ok = migrationsCurrent;
+      let bots = deps.botIds;
+      if (!bots) {
+        bots = (await read(deps.pool, 'select bot_id from relay.cursor order by bot_id')).map((r) => r.bot_id as string);
+        if (bots.length === 0) out.reasons.push('no poller has recorded a cursor yet');
+      }
+      for (const botId of bots) {
+        const h = await withTimeout(deps.ingressHealth(deps.pool, botId, { pollTimeoutMs: deps.pollTimeoutMs, now }), READINESS_TIMEOUT_MS, 'the ingress health check');
+        out.checks.ingress.push({ bot_id: botId, ready: h.ready, reasons: h.reasons, generation: h.generation, owner: h.owner });
+        for (const r of h.reasons) out.reasons.push(`bot ${botId}: ${r}`);
+        if (!h.ready && h.reasons.length === 0) out.reasons.push(`bot ${botId}: ingress not ready`);
+      }
+    } catch (err) {
+      out.reasons.push((err as Error).message);
+    }
+    out.ready = out.reasons.length === 0;
+    return out;
+  };
+}

@@ -1,0 +1,324 @@
+/**
+ * All SQL of the admin API, one function per statement (entity first). Values are `$n`
+ * parameters; the only interpolated identifiers are the constant table/column names of KINDS.
+ * Reads go through our own tables only (never pg-boss internals).
+ */
+import type { Queryable } from '../db/pool';
+import { read } from './db';
+import { KINDS, ListKind } from './kinds';
+import { decodeCursor, encodeCursor } from './pagination';
+
+// ---------------------------------------------------------------------------------------------
+// Lists and details
+
+const SUMMARY_COLUMNS: Record<ListKind, string> = {
+  captures: `id, capture_key, bot_id, update_id, chat_id, message_id, state, attempts, max_attempts, next_attempt_at,
+    worker_id, started_at, last_status, last_error, failed_reason, created_at, updated_at, delivered_at`,
+  outbound: `id, msg_id, bot_id, chat_id, target_chat_id, kind, delivery, state, attempts, max_attempts, next_attempt_at,
+    worker_id, started_at, last_status, last_error, failed_reason, telegram_message_id, source_update_id, created_at, updated_at, delivered_at`,
+  inbox: `id, bot_id, update_id, update_type, chat_id, authorized, state, attempts, next_attempt_at, worker_id, started_at,
+    last_error, generation, received_at, handled_at, updated_at`,
+  quarantine: `id, bot_id, update_id, sha256, error, json_path, state, generation, octet_length(raw) as size_bytes, created_at, resolved_at`,
+};
+
+const DETAIL_COLUMNS: Record<ListKind, string> = {
+  captures: `${SUMMARY_COLUMNS.captures}, from_id, message_date, payload, payload_sha256, job_id, claim_id`,
+  outbound: `${SUMMARY_COLUMNS.outbound}, text, parse_mode, disable_notification, reply_markup, payload_sha256, job_id, claim_id`,
+  inbox: `${SUMMARY_COLUMNS.inbox}, payload, job_id, claim_id`,
+  quarantine: `${SUMMARY_COLUMNS.quarantine}, encode(raw, 'base64') as raw_base64`,
+};
+
+export interface ListFilter {
+  state?: string;
+  chat?: string;
+  since?: string;
+  until?: string;
+  error?: string;
+  bot_id?: string;
+  update_id?: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+/** `%`, `_` and `\` in user text match themselves in ILIKE. */
+export function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** WHERE clause (without the keyset) and its parameters for a list or a bulk action. */
+export function filterClause(kind: ListKind, f: ListFilter, values: unknown[]): string {
+  const spec = KINDS[kind];
+  const where: string[] = [];
+  const p = (v: unknown) => {
+    values.push(v);
+    return `$${values.length}`;
+  };
+  if (f.state) where.push(`state = ${p(f.state)}`);
+  if (f.bot_id) where.push(`bot_id = ${p(f.bot_id)}`);
+  if (f.update_id !== undefined && kind !== 'outbound') where.push(`update_id = ${p(f.update_id)}`);
+  if (f.chat !== undefined && spec.chatColumns.length) {
+    // inbox/captures store chat ids as bigint, outbound as text: compare in the column's own type
+    const param = kind === 'outbound' ? p(f.chat) : `${p(f.chat)}::bigint`;
+    where.push(`(${spec.chatColumns.map((c) => `${c} = ${param}`).join(' or ')})`);
+  }
+  if (f.since) where.push(`${spec.timeColumn} >= ${p(f.since)}::timestamptz`);
+  if (f.until) where.push(`${spec.timeColumn} < ${p(f.until)}::timestamptz`);
+  if (f.error) {
+    const pat = p(likePattern(f.error));
+    where.push(`(${spec.errorColumns.map((c) => `${c} ilike ${pat}`).join(' or ')})`);
+  }
+  return where.length ? where.join(' and ') : 'true';
+}
+
+/**
+ * One page, newest first by (time, id) — a total order, so pages never skip or repeat a row.
+ * Fetches limit+1 rows to know whether there is a next page.
+ */
+export async function itemList(db: Queryable, kind: ListKind, f: ListFilter, page: { limit: number; cursor?: string }): Promise<Page<Record<string, unknown>>> {
+  const spec = KINDS[kind];
+  const values: unknown[] = [];
+  let where = filterClause(kind, f, values);
+  if (page.cursor) {
+    const k = decodeCursor(page.cursor);
+    values.push(k.us, k.id);
+    const t = `(timestamptz 'epoch' + $${values.length - 1}::bigint * interval '1 microsecond')`;
+    where += ` and (${spec.timeColumn}, id) < (${t}, $${values.length}::bigint)`;
+  }
+  values.push(page.limit + 1);
+  const rows = await read(
+    db,
+    `select ${SUMMARY_COLUMNS[kind]}, (extract(epoch from ${spec.timeColumn}) * 1000000)::int8 as _us
+       from ${spec.table} where ${where}
+      order by ${spec.timeColumn} desc, id desc limit $${values.length}`,
+    values,
+  );
+  const more = rows.length > page.limit;
+  const items = more ? rows.slice(0, page.limit) : rows;
+  const last = items[items.length - 1];
+  const next_cursor = more ? encodeCursor({ us: last._us, id: last.id }) : null;
+  for (const r of items) delete r._us;
+  return { items, next_cursor };
+}
+
+export async function itemGet(db: Queryable, kind: ListKind, id: number): Promise<Record<string, unknown> | undefined> {
+  const rows = await read(db, `select ${DETAIL_COLUMNS[kind]} from ${KINDS[kind].table} where id = $1`, [id]);
+  return rows[0];
+}
+
+/** Upper bound of a detail view's history: an item sees its attempt budget plus admin actions. */
+export const ATTEMPT_HISTORY_LIMIT = 1000;
+
+/**
+ * Every attempt of one item, oldest first, and the admin actions that touched it: single-item
+ * actions carry its id in `subject_id`, bulk actions list it in `details.ids`.
+ */
+export async function attemptHistory(db: Queryable, kind: ListKind, id: number): Promise<Record<string, unknown>[]> {
+  return read(
+    db,
+    `select id, subject, attempt, worker_id, started_at, finished_at, duration_ms, outcome, http_status, error_code, error, details, actor
+       from relay.attempts
+      where (subject = $1 and subject_id = $2)
+         or (subject = 'admin' and subject_id = $2 and details->>'kind' = $3)
+         or (subject = 'admin' and subject_id is null and details->>'kind' = $3 and details->'ids' @> to_jsonb($2::bigint))
+      order by id
+      limit ${ATTEMPT_HISTORY_LIMIT}`,
+    [KINDS[kind].subject, id, kind],
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Audit
+
+export interface AuditEntry {
+  action: string;
+  actor: string;
+  workerId: string;
+  subjectId?: number | null;
+  subjectKey?: string | null;
+  /** kind, filter, count, ids, reason, dry_run, result… */
+  details: Record<string, unknown>;
+  errorCode?: string;
+  error?: string;
+  startedAt: Date;
+}
+
+/** Appends one admin action to relay.attempts (subject 'admin', outcome 'admin.<action>'). */
+export async function auditInsert(db: Queryable, e: AuditEntry): Promise<number> {
+  const { rows } = await db.query(
+    `insert into relay.attempts (subject, subject_id, subject_key, worker_id, started_at, finished_at, duration_ms, outcome, error_code, error, details, actor)
+     values ('admin', $1, $2, $3, $4, clock_timestamp(), greatest(0, (extract(epoch from clock_timestamp() - $4::timestamptz) * 1000)::int), $5, $6, $7, $8, $9)
+     returning id`,
+    [e.subjectId ?? null, e.subjectKey ?? null, e.workerId, e.startedAt, `admin.${e.action}`, e.errorCode ?? null, e.error ?? null, JSON.stringify(e.details), e.actor],
+  );
+  return Number(rows[0].id);
+}
+
+/** Admin actions, newest first (GET /v1/audit). */
+export async function auditList(db: Queryable, f: { actor?: string; action?: string; since?: string; until?: string }, page: { limit: number; cursor?: string }): Promise<Page<Record<string, unknown>>> {
+  const values: unknown[] = [];
+  const where = [`subject = 'admin'`];
+  if (f.actor) where.push(`actor = $${values.push(f.actor)}`);
+  if (f.action) where.push(`outcome = $${values.push(`admin.${f.action}`)}`);
+  if (f.since) where.push(`started_at >= $${values.push(f.since)}::timestamptz`);
+  if (f.until) where.push(`started_at < $${values.push(f.until)}::timestamptz`);
+  if (page.cursor) where.push(`id < $${values.push(decodeCursor(page.cursor).id)}`);
+  values.push(page.limit + 1);
+  const rows = await read(
+    db,
+    `select id, outcome as action, actor, worker_id, subject_id, subject_key, started_at, duration_ms, error_code, error, details
+       from relay.attempts where ${where.join(' and ')} order by id desc limit $${values.length}`,
+    values,
+  );
+  const more = rows.length > page.limit;
+  const items = (more ? rows.slice(0, page.limit) : rows).map((r) => ({ ...r, action: String(r.action).replace(/^admin\./, '') }));
+  return { items, next_cursor: more ? encodeCursor({ us: 0, id: items[items.length - 1].id as number }) : null };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stats
+
+/** Exact counts stop here; a state with more rows is reported from planner statistics. */
+export const EXACT_COUNT_CAP = 10_000;
+/** A terminal-success state estimated above this is not counted at all (it can only grow). */
+export const DONE_STATE_SKIP_ABOVE = 5 * EXACT_COUNT_CAP;
+
+/**
+ * One statement for every (kind, state) count, capped at EXACT_COUNT_CAP+1 rows each (an index
+ * scan of at most that many entries of the `(state, time)` index), and each kind's oldest
+ * pending row. Returns `{ "<kind>.<state>": n, "<kind>.oldest": iso|null }`.
+ */
+export async function statsCounts(db: Queryable, kinds: ListKind[], skip: ReadonlySet<string> = new Set()): Promise<Record<string, number | string | null>> {
+  const cols: string[] = [];
+  for (const kind of kinds) {
+    const spec = KINDS[kind];
+    for (const state of spec.states) {
+      if (skip.has(`${kind}.${state}`)) continue;
+      cols.push(`(select count(*) from (select 1 from ${spec.table} where state = '${state}' limit ${EXACT_COUNT_CAP + 1}) s) as "${kind}.${state}"`);
+    }
+    if (spec.pendingState) {
+      cols.push(`(select min(${spec.timeColumn}) from ${spec.table} where state = '${spec.pendingState}') as "${kind}.oldest"`);
+    }
+  }
+  const rows = await read(db, `select ${cols.join(',\n')}`);
+  return rows[0];
+}
+
+/**
+ * Planner statistics per table: estimated rows (reltuples, kept by ANALYZE/autovacuum) and the
+ * most-common-values frequencies of `state`. Used only for states above the exact-count cap.
+ */
+export async function statsEstimates(db: Queryable): Promise<Record<string, { rows: number; freqs: Record<string, number> }>> {
+  const rows = await read(
+    db,
+    `select c.relname as table, c.reltuples::float8 as rows, s.most_common_vals::text as vals, s.most_common_freqs as freqs
+       from pg_class c
+       join pg_namespace n on n.oid = c.relnamespace
+       left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = 'state'
+      where n.nspname = 'relay' and c.relname in ('captures', 'outbound', 'inbox', 'quarantine') and c.relkind in ('r', 'p')`,
+  );
+  const out: Record<string, { rows: number; freqs: Record<string, number> }> = {};
+  for (const r of rows) {
+    const freqs: Record<string, number> = {};
+    if (r.vals && r.freqs) {
+      const vals = String(r.vals).replace(/^\{|\}$/g, '').split(',').map((v) => v.replace(/^"|"$/g, ''));
+      vals.forEach((v, i) => (freqs[v] = Number(r.freqs[i])));
+    }
+    out[r.table] = { rows: Number(r.rows), freqs };
+  }
+  return out;
+}
+
+/** Exact count of one state (the fallback when a table was never analyzed). */
+export async function stateCountExact(db: Queryable, kind: ListKind, state: string): Promise<number> {
+  const rows = await read(db, `select count(*)::int8 as n from ${KINDS[kind].table} where state = $1`, [state]);
+  return rows[0].n;
+}
+
+/**
+ * Attempts and successful deliveries per subject in [since, now): the "rate over the last
+ * minute". Served by attempts_started_idx.
+ */
+export async function attemptsRecent(db: Queryable, since: Date): Promise<{ subject: string; attempts: number; delivered: number; failed: number }[]> {
+  return read(
+    db,
+    `select subject, count(*)::int8 as attempts,
+            count(*) filter (where outcome in ('delivered', 'handled'))::int8 as delivered,
+            count(*) filter (where outcome = 'failed')::int8 as failed
+       from relay.attempts
+      where started_at >= $1 and subject in ('capture', 'outbound', 'inbox')
+      group by subject`,
+    [since],
+  );
+}
+
+/** Every bot's cursor and lease. */
+export async function cursorList(db: Queryable): Promise<Record<string, any>[]> {
+  return read(
+    db,
+    `select bot_id, next_offset, lease_owner, lease_generation, lease_expires_at, progress_generation, progress_at, halted_reason, halted_at, updated_at
+       from relay.cursor order by bot_id`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics feed
+
+/** Attempt rows after `afterId` (plus ids that were missing last time), oldest first. */
+export async function attemptsSince(db: Queryable, afterId: number, missing: number[], limit: number): Promise<{ id: number; subject: string; outcome: string; http_status: number | null; duration_ms: number | null }[]> {
+  return read(
+    db,
+    `select id, subject, outcome, http_status, duration_ms from relay.attempts
+      where id > $1 or id = any($2::int8[])
+      order by id limit $3`,
+    [afterId, missing, limit],
+  );
+}
+
+export async function attemptsMaxId(db: Queryable): Promise<number> {
+  const rows = await read(db, `select coalesce(max(id), 0)::int8 as id from relay.attempts`);
+  return rows[0].id;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutations (the route's transaction locks what an action will move)
+
+/** One row, locked for the rest of the transaction. */
+export async function itemLock(db: Queryable, kind: ListKind, id: number): Promise<{ id: number; state: string; key: string } | undefined> {
+  const spec = KINDS[kind];
+  const rows = await read(db, `select id, state, ${spec.keyColumn}::text as key from ${spec.table} where id = $1 for update`, [id]);
+  return rows[0];
+}
+
+/**
+ * Up to `limit` failed rows matching the filter, oldest first, locked (rows another transaction
+ * holds are skipped, not waited for). Fetches limit+1 to tell whether more remain.
+ */
+export async function itemsSelectFailed(db: Queryable, kind: ListKind, f: ListFilter, limit: number, lock: boolean): Promise<{ ids: number[]; more: boolean }> {
+  const spec = KINDS[kind];
+  const values: unknown[] = [];
+  const where = filterClause(kind, { ...f, state: 'failed' }, values);
+  values.push(limit + 1);
+  const rows = await read(db, `select id from ${spec.table} where ${where} order by id limit $${values.length}${lock ? ' for update skip locked' : ''}`, values);
+  const more = rows.length > limit;
+  return { ids: rows.slice(0, limit).map((r) => r.id as number), more };
+}
+
+/** Keys of rows (for audit subject_key). */
+export async function itemKeys(db: Queryable, kind: ListKind, ids: number[]): Promise<Map<number, string>> {
+  const spec = KINDS[kind];
+  const rows = await read(db, `select id, ${spec.keyColumn}::text as key from ${spec.table} where id = any($1::int8[])`, [ids]);
+  return new Map(rows.map((r) => [r.id as number, r.key as string]));
+}
+
+export async function quarantineLock(db: Queryable, id: number): Promise<{ id: number; bot_id: string; update_id: number | null; sha256: string; state: string; raw: Buffer; generation: number | null } | undefined> {
+  const rows = await read(db, `select id, bot_id, update_id, sha256, state, raw, generation from relay.quarantine where id = $1 for update`, [id]);
+  return rows[0];
+}
+
+/** quarantined → released | discarded (the raw bytes stay: admin actions never delete data). */
+export async function quarantineResolve(db: Queryable, id: number, state: 'released' | 'discarded'): Promise<void> {
+  await db.query(`update relay.quarantine set state = $2, resolved_at = now() where id = $1 and state = 'quarantined'`, [id, state]);
+}

@@ -1,0 +1,65 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AdminContext } from '../context';
+import { statsCollector } from '../stats';
+import { errors, ReadinessBody, StatsBody } from '../schemas';
+
+/** Stats, health and metrics. */
+export const statusRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = async (app, { ctx }) => {
+  const stats = statsCollector({ pool: ctx.pool, clock: ctx.clock, ingressHealth: ctx.ingressHealth, pendingUpdates: ctx.pendingUpdates, pollTimeoutMs: ctx.config.POLL_TIMEOUT });
+
+  app.get(
+    '/v1/stats',
+    {
+      schema: {
+        tags: ['stats'],
+        summary: 'Counts per kind and state, oldest pending age, delivery rate over the last minute; cursor, lease and lag per bot',
+        description:
+          'Counts are exact up to exact_count_cap per state; above it they come from planner statistics (reltuples × state frequency, refreshed by ANALYZE) and carry approximate: true.',
+        response: { 200: StatsBody, ...errors(401) },
+      },
+    },
+    async () => stats(),
+  );
+
+  app.get(
+    '/health/live',
+    { schema: { tags: ['health'], summary: 'Liveness: the process answers (no token, no database)', security: [], response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  app.get(
+    '/health/ready',
+    {
+      schema: {
+        tags: ['health'],
+        summary: "Readiness: database reachable, migrations current, each bot's current poller generation progressing",
+        response: { 200: ReadinessBody, 503: ReadinessBody, ...errors(401) },
+      },
+    },
+    async (_req, reply) => {
+      const r = await ctx.readiness();
+      if (!r.ready) return reply.code(503).send({ ...r, code: 'RELAY_ADMIN_NOT_READY' });
+      return r;
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['metrics'],
+        summary: 'Prometheus text exposition (prom-client)',
+        produces: ['text/plain'],
+        response: { 200: Type.String({ description: 'Prometheus text format 0.0.4' }), ...errors(401) },
+      },
+    },
+    async (_req, reply) => {
+      const text = await ctx.metrics.scrape(async () => {
+        const [s, readiness] = await Promise.all([stats(), ctx.readiness()]);
+        return { stats: s, readiness };
+      });
+      return reply.type(ctx.metrics.registry.contentType).send(text);
+    },
+  );
+};

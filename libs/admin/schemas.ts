@@ -1,0 +1,230 @@
+import { Type, TSchema } from '@sinclair/typebox';
+
+/**
+ * Request and response schemas (TypeBox → JSON Schema). Request schemas reject unknown fields
+ * (additionalProperties: false) so a mistyped filter is a 400, never a silently wider bulk action.
+ */
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+const Int = Type.Integer();
+const Time = Type.String({ format: 'date-time' });
+const NTime = Nullable(Time);
+const NInt = Nullable(Int);
+const NStr = Nullable(Type.String());
+
+export const ErrorBody = Type.Object(
+  {
+    code: Type.String({ description: 'stable error code, e.g. RELAY_ADMIN_VALIDATION' }),
+    message: Type.String(),
+    field: Type.Optional(Type.String({ description: 'the field at fault, as location.path (querystring.limit, body.chat_id)' })),
+  },
+  { $id: 'Error', additionalProperties: true, description: 'Every error: a stable code and a message' },
+);
+const ErrorRef = Type.Ref('Error');
+export const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ErrorRef]));
+
+export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, description: 'row id' }) }, { additionalProperties: false });
+
+export const ChatFilter = Type.String({ pattern: '^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$', description: 'chat id (or @channel for outbound)' });
+export const ErrorText = Type.String({ minLength: 1, maxLength: 200, description: 'substring of the last error / failure reason (case-insensitive)' });
+export const Limit = Type.Integer({ minimum: 1, maximum: 500, default: 50 });
+
+export function listQuery(states: readonly string[], opts: { chat: boolean; updateId: boolean }) {
+  return Type.Object(
+    {
+      state: Type.Optional(Type.Union(states.map((s) => Type.Literal(s)))),
+      ...(opts.chat ? { chat: Type.Optional(ChatFilter) } : {}),
+      ...(opts.updateId ? { update_id: Type.Optional(Type.Integer({ minimum: 0 })) } : {}),
+      bot_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,20}$' })),
+      since: Type.Optional(Type.String({ format: 'date-time', description: 'time >= since (ISO 8601)' })),
+      until: Type.Optional(Type.String({ format: 'date-time', description: 'time < until (ISO 8601)' })),
+      error: Type.Optional(ErrorText),
+      limit: Type.Optional(Limit),
+      cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
+    },
+    { additionalProperties: false },
+  );
+}
+
+export const Attempt = Type.Object(
+  {
+    id: Int,
+    subject: Type.String(),
+    attempt: NInt,
+    worker_id: NStr,
+    started_at: Time,
+    finished_at: NTime,
+    duration_ms: NInt,
+    outcome: Type.String(),
+    http_status: NInt,
+    error_code: NStr,
+    error: NStr,
+    details: Nullable(Type.Any()),
+    actor: NStr,
+  },
+  { $id: 'Attempt' },
+);
+
+const work = {
+  id: Int,
+  bot_id: Type.String(),
+  state: Type.String(),
+  attempts: Int,
+  next_attempt_at: Time,
+  worker_id: NStr,
+  started_at: NTime,
+  last_error: NStr,
+  updated_at: Time,
+};
+
+const captureSummary = {
+  ...work,
+  capture_key: Type.String(),
+  update_id: Int,
+  chat_id: Int,
+  message_id: Int,
+  max_attempts: NInt,
+  last_status: NInt,
+  failed_reason: NStr,
+  created_at: Time,
+  delivered_at: NTime,
+};
+export const CaptureSummary = Type.Object(captureSummary, { $id: 'CaptureSummary' });
+export const CaptureDetail = Type.Object(
+  { ...captureSummary, from_id: NInt, message_date: NTime, payload: Type.Any(), payload_sha256: Type.String(), job_id: NStr, claim_id: NStr, history: Type.Array(Type.Ref('Attempt')) },
+  { $id: 'CaptureDetail' },
+);
+
+const outboundSummary = {
+  ...work,
+  msg_id: Type.String(),
+  chat_id: Type.String(),
+  target_chat_id: Type.String(),
+  kind: Type.String(),
+  delivery: Type.String(),
+  max_attempts: NInt,
+  last_status: NInt,
+  failed_reason: NStr,
+  telegram_message_id: NInt,
+  source_update_id: NInt,
+  created_at: Time,
+  delivered_at: NTime,
+};
+export const OutboundSummary = Type.Object(outboundSummary, { $id: 'OutboundSummary' });
+export const OutboundDetail = Type.Object(
+  {
+    ...outboundSummary,
+    text: Type.String(),
+    parse_mode: NStr,
+    disable_notification: Type.Boolean(),
+    reply_markup: Nullable(Type.Any()),
+    payload_sha256: Type.String(),
+    job_id: NStr,
+    claim_id: NStr,
+    history: Type.Array(Type.Ref('Attempt')),
+  },
+  { $id: 'OutboundDetail' },
+);
+
+const inboxSummary = {
+  ...work,
+  update_id: Int,
+  update_type: Type.String(),
+  chat_id: NInt,
+  authorized: Type.Boolean(),
+  generation: NInt,
+  received_at: Time,
+  handled_at: NTime,
+};
+export const InboxSummary = Type.Object(inboxSummary, { $id: 'InboxSummary' });
+export const InboxDetail = Type.Object({ ...inboxSummary, payload: Type.Any(), job_id: NStr, claim_id: NStr, history: Type.Array(Type.Ref('Attempt')) }, { $id: 'InboxDetail' });
+
+const quarantineSummary = {
+  id: Int,
+  bot_id: Type.String(),
+  update_id: NInt,
+  sha256: Type.String(),
+  error: Type.String(),
+  json_path: NStr,
+  state: Type.String(),
+  generation: NInt,
+  size_bytes: Int,
+  created_at: Time,
+  resolved_at: NTime,
+};
+export const QuarantineSummary = Type.Object(quarantineSummary, { $id: 'QuarantineSummary' });
+export const QuarantineDetail = Type.Object(
+  { ...quarantineSummary, raw_base64: Type.String({ description: 'the bytes as received' }), history: Type.Array(Type.Ref('Attempt')) },
+  { $id: 'QuarantineDetail' },
+);
+
+export const pageOf = (ref: string) => Type.Object({ items: Type.Array(Type.Ref(ref)), next_cursor: NStr });
+
+const StateCount = Type.Object({ count: Int, approximate: Type.Boolean() }, { $id: 'StateCount' });
+const KindStats = Type.Object(
+  {
+    queue: NStr,
+    states: Type.Record(Type.String(), Type.Ref('StateCount')),
+    total: Type.Ref('StateCount'),
+    oldest_pending_at: NTime,
+    oldest_pending_age_seconds: Nullable(Type.Number()),
+    attempts_last_minute: Int,
+    delivered_last_minute: Int,
+    failed_last_minute: Int,
+    delivery_rate_per_second: Type.Number(),
+  },
+  { $id: 'KindStats' },
+);
+const BotStats = Type.Object(
+  {
+    bot_id: Type.String(),
+    next_offset: Int,
+    lease_owner: NStr,
+    lease_generation: Int,
+    lease_expires_at: NTime,
+    lease_valid: Type.Boolean(),
+    progress_generation: NInt,
+    progress_at: NTime,
+    progress_age_seconds: Nullable(Type.Number()),
+    halted_reason: NStr,
+    halted_at: NTime,
+    pending_update_count: NInt,
+    pending_update_count_at: NTime,
+    ready: Nullable(Type.Boolean()),
+    reasons: Type.Array(Type.String()),
+  },
+  { $id: 'BotStats' },
+);
+export const StatsBody = Type.Object({
+  generated_at: Time,
+  exact_count_cap: Int,
+  kinds: Type.Record(Type.String(), Type.Ref('KindStats')),
+  quarantine: Type.Object({ states: Type.Record(Type.String(), Type.Ref('StateCount')) }),
+  bots: Type.Array(Type.Ref('BotStats')),
+});
+
+export const ReadinessBody = Type.Object({
+  ready: Type.Boolean(),
+  reasons: Type.Array(Type.String()),
+  checks: Type.Any(),
+  code: Type.Optional(Type.String()),
+});
+
+export const AuditEntryBody = Type.Object(
+  {
+    id: Int,
+    action: Type.String(),
+    actor: NStr,
+    worker_id: NStr,
+    subject_id: NInt,
+    subject_key: NStr,
+    started_at: Time,
+    duration_ms: NInt,
+    error_code: NStr,
+    error: NStr,
+    details: Nullable(Type.Any()),
+  },
+  { $id: 'AuditEntry' },
+);
+
+/** Shared schemas registered once with app.addSchema (referenced by $id). */
+export const SHARED_SCHEMAS = [ErrorBody, Attempt, CaptureSummary, CaptureDetail, OutboundSummary, OutboundDetail, InboxSummary, InboxDetail, QuarantineSummary, QuarantineDetail, StateCount, KindStats, BotStats, AuditEntryBody];

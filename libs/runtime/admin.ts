@@ -1,0 +1,68 @@
+/**
+ * Composes the admin API for a process: pool, pg-boss (started: it enqueues), the Fastify app and
+ * its listener. Used by `tg-relay admin` and by the all-in-one `tg-relay start`.
+ */
+import type { FastifyInstance } from 'fastify';
+import { buildAdminApp, BuildAdminAppOptions } from '../admin/app';
+import { AdminToken, resolveAdminTokens } from '../admin/auth';
+import { pendingUpdatesCache, webhookInfoFetcher } from '../admin/webhook-info';
+import { botIdFromToken, Config } from '../config';
+import { createBoss, createPool } from '../db';
+import type { Logger } from '../observability/logger';
+
+export interface AdminRuntime {
+  app: FastifyInstance;
+  /** `http://host:port` the API listens on. */
+  address: string;
+  tokens: AdminToken[];
+  /** Set when ADMIN_TOKEN was unset on a loopback host: a token made for this process. */
+  generated?: AdminToken;
+  /** Closes the listener, pg-boss and the pool. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startAdminRuntime(opts: {
+  config: Config;
+  databaseUrl: string;
+  logger: Logger;
+  sandbox?: BuildAdminAppOptions['sandbox'];
+}): Promise<AdminRuntime> {
+  const { config, logger } = opts;
+  // decided before anything starts: refuses a non-loopback host without a token
+  const { tokens, generated } = resolveAdminTokens(config);
+  const pool = createPool(opts.databaseUrl, { max: 8, applicationName: 'tg-relay:admin' });
+  const boss = createBoss(opts.databaseUrl, { max: 2, applicationName: 'tg-relay:admin' });
+  let app: FastifyInstance | undefined;
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await app?.close();
+    await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+    await pool.end().catch(() => undefined);
+  };
+  try {
+    await boss.start();
+    const botId = config.TELEGRAM_BOT_TOKEN ? botIdFromToken(config.TELEGRAM_BOT_TOKEN) : undefined;
+    const pendingUpdates = config.TELEGRAM_BOT_TOKEN
+      ? pendingUpdatesCache(webhookInfoFetcher(config.TELEGRAM_API_ROOT, config.TELEGRAM_BOT_TOKEN, botId!), { logger })
+      : undefined;
+    app = await buildAdminApp({
+      pool,
+      boss,
+      config,
+      logger,
+      tokens,
+      pendingUpdates,
+      botIds: botId ? [botId] : undefined,
+      processMetrics: true,
+      sandbox: opts.sandbox,
+    });
+    const address = await app.listen({ host: config.ADMIN_HOST, port: config.ADMIN_PORT });
+    logger.info({ address, tokens: tokens.map((t) => t.label), docs: `${address}/docs` }, 'admin API listening');
+    return { app, address, tokens, generated, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
