@@ -1,0 +1,134 @@
+/**
+ * The admin API's responses as the dashboard reads them. Shared by the browser code (src/, its own
+ * tsconfig with DOM types) and the Node side, so it imports nothing but the light schema module.
+ * List and detail rows come from the route schemas themselves; the stats and time-series shapes
+ * are written out here (their server modules pull in the database layer) and
+ * test/unit/admin-ui/api-types.test.ts makes `npm run typecheck` fail if they drift apart.
+ */
+import type { Static } from '@sinclair/typebox';
+import type {
+  Attempt,
+  AuditEntryBody,
+  CaptureDetail as CaptureDetailSchema,
+  CaptureSummary,
+  InboxDetail as InboxDetailSchema,
+  InboxSummary,
+  OutboundDetail as OutboundDetailSchema,
+  OutboundSummary,
+  QuarantineDetail as QuarantineDetailSchema,
+  QuarantineSummary,
+} from '../schemas';
+
+export type ItemKind = 'captures' | 'outbound' | 'inbox';
+export type ListKind = ItemKind | 'quarantine';
+
+export type AttemptRow = Static<typeof Attempt>;
+export type AuditRow = Static<typeof AuditEntryBody>;
+
+export interface Summaries {
+  captures: Static<typeof CaptureSummary>;
+  outbound: Static<typeof OutboundSummary>;
+  inbox: Static<typeof InboxSummary>;
+  quarantine: Static<typeof QuarantineSummary>;
+}
+
+type WithHistory<T> = Omit<T, 'history'> & { history: AttemptRow[] };
+export interface Details {
+  captures: WithHistory<Static<typeof CaptureDetailSchema>>;
+  outbound: WithHistory<Static<typeof OutboundDetailSchema>>;
+  inbox: WithHistory<Static<typeof InboxDetailSchema>>;
+  quarantine: WithHistory<Static<typeof QuarantineDetailSchema>>;
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+/** GET /v1/stats (libs/admin/stats.ts). */
+export interface StateCount {
+  count: number;
+  approximate: boolean;
+}
+
+export interface KindStats {
+  queue: string | null;
+  states: Record<string, StateCount>;
+  total: StateCount;
+  oldest_pending_at: string | null;
+  oldest_pending_age_seconds: number | null;
+  attempts_last_minute: number;
+  delivered_last_minute: number;
+  failed_last_minute: number;
+  delivery_rate_per_second: number;
+}
+
+export interface BotStats {
+  bot_id: string;
+  next_offset: number;
+  lease_owner: string | null;
+  lease_generation: number;
+  lease_expires_at: string | null;
+  lease_valid: boolean;
+  progress_generation: number | null;
+  progress_at: string | null;
+  progress_age_seconds: number | null;
+  halted_reason: string | null;
+  halted_at: string | null;
+  pending_update_count: number | null;
+  pending_update_count_at: string | null;
+  ready: boolean | null;
+  reasons: string[];
+}
+
+export interface Stats {
+  generated_at: string;
+  exact_count_cap: number;
+  kinds: Record<string, KindStats>;
+  quarantine: { states: Record<string, StateCount> };
+  bots: BotStats[];
+}
+
+/** GET /v1/stats/timeseries (libs/admin/routes/timeseries.ts). */
+export interface AttemptBucket {
+  /** Start of the bucket (ISO). */
+  at: string;
+  attempts: number;
+  /** Attempts that delivered (captures, outbound) or handled (inbox). */
+  delivered: number;
+  /** Attempts that ended the item as failed (terminal error or budget spent). */
+  failed: number;
+}
+
+export interface AttemptTimeseries {
+  generated_at: string;
+  from: string;
+  bucket_seconds: number;
+  kinds: Record<ItemKind, AttemptBucket[]>;
+}
+
+/** POST /v1/{kind}/retry. */
+export interface BulkRetryResult {
+  kind: string;
+  dry_run: boolean;
+  matched: number;
+  retried: number;
+  more: boolean;
+  ids: number[];
+  audit_id: number;
+}
+
+/** POST /v1/{kind}/:id/{retry,cancel,release,discard}. */
+export interface ActionResult {
+  id: number;
+  state: string;
+  audit_id: number;
+  [k: string]: unknown;
+}
+
+/** GET /v1/sandbox (sandbox mode only). */
+export interface SandboxInfo {
+  enabled: boolean;
+  bot_id: string;
+  chat_id: number;
+}

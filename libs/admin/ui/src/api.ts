@@ -1,0 +1,69 @@
+/** The admin API as the dashboard calls it: same origin, `Authorization: Bearer <token>`. */
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly body: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export type Query = Record<string, string | number | boolean | null | undefined>;
+
+export interface Api {
+  get<T>(path: string, query?: Query): Promise<T>;
+  post<T>(path: string, body?: unknown): Promise<T>;
+}
+
+export function queryString(q: Query = {}): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== null && v !== '') params.set(k, String(v));
+  const s = params.toString();
+  return s ? `?${s}` : '';
+}
+
+/**
+ * Paths are relative (`v1/stats`), so the dashboard works wherever the admin API is mounted.
+ * A 401 calls `onUnauthorized` (the shell signs out) and still rejects.
+ */
+export function createApi(token: string, onUnauthorized: (err: ApiError) => void): Api {
+  const request = async <T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> => {
+    let res: Response;
+    try {
+      res = await fetch(path, {
+        method,
+        cache: 'no-store',
+        headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+        body: method === 'POST' ? JSON.stringify(body ?? {}) : undefined,
+      });
+    } catch (err) {
+      throw new ApiError(0, 'NETWORK', `the admin API did not answer (${(err as Error).message})`);
+    }
+    const text = await res.text();
+    let json: any = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      json = null;
+    }
+    if (!res.ok) {
+      const err = new ApiError(res.status, json?.code ?? `HTTP_${res.status}`, json?.message ?? `HTTP ${res.status}`, json ?? {});
+      if (res.status === 401) onUnauthorized(err);
+      throw err;
+    }
+    return json as T;
+  };
+  return {
+    get: (path, query) => request('GET', `${path}${queryString(query)}`),
+    post: (path, body) => request('POST', path, body),
+  };
+}
+
+export function describeError(err: unknown): string {
+  if (err instanceof ApiError) return err.status ? `${err.message} (${err.code}, HTTP ${err.status})` : err.message;
+  return (err as Error)?.message ?? String(err);
+}

@@ -1,0 +1,119 @@
+import { Child, h } from './dom';
+import { fmtTime } from './format';
+import type { ListKind, Summaries } from '../api-types';
+
+/** A state as text in a badge (never colour alone). */
+export function stateBadge(state: string): HTMLElement {
+  return h('span', { class: `badge state-${state}` }, state);
+}
+
+export interface Column<T> {
+  label: string;
+  cell: (row: T) => Child;
+  /** Narrow numeric column. */
+  num?: boolean;
+}
+
+export interface KindView<K extends ListKind> {
+  title: string;
+  noun: string;
+  states: readonly string[];
+  /** Filters this list offers besides state, time and error. */
+  chat: boolean;
+  /** Bulk retry and single retry exist (not for quarantine). */
+  retry: boolean;
+  /** Pending items can be cancelled. */
+  cancel: boolean;
+  timeLabel: string;
+  columns: Column<Summaries[K]>[];
+}
+
+const err = (row: { failed_reason?: string | null; last_error?: string | null }) => {
+  const text = row.failed_reason ?? row.last_error;
+  return text ? h('span', { class: 'error-text', title: text }, text) : '—';
+};
+
+const time = (iso: string | null) => h('time', { datetime: iso ?? '' }, fmtTime(iso));
+
+export const KIND_VIEWS: { [K in ListKind]: KindView<K> } = {
+  captures: {
+    title: 'Captures',
+    noun: 'capture',
+    states: ['pending', 'delivering', 'delivered', 'failed'],
+    chat: true,
+    retry: true,
+    cancel: true,
+    timeLabel: 'Created',
+    columns: [
+      { label: 'Created', cell: (r) => time(r.created_at) },
+      { label: 'Chat', cell: (r) => r.chat_id, num: true },
+      { label: 'Message', cell: (r) => r.message_id, num: true },
+      { label: 'State', cell: (r) => stateBadge(r.state) },
+      { label: 'Attempts', cell: (r) => `${r.attempts}${r.max_attempts ? ` / ${r.max_attempts}` : ''}`, num: true },
+      { label: 'HTTP', cell: (r) => r.last_status ?? '—', num: true },
+      { label: 'Error', cell: err },
+    ],
+  },
+  outbound: {
+    title: 'Outbound',
+    noun: 'outbound message',
+    states: ['pending', 'delivering', 'delivered', 'failed'],
+    chat: true,
+    retry: true,
+    cancel: true,
+    timeLabel: 'Created',
+    columns: [
+      { label: 'Created', cell: (r) => time(r.created_at) },
+      { label: 'msg_id', cell: (r) => h('code', null, r.msg_id) },
+      { label: 'Chat', cell: (r) => (r.target_chat_id !== r.chat_id ? `${r.chat_id} → ${r.target_chat_id}` : r.chat_id) },
+      { label: 'Kind', cell: (r) => r.kind },
+      { label: 'State', cell: (r) => stateBadge(r.state) },
+      { label: 'Attempts', cell: (r) => `${r.attempts}${r.max_attempts ? ` / ${r.max_attempts}` : ''}`, num: true },
+      { label: 'HTTP', cell: (r) => r.last_status ?? '—', num: true },
+      { label: 'Error', cell: err },
+    ],
+  },
+  inbox: {
+    title: 'Inbox',
+    noun: 'inbox update',
+    states: ['pending', 'handled', 'failed'],
+    chat: true,
+    retry: true,
+    cancel: false,
+    timeLabel: 'Received',
+    columns: [
+      { label: 'Received', cell: (r) => time(r.received_at) },
+      { label: 'Update', cell: (r) => r.update_id, num: true },
+      { label: 'Type', cell: (r) => r.update_type },
+      { label: 'Chat', cell: (r) => r.chat_id ?? '—', num: true },
+      { label: 'Authorized', cell: (r) => (r.authorized ? 'yes' : 'no') },
+      { label: 'State', cell: (r) => stateBadge(r.state) },
+      { label: 'Attempts', cell: (r) => r.attempts, num: true },
+      { label: 'Error', cell: err },
+    ],
+  },
+  quarantine: {
+    title: 'Quarantine',
+    noun: 'quarantined update',
+    states: ['quarantined', 'released', 'discarded'],
+    chat: false,
+    retry: false,
+    cancel: false,
+    timeLabel: 'Quarantined',
+    columns: [
+      { label: 'Quarantined', cell: (r) => time(r.created_at) },
+      { label: 'Update', cell: (r) => r.update_id ?? '—', num: true },
+      { label: 'Size', cell: (r) => `${r.size_bytes} B`, num: true },
+      { label: 'State', cell: (r) => stateBadge(r.state) },
+      { label: 'Error', cell: (r) => h('span', { class: 'error-text', title: r.error }, r.error) },
+      { label: 'Path', cell: (r) => (r.json_path ? h('code', null, r.json_path) : '—') },
+    ],
+  },
+};
+
+/** Overview cards: the work kinds by the name operators use. */
+export const WORK_CARDS: { kind: 'inbox' | 'captures' | 'outbound'; title: string; what: string }[] = [
+  { kind: 'inbox', title: 'Dispatch', what: 'updates handed to the bot handlers' },
+  { kind: 'captures', title: 'Captures', what: 'messages posted to the collector' },
+  { kind: 'outbound', title: 'Outbound', what: 'messages sent to Telegram' },
+];
