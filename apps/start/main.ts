@@ -1,19 +1,102 @@
-import { describeConfig, loadConfig } from '../../libs/config';
-import { migrateAll, resolveDatabase } from '../../libs/db';
-import { NotImplementedError } from '../../libs/lifecycle/not-implemented';
+/**
+ * `tg-relay start`: everything in one process — PostgreSQL (embedded unless DATABASE_URL is set),
+ * migrations, the poller, a worker and the admin API. Without TELEGRAM_BOT_TOKEN it runs in
+ * sandbox mode against the bundled Bot API sandbox and collector, with the example bot.
+ */
+import { Config, describeConfig, loadConfig } from '../../libs/config';
+import { createPool, Database, migrateAll, resolveDatabase } from '../../libs/db';
+import { startIngress, IngressRuntime } from '../../libs/ingress/runtime';
+import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
+import { AdminRuntime, startAdminRuntime } from '../../libs/runtime/admin';
+import { SANDBOX_CHAT_ID, SandboxMode, startSandboxMode } from '../../libs/runtime/sandbox-mode';
+import { startWorkerRuntime, WorkerRuntime } from '../../libs/runtime/worker';
 
-/** `tg-relay start`: everything in one process. */
+const EXIT_UNAUTHORIZED = 78;
+
+function say(lines: string[]): void {
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 export async function run(): Promise<number> {
-  const config = loadConfig();
+  let config: Config = loadConfig();
   const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'start' });
-  process.stdout.write(`tg-relay start — effective configuration:\n${describeConfig(config).map((l) => `  ${l}`).join('\n')}\n`);
-  const db = await resolveDatabase(config, logger);
+
+  let sandboxMode: SandboxMode | undefined;
+  let db: Database | undefined;
+  let ingress: IngressRuntime | undefined;
+  let worker: WorkerRuntime | undefined;
+  let admin: AdminRuntime | undefined;
+  let stopping: Promise<void> | undefined;
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      // order matters: stop taking updates, drain workers, then the API, then the peers and the database
+      await ingress?.stop().catch((err) => logger.error({ err }, 'stopping ingress failed'));
+      await worker?.stop(config.SHUTDOWN_TIMEOUT).catch((err) => logger.error({ err }, 'stopping the worker failed'));
+      await admin?.stop().catch((err) => logger.error({ err }, 'stopping the admin API failed'));
+      await sandboxMode?.stop();
+      await db?.stop().catch((err) => logger.error({ err }, 'stopping PostgreSQL failed'));
+    })());
+
+  onShutdownSignal(stopAll, logger);
   try {
+    db = await resolveDatabase(config, logger);
     await migrateAll(db.url, logger);
-    process.stdout.write(`database ready (${db.kind}), schema current\n`);
-    throw new NotImplementedError('tg-relay start', 'poller and workers land in later issues');
-  } finally {
-    await db.stop();
+    if (!config.TELEGRAM_BOT_TOKEN) {
+      const pool = createPool(db.url, { max: 1, applicationName: 'tg-relay:start' });
+      try {
+        sandboxMode = await startSandboxMode(config, logger, pool);
+      } finally {
+        await pool.end();
+      }
+      config = sandboxMode.config;
+    }
+    say(['tg-relay start — effective configuration:', ...describeConfig(config).map((l) => `  ${l}`)]);
+
+    ingress = await startIngress({ config, databaseUrl: db.url, logger });
+    worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger });
+    admin = await startAdminRuntime({
+      config,
+      databaseUrl: db.url,
+      logger,
+      sandbox: sandboxMode ? { url: sandboxMode.sandbox.url, token: config.TELEGRAM_BOT_TOKEN!, chatId: SANDBOX_CHAT_ID } : undefined,
+    });
+  } catch (err) {
+    await stopAll();
+    throw err;
   }
+
+  const token = admin.generated?.token ?? (config.ADMIN_TOKEN ? '(ADMIN_TOKEN)' : '(one of ADMIN_TOKENS)');
+  const lines = [''];
+  if (sandboxMode) {
+    const sandboxUrl = sandboxMode.sandbox.url;
+    const env = sandboxUrl === 'http://127.0.0.1:8081' ? '' : `SANDBOX_URL=${sandboxUrl} `;
+    lines.push(
+      '  ┌ SANDBOX MODE — no TELEGRAM_BOT_TOKEN: a local Bot API sandbox stands in for Telegram,',
+      '  │ a local collector receives captures, and the example bot (examples/echo-bot.ts) answers.',
+      `  │ database: ${db.kind === 'embedded' ? `embedded PostgreSQL in ${config.DATA_DIR}/postgres` : 'DATABASE_URL'}`,
+      `  │ admin API: ${admin.address}   dashboard: ${admin.address}/`,
+      `  │ admin token: ${token}`,
+      '  │ send a user message:',
+      `  │   ${env}npx tg-relay sandbox send "hello"`,
+      '  │ then watch it flow:',
+      `  │   curl -s -H 'Authorization: Bearer ${admin.generated?.token ?? '$ADMIN_TOKEN'}' ${admin.address}/v1/stats`,
+      '  └ Ctrl-C stops everything; the next start resumes from the stored cursor.',
+    );
+  } else {
+    lines.push(
+      `  tg-relay is running for bot ${ingress.botId} (${config.INGRESS}), database: ${db.kind}`,
+      `  admin API: ${admin.address}   dashboard: ${admin.address}/   token: ${token}`,
+      '  Ctrl-C stops everything.',
+    );
+  }
+  say([...lines, '']);
+
+  const exit = await ingress.done;
+  if (exit.reason === 'unauthorized') {
+    process.stderr.write(`tg-relay start: ${exit.message}\n`);
+    await stopAll();
+    return EXIT_UNAUTHORIZED;
+  }
+  return new Promise<never>(() => undefined); // the shutdown handler exits the process
 }

@@ -23,12 +23,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** The effective configuration as printable lines, secrets masked (password in DATABASE_URL too). */
 export function describeConfig(config: Config): string[] {
-  return Object.entries(config).map(([k, v]) => {
+  return Object.keys(configSchema.shape).map((k) => {
+    const v = (config as Record<string, unknown>)[k];
     let shown: string;
-    if (v === undefined) shown = '(unset)';
+    if (v === undefined || (Array.isArray(v) && v.length === 0 && k !== 'ALLOWED_CHAT_IDS')) shown = '(unset)';
     else if (k === 'DATABASE_URL') shown = maskUrlPassword(String(v));
-    else if ((SECRET_VARIABLES as readonly string[]).includes(k)) shown = maskSecret(String(v));
-    else shown = Array.isArray(v) ? v.join(',') || '(all)' : String(v);
+    else if ((SECRET_VARIABLES as readonly string[]).includes(k)) shown = Array.isArray(v) ? v.map((t) => `${(t as { label?: string }).label ?? ''}:****`).join(',') : maskSecret(String(v));
+    else if (Array.isArray(v)) shown = v.join(',') || '(all)';
+    else if (v && typeof v === 'object' && 'count' in v && 'windowMs' in v) shown = `${(v as { count: number }).count}/${(v as { windowMs: number }).windowMs}ms`;
+    else shown = String(v);
     return `${k}=${shown}`;
   });
 }

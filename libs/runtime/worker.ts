@@ -1,0 +1,87 @@
+/**
+ * Composes a worker for a process: pool, pg-boss (never started: complete/fail/insert with
+ * `{ db }` only), every enabled job kind, and the engine. Used by `tg-relay worker` and by the
+ * all-in-one `tg-relay start`.
+ */
+import type { Config } from '../config';
+import { createBoss, createPool, migrationStatus } from '../db';
+import type { Logger } from '../observability/logger';
+import { createCaptureKind } from '../captures/deliver';
+import { createWorker, JobKind, newWorkerId } from '../queue';
+import { createOutboundKindFromConfig } from '../outbound/worker-kind';
+import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
+
+export interface WorkerRuntime {
+  workerId: string;
+  queues: string[];
+  /** Stops claiming, finishes in-flight work within `timeoutMs` or releases it, closes the pool. Idempotent. */
+  stop(timeoutMs: number): Promise<void>;
+}
+
+export async function startWorkerRuntime(opts: { config: Config; databaseUrl: string; logger: Logger }): Promise<WorkerRuntime> {
+  const { config, logger } = opts;
+  const workerId = newWorkerId();
+  const pool = createPool(opts.databaseUrl, { max: 10, applicationName: 'tg-relay:worker' });
+  const kinds: JobKind<any>[] = [];
+  const closeAll = async () => {
+    for (const k of kinds) (k as { close?: () => void }).close?.();
+    await pool.end().catch(() => undefined);
+  };
+  try {
+    const status = await migrationStatus(pool);
+    if (!status.current) {
+      throw Object.assign(new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`), { code: 'RELAY_QUEUE_NOT_MIGRATED' });
+    }
+    const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker' });
+
+    if (config.CAPTURE_URL) {
+      kinds.push(createCaptureKind({ url: config.CAPTURE_URL, timeoutMs: config.CAPTURE_TIMEOUT }));
+    } else {
+      logger.warn('CAPTURE_URL is not set: capture delivery is DISABLED; captures stay pending until a worker with CAPTURE_URL runs');
+    }
+    if (config.TELEGRAM_BOT_TOKEN) {
+      kinds.push(await createOutboundKindFromConfig(config, { pool, logger, token: config.TELEGRAM_BOT_TOKEN }));
+    } else {
+      logger.warn('TELEGRAM_BOT_TOKEN is not set: outbound delivery is DISABLED; outbound messages stay pending until a worker with a token runs');
+    }
+    if (config.BOT_HANDLERS) {
+      kinds.push(await createDispatchKindFromConfig(config, { boss, logger }));
+    } else {
+      logger.warn('BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs');
+    }
+
+    const worker = createWorker({
+      pool,
+      boss,
+      logger,
+      databaseUrl: opts.databaseUrl,
+      kinds,
+      workerId,
+      config: {
+        concurrency: config.WORKER_CONCURRENCY,
+        staleAfterMs: config.STALE_AFTER,
+        retry: { baseMs: config.RETRY_BASE, capMs: config.RETRY_CAP, maxAttempts: config.RETRY_MAX_ATTEMPTS },
+      },
+    });
+    await worker.start();
+    const queues = kinds.map((k) => k.queue);
+    logger.info(
+      { workerId, queues, concurrency: config.WORKER_CONCURRENCY, staleAfterMs: config.STALE_AFTER },
+      kinds.length ? 'worker started' : 'worker started with no job kind enabled',
+    );
+    let stopping: Promise<void> | undefined;
+    return {
+      workerId,
+      queues,
+      stop: (timeoutMs) =>
+        (stopping ??= (async () => {
+          await worker.stop({ timeoutMs });
+          await closeAll();
+        })()),
+    };
+  } catch (err) {
+    // a bad BOT_HANDLERS or an unmigrated database stops the worker now (open pools would keep the process alive)
+    await closeAll();
+    throw err;
+  }
+}

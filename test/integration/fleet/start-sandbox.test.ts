@@ -1,0 +1,84 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { exited, runCli, startCli } from '../../support/cli';
+import { waitFor } from '../../support/wait-for';
+
+/**
+ * The quick start as a user runs it: `tg-relay start` without TELEGRAM_BOT_TOKEN or DATABASE_URL
+ * brings up embedded PostgreSQL, the sandbox and the example bot; `tg-relay sandbox send` injects
+ * a message; the capture is delivered and the echo reply sent; Ctrl-C stops everything (embedded
+ * PostgreSQL included) and a second start resumes from the stored cursor.
+ */
+describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-relay-start-'));
+  fs.chmodSync(dataDir, 0o755);
+  const env = {
+    DATA_DIR: dataDir,
+    ADMIN_PORT: '0',
+    SANDBOX_PORT: '0',
+    SANDBOX_COLLECTOR_PORT: '0',
+    POLL_TIMEOUT: '1s',
+    LOG_LEVEL: 'warn',
+  };
+
+  afterAll(() => {
+    if (!process.env.KEEP_TEST_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  async function startOnce(text: string) {
+    const proc = startCli(['start'], env);
+    try {
+      const banner = await waitFor(() => /Ctrl-C stops everything/.test(proc.output()) && proc.output(), { timeoutMs: 90_000, what: 'the start banner' });
+      expect(banner).toContain('SANDBOX MODE');
+      expect(banner).toMatch(/TELEGRAM_BOT_TOKEN=1000000001:\*\*\*\*/); // effective config, secret masked
+      expect(banner).not.toContain('SANDBOX-local-bot-token');
+      const sandboxUrl = /TELEGRAM_API_ROOT=(\S+)/.exec(banner)![1];
+      const admin = /admin API: (\S+)/.exec(banner)![1];
+      const token = /admin token: (\S+)/.exec(banner)![1];
+      expect(banner).toContain(`SANDBOX_URL=${sandboxUrl} npx tg-relay sandbox send "hello"`);
+
+      const sent = await runCli(['sandbox', 'send', text], { SANDBOX_URL: sandboxUrl });
+      expect(sent.code).toBe(0);
+      const updateId = Number(/update_id=(\d+)/.exec(sent.stdout)![1]);
+
+      const auth = { authorization: `Bearer ${token}` };
+      const stats = await waitFor(
+        async () => {
+          const s = (await (await fetch(`${admin}/v1/stats`, { headers: auth })).json()) as any;
+          return s.kinds.outbound.states.delivered.count >= 1 && s.kinds.captures.states.delivered.count >= 1 ? s : null;
+        },
+        { timeoutMs: 60_000, what: 'capture delivered and echo sent' },
+      );
+      const echoed = await runCli(['sandbox', 'sent'], { SANDBOX_URL: sandboxUrl });
+      expect(echoed.stdout).toContain(`"text":"${text}"`);
+      return { proc, stats, updateId, admin, auth };
+    } catch (err) {
+      proc.kill('SIGKILL');
+      throw new Error(`${(err as Error).message}\n--- output ---\n${proc.output()}`);
+    }
+  }
+
+  it('runs the whole relay, stops cleanly on Ctrl-C and resumes from the stored cursor', async () => {
+    const first = await startOnce('hello');
+    expect(first.stats.kinds.inbox.states.handled.count).toBe(1);
+    const inbox1 = (await (await fetch(`${first.admin}/v1/inbox`, { headers: first.auth })).json()) as any;
+    expect(inbox1.items.map((i: any) => Number(i.update_id))).toEqual([first.updateId]);
+
+    first.proc.kill('SIGINT');
+    expect(await exited(first.proc)).toEqual({ code: 0, signal: null });
+    // embedded PostgreSQL was stopped with it
+    expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+
+    const second = await startOnce('again');
+    expect(second.updateId).toBeGreaterThan(first.updateId); // the sandbox continues above the stored cursor
+    const inbox2 = (await (await fetch(`${second.admin}/v1/inbox`, { headers: second.auth })).json()) as any;
+    expect(inbox2.items.map((i: any) => Number(i.update_id)).sort()).toEqual([first.updateId, second.updateId]);
+    expect(second.stats.kinds.inbox.states.handled.count).toBe(2);
+    expect(second.stats.kinds.outbound.states.delivered.count).toBe(2);
+
+    second.proc.kill('SIGTERM');
+    expect(await exited(second.proc)).toEqual({ code: 0, signal: null });
+    expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+  }, 240_000);
+});
