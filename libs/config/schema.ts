@@ -133,7 +133,8 @@ export const configSchema = z.object({
 
   // update dispatch (docs/dispatch.md)
   HANDLER_TIMEOUT: duration('how long a bot handler may run before its attempt is abandoned and retried').default('20s'),
-  REPLY_MODE: z.enum(['direct', 'outbound']).default('direct'),
+  // outbound: ctx.reply is enqueued with the handled mark (never twice, never for a failed handler)
+  REPLY_MODE: z.enum(['direct', 'outbound']).default('outbound'),
   DISPATCH_ORDERING: z.enum(['chat', 'none']).default('chat'),
 
   // outbound relay (docs/outbound.md)

@@ -63,7 +63,7 @@ test('an update whose handler kept throwing is failed; retried after the fix it 
 
   const history = (await call(app, 'GET', `/v1/inbox/${a}`)).json().history.map((h: { outcome: string }) => h.outcome);
   expect(history.filter((o: string) => o.startsWith('admin.'))).toEqual(['admin.retry']);
-  expect(history[history.length - 1]).toBe('delivered'); // the engine's outcome for a handled update
+  expect(history[history.length - 1]).toBe('handled'); // the dispatch kind's audit outcome for a handled update
   expect((await call(app, 'POST', `/v1/inbox/${a}/retry`)).statusCode).toBe(409);
   const stats = (await call(app, 'GET', '/v1/stats')).json();
   expect(stats.kinds.inbox.states.handled).toEqual({ count: 3, approximate: false });

@@ -46,8 +46,8 @@ describe('tg-relay worker and BOT_HANDLERS', () => {
     expect(r.stderr).toContain('TELEGRAM_BOT_TOKEN: required with BOT_HANDLERS');
   });
 
-  it('with the example bot: replies through the Bot API, marks the updates handled, answers the callback', async () => {
-    const w = startWorkerProcess({ DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: sandbox.url, BOT_HANDLERS: 'examples/echo-bot.ts' });
+  it('with the example bot and REPLY_MODE=direct: replies through the Bot API, marks the updates handled, answers the callback', async () => {
+    const w = startWorkerProcess({ DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: sandbox.url, BOT_HANDLERS: 'examples/echo-bot.ts', REPLY_MODE: 'direct' });
     children.push(w);
     await workerStarted(w);
     expect(w.output()).toContain('update dispatch enabled');

@@ -26,7 +26,7 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
     if (!process.env.KEEP_TEST_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  async function startOnce(text: string) {
+  async function startOnce(text: string, expected: number) {
     const proc = startCli(['start'], env);
     try {
       const banner: string = await waitFor(() => (/Ctrl-C stops everything/.test(proc.output()) ? proc.output() : null), { timeoutMs: 90_000, what: 'the start banner' });
@@ -46,7 +46,7 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
       const stats = await waitFor(
         async () => {
           const s = (await (await fetch(`${admin}/v1/stats`, { headers: auth })).json()) as any;
-          return s.kinds.outbound.states.delivered.count >= 1 && s.kinds.captures.states.delivered.count >= 1 ? s : null;
+          return s.kinds.outbound.states.delivered.count === expected && s.kinds.captures.states.delivered.count === expected ? s : null;
         },
         { timeoutMs: 60_000, what: 'capture delivered and echo sent' },
       );
@@ -60,7 +60,7 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
   }
 
   it('runs the whole relay, stops cleanly on Ctrl-C and resumes from the stored cursor', async () => {
-    const first = await startOnce('hello');
+    const first = await startOnce('hello', 1);
     expect(first.stats.kinds.inbox.states.handled.count).toBe(1);
     const inbox1 = (await (await fetch(`${first.admin}/v1/inbox`, { headers: first.auth })).json()) as any;
     expect(inbox1.items.map((i: any) => Number(i.update_id))).toEqual([first.updateId]);
@@ -70,7 +70,7 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
     // embedded PostgreSQL was stopped with it
     expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
 
-    const second = await startOnce('again');
+    const second = await startOnce('again', 2);
     expect(second.updateId).toBeGreaterThan(first.updateId); // the sandbox continues above the stored cursor
     const inbox2 = (await (await fetch(`${second.admin}/v1/inbox`, { headers: second.auth })).json()) as any;
     expect(inbox2.items.map((i: any) => Number(i.update_id)).sort()).toEqual([first.updateId, second.updateId]);
