@@ -10,6 +10,9 @@ import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { cursorAcquire, cursorAudit, cursorEnsure, cursorLeaseState, cursorRelease, cursorRenew, Fence } from './queries';
 
+/** How often a standby re-reads a held lease (one indexed row read), to notice a release. */
+export const STANDBY_RECHECK_MS = 1_000;
+
 export interface LeaseOptions {
   pool: Pool;
   botId: string;
@@ -117,8 +120,9 @@ export function createLease(opts: LeaseOptions): Lease {
     async standbyDelayMs() {
       const s = await cursorLeaseState(pool, botId);
       if (!s || s.owner === null || s.remainingMs === null) return 20;
-      // Wake just after expiry, but re-check at least every TTL/2 (the owner may have released).
-      return Math.max(20, Math.min(s.remainingMs + 15, ttlMs / 2));
+      // Wake just after expiry, but re-check every second (at most every TTL/2): an owner that stops
+      // gracefully releases the lease, and a standby should take over at once, not up to TTL/2 later.
+      return Math.max(20, Math.min(s.remainingMs + 15, ttlMs / 2, STANDBY_RECHECK_MS));
     },
     renewNow,
     markLost,

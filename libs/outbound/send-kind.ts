@@ -118,7 +118,10 @@ export function createOutboundClaimStore(opts: {
     async recoverStale(db, args) {
       const rows = await base.recoverStale(db, args);
       const failedNow = new Set(await outboundFailStaleAtMostOnce(db, rows.filter((r) => r.state === 'pending').map((r) => r.id)));
-      const out = rows.map((r): RecoveredRow => (failedNow.has(r.id) ? { ...r, state: 'failed' } : r));
+      // The dead worker may have sent the message before it died: the recovered attempt's outcome is
+      // unknown, so its audit row says `ambiguous` (a send after it can be a duplicate), as for a
+      // connection dropped after the request was written.
+      const out = rows.map((r): RecoveredRow => ({ ...r, state: failedNow.has(r.id) ? 'failed' : r.state, label: 'ambiguous' }));
       await afterFinal(db, out);
       return out;
     },

@@ -67,6 +67,8 @@ export interface RecoveredRow {
   startedAt: Date | null;
   heartbeatAt: Date | null;
   nextAttemptAt: Date | null;
+  /** The audit row's `outcome` instead of `retry`/`failed` (outbound: `ambiguous`, see send-kind.ts). */
+  label?: string;
 }
 
 /**

@@ -50,7 +50,7 @@ export async function recoverStaleOnce(opts: {
           started_at: r.startedAt ?? at,
           finished_at: at,
           duration_ms: r.startedAt ? Math.max(0, at.getTime() - new Date(r.startedAt).getTime()) : null,
-          outcome: r.state === 'failed' ? ('failed' as const) : ('retry' as const),
+          outcome: r.label ?? (r.state === 'failed' ? 'failed' : 'retry'),
           http_status: null,
           error_code: 'RELAY_STALE_CLAIM',
           error: 'the worker stopped heartbeating (died or lost the database); claim recovered',
