@@ -22,12 +22,23 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
     LOG_LEVEL: 'warn',
   };
 
-  afterAll(() => {
+  const procs: ReturnType<typeof startCli>[] = [];
+
+  afterAll(async () => {
+    // a failed run must not leave a relay or its embedded PostgreSQL behind
+    for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+    try {
+      const pid = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+      if (pid) process.kill(pid, 'SIGINT');
+    } catch {
+      /* not running */
+    }
     if (!process.env.KEEP_TEST_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   async function startOnce(text: string, expected: number) {
     const proc = startCli(['start'], env);
+    procs.push(proc);
     try {
       const banner: string = await waitFor(() => (/Ctrl-C stops everything/.test(proc.output()) ? proc.output() : null), { timeoutMs: 90_000, what: 'the start banner' });
       expect(banner).toContain('SANDBOX MODE');

@@ -1,0 +1,76 @@
+/**
+ * `npm run soak` — the crash and fault soak of issue 8 at full size (test/support/soak-run.ts):
+ * 2 pollers, 3 workers and the admin API as real processes against the Bot API sandbox (10% faults,
+ * Telegram's limits) and a collector failing 20%; 20,000 user updates over 50 chats and 3,000
+ * outbound messages; a random poller or worker SIGKILLed and restarted every few seconds; one
+ * PostgreSQL restart. Prints the figures and exits 1 if any invariant failed.
+ *
+ * Sizes: flags `--updates 20000 --chats 50 --outbound 3000 --feed 120s --workers 3 --pollers 2
+ * --pg-restarts 1 --seed N --keep` or the same as SOAK_UPDATES, SOAK_CHATS, SOAK_OUTBOUND, SOAK_FEED,
+ * SOAK_WORKERS, SOAK_POLLERS, SOAK_PG_RESTARTS, SOAK_SEED, SOAK_KEEP=1; `--short` starts from the
+ * size the test suite runs. Uses its own embedded PostgreSQL (in a temp directory, or --dir), or the
+ * server at DATABASE_URL (a database soak_<random> is created there), which it restarts with
+ * SOAK_PG_RESTART_CMD or, for a local Debian/Ubuntu cluster, pg_ctlcluster (test/support/soak-postgres.ts).
+ */
+import { parseDuration } from '../libs/config/duration';
+import { formatReport } from '../test/support/soak-checks';
+import { FULL_SOAK, newSeed, runSoak, SHORT_SOAK, SoakOptions } from '../test/support/soak-run';
+
+function flags(argv: string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith('--')) throw new Error(`unexpected argument "${a}"`);
+    const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
+    if (inline !== undefined) out.set(k, inline);
+    else if (argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) out.set(k, argv[++i]!);
+    else out.set(k, 'true');
+  }
+  return out;
+}
+
+async function main(): Promise<number> {
+  const f = flags(process.argv.slice(2));
+  const get = (flag: string, env: string) => f.get(flag) ?? process.env[env];
+  const int = (flag: string, env: string, d: number) => {
+    const v = get(flag, env);
+    if (v === undefined) return d;
+    if (!/^\d+$/.test(v)) throw new Error(`--${flag} / ${env}: expected a non-negative integer, got "${v}"`);
+    return Number(v);
+  };
+  const base = f.has('short') ? SHORT_SOAK : FULL_SOAK;
+  const feed = get('feed', 'SOAK_FEED');
+  const feedMs = feed === undefined ? base.feedMs : parseDuration(feed);
+  if (feedMs === undefined) throw new Error(`--feed / SOAK_FEED: expected a duration like 90s, got "${feed}"`);
+  const options: SoakOptions = {
+    ...base,
+    updates: int('updates', 'SOAK_UPDATES', base.updates),
+    chats: int('chats', 'SOAK_CHATS', base.chats),
+    outbound: int('outbound', 'SOAK_OUTBOUND', base.outbound),
+    workers: int('workers', 'SOAK_WORKERS', base.workers),
+    pollers: int('pollers', 'SOAK_POLLERS', base.pollers),
+    pgRestarts: int('pg-restarts', 'SOAK_PG_RESTARTS', base.pgRestarts),
+    minKills: int('min-kills', 'SOAK_MIN_KILLS', base.minKills),
+    feedMs,
+    seed: int('seed', 'SOAK_SEED', newSeed()),
+    keepData: f.has('keep') || process.env.SOAK_KEEP === '1',
+    dir: get('dir', 'SOAK_DIR'),
+    databaseUrl: process.env.DATABASE_URL || undefined,
+    pgRestartCommand: process.env.SOAK_PG_RESTART_CMD || undefined,
+  };
+  console.log(
+    `soak: ${options.updates} updates over ${options.chats} chats, ${options.outbound} outbound, ${options.pollers} pollers, ${options.workers} workers, admin; ` +
+      `Bot API faults ${options.botFaultRate * 100}%, collector failing ${options.collectorFailRate * 100}%, kills every ${options.killEveryMs.join('-')} ms, ${options.pgRestarts} PostgreSQL restart(s)`,
+  );
+  const report = await runSoak(options);
+  console.log(formatReport(report));
+  return report.failures.length === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(`soak: ${(err as Error).stack ?? err}`);
+    process.exit(2);
+  },
+);
