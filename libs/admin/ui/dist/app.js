@@ -1,0 +1,1189 @@
+// Built by `npm run build:ui` from libs/admin/ui/src. Do not edit: edit the sources and rebuild.
+"use strict";
+(() => {
+  // libs/admin/ui/src/api.ts
+  var ApiError = class extends Error {
+    constructor(status, code, message, body = {}) {
+      super(message);
+      this.status = status;
+      this.code = code;
+      this.body = body;
+      this.name = "ApiError";
+    }
+    status;
+    code;
+    body;
+  };
+  function queryString(q = {}) {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== void 0 && v !== null && v !== "") params.set(k, String(v));
+    const s = params.toString();
+    return s ? `?${s}` : "";
+  }
+  function createApi(token, onUnauthorized) {
+    const request = async (method, path, body) => {
+      let res;
+      try {
+        res = await fetch(path, {
+          method,
+          cache: "no-store",
+          headers: { authorization: `Bearer ${token}`, accept: "application/json", ...method === "POST" ? { "content-type": "application/json" } : {} },
+          body: method === "POST" ? JSON.stringify(body ?? {}) : void 0
+        });
+      } catch (err2) {
+        throw new ApiError(0, "NETWORK", `the admin API did not answer (${err2.message})`);
+      }
+      const text = await res.text();
+      let json = null;
+      try {
+        json = text ? JSON.parse(text) : null;
+      } catch {
+        json = null;
+      }
+      if (!res.ok) {
+        const err2 = new ApiError(res.status, json?.code ?? `HTTP_${res.status}`, json?.message ?? `HTTP ${res.status}`, json ?? {});
+        if (res.status === 401) onUnauthorized(err2);
+        throw err2;
+      }
+      return json;
+    };
+    return {
+      get: (path, query) => request("GET", `${path}${queryString(query)}`),
+      post: (path, body) => request("POST", path, body)
+    };
+  }
+  function describeError(err2) {
+    if (err2 instanceof ApiError) return err2.status ? `${err2.message} (${err2.code}, HTTP ${err2.status})` : err2.message;
+    return err2?.message ?? String(err2);
+  }
+
+  // libs/admin/ui/src/dom.ts
+  function append(el, children) {
+    for (const c of children) {
+      if (c === null || c === void 0 || c === false) continue;
+      if (Array.isArray(c)) append(el, c);
+      else el.append(c instanceof Node ? c : String(c));
+    }
+  }
+  function setAttrs(el, attrs) {
+    if (!attrs) return;
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === null || v === void 0 || v === false) continue;
+      if (typeof v === "function") el.addEventListener(k.slice(2).toLowerCase(), v);
+      else if (k === "class") el.setAttribute("class", String(v));
+      else if (v === true) el.setAttribute(k, "");
+      else el.setAttribute(k, String(v));
+    }
+  }
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    setAttrs(el, attrs);
+    append(el, children);
+    return el;
+  }
+  var SVG_NS = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, ...children) {
+    const el = document.createElementNS(SVG_NS, tag);
+    setAttrs(el, attrs);
+    append(el, children);
+    return el;
+  }
+  function replaceKeepingFocus(container, ...children) {
+    const active = document.activeElement;
+    const key = active && container.contains(active) ? active.getAttribute("data-focus-key") : null;
+    container.replaceChildren();
+    append(container, children);
+    if (key) {
+      const again = container.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
+      again?.focus();
+    }
+  }
+  function statusRegion(cls = "status") {
+    return h("div", { role: "status", "aria-live": "polite", class: cls });
+  }
+  function setStatus(region, kind, ...children) {
+    region.dataset.kind = kind;
+    region.replaceChildren();
+    append(region, children);
+  }
+
+  // libs/admin/ui/src/dialog.ts
+  var open = 0;
+  var dialogOpen = () => open > 0;
+  function confirmDialog(opts) {
+    const opener = document.activeElement;
+    const titleId = `dlg-title-${Date.now()}`;
+    const reason = opts.reason ? h("input", { id: `${titleId}-reason`, name: "reason", type: "text", maxlength: 500, autocomplete: "off" }) : null;
+    const confirm = h("button", { type: "submit", value: "confirm", class: opts.danger ? "danger" : "primary" }, opts.confirmLabel);
+    const cancel = h("button", { type: "submit", value: "cancel", formnovalidate: true }, opts.inform ? "Close" : "Cancel");
+    const form = h(
+      "form",
+      { method: "dialog" },
+      h("h2", { id: titleId }, opts.title),
+      h("div", { class: "dialog-body" }, opts.body),
+      reason ? h("p", { class: "field" }, h("label", { for: reason.id }, "Reason (optional, kept in the audit trail)"), reason) : null,
+      h("div", { class: "dialog-buttons" }, opts.inform ? null : confirm, cancel)
+    );
+    const dialog = h("dialog", { "aria-labelledby": titleId }, form);
+    document.body.append(dialog);
+    open++;
+    return new Promise((resolve) => {
+      dialog.addEventListener("close", () => {
+        open--;
+        const confirmed = dialog.returnValue === "confirm";
+        dialog.remove();
+        opener?.focus();
+        resolve({ confirmed, reason: reason?.value.trim() || void 0 });
+      });
+      dialog.showModal();
+      (opts.inform ? cancel : reason ?? cancel).focus();
+    });
+  }
+
+  // libs/admin/ui/src/format.ts
+  var pad = (n, w = 2) => String(n).padStart(w, "0");
+  function fmtTime(iso) {
+    if (!iso) return "—";
+    const d = new Date(iso);
+    if (Number.isNaN(d.getTime())) return iso;
+    const time2 = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    const now = /* @__PURE__ */ new Date();
+    if (d.toDateString() === now.toDateString()) return time2;
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${time2}`;
+  }
+  function fmtAge(seconds) {
+    if (seconds === null || seconds === void 0) return "—";
+    const s = Math.max(0, Math.round(seconds));
+    if (s < 60) return `${s}s`;
+    if (s < 3600) return `${Math.floor(s / 60)}m ${pad(s % 60)}s`;
+    if (s < 86400) return `${Math.floor(s / 3600)}h ${pad(Math.floor(s % 3600 / 60))}m`;
+    return `${Math.floor(s / 86400)}d ${Math.floor(s % 86400 / 3600)}h`;
+  }
+  function fmtMs(ms) {
+    if (ms === null || ms === void 0) return "—";
+    return ms < 1e3 ? `${ms} ms` : `${(ms / 1e3).toFixed(ms < 1e4 ? 2 : 1)} s`;
+  }
+  function fmtCount(n, approximate = false) {
+    return `${approximate ? "≈" : ""}${n.toLocaleString("en-US")}`;
+  }
+  function isoToLocalInput(iso) {
+    if (!iso) return "";
+    const d = new Date(iso);
+    if (Number.isNaN(d.getTime())) return "";
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  }
+  function localInputToIso(value2) {
+    if (!value2) return void 0;
+    const d = new Date(value2);
+    return Number.isNaN(d.getTime()) ? void 0 : d.toISOString();
+  }
+  function pretty(value2) {
+    return JSON.stringify(value2, null, 2);
+  }
+
+  // libs/admin/ui/src/kinds.ts
+  function stateBadge(state) {
+    return h("span", { class: `badge state-${state}` }, state);
+  }
+  var err = (row) => {
+    const text = row.failed_reason ?? row.last_error;
+    return text ? h("span", { class: "error-text", title: text }, text) : "—";
+  };
+  var time = (iso) => h("time", { datetime: iso ?? "" }, fmtTime(iso));
+  var KIND_VIEWS = {
+    captures: {
+      title: "Captures",
+      noun: "capture",
+      states: ["pending", "delivering", "delivered", "failed"],
+      chat: true,
+      retry: true,
+      cancel: true,
+      timeLabel: "Created",
+      columns: [
+        { label: "Created", cell: (r) => time(r.created_at) },
+        { label: "Chat", cell: (r) => r.chat_id, num: true },
+        { label: "Message", cell: (r) => r.message_id, num: true },
+        { label: "State", cell: (r) => stateBadge(r.state) },
+        { label: "Attempts", cell: (r) => `${r.attempts}${r.max_attempts ? ` / ${r.max_attempts}` : ""}`, num: true },
+        { label: "HTTP", cell: (r) => r.last_status ?? "—", num: true },
+        { label: "Error", cell: err }
+      ]
+    },
+    outbound: {
+      title: "Outbound",
+      noun: "outbound message",
+      states: ["pending", "delivering", "delivered", "failed"],
+      chat: true,
+      retry: true,
+      cancel: true,
+      timeLabel: "Created",
+      columns: [
+        { label: "Created", cell: (r) => time(r.created_at) },
+        { label: "msg_id", cell: (r) => h("code", null, r.msg_id) },
+        { label: "Chat", cell: (r) => r.target_chat_id !== r.chat_id ? `${r.chat_id} → ${r.target_chat_id}` : r.chat_id },
+        { label: "Kind", cell: (r) => r.kind },
+        { label: "State", cell: (r) => stateBadge(r.state) },
+        { label: "Attempts", cell: (r) => `${r.attempts}${r.max_attempts ? ` / ${r.max_attempts}` : ""}`, num: true },
+        { label: "HTTP", cell: (r) => r.last_status ?? "—", num: true },
+        { label: "Error", cell: err }
+      ]
+    },
+    inbox: {
+      title: "Inbox",
+      noun: "inbox update",
+      states: ["pending", "handled", "failed"],
+      chat: true,
+      retry: true,
+      cancel: false,
+      timeLabel: "Received",
+      columns: [
+        { label: "Received", cell: (r) => time(r.received_at) },
+        { label: "Update", cell: (r) => r.update_id, num: true },
+        { label: "Type", cell: (r) => r.update_type },
+        { label: "Chat", cell: (r) => r.chat_id ?? "—", num: true },
+        { label: "Authorized", cell: (r) => r.authorized ? "yes" : "no" },
+        { label: "State", cell: (r) => stateBadge(r.state) },
+        { label: "Attempts", cell: (r) => r.attempts, num: true },
+        { label: "Error", cell: err }
+      ]
+    },
+    quarantine: {
+      title: "Quarantine",
+      noun: "quarantined update",
+      states: ["quarantined", "released", "discarded"],
+      chat: false,
+      retry: false,
+      cancel: false,
+      timeLabel: "Quarantined",
+      columns: [
+        { label: "Quarantined", cell: (r) => time(r.created_at) },
+        { label: "Update", cell: (r) => r.update_id ?? "—", num: true },
+        { label: "Size", cell: (r) => `${r.size_bytes} B`, num: true },
+        { label: "State", cell: (r) => stateBadge(r.state) },
+        { label: "Error", cell: (r) => h("span", { class: "error-text", title: r.error }, r.error) },
+        { label: "Path", cell: (r) => r.json_path ? h("code", null, r.json_path) : "—" }
+      ]
+    }
+  };
+  var WORK_CARDS = [
+    { kind: "inbox", title: "Dispatch", what: "updates handed to the bot handlers" },
+    { kind: "captures", title: "Captures", what: "messages posted to the collector" },
+    { kind: "outbound", title: "Outbound", what: "messages sent to Telegram" }
+  ];
+
+  // libs/admin/ui/src/router.ts
+  var LIST_KINDS = ["captures", "outbound", "inbox", "quarantine"];
+  function parseHash(hash) {
+    const raw = hash.replace(/^#/, "");
+    const [path, query = ""] = raw.split("?", 2);
+    const parts = path.split("/").filter(Boolean);
+    const params = new URLSearchParams(query);
+    if (parts.length === 0 || parts[0] === "overview") return { name: "overview" };
+    const kind = LIST_KINDS.find((k) => k === parts[0]);
+    if (kind && parts.length === 1) return { name: "list", kind, params };
+    if (kind && parts.length === 2 && /^[1-9][0-9]{0,15}$/.test(parts[1])) return { name: "detail", kind, id: Number(parts[1]) };
+    if (parts[0] === "audit" && parts.length === 1) return { name: "audit", params };
+    if (parts[0] === "sandbox" && parts.length === 1) return { name: "sandbox" };
+    return { name: "unknown", path };
+  }
+  function listHash(kind, params = {}) {
+    const p = params instanceof URLSearchParams ? params : new URLSearchParams(Object.entries(params).filter((e) => !!e[1]));
+    const q = p.toString();
+    return `#/${kind}${q ? `?${q}` : ""}`;
+  }
+  var detailHash = (kind, id) => `#/${kind}/${id}`;
+
+  // libs/admin/ui/src/views/audit.ts
+  function subject(a) {
+    const d = a.details ?? {};
+    const kind = LIST_KINDS.find((k) => k === d.kind);
+    if (kind && a.subject_id) return h("a", { href: detailHash(kind, a.subject_id) }, `${kind} #${a.subject_id}`);
+    if (kind) return `${kind}${d.count !== void 0 ? ` (${d.count})` : ""}`;
+    return a.subject_key ?? "—";
+  }
+  function auditView(ctx, params) {
+    const cursor = params.get("cursor") ?? void 0;
+    const box = h("div", { class: "table-box" });
+    const pager = h("nav", { class: "pager", "aria-label": "Pages" });
+    const el = h("div", null, h("div", { class: "page-head" }, h("h1", { tabindex: -1 }, "Audit trail"), h("p", { class: "muted small" }, "Admin actions (relay.attempts, subject admin), newest first.")), box, pager);
+    return {
+      title: "Audit",
+      el,
+      async refresh() {
+        let page;
+        try {
+          page = await ctx.api.get("v1/audit", { limit: 50, cursor });
+        } catch (err2) {
+          replaceKeepingFocus(box, h("p", { role: "alert", class: "error" }, describeError(err2)));
+          return;
+        }
+        const rows = page.items.map((a) => {
+          const d = a.details ?? {};
+          return h(
+            "tr",
+            null,
+            h("td", null, h("time", { datetime: a.started_at, title: a.started_at }, fmtTime(a.started_at))),
+            h("td", null, h("span", { class: "badge admin" }, a.action)),
+            h("td", null, a.actor ?? "—"),
+            h("td", null, subject(a)),
+            h("td", null, d.result === "refused" ? h("span", { class: "error-text" }, `refused: ${a.error_code ?? ""} ${a.error ?? ""}`) : String(d.result ?? "ok")),
+            h("td", null, d.reason ? String(d.reason) : "—")
+          );
+        });
+        replaceKeepingFocus(
+          box,
+          rows.length === 0 ? h("p", { class: "empty" }, "No admin action yet.") : h(
+            "table",
+            { class: "grid" },
+            h("caption", { class: "visually-hidden" }, "Admin actions, newest first"),
+            h("thead", null, h("tr", null, ["Time", "Action", "By", "Subject", "Result", "Reason"].map((t) => h("th", { scope: "col" }, t)))),
+            h("tbody", null, rows)
+          )
+        );
+        replaceKeepingFocus(
+          pager,
+          cursor ? h("a", { href: "#/audit", "data-focus-key": "first" }, "« Newest") : null,
+          page.next_cursor ? h("a", { href: `#/audit?cursor=${encodeURIComponent(page.next_cursor)}`, "data-focus-key": "next" }, "Older »") : null
+        );
+      }
+    };
+  }
+
+  // libs/admin/ui/src/views/detail.ts
+  var HIDDEN = {
+    captures: [{ key: "payload", label: "payload (message text and sender)", render: pretty }],
+    outbound: [
+      { key: "text", label: "message text", render: (v) => String(v) },
+      { key: "reply_markup", label: "reply markup", render: pretty }
+    ],
+    inbox: [{ key: "payload", label: "raw update", render: pretty }],
+    quarantine: [{ key: "raw_base64", label: "raw bytes", render: (v) => decodeBase64(String(v)) }]
+  };
+  function decodeBase64(b64) {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+  }
+  var FIELD_ORDER = [
+    "capture_key",
+    "msg_id",
+    "update_id",
+    "update_type",
+    "bot_id",
+    "chat_id",
+    "target_chat_id",
+    "message_id",
+    "from_id",
+    "kind",
+    "delivery",
+    "authorized",
+    "state",
+    "attempts",
+    "max_attempts",
+    "last_status",
+    "last_error",
+    "failed_reason",
+    "error",
+    "json_path",
+    "next_attempt_at",
+    "worker_id",
+    "started_at",
+    "created_at",
+    "received_at",
+    "message_date",
+    "updated_at",
+    "delivered_at",
+    "handled_at",
+    "resolved_at",
+    "telegram_message_id",
+    "source_update_id"
+  ];
+  var rank = (k) => {
+    const i = FIELD_ORDER.indexOf(k);
+    return i < 0 ? FIELD_ORDER.length : i;
+  };
+  var ADMIN_ACTIONS = {
+    retry: "retry",
+    retry_bulk: "bulk retry",
+    retry_bulk_dry_run: "bulk retry, dry run (counted only)",
+    cancel: "cancel",
+    recover_stale: "recover stale",
+    release: "release",
+    discard: "discard",
+    enqueue: "enqueued"
+  };
+  var isTimeKey = (k) => k.endsWith("_at") || k === "message_date";
+  function value(k, v) {
+    if (v === null || v === void 0 || v === "") return h("span", { class: "muted" }, "—");
+    if (k === "state") return stateBadge(String(v));
+    if (isTimeKey(k)) return h("time", { datetime: String(v), title: String(v) }, fmtTime(String(v)));
+    if (typeof v === "boolean") return v ? "yes" : "no";
+    if (typeof v === "object") return h("code", null, JSON.stringify(v));
+    if (/error|reason/.test(k)) return h("span", { class: "error-text" }, String(v));
+    return String(v);
+  }
+  function timeline(history) {
+    if (history.length === 0) return h("p", { class: "empty" }, "No attempt yet.");
+    const rows = history.map((a) => {
+      const admin = a.outcome.startsWith("admin.");
+      const outcome = admin ? ADMIN_ACTIONS[a.outcome.slice("admin.".length)] ?? a.outcome.slice("admin.".length).replace(/_/g, " ") : a.outcome;
+      const details = a.details && typeof a.details === "object" ? a.details : null;
+      const note = admin ? [details?.reason ? `reason: ${details.reason}` : null, details?.result === "refused" ? "refused" : null, details?.dry_run === true ? `matched ${details.matched ?? "?"}` : details?.count !== void 0 && details?.ids ? `bulk (${details.count})` : null].filter(Boolean).join(" · ") : null;
+      return h(
+        "tr",
+        { class: admin ? `admin-row${a.outcome.endsWith("_dry_run") ? " dry-run" : ""}` : "", "data-outcome": a.outcome },
+        h("td", null, h("time", { datetime: a.started_at, title: a.started_at }, fmtTime(a.started_at))),
+        h("td", { class: "num" }, admin ? "—" : a.attempt ?? "—"),
+        h("td", null, admin ? h("span", { class: "badge admin" }, `admin: ${outcome}`) : h("span", { class: `badge outcome-${outcome}` }, outcome)),
+        h("td", { class: "num" }, a.http_status ?? "—"),
+        h("td", null, a.error_code ? h("code", null, a.error_code) : null, a.error_code && a.error ? " " : null, a.error ? h("span", { class: "error-text" }, a.error) : null, note ? h("span", { class: "muted" }, note) : null, !a.error && !a.error_code && !note ? "—" : null),
+        h("td", null, a.worker_id ? h("code", null, a.worker_id) : "—"),
+        h("td", { class: "num" }, fmtMs(a.duration_ms)),
+        h("td", null, a.actor ?? "—")
+      );
+    });
+    return h(
+      "table",
+      { class: "grid timeline" },
+      h("caption", null, `Attempt history (${history.length}), oldest first — deliveries and admin actions`),
+      h("thead", null, h("tr", null, ["Started", "Attempt", "Outcome", "HTTP", "Error", "Worker", "Duration", "By"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", null, rows)
+    );
+  }
+  function detailView(ctx, kind, id) {
+    const spec = KIND_VIEWS[kind];
+    const revealed = /* @__PURE__ */ new Set();
+    const heading = h("h1", { tabindex: -1 }, `${spec.noun[0].toUpperCase()}${spec.noun.slice(1)} #${id}`);
+    const badge = h("span");
+    const status = statusRegion();
+    const actions = h("div", { class: "toolbar", role: "group", "aria-label": "Actions" });
+    const meta = h("div");
+    const secrets = h("div");
+    const history = h("section", { "aria-label": "Attempt history" });
+    let current = null;
+    async function act(action) {
+      const what = `${spec.noun} #${id}`;
+      const copy = {
+        retry: { title: `Retry ${what} now?`, text: "It returns to pending with a renewed attempt budget and is delivered again.", label: "Retry now", danger: false },
+        cancel: { title: `Cancel ${what}?`, text: "It becomes failed with reason “cancelled” and will not be delivered (it can be retried later).", label: "Cancel it", danger: true },
+        release: { title: `Release ${what}?`, text: "It is decoded again and stored through the normal ingress path (inbox, capture, jobs).", label: "Release", danger: false },
+        discard: { title: `Discard ${what}?`, text: "It is marked discarded; its bytes are kept.", label: "Discard", danger: true }
+      }[action];
+      const { confirmed, reason } = await confirmDialog({ title: copy.title, body: [h("p", null, copy.text)], confirmLabel: copy.label, reason: true, danger: copy.danger });
+      if (!confirmed) return;
+      try {
+        const r = await ctx.api.post(`v1/${kind}/${id}/${action}`, reason ? { reason } : {});
+        setStatus(status, "ok", `${copy.label}: done — now ${r.state}${r.outcome ? ` (${r.outcome})` : ""}, audit #${r.audit_id}`);
+      } catch (err2) {
+        setStatus(status, "error", `${copy.label} refused: ${describeError(err2)}`);
+      }
+      await view.refresh();
+    }
+    function renderActions(row) {
+      const state = row.state;
+      const buttons = [];
+      if (spec.retry && state === "failed") buttons.push(h("button", { type: "button", class: "primary", "data-focus-key": "retry", onclick: () => void act("retry") }, "Retry now…"));
+      if (spec.cancel && state === "pending") buttons.push(h("button", { type: "button", class: "danger", "data-focus-key": "cancel", onclick: () => void act("cancel") }, "Cancel…"));
+      if (kind === "quarantine" && state === "quarantined") {
+        buttons.push(h("button", { type: "button", class: "primary", "data-focus-key": "release", onclick: () => void act("release") }, "Release…"));
+        buttons.push(h("button", { type: "button", class: "danger", "data-focus-key": "discard", onclick: () => void act("discard") }, "Discard…"));
+      }
+      replaceKeepingFocus(actions, buttons.length ? buttons : h("span", { class: "muted" }, `No action applies to a ${state} ${spec.noun}.`));
+    }
+    function renderSecrets(row) {
+      const r = row;
+      replaceKeepingFocus(
+        secrets,
+        HIDDEN[kind].filter((f) => r[f.key] !== void 0 && r[f.key] !== null).map((f) => {
+          const shown = revealed.has(f.key);
+          const boxId = `secret-${f.key}`;
+          const button = h(
+            "button",
+            {
+              type: "button",
+              "aria-expanded": shown ? "true" : "false",
+              "aria-controls": boxId,
+              "data-focus-key": `reveal-${f.key}`,
+              onclick: () => {
+                if (revealed.has(f.key)) revealed.delete(f.key);
+                else revealed.add(f.key);
+                renderSecrets(row);
+              }
+            },
+            shown ? `Hide ${f.label}` : `Reveal ${f.label}`
+          );
+          return h("div", { class: "secret" }, button, h("pre", { id: boxId, hidden: !shown, class: "payload" }, shown ? f.render(r[f.key]) : ""));
+        })
+      );
+    }
+    const el = h(
+      "div",
+      { class: "detail" },
+      h("p", { class: "crumbs" }, h("a", { href: listHash(kind) }, `← ${spec.title}`)),
+      h("div", { class: "page-head" }, heading, badge),
+      actions,
+      status,
+      h("div", { class: "detail-grid" }, h("section", { "aria-label": "Metadata" }, meta), h("section", { "aria-label": "Content" }, h("h2", null, "Content"), h("p", { class: "muted small" }, "Hidden by default: it holds what users wrote."), secrets)),
+      history
+    );
+    const view = {
+      title: `${spec.title} #${id}`,
+      el,
+      async refresh() {
+        try {
+          current = await ctx.api.get(`v1/${kind}/${id}`);
+        } catch (err2) {
+          if (err2 instanceof ApiError && err2.status === 404) replaceKeepingFocus(meta, h("p", { role: "alert", class: "error" }, `${spec.noun} #${id} does not exist.`));
+          else replaceKeepingFocus(meta, h("p", { role: "alert", class: "error" }, describeError(err2)));
+          return;
+        }
+        const row = current;
+        replaceKeepingFocus(badge, stateBadge(String(row.state)));
+        renderActions(current);
+        const hidden = /* @__PURE__ */ new Set([...HIDDEN[kind].map((f) => f.key), "history", "id"]);
+        replaceKeepingFocus(
+          meta,
+          h(
+            "dl",
+            { class: "meta" },
+            Object.entries(row).filter(([k]) => !hidden.has(k)).sort(([a], [b]) => rank(a) - rank(b)).map(([k, v]) => [h("dt", null, k), h("dd", { "data-field": k }, value(k, v))])
+          )
+        );
+        renderSecrets(current);
+        replaceKeepingFocus(history, h("h2", null, "Attempts"), timeline(current.history));
+      }
+    };
+    return view;
+  }
+
+  // libs/admin/ui/src/views/list.ts
+  var FILTER_KEYS = ["state", "chat", "since", "until", "error", "limit"];
+  var PAGE_SIZES = ["25", "50", "100", "200"];
+  function filterOf(params) {
+    const out = {};
+    for (const k of [...FILTER_KEYS, "cursor"]) {
+      const v = params.get(k);
+      if (v) out[k] = v;
+    }
+    return out;
+  }
+  function describeFilter(f) {
+    const parts = [f.chat && `chat ${f.chat}`, f.since && `since ${new Date(f.since).toLocaleString()}`, f.until && `until ${new Date(f.until).toLocaleString()}`, f.error && `error contains “${f.error}”`].filter(Boolean);
+    return parts.length ? parts.join(", ") : "no other filter";
+  }
+  function listView(ctx, kind, params) {
+    const spec = KIND_VIEWS[kind];
+    const filter = filterOf(params);
+    const id = (s) => `f-${kind}-${s}`;
+    const state = h("select", { id: id("state"), name: "state" }, h("option", { value: "" }, "any"), spec.states.map((s) => h("option", { value: s, selected: filter.state === s }, s)));
+    const chat = spec.chat ? h("input", { id: id("chat"), name: "chat", type: "text", inputmode: "numeric", size: 14, value: filter.chat ?? "", pattern: "^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$", autocomplete: "off" }) : null;
+    const since = h("input", { id: id("since"), name: "since", type: "datetime-local", value: isoToLocalInput(filter.since ?? null) });
+    const until = h("input", { id: id("until"), name: "until", type: "datetime-local", value: isoToLocalInput(filter.until ?? null) });
+    const error = h("input", { id: id("error"), name: "error", type: "search", size: 18, maxlength: 200, value: filter.error ?? "", autocomplete: "off" });
+    const limit = h("select", { id: id("limit"), name: "limit" }, PAGE_SIZES.map((n) => h("option", { value: n, selected: (filter.limit ?? "50") === n }, n)));
+    const field = (label, input) => h("p", { class: "field" }, h("label", { for: input.id }, label), input);
+    const form = h(
+      "form",
+      { class: "filters", role: "search", "aria-label": `Filter ${spec.title.toLowerCase()}` },
+      field("State", state),
+      chat ? field("Chat", chat) : null,
+      field(`${spec.timeLabel} from`, since),
+      field(`${spec.timeLabel} before`, until),
+      field("Error contains", error),
+      field("Per page", limit),
+      h("p", { class: "field buttons" }, h("button", { type: "submit", class: "primary" }, "Apply"), h("button", { type: "button", onclick: () => ctx.navigate(listHash(kind)) }, "Clear"))
+    );
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      ctx.navigate(
+        listHash(kind, {
+          state: state.value || void 0,
+          chat: chat?.value.trim() || void 0,
+          since: localInputToIso(since.value),
+          until: localInputToIso(until.value),
+          error: error.value.trim() || void 0,
+          limit: limit.value === "50" ? void 0 : limit.value
+        })
+      );
+    });
+    const status = statusRegion();
+    const summary = h("p", { class: "muted small", "aria-live": "off" });
+    const tableBox = h("div", { class: "table-box" });
+    const pager = h("nav", { class: "pager", "aria-label": "Pages" });
+    const bulkButton = spec.retry ? h("button", { type: "button", onclick: () => void bulkRetry() }, filter.state && filter.state !== "failed" ? "Retry failed matching the other filters…" : "Retry all failed matching this filter…") : null;
+    async function bulkRetry() {
+      const { state: _s, limit: _l, cursor: _c, ...rest } = filter;
+      let dry;
+      try {
+        dry = await ctx.api.post(`v1/${kind}/retry`, { ...rest, dry_run: true });
+      } catch (err2) {
+        setStatus(status, "error", `Could not count what would be retried: ${describeError(err2)}`);
+        return;
+      }
+      if (dry.matched === 0) {
+        await confirmDialog({ title: "Nothing to retry", body: [h("p", null, `No failed ${spec.noun}s match (${describeFilter(rest)}).`)], confirmLabel: "OK", inform: true });
+        return;
+      }
+      const { confirmed, reason } = await confirmDialog({
+        title: `Retry ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? "" : "s"}?`,
+        body: [
+          h("p", { "data-dry-run-count": dry.matched }, `Dry run: ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? "" : "s"} match (${describeFilter(rest)}).`),
+          dry.more ? h("p", { class: "warn" }, `More match than one call retries: only these ${dry.matched} now; run it again for the rest.`) : null,
+          h("p", null, "They return to pending with a renewed attempt budget and are delivered again.")
+        ],
+        confirmLabel: `Retry ${dry.matched}`,
+        reason: true
+      });
+      if (!confirmed) {
+        setStatus(status, "info", "Bulk retry cancelled: nothing changed.");
+        return;
+      }
+      try {
+        const r = await ctx.api.post(`v1/${kind}/retry`, { ...rest, limit: dry.matched, ...reason ? { reason } : {} });
+        setStatus(status, "ok", `Retried ${r.retried} ${spec.noun}${r.retried === 1 ? "" : "s"}${r.more ? " (more remain)" : ""} — audit #${r.audit_id}`);
+        await view.refresh();
+      } catch (err2) {
+        setStatus(status, "error", `Bulk retry failed: ${describeError(err2)}`);
+      }
+    }
+    const openRow = (rowId) => ctx.navigate(detailHash(kind, rowId));
+    const el = h(
+      "div",
+      { class: "list" },
+      h("div", { class: "page-head" }, h("h1", { tabindex: -1 }, spec.title), summary),
+      form,
+      h("div", { class: "toolbar" }, bulkButton, status),
+      tableBox,
+      pager
+    );
+    const view = {
+      title: spec.title,
+      el,
+      async refresh() {
+        let page;
+        try {
+          page = await ctx.api.get(`v1/${kind}`, filter);
+        } catch (err2) {
+          replaceKeepingFocus(tableBox, h("p", { role: "alert", class: "error" }, describeError(err2)));
+          return;
+        }
+        summary.textContent = `${page.items.length} shown${page.next_cursor ? ", more on the next page" : ""}${filter.cursor ? " (not the first page)" : ""}, newest first`;
+        const rows = page.items.map((row) => {
+          const rid = row.id;
+          const tr = h(
+            "tr",
+            { "data-id": rid, class: "clickable" },
+            h("td", { class: "num" }, h("a", { href: detailHash(kind, rid), "data-focus-key": `row-${rid}`, "aria-label": `Open ${spec.noun} ${rid}` }, `#${rid}`)),
+            spec.columns.map((c) => h("td", { class: c.num ? "num" : "" }, c.cell(row)))
+          );
+          tr.addEventListener("click", (ev) => {
+            if (ev.target.closest("a, button")) return;
+            if (window.getSelection()?.toString()) return;
+            openRow(rid);
+          });
+          return tr;
+        });
+        replaceKeepingFocus(
+          tableBox,
+          page.items.length === 0 ? h("p", { class: "empty" }, `No ${spec.noun}s match.`) : h(
+            "table",
+            { class: "grid", "aria-describedby": summary.id || void 0 },
+            h("caption", { class: "visually-hidden" }, `${spec.title}, newest first`),
+            h("thead", null, h("tr", null, h("th", { scope: "col" }, "Id"), spec.columns.map((c) => h("th", { scope: "col", class: c.num ? "num" : "" }, c.label)))),
+            h("tbody", null, rows)
+          )
+        );
+        const here = new URLSearchParams(filter);
+        here.delete("cursor");
+        const next = new URLSearchParams(here);
+        if (page.next_cursor) next.set("cursor", page.next_cursor);
+        replaceKeepingFocus(
+          pager,
+          filter.cursor ? h("a", { href: listHash(kind, here), "data-focus-key": "first" }, "« First page") : null,
+          page.next_cursor ? h("a", { href: listHash(kind, next), "data-focus-key": "next" }, "Next page »") : null
+        );
+      }
+    };
+    return view;
+  }
+
+  // libs/admin/ui/src/views/login.ts
+  function loginView(opts) {
+    const input = h("input", { id: "token", name: "token", type: "password", required: true, autocomplete: "off", spellcheck: "false", size: 40 });
+    const error = h("p", { id: "login-error", role: "alert", class: "error" }, opts.message ?? "");
+    if (opts.message) input.setAttribute("aria-describedby", error.id);
+    const button = h("button", { type: "submit", class: "primary" }, "Sign in");
+    const form = h(
+      "form",
+      { class: "login", "aria-labelledby": "login-title" },
+      h("h1", { id: "login-title" }, "tg-relay operator dashboard"),
+      h("p", { class: "field" }, h("label", { for: input.id }, "Admin token"), input),
+      h("p", { class: "muted small" }, "ADMIN_TOKEN, or one of ADMIN_TOKENS. It is kept in this tab only (session storage) and sent as a bearer token to the admin API."),
+      button,
+      error
+    );
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      button.disabled = true;
+      error.textContent = "";
+      const problem = await opts.onSubmit(input.value.trim());
+      button.disabled = false;
+      if (problem) {
+        error.textContent = problem;
+        input.setAttribute("aria-describedby", error.id);
+        input.select();
+        input.focus();
+      }
+    });
+    queueMicrotask(() => input.focus());
+    return form;
+  }
+
+  // libs/admin/ui/src/charts.ts
+  var W = 240;
+  var H = 48;
+  function barChart(s) {
+    const values = s.points.map((p) => p.value ?? 0);
+    const max = Math.max(s.max ?? 0, ...values, 1);
+    const n = s.points.length;
+    const slot = W / Math.max(n, 1);
+    const known = s.points.filter((p) => p.value !== null);
+    const latest = known.length ? known[known.length - 1].value : null;
+    const peak = known.length ? Math.max(...known.map((p) => p.value)) : null;
+    const summary = known.length === 0 ? `${s.label}: no attempts in the last ${n} minutes` : `${s.label}, last ${n} minutes: ${s.headline ? `${s.headline}, ` : ""}latest ${s.format(latest)}, peak ${s.format(peak)}`;
+    const bars = s.points.map((p, i) => {
+      const v = p.value ?? 0;
+      const bh = p.value === null ? 0 : Math.max(v > 0 ? 2 : 1, Math.round(v / max * (H - 2)));
+      return svg(
+        "rect",
+        { x: (i * slot + 1).toFixed(1), y: H - bh, width: Math.max(1, slot - 2).toFixed(1), height: bh, class: p.value === null ? "bar empty" : "bar" },
+        svg("title", null, `${fmtTime(p.at)}: ${p.value === null ? "no attempts" : s.format(v)}`)
+      );
+    });
+    return h(
+      "figure",
+      { class: `chart ${s.tone ?? "ok"}` },
+      h("figcaption", null, s.label, " ", h("strong", null, s.headline ?? (latest === null ? "—" : s.format(latest)))),
+      svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img", "aria-label": summary }, bars)
+    );
+  }
+
+  // libs/admin/ui/src/views/overview.ts
+  function workCard(stats, series, card) {
+    const ks = stats.kinds[card.kind];
+    const spec = KIND_VIEWS[card.kind];
+    const headingId = `card-${card.kind}`;
+    const rows = spec.states.map((state) => {
+      const c = ks?.states[state] ?? { count: 0, approximate: false };
+      return h(
+        "tr",
+        null,
+        h("th", { scope: "row" }, stateBadge(state)),
+        h(
+          "td",
+          { class: "num", "data-kind": card.kind, "data-state": state, "data-count": c.count },
+          h("a", { href: listHash(card.kind, { state }), "data-focus-key": `count-${card.kind}-${state}`, "aria-label": `${fmtCount(c.count, c.approximate)} ${state} — list them` }, fmtCount(c.count, c.approximate))
+        )
+      );
+    });
+    const buckets = series?.kinds[card.kind] ?? [];
+    const total = buckets.reduce((a, b) => ({ attempts: a.attempts + b.attempts, delivered: a.delivered + b.delivered }), { attempts: 0, delivered: 0 });
+    const charts = buckets.length ? [
+      barChart({
+        label: card.kind === "inbox" ? "Handled / min" : "Delivered / min",
+        headline: `${total.delivered} in ${buckets.length} min`,
+        points: buckets.map((b) => ({ at: b.at, value: b.delivered })),
+        format: (v) => String(v)
+      }),
+      barChart({
+        label: "Failure rate",
+        headline: total.attempts ? `${Math.round((total.attempts - total.delivered) / total.attempts * 100)}%` : "—",
+        tone: "bad",
+        max: 100,
+        points: buckets.map((b) => ({ at: b.at, value: b.attempts ? Math.round((b.attempts - b.delivered) / b.attempts * 100) : null })),
+        format: (v) => `${v}%`
+      })
+    ] : [h("p", { class: "muted" }, "No time series (GET /v1/stats/timeseries did not answer).")];
+    return h(
+      "section",
+      { class: "card", "aria-labelledby": headingId },
+      h("h2", { id: headingId }, h("a", { href: listHash(card.kind), "data-focus-key": `title-${card.kind}` }, card.title)),
+      h("p", { class: "muted" }, card.what),
+      h("table", { class: "counts" }, h("caption", { class: "visually-hidden" }, `${card.title}: items per state`), h("tbody", null, rows)),
+      h(
+        "dl",
+        { class: "facts" },
+        h("dt", null, "Oldest pending"),
+        h("dd", { "data-oldest": card.kind }, ks?.oldest_pending_age_seconds === null || !ks ? "none" : fmtAge(ks.oldest_pending_age_seconds)),
+        h("dt", null, "Last minute"),
+        h("dd", null, ks ? `${ks.delivered_last_minute} ${card.kind === "inbox" ? "handled" : "delivered"}, ${ks.failed_last_minute} failed, ${ks.attempts_last_minute} attempts` : "—")
+      ),
+      h("div", { class: "charts", role: "group", "aria-label": "Last 15 minutes" }, charts)
+    );
+  }
+  function botRow(b) {
+    const readiness = b.ready === null ? "unknown" : b.ready ? "ready" : "not ready";
+    return h(
+      "tr",
+      null,
+      h("th", { scope: "row" }, h("code", null, b.bot_id)),
+      h("td", null, b.lease_owner ?? "—", b.lease_valid ? "" : h("span", { class: "muted" }, " (lease expired)")),
+      h("td", { class: "num" }, b.lease_generation),
+      h("td", null, h("span", { class: `badge ${b.ready ? "state-delivered" : b.ready === false ? "state-failed" : ""}` }, readiness), b.reasons.length ? h("div", { class: "muted small" }, b.reasons.join("; ")) : null),
+      h("td", null, b.progress_at ? `${fmtAge(b.progress_age_seconds)} ago (gen ${b.progress_generation ?? "—"})` : "never"),
+      h("td", { class: "num" }, b.next_offset),
+      h("td", { class: "num" }, b.pending_update_count === null ? "—" : b.pending_update_count),
+      h("td", null, b.halted_reason ? h("span", { class: "error-text" }, b.halted_reason) : "—")
+    );
+  }
+  function overviewView(ctx) {
+    const cards = h("div", { class: "cards" });
+    const bots = h("div");
+    const quarantine = h("div");
+    const recoverStatus = statusRegion();
+    const sendStatus = statusRegion();
+    const olderThan = h("input", { id: "recover-older-than", name: "older_than", type: "text", placeholder: "STALE_AFTER", pattern: "^[0-9]+(ms|s|m|h)?$", size: 8, autocomplete: "off" });
+    const recoverForm = h(
+      "form",
+      { class: "inline-form", "aria-labelledby": "recover-title" },
+      h("h3", { id: "recover-title" }, "Recover stale deliveries"),
+      h("p", { class: "muted small" }, "Return work whose worker stopped heartbeating to pending now."),
+      h("p", { class: "field" }, h("label", { for: olderThan.id }, "No heartbeat for"), olderThan),
+      h("button", { type: "submit" }, "Recover stale…"),
+      recoverStatus
+    );
+    recoverForm.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const older = olderThan.value.trim();
+      const { confirmed, reason } = await confirmDialog({
+        title: "Recover stale deliveries?",
+        body: [h("p", null, `Work in delivering without a heartbeat for ${older || "STALE_AFTER"} returns to pending and is delivered again.`)],
+        confirmLabel: "Recover now",
+        reason: true
+      });
+      if (!confirmed) return;
+      try {
+        const r = await ctx.api.post("v1/recover-stale", { ...older ? { older_than: older } : {}, ...reason ? { reason } : {} });
+        setStatus(recoverStatus, "ok", `Recovered ${r.total} (${Object.entries(r.recovered).map(([k, n]) => `${k} ${n}`).join(", ")}) — audit #${r.audit_id}`);
+        void view.refresh();
+      } catch (err2) {
+        setStatus(recoverStatus, "error", `Recover failed: ${describeError(err2)}`);
+      }
+    });
+    const chat = h("input", { id: "send-chat", name: "chat_id", type: "text", required: true, pattern: "^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$", size: 14, autocomplete: "off" });
+    const text = h("input", { id: "send-text", name: "text", type: "text", required: true, maxlength: 4096, value: "Test message from the tg-relay dashboard", autocomplete: "off" });
+    const sendForm = h(
+      "form",
+      { class: "inline-form", "aria-labelledby": "send-title" },
+      h("h3", { id: "send-title" }, "Send a test message"),
+      h("p", { class: "muted small" }, "Enqueued as an outbound message (POST /v1/messages) with a fresh msg_id."),
+      h("p", { class: "field" }, h("label", { for: chat.id }, "Chat id"), chat),
+      h("p", { class: "field grow" }, h("label", { for: text.id }, "Text"), text),
+      h("button", { type: "submit" }, "Send"),
+      sendStatus
+    );
+    sendForm.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const msgId = `dashboard-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+      const chatValue = chat.value.trim();
+      try {
+        const r = await ctx.api.post("v1/messages", {
+          msg_id: msgId,
+          chat_id: /^-?[0-9]+$/.test(chatValue) ? Number(chatValue) : chatValue,
+          text: text.value
+        });
+        setStatus(sendStatus, "ok", "Enqueued ", h("a", { href: detailHash("outbound", r.id) }, `outbound #${r.id}`), ` (${r.msg_id}), ${r.state} — audit #${r.audit_id}`);
+      } catch (err2) {
+        setStatus(sendStatus, "error", `Not sent: ${describeError(err2)}`);
+      }
+    });
+    const el = h(
+      "div",
+      { class: "overview" },
+      h("div", { class: "page-head" }, h("h1", { tabindex: -1 }, "Overview")),
+      cards,
+      h("section", { "aria-labelledby": "bots-title" }, h("h2", { id: "bots-title" }, "Pollers"), bots),
+      h("div", { class: "two-col" }, h("section", { "aria-labelledby": "q-title" }, h("h2", { id: "q-title" }, "Quarantine"), quarantine), h("section", { class: "actions", "aria-labelledby": "actions-title" }, h("h2", { id: "actions-title" }, "Actions"), recoverForm, sendForm))
+    );
+    const view = {
+      title: "Overview",
+      el,
+      async refresh() {
+        const [stats, series] = await Promise.all([
+          ctx.api.get("v1/stats"),
+          ctx.api.get("v1/stats/timeseries", { minutes: 15 }).catch(() => null)
+        ]);
+        replaceKeepingFocus(cards, WORK_CARDS.map((c) => workCard(stats, series, c)));
+        replaceKeepingFocus(
+          bots,
+          stats.bots.length === 0 ? h("p", { class: "muted" }, "No poller has run yet (relay.cursor is empty).") : h(
+            "table",
+            { class: "grid" },
+            h("caption", { class: "visually-hidden" }, "Pollers per bot"),
+            h("thead", null, h("tr", null, ["Bot", "Lease owner", "Generation", "Readiness", "Last progress", "Next offset", "Lag (Telegram)", "Halted"].map((t) => h("th", { scope: "col" }, t)))),
+            h("tbody", null, stats.bots.map(botRow))
+          )
+        );
+        replaceKeepingFocus(
+          quarantine,
+          h(
+            "ul",
+            { class: "plain" },
+            KIND_VIEWS.quarantine.states.map((s) => {
+              const c = stats.quarantine.states[s] ?? { count: 0, approximate: false };
+              return h("li", null, stateBadge(s), " ", h("a", { href: listHash("quarantine", { state: s }), "data-kind": "quarantine", "data-state": s, "data-count": c.count, "data-focus-key": `q-${s}` }, fmtCount(c.count, c.approximate)));
+            })
+          )
+        );
+      }
+    };
+    return view;
+  }
+
+  // libs/admin/ui/src/views/sandbox.ts
+  var sentByTab = [];
+  function sandboxView(ctx) {
+    const info = ctx.sandbox;
+    const chat = h("input", { id: "sb-chat", name: "chat_id", type: "number", min: 1, value: info.chat_id, required: true });
+    const text = h("input", { id: "sb-text", name: "text", type: "text", maxlength: 4096, autocomplete: "off", placeholder: "Write a message as the user…" });
+    const status = statusRegion();
+    const log = h("ol", { class: "chat-log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
+    const form = h(
+      "form",
+      { class: "chat-form", "aria-label": "Send a message as a user" },
+      h("p", { class: "field" }, h("label", { for: chat.id }, "From chat"), chat),
+      h("p", { class: "field grow" }, h("label", { for: text.id }, "Message"), text),
+      h("button", { type: "submit", class: "primary" }, "Send")
+    );
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const chatId = Number(chat.value);
+      if (!text.value.trim()) {
+        setStatus(status, "error", "Write a message first.");
+        text.focus();
+        return;
+      }
+      try {
+        const r = await ctx.api.post("v1/sandbox/messages", { chat_id: chatId, text: text.value });
+        sentByTab.push({ update_id: r.update_id, chat_id: r.chat_id, message_id: r.message_id, text: text.value, at: new Date(r.date * 1e3).toISOString() });
+        text.value = "";
+        setStatus(status, "ok", `Sent as update ${r.update_id}; the poller picks it up on its next getUpdates.`);
+        await view.refresh();
+      } catch (err2) {
+        setStatus(status, "error", `Not sent: ${describeError(err2)}`);
+      }
+      text.focus();
+    });
+    const flow = (m) => h(
+      "p",
+      { class: "flow small" },
+      "inbox ",
+      m.inbox ? [h("a", { href: detailHash("inbox", m.inbox.id) }, `#${m.inbox.id}`), " ", stateBadge(m.inbox.state)] : h("span", { class: "muted" }, "not polled yet"),
+      " · capture ",
+      m.capture ? [h("a", { href: detailHash("captures", m.capture.id) }, `#${m.capture.id}`), " ", stateBadge(m.capture.state)] : h("span", { class: "muted" }, "none (yet)")
+    );
+    chat.addEventListener("change", () => {
+      log.replaceChildren();
+      void view.refresh();
+    });
+    const el = h(
+      "div",
+      { class: "sandbox" },
+      h("div", { class: "page-head" }, h("h1", { tabindex: -1 }, "Sandbox chat"), h("p", { class: "muted small" }, `Sandbox mode: messages go to bot ${info.bot_id} through the local Bot API sandbox, not Telegram.`)),
+      log,
+      form,
+      status
+    );
+    const view = {
+      title: "Sandbox chat",
+      el,
+      async refresh() {
+        const chatId = Number(chat.value) || info.chat_id;
+        const mine = sentByTab.filter((m) => m.chat_id === chatId);
+        const [bot] = await Promise.all([
+          ctx.api.get("v1/sandbox/messages", { chat_id: chatId }).catch(() => ({ items: [] })),
+          ...mine.filter((m) => m.inbox?.state !== "handled" || !m.capture || m.capture.state !== "delivered").map(async (m) => {
+            const [inbox, capture] = await Promise.all([
+              ctx.api.get("v1/inbox", { update_id: m.update_id, limit: 1 }),
+              ctx.api.get("v1/captures", { update_id: m.update_id, limit: 1 })
+            ]);
+            m.inbox = inbox.items[0];
+            m.capture = capture.items[0];
+          })
+        ]).catch((err2) => {
+          setStatus(status, "error", describeError(err2));
+          return [{ items: [] }];
+        });
+        const entries = [
+          ...mine.map((m) => ({ key: `u${m.update_id}`, at: m.at, make: () => h("li", { class: "bubble user", "data-update-id": m.update_id }, h("p", null, m.text), h("p", { class: "meta small" }, `you · ${fmtTime(m.at)}`), flow(m)), flow: () => flow(m) })),
+          ...bot.items.map((b) => ({ key: `b${b.message_id}`, at: b.sent_at, make: () => h("li", { class: "bubble bot" }, h("p", null, b.text), h("p", { class: "meta small" }, `bot · ${fmtTime(b.sent_at)}`)), flow: null }))
+        ].sort((a, b) => a.at.localeCompare(b.at) || a.key.localeCompare(b.key));
+        if (entries.length === 0) {
+          replaceKeepingFocus(log, h("li", { class: "muted" }, "No message in this chat yet."));
+          return;
+        }
+        log.querySelector("li.muted")?.remove();
+        const known = new Map([...log.children].map((li) => [li.dataset.key, li]));
+        let previous = null;
+        for (const e of entries) {
+          let li = known.get(e.key);
+          if (li) {
+            if (e.flow) li.querySelector(".flow")?.replaceWith(e.flow());
+          } else {
+            li = e.make();
+            li.dataset.key = e.key;
+            if (previous) previous.after(li);
+            else log.prepend(li);
+          }
+          previous = li;
+        }
+      }
+    };
+    return view;
+  }
+
+  // libs/admin/ui/src/shell.ts
+  var TOKEN_KEY = "tg-relay-admin-token";
+  var LIVE_KEY = "tg-relay-admin-live";
+  var REFRESH_MS_DEFAULT = 5e3;
+  function refreshMs() {
+    const v = Number(new URLSearchParams(location.search).get("refresh"));
+    return Number.isFinite(v) && v >= 500 ? v : REFRESH_MS_DEFAULT;
+  }
+  function startApp(root) {
+    let api = null;
+    let sandbox = null;
+    let view = null;
+    let timer;
+    let inFlight = false;
+    const period = refreshMs();
+    const main = h("main", { id: "main", tabindex: -1 });
+    const banner = h("p", { role: "status", class: "banner", hidden: true });
+    const lastRefresh = h("span", { class: "muted small" });
+    const live = h("input", { id: "live", type: "checkbox", checked: sessionStorage.getItem(LIVE_KEY) !== "off" });
+    live.addEventListener("change", () => sessionStorage.setItem(LIVE_KEY, live.checked ? "on" : "off"));
+    const nav = h("ul", { class: "nav" });
+    function signOut(message) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      api = null;
+      view?.dispose?.();
+      view = null;
+      if (timer) clearInterval(timer);
+      timer = void 0;
+      root.replaceChildren(
+        h(
+          "main",
+          { id: "main", class: "login-page" },
+          loginView({
+            message,
+            onSubmit: async (token) => {
+              if (!token) return "Enter the admin token.";
+              try {
+                await signIn(token);
+                return null;
+              } catch (err2) {
+                if (err2 instanceof ApiError && err2.status === 401) return "That token was refused by the admin API (401). Check ADMIN_TOKEN.";
+                return `Could not reach the admin API: ${describeError(err2)}`;
+              }
+            }
+          })
+        )
+      );
+      document.title = "Sign in · tg-relay";
+    }
+    async function signIn(token) {
+      let refused = false;
+      const candidate = createApi(token, () => {
+        refused = true;
+        if (api) signOut("The admin API refused the token (401): sign in again.");
+      });
+      await candidate.get("v1/stats");
+      if (refused) throw new ApiError(401, "RELAY_ADMIN_UNAUTHORIZED", "refused");
+      sessionStorage.setItem(TOKEN_KEY, token);
+      api = candidate;
+      sandbox = await candidate.get("v1/sandbox").catch(() => null);
+      renderShell();
+      route();
+      timer = setInterval(() => void tick(), period);
+    }
+    function renderShell() {
+      const links = [["#/overview", "Overview"], ...LIST_KINDS.map((k) => [`#/${k}`, KIND_VIEWS[k].title]), ["#/audit", "Audit"]];
+      if (sandbox) links.push(["#/sandbox", "Sandbox chat"]);
+      nav.replaceChildren(...links.map(([href, label]) => h("li", null, h("a", { href }, label))));
+      root.replaceChildren(
+        h("a", { class: "skip", href: "#main", onclick: (ev) => (ev.preventDefault(), main.focus()) }, "Skip to content"),
+        h(
+          "header",
+          { class: "top" },
+          h("p", { class: "brand" }, "tg-relay", sandbox ? h("span", { class: "badge sandbox" }, "sandbox mode") : null),
+          h("nav", { "aria-label": "Main" }, nav),
+          h("div", { class: "session" }, h("label", { for: live.id, class: "check" }, live, ` Live (${period / 1e3} s)`), lastRefresh, h("button", { type: "button", onclick: () => signOut() }, "Sign out"))
+        ),
+        banner,
+        main
+      );
+    }
+    function viewFor(r, ctx) {
+      switch (r.name) {
+        case "list":
+          return listView(ctx, r.kind, r.params);
+        case "detail":
+          return detailView(ctx, r.kind, r.id);
+        case "audit":
+          return auditView(ctx, r.params);
+        case "sandbox":
+          if (ctx.sandbox) return sandboxView(ctx);
+          break;
+        default:
+          break;
+      }
+      return overviewView(ctx);
+    }
+    function route() {
+      if (!api) return;
+      const hash = location.hash;
+      if (hash && !hash.startsWith("#/")) return;
+      const r = parseHash(hash);
+      view?.dispose?.();
+      const ctx = { api, sandbox, navigate: (to) => location.hash === to ? void load() : void (location.hash = to) };
+      view = viewFor(r, ctx);
+      const current = `#/${hash.replace(/^#\//, "").split(/[/?]/)[0] || "overview"}`;
+      for (const a of nav.querySelectorAll("a")) {
+        if (a.getAttribute("href") === current) a.setAttribute("aria-current", "page");
+        else a.removeAttribute("aria-current");
+      }
+      main.replaceChildren(view.el);
+      document.title = `${view.title} · tg-relay`;
+      void load().then(() => view?.el.querySelector("h1")?.focus({ preventScroll: true }));
+    }
+    async function load() {
+      const v = view;
+      if (!v) return;
+      inFlight = true;
+      try {
+        await v.refresh();
+        banner.hidden = true;
+        lastRefresh.textContent = `updated ${fmtTime((/* @__PURE__ */ new Date()).toISOString())}`;
+      } catch (err2) {
+        if (err2 instanceof ApiError && err2.status === 401) return;
+        banner.hidden = false;
+        banner.textContent = `Refresh failed: ${describeError(err2)}`;
+      } finally {
+        inFlight = false;
+      }
+    }
+    async function tick() {
+      if (!live.checked || inFlight || document.hidden || dialogOpen() || view?.busy?.()) return;
+      await load();
+    }
+    window.addEventListener("hashchange", route);
+    const saved = sessionStorage.getItem(TOKEN_KEY);
+    if (saved) {
+      signIn(saved).catch((err2) => signOut(err2 instanceof ApiError && err2.status === 401 ? "The saved token was refused (401): sign in again." : `Could not reach the admin API: ${describeError(err2)}`));
+    } else {
+      signOut();
+    }
+  }
+
+  // libs/admin/ui/src/main.ts
+  startApp(document.getElementById("app"));
+})();
