@@ -8,7 +8,7 @@
  */
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
-import { cursorAcquire, cursorAudit, cursorEnsure, cursorLeaseState, cursorRelease, cursorRenew, Fence } from './queries';
+import { cursorAcquire, cursorEnsure, cursorLeaseState, cursorRelease, cursorRenew, Fence } from './queries';
 
 /** How often a standby re-reads a held lease (one indexed row read), to notice a release. */
 export const STANDBY_RECHECK_MS = 1_000;
@@ -114,7 +114,6 @@ export function createLease(opts: LeaseOptions): Lease {
       lastRenewOk = sentAt;
       stopTimer();
       timer = setInterval(tick, Math.max(50, Math.floor(ttlMs / 3)));
-      await cursorAudit(pool, botId, current, 'lease_acquired', null, { next_offset: got.nextOffset }).catch(() => undefined);
       return got;
     },
     async standbyDelayMs() {
@@ -133,7 +132,6 @@ export function createLease(opts: LeaseOptions): Lease {
       if (!fence) return;
       try {
         if (await cursorRelease(pool, botId, fence)) {
-          await cursorAudit(pool, botId, fence, 'lease_released').catch(() => undefined);
           logger.info({ generation: fence.generation }, 'ingress lease released');
         }
       } catch (err) {

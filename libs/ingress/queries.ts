@@ -23,13 +23,22 @@ export async function cursorEnsure(q: Queryable, botId: string): Promise<void> {
  * when someone else holds it.
  */
 export async function cursorAcquire(q: Queryable, botId: string, owner: string, ttlMs: number): Promise<{ generation: number; nextOffset: number } | null> {
+  // The takeover and its audit row are one statement: nobody can see the new owner without its
+  // `lease_acquired` row (and an audit row is never lost to a failure between two statements).
   const { rows } = await q.query(
-    `update relay.cursor
-        set lease_owner = $2, lease_generation = lease_generation + 1,
-            lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond',
-            halted_reason = null, halted_at = null, updated_at = clock_timestamp()
-      where bot_id = $1 and (lease_owner is null or lease_owner = $2 or lease_expires_at is null or lease_expires_at <= clock_timestamp())
-      returning lease_generation, next_offset`,
+    `with acquired as (
+       update relay.cursor
+          set lease_owner = $2, lease_generation = lease_generation + 1,
+              lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond',
+              halted_reason = null, halted_at = null, updated_at = clock_timestamp()
+        where bot_id = $1 and (lease_owner is null or lease_owner = $2 or lease_expires_at is null or lease_expires_at <= clock_timestamp())
+        returning lease_generation, next_offset),
+     audit as (
+       insert into relay.attempts (subject, subject_key, worker_id, finished_at, outcome, details)
+       select 'cursor', $1, $2, clock_timestamp(), 'lease_acquired',
+              jsonb_build_object('generation', lease_generation, 'next_offset', next_offset)
+         from acquired)
+     select lease_generation, next_offset from acquired`,
     [botId, owner, ttlMs],
   );
   if (rows.length === 0) return null;
@@ -61,12 +70,19 @@ export async function cursorRenew(q: Queryable, botId: string, fence: Fence, ttl
 
 /** Gives the lease up (graceful stop) so a standby takes over at once. */
 export async function cursorRelease(q: Queryable, botId: string, fence: Fence): Promise<boolean> {
-  const { rowCount } = await q.query(
-    `update relay.cursor set lease_owner = null, lease_expires_at = clock_timestamp(), updated_at = clock_timestamp()
-      where bot_id = $1 and lease_owner = $2 and lease_generation = $3`,
+  const { rows } = await q.query(
+    `with released as (
+       update relay.cursor set lease_owner = null, lease_expires_at = clock_timestamp(), updated_at = clock_timestamp()
+        where bot_id = $1 and lease_owner = $2 and lease_generation = $3
+        returning bot_id),
+     audit as (
+       insert into relay.attempts (subject, subject_key, worker_id, finished_at, outcome, details)
+       select 'cursor', $1, $2, clock_timestamp(), 'lease_released', jsonb_build_object('generation', $3::bigint)
+         from released)
+     select count(*)::int as n from released`,
     [botId, fence.owner, fence.generation],
   );
-  return rowCount === 1;
+  return rows[0].n === 1;
 }
 
 /** Progress without a batch (an empty long poll completed; the webhook is confirmed registered). Fenced. */
