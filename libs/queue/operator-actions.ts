@@ -32,6 +32,11 @@ function jobData(table: OperatorTable, row: OperatorMovedRow): Record<string, un
   return table === 'outbound' ? { outboundId: row.id, msgId: row.key } : { id: row.id };
 }
 
+/** UPDATE … RETURNING has no order: callers (and the admin API's answers) get rows oldest id first. */
+function byId(rows: OperatorMovedRow[]): OperatorMovedRow[] {
+  return rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0));
+}
+
 export async function requeueFailed(
   db: PoolClient,
   boss: PgBoss,
@@ -50,7 +55,7 @@ export async function requeueFailed(
      returning t.id::text as id, t.${KEY[opts.table]}::text as key, t.state, t.job_id::text as "jobId"`,
     values,
   );
-  const moved = rows as OperatorMovedRow[];
+  const moved = byId(rows as OperatorMovedRow[]);
   await enqueueJobs(db, boss, opts.queue, moved.map((r) => ({ id: r.jobId!, data: jobData(opts.table, r) })));
   return moved;
 }
@@ -68,7 +73,7 @@ export async function cancelPending(
      returning t.id::text as id, t.${KEY[opts.table]}::text as key, t.state, t.job_id::text as "jobId"`,
     [opts.ids.map(String)],
   );
-  const moved = rows as OperatorMovedRow[];
+  const moved = byId(rows as OperatorMovedRow[]);
   const jobIds = moved.map((r) => r.jobId).filter((j): j is string => !!j);
   if (jobIds.length) await boss.cancel(opts.queue, jobIds, { db: bossDb(db) } as PgBoss.ConnectionOptions);
   // a cancelled head of a chat (outbound FIFO) lets the chat's next message go: wake the workers
