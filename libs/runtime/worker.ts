@@ -42,7 +42,10 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
     if (config.TELEGRAM_BOT_TOKEN) {
       kinds.push(await createOutboundKindFromConfig(config, { pool, logger, token: config.TELEGRAM_BOT_TOKEN }));
     } else {
-      logger.warn('TELEGRAM_BOT_TOKEN is not set: outbound delivery is DISABLED; outbound messages stay pending until a worker with a token runs');
+      logger.warn(
+        { unset: 'TELEGRAM_BOT_TOKEN' },
+        'no bot token: outbound delivery is DISABLED; outbound messages stay pending until a worker with a token runs',
+      );
     }
     if (config.BOT_HANDLERS) {
       kinds.push(await createDispatchKindFromConfig(config, { boss, logger }));
