@@ -4,15 +4,10 @@
  *   running sandbox (SANDBOX_URL, default http://127.0.0.1:8081) and prints its update_id.
  * `tg-relay sandbox sent [--token T]` — prints what the bot sent, one JSON line per message.
  */
+import { loadConfig } from '../../libs/config';
 import { ConfigError } from '../../libs/config/errors';
 import { createLogger } from '../../libs/observability/logger';
-import {
-  createBotApiSandbox,
-  createCollector,
-  createSandboxClient,
-  SANDBOX_DEFAULT_TOKEN,
-  SandboxControlError,
-} from '../../libs/sandbox';
+import { createSandboxClient, SANDBOX_DEFAULT_TOKEN, SandboxControlError, startSandboxPeers } from '../../libs/sandbox';
 
 type Env = Record<string, string | undefined>;
 
@@ -25,33 +20,6 @@ const USAGE = `usage:
 environment: SANDBOX_HOST (127.0.0.1), SANDBOX_PORT (8081), SANDBOX_COLLECTOR_PORT (8082),
              SANDBOX_URL for send/sent (http://127.0.0.1:8081), TELEGRAM_BOT_TOKEN (else the sandbox token)
 `;
-
-const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
-
-function port(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const v = raw.trim();
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n > 65535) {
-    throw new ConfigError(`${name}: expected a TCP port, an integer from 0 to 65535, got "${raw}"`, [
-      { variable: name, problem: `expected an integer from 0 to 65535, got "${raw}"` },
-    ]);
-  }
-  return n;
-}
-
-function host(env: Env): string {
-  const raw = env.SANDBOX_HOST;
-  if (raw === undefined) return '127.0.0.1';
-  const v = raw.trim();
-  if (v === '' || /[\s/]/.test(v)) {
-    throw new ConfigError(`SANDBOX_HOST: expected a host name or IP address to listen on, got "${raw}"`, [
-      { variable: 'SANDBOX_HOST', problem: `expected a host name or IP address, got "${raw}"` },
-    ]);
-  }
-  return v;
-}
 
 function sandboxUrl(env: Env): string {
   const raw = env.SANDBOX_URL?.trim() || 'http://127.0.0.1:8081';
@@ -66,32 +34,11 @@ function sandboxUrl(env: Env): string {
   return raw.replace(/\/+$/, '');
 }
 
-function listenError(err: unknown, what: string, variable: string, h: string, p: number): Error {
-  const code = (err as NodeJS.ErrnoException).code;
-  const reason = code === 'EADDRINUSE' ? 'address already in use' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
-  return new Error(`cannot start the ${what} on ${h}:${p} (${variable}): ${reason}`);
-}
-
 async function serve(env: Env): Promise<number> {
-  const h = host(env);
-  const apiPort = port(env, 'SANDBOX_PORT', 8081);
-  const collectorPort = port(env, 'SANDBOX_COLLECTOR_PORT', 8082);
-  const level = env.LOG_LEVEL && LOG_LEVELS.has(env.LOG_LEVEL) ? env.LOG_LEVEL : 'info';
-  const logger = createLogger({ level, name: 'tg-relay-sandbox' });
-
-  const sandbox = createBotApiSandbox({ host: h, port: apiPort, logger });
-  const collector = createCollector({ host: h, port: collectorPort, logger });
-  try {
-    await sandbox.start();
-  } catch (err) {
-    throw listenError(err, 'Bot API sandbox', 'SANDBOX_PORT', h, apiPort);
-  }
-  try {
-    await collector.start();
-  } catch (err) {
-    await sandbox.stop();
-    throw listenError(err, 'collector', 'SANDBOX_COLLECTOR_PORT', h, collectorPort);
-  }
+  // the same validated variables (SANDBOX_HOST, SANDBOX_PORT, SANDBOX_COLLECTOR_PORT, LOG_LEVEL) as `tg-relay start`
+  const config = loadConfig(env);
+  const logger = createLogger({ level: config.LOG_LEVEL, name: 'tg-relay-sandbox' });
+  const { sandbox, collector, stop } = await startSandboxPeers({ host: config.SANDBOX_HOST, port: config.SANDBOX_PORT, collectorPort: config.SANDBOX_COLLECTOR_PORT, logger });
 
   const api = sandbox.url;
   const out = [
@@ -125,7 +72,7 @@ async function serve(env: Env): Promise<number> {
     process.on('SIGINT', handler);
     process.on('SIGTERM', handler);
   });
-  await Promise.all([sandbox.stop(), collector.stop()]);
+  await stop();
   process.stdout.write(`tg-relay sandbox: stopped (${signal})\n`);
   return 0;
 }

@@ -32,23 +32,28 @@ export function createPool(connectionString: string, opts: { max?: number; appli
   return pool;
 }
 
-/** Runs `fn` in a transaction on a dedicated client; rolls back on any error and rethrows it. */
+/**
+ * Runs `fn` in a transaction on a dedicated client; rolls back on any error and rethrows it.
+ * Survives the database going away mid-transaction (restart: FATAL 57P01): the client carries an
+ * 'error' listener while we hold it, and a broken client is destroyed instead of returned to the pool.
+ */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken = false;
+  const onError = () => {
+    broken = true;
+  };
+  client.on('error', onError);
   try {
     await client.query('begin');
     const result = await fn(client);
     await client.query('commit');
     return result;
   } catch (err) {
-    try {
-      await client.query('rollback');
-    } catch {
-      broken = true; // connection is gone: do not return it to the pool
-    }
+    if (!broken) await client.query('rollback').catch(() => (broken = true));
     throw err;
   } finally {
+    client.off('error', onError);
     client.release(broken ? true : undefined);
   }
 }

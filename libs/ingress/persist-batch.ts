@@ -16,6 +16,7 @@ import { buildCapture } from '../captures/build';
 import { CaptureKeyConflictError } from '../captures/errors';
 import { captureInsertBatch, CaptureToInsert } from '../captures/queries';
 import { QUEUES } from '../db/boss';
+import { withTransaction } from '../db/pool';
 import { enqueueJobs, newJobId } from '../queue/enqueue';
 import { DecodedUpdate, isAuthorized } from './decode';
 import { LeaseLostError } from './errors';
@@ -56,33 +57,7 @@ export interface PersistDeps {
 
 /** Runs the batch transaction. Throws LeaseLostError, CaptureKeyConflictError or a database error; nothing is committed then. */
 export async function persistBatch(deps: PersistDeps, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
-  return inTransaction(deps.pool, (client) => persistInTransaction(client, deps.boss, plan, opts));
-}
-
-/**
- * Like libs/db withTransaction, plus an 'error' listener while the client is checked out: pg-pool
- * removes its own on checkout, and a connection killed mid-transaction (PostgreSQL restart) would
- * otherwise emit an unhandled 'error' and crash the process instead of failing this batch.
- */
-async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken = false;
-  const onError = () => {
-    broken = true;
-  };
-  client.on('error', onError);
-  try {
-    await client.query('begin');
-    const result = await fn(client);
-    await client.query('commit');
-    return result;
-  } catch (err) {
-    if (!broken) await client.query('rollback').catch(() => (broken = true));
-    throw err;
-  } finally {
-    client.off('error', onError);
-    client.release(broken ? true : undefined);
-  }
+  return withTransaction(deps.pool, (client) => persistInTransaction(client, deps.boss, plan, opts));
 }
 
 export async function persistInTransaction(client: PoolClient, boss: PgBoss, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type PgBoss from 'pg-boss';
 import type { Pool, PoolClient } from 'pg';
-import { inTransaction } from './transaction';
+import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import type { BackoffPolicy } from './backoff';
 import { bossJobsActivate, bossJobsComplete, bossJobsFail, bossJobsReschedule } from './boss-jobs';
@@ -142,7 +142,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
     const args = { limit, workerId, now: sqlNow(clock), queue: kind.queue, onJobsOutOfStep };
     // one statement: rows → delivering and their pg-boss jobs → active, atomically
     if (kind.store.activatesJobs) return kind.store.claim(pool, args);
-    return inTransaction(pool, async (db) => {
+    return withTransaction(pool, async (db) => {
       const jobs = await kind.store.claim(db, args);
       const jobIds = jobs.map((j) => j.jobId).filter((id): id is string => !!id);
       const moved = await bossJobsActivate(db, kind.queue, jobIds);
@@ -238,7 +238,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
   async function writeOutcomes(batch: Finished<Row>[]): Promise<void> {
     const now = sqlNow(clock);
     let settled: SettledRow[] = [];
-    await inTransaction(pool, async (db) => {
+    await withTransaction(pool, async (db) => {
       settled = await kind.store.settle(db, batch.map((f) => f.decision.settlement), now);
       await mirrorJobs(db, settled, batch);
       const landed = new Set(settled.map((s) => s.claimId));
@@ -367,7 +367,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
     try {
       const now = sqlNow(clock);
       const at = jsNow(clock);
-      await inTransaction(pool, async (db) => {
+      await withTransaction(pool, async (db) => {
         const rows = await kind.store.release(db, toRelease.map((h) => ({ id: h.job.id, claimId: h.job.claimId })), now);
         await bossJobsReschedule(db, kind.queue, rows.filter((r) => r.jobId).map((r) => ({ jobId: r.jobId!, startAfter: r.nextAttemptAt! })), { outcome: 'released' });
         const released = new Set(rows.map((r) => r.claimId));

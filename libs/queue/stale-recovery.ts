@@ -1,6 +1,6 @@
 import type PgBoss from 'pg-boss';
 import type { Pool } from 'pg';
-import { inTransaction } from './transaction';
+import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { bossJobsFail, bossJobsReschedule } from './boss-jobs';
 import { Clock, jsNow, sqlNow } from './clock';
@@ -31,7 +31,7 @@ export async function recoverStaleOnce(opts: {
   const { kind } = opts;
   let total = 0;
   for (;;) {
-    const n = await inTransaction(opts.pool, async (db) => {
+    const n = await withTransaction(opts.pool, async (db) => {
       const rows = await kind.store.recoverStale(db, { staleMs: opts.staleMs, now: sqlNow(opts.clock), limit: SWEEP_LIMIT, maxAttempts: opts.maxAttempts });
       if (rows.length === 0) return 0;
       const pending = rows.filter((r) => r.state === 'pending' && r.jobId);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { botIdFromToken, Config } from '../config';
 import type { Pool } from '../db';
 import type { Logger } from '../observability/logger';
-import { BotApiSandbox, Collector, createBotApiSandbox, createCollector, DEFAULT_FIRST_UPDATE_ID, SANDBOX_DEFAULT_TOKEN } from '../sandbox';
+import { BotApiSandbox, Collector, DEFAULT_FIRST_UPDATE_ID, SANDBOX_DEFAULT_TOKEN, startSandboxPeers } from '../sandbox';
 
 export const EXAMPLE_BOT = path.resolve(__dirname, '../../examples/echo-bot.ts');
 /** The chat the printed `sandbox send` command and the dashboard's chat panel write from. */
@@ -20,12 +20,6 @@ export interface SandboxMode {
   stop(): Promise<void>;
 }
 
-function listenError(err: unknown, what: string, variable: string, host: string, port: number): Error {
-  const code = (err as NodeJS.ErrnoException).code;
-  const reason = code === 'EADDRINUSE' ? 'address already in use' : (err as Error).message;
-  return new Error(`cannot start the ${what} on ${host}:${port}: ${reason} (set ${variable} to another port, or 0 for any free one)`);
-}
-
 /**
  * Starts the sandbox peers. The sandbox keeps its updates in memory, so after a restart its
  * update_ids must continue above the stored cursor: otherwise the first getUpdates (offset =
@@ -34,24 +28,14 @@ function listenError(err: unknown, what: string, variable: string, host: string,
 export async function startSandboxMode(config: Config, logger: Logger, pool: Pool): Promise<SandboxMode> {
   const { rows } = await pool.query('select next_offset from relay.cursor where bot_id = $1', [botIdFromToken(SANDBOX_DEFAULT_TOKEN)]);
   const nextOffset = rows.length ? Number(rows[0].next_offset) : 0;
-  const sandbox = createBotApiSandbox({
+  const peers = await startSandboxPeers({
     host: config.SANDBOX_HOST,
     port: config.SANDBOX_PORT,
+    collectorPort: config.SANDBOX_COLLECTOR_PORT,
     firstUpdateId: Math.max(DEFAULT_FIRST_UPDATE_ID, nextOffset),
-    logger: logger.child({ component: 'sandbox' }),
+    logger,
   });
-  const collector = createCollector({ host: config.SANDBOX_HOST, port: config.SANDBOX_COLLECTOR_PORT, logger: logger.child({ component: 'collector' }) });
-  try {
-    await sandbox.start();
-  } catch (err) {
-    throw listenError(err, 'Bot API sandbox', 'SANDBOX_PORT', config.SANDBOX_HOST, config.SANDBOX_PORT);
-  }
-  try {
-    await collector.start();
-  } catch (err) {
-    await sandbox.stop();
-    throw listenError(err, 'sandbox collector', 'SANDBOX_COLLECTOR_PORT', config.SANDBOX_HOST, config.SANDBOX_COLLECTOR_PORT);
-  }
+  const { sandbox, collector } = peers;
   const effective: Config = {
     ...config,
     TELEGRAM_BOT_TOKEN: SANDBOX_DEFAULT_TOKEN,
@@ -61,15 +45,5 @@ export async function startSandboxMode(config: Config, logger: Logger, pool: Poo
     // handler replies go through the relay, so the echo shows up in relay.outbound and /v1/stats
     REPLY_MODE: 'outbound',
   };
-  let stopped = false;
-  return {
-    sandbox,
-    collector,
-    config: effective,
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      await Promise.allSettled([sandbox.stop(), collector.stop()]);
-    },
-  };
+  return { sandbox, collector, config: effective, stop: peers.stop };
 }
