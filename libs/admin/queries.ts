@@ -22,9 +22,10 @@ const SUMMARY_COLUMNS: Record<ListKind, string> = {
 };
 
 const DETAIL_COLUMNS: Record<ListKind, string> = {
-  captures: `${SUMMARY_COLUMNS.captures}, from_id, message_date, payload, payload_sha256, job_id, claim_id`,
+  // payload_raw / raw (json, 0007) are the exact originals; the jsonb copies replace NUL and lone surrogates
+  captures: `${SUMMARY_COLUMNS.captures}, from_id, message_date, coalesce(payload_raw, payload::json) as payload, payload_sha256, job_id, claim_id`,
   outbound: `${SUMMARY_COLUMNS.outbound}, text, parse_mode, disable_notification, reply_markup, payload_sha256, job_id, claim_id`,
-  inbox: `${SUMMARY_COLUMNS.inbox}, payload, job_id, claim_id`,
+  inbox: `${SUMMARY_COLUMNS.inbox}, coalesce(raw, payload::json) as payload, job_id, claim_id`,
   quarantine: `${SUMMARY_COLUMNS.quarantine}, encode(raw, 'base64') as raw_base64`,
 };
 

@@ -170,8 +170,13 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
       expect(res.json()).toMatchObject({ state: 'released', outcome: 'persisted', update_id: update.update_id });
       const stored = (await db.pool.query(`select raw::text as raw from relay.inbox where update_id = $1`, [update.update_id])).rows;
       expect(stored.map((r) => JSON.parse(r.raw))).toEqual([update]);
-      const cap = (await db.pool.query(`select payload_raw::text as raw from relay.captures where update_id = $1`, [update.update_id])).rows;
+      const cap = (await db.pool.query(`select id, payload_raw::text as raw from relay.captures where update_id = $1`, [update.update_id])).rows;
       expect(JSON.parse(cap[0].raw).text).toBe(update.message.text);
+      // the admin read API shows the exact originals too
+      const inboxDetail = await call(app, 'GET', `/v1/inbox/${res.json().inbox_id}`);
+      expect(inboxDetail.json().payload).toEqual(update);
+      const captureDetail = await call(app, 'GET', `/v1/captures/${cap[0].id}`);
+      expect(captureDetail.json().payload.text).toBe(update.message.text);
     } finally {
       await app.close();
       await boss.stop({ graceful: false, wait: true });
