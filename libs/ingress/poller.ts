@@ -9,8 +9,10 @@
  * committed batch, so getUpdates never confirms an update that is not durable. Errors: network,
  * 5xx and answers that are not the Bot API's (a proxy's HTML page, a truncated body) → capped
  * exponential backoff with jitter; 429 → wait retry_after; 409 → back off and re-check the lease;
- * 401/403/404 (token or API root wrong) → backoff too, shown in readiness (relay.cursor.poll_error).
- * Each is logged once per episode. Nothing a peer answers halts polling.
+ * 401/403/404 (token or API root wrong) → backoff too, shown in readiness (relay.cursor.poll_error),
+ * except a 401 before the token ever worked in this process: that is a typo, reported at once
+ * (`done` resolves with `unauthorized`, exit 78). Each is logged once per episode. Nothing a peer
+ * answers halts polling.
  */
 import type PgBoss from 'pg-boss';
 import type { Pool } from 'pg';
@@ -91,6 +93,8 @@ export function createPoller(opts: PollerOptions): Poller {
   let state: PollerStatus['state'] = 'idle';
   let batches = 0;
   let updatesStored = 0;
+  /** Telegram accepted the token at least once in this process (a later 401 is then retried). */
+  let tokenAccepted = false;
   /** Aborted by stop(): interrupts the long poll. */
   const stopCtl = new AbortController();
   /**
@@ -149,12 +153,13 @@ export function createPoller(opts: PollerOptions): Poller {
   async function removeStaleWebhook(): Promise<void> {
     try {
       const info = await opts.api.getWebhookInfo({ timeoutMs: 10_000 });
+      tokenAccepted = true;
       if (info.url) {
         logger.warn('a webhook is registered for this bot but INGRESS=polling: deleting it (pending updates are kept)');
         await opts.api.deleteWebhook({ drop_pending_updates: false }, { timeoutMs: 10_000 });
       }
     } catch (err) {
-      // a wrong token shows up again at getUpdates, which retries it and reports it in readiness
+      if (err instanceof TelegramApiError && err.errorCode === 401 && !tokenAccepted) throw err;
       logger.warn({ err }, 'could not check for a registered webhook; continuing');
     }
   }
@@ -172,6 +177,9 @@ export function createPoller(opts: PollerOptions): Poller {
   async function handleTelegramError(err: unknown, fence: Fence | null): Promise<void> {
     if (err instanceof TelegramNetworkError && err.reason === 'aborted') return; // stop()
     if (err instanceof TelegramApiError) {
+      // A token that never worked in this process is a typo: say so and stop (exit 78). Once it
+      // worked, a 401 (revoked? a proxy?) is retried like the rest and shown in readiness.
+      if (err.errorCode === 401 && !tokenAccepted) throw err;
       if (CONFIGURATION_STATUSES.has(err.errorCode)) {
         const what = err.errorCode === 401 ? 'the bot token was rejected: check TELEGRAM_BOT_TOKEN' : 'check TELEGRAM_BOT_TOKEN and TELEGRAM_API_ROOT';
         const reason = `getUpdates answered ${err.errorCode} (${err.description}): ${what}; retrying with backoff`;
@@ -288,7 +296,10 @@ export function createPoller(opts: PollerOptions): Poller {
       await handleGlitch(scanned.reason, body.length, fence);
       return;
     }
-    if (scanned.kind === 'updates') endTelegramEpisodes();
+    if (scanned.kind === 'updates') {
+      tokenAccepted = true;
+      endTelegramEpisodes();
+    }
     if (scanned.kind === 'not_ok') {
       let env: any;
       try {
