@@ -17,6 +17,7 @@
 import type PgBoss from 'pg-boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
+import { storableText } from '../db/storable-json';
 import { BotApiClient, TelegramApiError, TelegramNetworkError } from '../telegram';
 import { BackoffPolicy, backoffDelay, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT, sleep } from './backoff';
 import { Episodes } from './episodes';
@@ -168,7 +169,8 @@ export function createPoller(opts: PollerOptions): Poller {
   async function recordPollError(fence: Fence | null, kind: PollErrorKind, error: string): Promise<void> {
     if (!fence) return;
     try {
-      await cursorRecordPollError(opts.pool, opts.botId, fence, kind, error);
+      // a peer's description is peer content: bounded, and storable in a text column
+      await cursorRecordPollError(opts.pool, opts.botId, fence, kind, storableText(error).slice(0, 500));
     } catch {
       // the database being away is reported by the lease and persist paths
     }
