@@ -18,13 +18,14 @@ const SUMMARY_COLUMNS: Record<ListKind, string> = {
     worker_id, started_at, last_status, last_error, failed_reason, telegram_message_id, source_update_id, created_at, updated_at, delivered_at`,
   inbox: `id, bot_id, update_id, update_type, chat_id, authorized, state, attempts, next_attempt_at, worker_id, started_at,
     last_error, generation, received_at, handled_at, updated_at`,
-  quarantine: `id, bot_id, update_id, sha256, error, json_path, state, generation, octet_length(raw) as size_bytes, created_at, resolved_at`,
+  quarantine: `id, bot_id, update_id, sha256, error, json_path, state, generation, octet_length(raw) as size_bytes, transport, created_at, resolved_at`,
 };
 
 const DETAIL_COLUMNS: Record<ListKind, string> = {
-  captures: `${SUMMARY_COLUMNS.captures}, from_id, message_date, payload, payload_sha256, job_id, claim_id`,
+  // payload_raw / raw (json, 0007) are the exact originals; the jsonb copies replace NUL and lone surrogates
+  captures: `${SUMMARY_COLUMNS.captures}, from_id, message_date, coalesce(payload_raw, payload::json) as payload, payload_sha256, job_id, claim_id`,
   outbound: `${SUMMARY_COLUMNS.outbound}, text, parse_mode, disable_notification, reply_markup, payload_sha256, job_id, claim_id`,
-  inbox: `${SUMMARY_COLUMNS.inbox}, payload, job_id, claim_id`,
+  inbox: `${SUMMARY_COLUMNS.inbox}, coalesce(raw, payload::json) as payload, job_id, claim_id`,
   quarantine: `${SUMMARY_COLUMNS.quarantine}, encode(raw, 'base64') as raw_base64`,
 };
 

@@ -148,6 +148,7 @@ const quarantineSummary = {
   state: Type.String(),
   generation: NInt,
   size_bytes: Int,
+  transport: Nullable(Type.String({ description: 'polling or webhook: how the item arrived (null for rows stored before migration 0007)' })),
   created_at: Time,
   resolved_at: NTime,
 };

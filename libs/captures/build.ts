@@ -5,6 +5,7 @@
  * capture again" (no-op) from "different data under the same key" (RELAY_CAPTURE_KEY_CONFLICT).
  */
 import crypto from 'node:crypto';
+import { jsonbText, storableText } from '../db/storable-json';
 
 export interface CaptureSource {
   updateId: number;
@@ -34,11 +35,19 @@ export interface CaptureRecord {
   chatId: number;
   messageId: number;
   fromId: number | null;
+  /** The exact text (or caption), as in the payload. */
   text: string | null;
+  /** `text` as the `captures.text` column holds it: NUL and unpaired surrogates replaced by U+FFFD. */
+  storedText: string | null;
   date: number;
   payload: CapturePayload;
-  /** `JSON.stringify(payload)`: the bytes hashed and stored. */
+  /**
+   * `JSON.stringify(payload)`: the exact document POSTed to the collector, hashed and stored in
+   * `payload_raw` (json). NUL and unpaired surrogates are `\u` escapes in it, so nothing is lost.
+   */
   payloadJson: string;
+  /** The text of the `payload` jsonb copy (NUL and unpaired surrogates replaced by U+FFFD). */
+  storedPayloadJson: string;
   sha256: string;
 }
 
@@ -73,9 +82,11 @@ export function buildCapture(src: CaptureSource): CaptureRecord {
     messageId,
     fromId: from && typeof from.id === 'number' ? from.id : null,
     text,
+    storedText: text === null ? null : storableText(text),
     date: m.date as number,
     payload,
     payloadJson,
+    storedPayloadJson: jsonbText(payload, payloadJson),
     sha256: crypto.createHash('sha256').update(payloadJson).digest('hex'),
   };
 }

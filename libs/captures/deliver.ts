@@ -10,11 +10,13 @@ export interface CaptureRow {
   id: string;
   capture_key: string;
   payload: unknown;
+  /** The exact document (json column; null for rows stored before migration 0007). */
+  payload_raw?: unknown;
 }
 
 /** relay.captures as a claim table (the engine's generic claim/settle/heartbeat/recovery SQL). */
 export function createCaptureStore() {
-  return createClaimTableStore<CaptureRow & Record<string, unknown>>({ subject: 'capture', table: 'captures', keyColumn: 'capture_key', columns: ['capture_key', 'payload'] });
+  return createClaimTableStore<CaptureRow & Record<string, unknown>>({ subject: 'capture', table: 'captures', keyColumn: 'capture_key', columns: ['capture_key', 'payload', 'payload_raw'] });
 }
 
 /**
@@ -33,7 +35,8 @@ export async function deliverCapture(
     res = await (opts.fetchImpl ?? fetch)(opts.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': row.capture_key },
-      body: JSON.stringify(row.payload),
+      // payload_raw is exact (NUL, unpaired surrogates); payload is its jsonb copy for older rows
+      body: JSON.stringify(row.payload_raw ?? row.payload),
       signal,
     });
   } catch (err) {

@@ -18,11 +18,11 @@ export interface CaptureInsertResult {
 
 const INSERT_BATCH = `
   with input as (
-    select * from unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::text[], $11::uuid[])
-      as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, job_id)
+    select * from unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::text[], $11::uuid[], $12::text[])
+      as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, job_id, payload_raw)
   ), ins as (
-    insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, job_id)
-    select capture_key, $1, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), payload::jsonb, payload_sha256, job_id
+    insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_raw, payload_sha256, job_id)
+    select capture_key, $1, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), payload::jsonb, payload_raw::json, payload_sha256, job_id
       from input
     on conflict (capture_key) do nothing
     returning id, capture_key, job_id
@@ -51,11 +51,12 @@ export async function captureInsertBatch(client: PoolClient, botId: string, item
       r.map((x) => x.chatId),
       r.map((x) => x.messageId),
       r.map((x) => x.fromId),
-      r.map((x) => x.text),
+      r.map((x) => x.storedText),
       r.map((x) => x.date),
-      r.map((x) => x.payloadJson),
+      r.map((x) => x.storedPayloadJson),
       r.map((x) => x.sha256),
       items.map((i) => i.jobId),
+      r.map((x) => x.payloadJson),
     ],
   });
   for (const row of rows) {

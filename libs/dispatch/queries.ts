@@ -57,7 +57,8 @@ export async function inboxClaim(
          from picked
         where t.id = picked.id
        returning t.id::text as id, t.bot_id, t.update_id::text as update_id, t.update_type, t.chat_id::text as chat_id,
-                 t.payload, t.attempts, t.job_id, t.claim_id::text as claim_id, t.started_at
+                 coalesce(t.raw, t.payload::json) as payload, -- raw: the exact update (0007)
+                 t.attempts, t.job_id, t.claim_id::text as claim_id, t.started_at
      ), activated as (
        ${ACTIVATE_SQL('$6', '(select job_id from claimed where job_id is not null)')}
        returning 1

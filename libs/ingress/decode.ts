@@ -1,10 +1,15 @@
 /**
- * Decoding of one update: it must be a JSON object with a non-negative integer `update_id`, and the
- * fields we rely on (message, callback_query, inline_query, chat member updates…) must have the
- * right types. Unknown fields and update kinds pass untouched (Telegram adds new ones). A failure
- * names the JSON path and what was expected, never the offending value: errors end up in logs and
- * in `relay.cursor.halted_reason`, raw payloads must not.
+ * Decoding of one update judges the envelope only: it must be a JSON object with a non-negative
+ * integer `update_id`, and the fields tg-relay itself reads must have the right types (chat and
+ * user ids for authorization and per-chat order, `message_id` and `date` for the capture key,
+ * `text`/`caption` being strings). Content is data: no user-controlled string is ever looked at,
+ * so a NUL, an unpaired surrogate or text that looks like an escape (`C:\u0000dir`) decodes like
+ * anything else; what PostgreSQL cannot hold is dealt with when storing (libs/db/storable-json.ts).
+ * Unknown fields and update kinds pass untouched (Telegram adds new ones). A failure names the JSON
+ * path and what was expected, never the offending value: errors end up in logs and in
+ * `relay.cursor.halted_reason`, raw payloads must not.
  */
+import { jsonbText, storableJsonText, storableText } from '../db/storable-json';
 
 /** Update kinds that carry a Message; authorized ones become captures. */
 export const MESSAGE_KINDS = ['message', 'edited_message', 'channel_post', 'edited_channel_post', 'business_message', 'edited_business_message'] as const;
@@ -14,8 +19,11 @@ export interface DecodedUpdate {
   updateId: number;
   /** The update kind: message, callback_query, … (first field besides update_id). */
   type: string;
-  /** The exact text received. */
+  /** The exact text received (written to `relay.inbox.raw`, a `json` column that keeps it verbatim). */
   raw: string;
+  /** The text of the `jsonb` copy (`relay.inbox.payload`): NUL and unpaired surrogates replaced by U+FFFD. */
+  payloadJson: string;
+  /** The parsed update, exactly as sent (NUL and unpaired surrogates included). */
   update: Record<string, unknown>;
   /** The chat the update belongs to, if any. */
   chatId: number | null;
@@ -61,27 +69,22 @@ function str(v: unknown, path: string): string {
   if (typeof v !== 'string') throw new Invalid(path, 'a string');
   return v;
 }
-function bool(v: unknown, path: string): boolean {
-  if (typeof v !== 'boolean') throw new Invalid(path, 'a boolean');
-  return v;
-}
 function optional<T>(o: Obj, key: string, path: string, check: (v: unknown, p: string) => T): T | undefined {
   const v = o[key];
   return v === undefined ? undefined : check(v, `${path}.${key}`);
 }
 
+// Only what the relay reads is checked: ids (authorization, per-chat order, capture key), dates,
+// and that text/caption are strings. Names, usernames, callback data, queries… are the handlers'.
 function user(v: unknown, path: string): Obj {
   const o = obj(v, path);
   int(o.id, `${path}.id`);
-  bool(o.is_bot, `${path}.is_bot`);
-  str(o.first_name, `${path}.first_name`);
   return o;
 }
 
 function chat(v: unknown, path: string): Obj {
   const o = obj(v, path);
   int(o.id, `${path}.id`);
-  str(o.type, `${path}.type`);
   return o;
 }
 
@@ -108,27 +111,15 @@ function maybeInaccessibleMessage(v: unknown, path: string): Obj {
 
 function callbackQuery(v: unknown, path: string): Obj {
   const o = obj(v, path);
-  str(o.id, `${path}.id`);
   user(o.from, `${path}.from`);
   optional(o, 'message', path, maybeInaccessibleMessage);
-  optional(o, 'data', path, str);
-  optional(o, 'chat_instance', path, str);
   return o;
 }
 
-function inlineQuery(v: unknown, path: string): Obj {
+/** Inline queries and chosen inline results: only the user (authorization without a chat). */
+function fromOnly(v: unknown, path: string): Obj {
   const o = obj(v, path);
-  str(o.id, `${path}.id`);
   user(o.from, `${path}.from`);
-  str(o.query, `${path}.query`);
-  return o;
-}
-
-function chosenInlineResult(v: unknown, path: string): Obj {
-  const o = obj(v, path);
-  str(o.result_id, `${path}.result_id`);
-  user(o.from, `${path}.from`);
-  str(o.query, `${path}.query`);
   return o;
 }
 
@@ -136,7 +127,6 @@ function chatEvent(v: unknown, path: string): Obj {
   const o = obj(v, path);
   chat(o.chat, `${path}.chat`);
   user(o.from, `${path}.from`);
-  int(o.date, `${path}.date`);
   return o;
 }
 
@@ -148,8 +138,8 @@ const KNOWN: Record<string, (v: unknown, path: string) => Obj> = {
   business_message: message,
   edited_business_message: message,
   callback_query: callbackQuery,
-  inline_query: inlineQuery,
-  chosen_inline_result: chosenInlineResult,
+  inline_query: fromOnly,
+  chosen_inline_result: fromOnly,
   my_chat_member: chatEvent,
   chat_member: chatEvent,
   chat_join_request: chatEvent,
@@ -170,12 +160,8 @@ export function decodeUpdate(raw: string): DecodeResult {
   if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0) {
     return { ok: false, failure: { updateId: null, raw, error: '$.update_id: expected a non-negative integer', jsonPath: '$.update_id' } };
   }
-  // PostgreSQL jsonb cannot store U+0000: such an update could never be committed.
-  if (raw.includes('\\u0000')) {
-    return { ok: false, failure: { updateId: id, raw, error: '$: contains \\u0000, which PostgreSQL jsonb cannot store', jsonPath: '$' } };
-  }
   const keys = Object.keys(value).filter((k) => k !== 'update_id');
-  const type = keys.find((k) => KNOWN[k] !== undefined) ?? keys[0] ?? 'unknown';
+  const kind = keys.find((k) => KNOWN[k] !== undefined) ?? keys[0] ?? 'unknown';
   let chatId: number | null = null;
   let fromId: number | null = null;
   let msg: Obj | null = null;
@@ -184,7 +170,7 @@ export function decodeUpdate(raw: string): DecodeResult {
       const check = KNOWN[key];
       if (!check) continue;
       const o = check(value[key], `$.${key}`);
-      if (key !== type) continue; // every known part is validated; the update is described by its first one
+      if (key !== kind) continue; // every known part is validated; the update is described by its first one
       if (MESSAGE_KIND_SET.has(key)) {
         msg = o;
         chatId = idOf(o.chat);
@@ -203,7 +189,16 @@ export function decodeUpdate(raw: string): DecodeResult {
     if (err instanceof Invalid) return { ok: false, failure: { updateId: id, raw, error: err.message, jsonPath: err.path } };
     throw err;
   }
-  return { ok: true, update: { updateId: id, type, raw, update: value, chatId, fromId, message: msg } };
+  // An unknown kind is a key of the update: it goes to a text column, so it must be storable.
+  const type = storableText(kind);
+  let payloadJson: string;
+  try {
+    payloadJson = jsonbText(value, raw);
+  } catch {
+    // only a structure nested deeper than the JS stack allows (Telegram never sends one)
+    return { ok: false, failure: { updateId: id, raw, error: '$: nested too deeply to store', jsonPath: '$' } };
+  }
+  return { ok: true, update: { updateId: id, type, raw: storableJsonText(raw), payloadJson, update: value, chatId, fromId, message: msg } };
 }
 
 /**

@@ -75,7 +75,7 @@ export async function persistInTransaction(client: PoolClient, boss: PgBoss, pla
   });
   const result: PersistResult = { ...stored, quarantined: 0, nextOffset: plan.nextOffset };
   if (plan.quarantine.length > 0) {
-    result.quarantined = await quarantineInsertBatch(client, botId, fence, plan.quarantine);
+    result.quarantined = await quarantineInsertBatch(client, botId, fence, plan.quarantine, plan.transport ?? 'polling');
   }
   if (plan.halt) await cursorAudit(client, botId, fence, 'halted', plan.halt);
   return result;
@@ -110,6 +110,7 @@ export async function storeUpdates(
       state: dispatch ? 'pending' : 'handled',
       jobId: dispatch ? newJobId() : null,
       raw: u.raw,
+      payloadJson: u.payloadJson,
     });
     if (authorized && u.message) captures.push({ record: buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), jobId: newJobId() });
   }

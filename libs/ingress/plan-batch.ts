@@ -27,6 +27,8 @@ export interface BatchPlan {
   nextOffset: number | null;
   /** DECODE_POLICY=stop hit an undecodable update: why (no payload), and the offset it halts at. */
   halt: string | null;
+  /** How the items arrived (recorded on quarantine rows); polling when absent. */
+  transport?: 'polling' | 'webhook';
 }
 
 export interface PlanOptions {
@@ -96,5 +98,5 @@ export function planBatch(items: readonly string[], opts: PlanOptions): BatchPla
   } else {
     nextOffset = lastKnown === null ? null : lastKnown + 1;
   }
-  return { updates, quarantine, nextOffset, halt };
+  return { updates, quarantine, nextOffset, halt, transport: opts.transport };
 }

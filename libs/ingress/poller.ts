@@ -6,13 +6,18 @@
  *      └──lease lost───────┘ failure → same offset after backoff
  *
  * The offset sent to Telegram only ever comes from a committed cursor (at acquisition) or from a
- * committed batch, so getUpdates never confirms an update that is not durable. Errors: network
- * and 5xx → capped exponential backoff with jitter; 429 → wait retry_after; 409 → back off and
- * re-check the lease (logged once per episode); 401 → stop (`done` resolves with `unauthorized`).
+ * committed batch, so getUpdates never confirms an update that is not durable. Errors: network,
+ * 5xx and answers that are not the Bot API's (a proxy's HTML page, a truncated body) → capped
+ * exponential backoff with jitter; 429 → wait retry_after; 409 → back off and re-check the lease;
+ * 401/403/404 (token or API root wrong) → backoff too, shown in readiness (relay.cursor.poll_error),
+ * except a 401 before the token ever worked in this process: that is a typo, reported at once
+ * (`done` resolves with `unauthorized`, exit 78). Each is logged once per episode. Nothing a peer
+ * answers halts polling.
  */
 import type PgBoss from 'pg-boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
+import { storableText } from '../db/storable-json';
 import { BotApiClient, TelegramApiError, TelegramNetworkError } from '../telegram';
 import { BackoffPolicy, backoffDelay, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT, sleep } from './backoff';
 import { Episodes } from './episodes';
@@ -21,13 +26,15 @@ import { scanUpdatesAnswer } from './json-scan';
 import { createLease, Lease } from './lease';
 import { persistBatch } from './persist-batch';
 import { BatchPlan, DecodePolicy, planBatch } from './plan-batch';
-import { cursorRecordProgress, Fence } from './queries';
+import { cursorRecordPollError, cursorRecordProgress, Fence, PollErrorKind } from './queries';
 
 export const GET_UPDATES_LIMIT = 100;
 /** Telegram clamps `timeout` to 50 s. */
 const MAX_LONG_POLL_SECONDS = 50;
 /** Extra time the HTTP request gets beyond the long-poll timeout before we call it lost. */
 const LONG_POLL_GRACE_MS = 10_000;
+/** Bot API statuses that mean the configuration (token, API root) is wrong, not the update. */
+const CONFIGURATION_STATUSES = new Set([401, 403, 404]);
 
 export interface PollerOptions {
   pool: Pool;
@@ -87,6 +94,8 @@ export function createPoller(opts: PollerOptions): Poller {
   let state: PollerStatus['state'] = 'idle';
   let batches = 0;
   let updatesStored = 0;
+  /** Telegram accepted the token at least once in this process (a later 401 is then retried). */
+  let tokenAccepted = false;
   /** Aborted by stop(): interrupts the long poll. */
   const stopCtl = new AbortController();
   /**
@@ -145,20 +154,42 @@ export function createPoller(opts: PollerOptions): Poller {
   async function removeStaleWebhook(): Promise<void> {
     try {
       const info = await opts.api.getWebhookInfo({ timeoutMs: 10_000 });
+      tokenAccepted = true;
       if (info.url) {
         logger.warn('a webhook is registered for this bot but INGRESS=polling: deleting it (pending updates are kept)');
         await opts.api.deleteWebhook({ drop_pending_updates: false }, { timeoutMs: 10_000 });
       }
     } catch (err) {
-      if (err instanceof TelegramApiError && err.errorCode === 401) throw err;
+      if (err instanceof TelegramApiError && err.errorCode === 401 && !tokenAccepted) throw err;
       logger.warn({ err }, 'could not check for a registered webhook; continuing');
     }
   }
 
-  async function handleTelegramError(err: unknown): Promise<void> {
+  /** Says in relay.cursor why getUpdates fails (readiness shows it); once per episode, best effort. */
+  async function recordPollError(fence: Fence | null, kind: PollErrorKind, error: string): Promise<void> {
+    if (!fence) return;
+    try {
+      // a peer's description is peer content: bounded, and storable in a text column
+      await cursorRecordPollError(opts.pool, opts.botId, fence, kind, storableText(error).slice(0, 500));
+    } catch {
+      // the database being away is reported by the lease and persist paths
+    }
+  }
+
+  async function handleTelegramError(err: unknown, fence: Fence | null): Promise<void> {
     if (err instanceof TelegramNetworkError && err.reason === 'aborted') return; // stop()
     if (err instanceof TelegramApiError) {
-      if (err.errorCode === 401) throw err;
+      // A token that never worked in this process is a typo: say so and stop (exit 78). Once it
+      // worked, a 401 (revoked? a proxy?) is retried like the rest and shown in readiness.
+      if (err.errorCode === 401 && !tokenAccepted) throw err;
+      if (CONFIGURATION_STATUSES.has(err.errorCode)) {
+        const what = err.errorCode === 401 ? 'the bot token was rejected: check TELEGRAM_BOT_TOKEN' : 'check TELEGRAM_BOT_TOKEN and TELEGRAM_API_ROOT';
+        const reason = `getUpdates answered ${err.errorCode} (${err.description}): ${what}; retrying with backoff`;
+        const n = fail('telegram-config', 'error', { errorCode: err.errorCode, description: err.description }, reason);
+        if (n === 0) await recordPollError(fence, 'configuration', reason);
+        await sleep(backoffDelay(n, policy, random), wake.signal);
+        return;
+      }
       if (err.errorCode === 409) {
         const n = fail('conflict', 'warn', { description: err.description }, 'getUpdates conflict: another poller or a webhook is taking this bot\'s updates; backing off and re-checking the lease');
         if (!(await lease.renewNow())) return;
@@ -172,22 +203,29 @@ export function createPoller(opts: PollerOptions): Poller {
         return;
       }
       const n = fail('telegram', err.errorCode >= 500 ? 'warn' : 'error', { errorCode: err.errorCode, description: err.description }, 'getUpdates failed; retrying the same offset');
+      if (n === 0) await recordPollError(fence, 'transport', `getUpdates answered ${err.errorCode} (${err.description}); retrying with backoff`);
       await sleep(backoffDelay(n, policy, random), wake.signal);
       return;
     }
     const n = fail('telegram', 'warn', { err }, 'getUpdates failed; retrying the same offset');
+    if (n === 0) await recordPollError(fence, 'transport', `getUpdates failed (${err instanceof TelegramNetworkError ? err.reason : 'error'}: ${(err as Error)?.message ?? String(err)}); retrying with backoff`);
+    await sleep(backoffDelay(n, policy, random), wake.signal);
+  }
+
+  /** A 2xx answer that is not a Bot API answer (HTML from a proxy, a truncated body): a transport glitch. */
+  async function handleGlitch(reason: string, bytes: number, fence: Fence): Promise<void> {
+    const message = `getUpdates answer is not a Bot API answer (${reason}); retrying the same offset with backoff`;
+    const n = fail('glitch', 'warn', { reason, bytes }, message);
+    if (n === 0) await recordPollError(fence, 'transport', message);
     await sleep(backoffDelay(n, policy, random), wake.signal);
   }
 
   function endTelegramEpisodes(): void {
     episodes.recover('telegram', 'getUpdates works again');
+    episodes.recover('telegram-config', 'getUpdates accepted again (configuration fixed)');
+    episodes.recover('glitch', 'getUpdates answers are Bot API answers again');
     episodes.recover('conflict', 'getUpdates conflict over: this poller receives updates again');
     episodes.recover('rate-limit', 'getUpdates no longer rate limited');
-  }
-
-  async function haltWith(reason: string, fence: Fence): Promise<void> {
-    const plan: BatchPlan = { updates: [], quarantine: [], nextOffset: null, halt: reason };
-    await commit(plan, fence);
   }
 
   /**
@@ -251,11 +289,19 @@ export function createPoller(opts: PollerOptions): Poller {
       );
       body = answer.body;
     } catch (err) {
-      await handleTelegramError(err);
+      await handleTelegramError(err, fence);
       return;
     }
-    endTelegramEpisodes();
     const scanned = scanUpdatesAnswer(body);
+    if (scanned.kind === 'undecodable') {
+      // Never the decode policy: no update was read, nothing is confirmed, the offset stays.
+      await handleGlitch(scanned.reason, body.length, fence);
+      return;
+    }
+    if (scanned.kind === 'updates') {
+      tokenAccepted = true;
+      endTelegramEpisodes();
+    }
     if (scanned.kind === 'not_ok') {
       let env: any;
       try {
@@ -263,11 +309,7 @@ export function createPoller(opts: PollerOptions): Poller {
       } catch {
         env = {};
       }
-      await handleTelegramError(new TelegramApiError('getUpdates', { errorCode: Number(env.error_code) || 500, description: String(env.description ?? 'ok is not true'), parameters: env.parameters }));
-      return;
-    }
-    if (scanned.kind === 'undecodable') {
-      await haltWith(`getUpdates answer at offset ${requested} could not be decoded (${scanned.reason}); polling halted`, fence);
+      await handleTelegramError(new TelegramApiError('getUpdates', { errorCode: Number(env?.error_code) || 500, description: String(env?.description ?? 'ok is not true'), parameters: env?.parameters }), fence);
       return;
     }
     const plan = planBatch(scanned.items, { policy: opts.decodePolicy, offset: requested, transport: 'polling' });

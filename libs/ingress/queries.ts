@@ -30,7 +30,8 @@ export async function cursorAcquire(q: Queryable, botId: string, owner: string, 
        update relay.cursor
           set lease_owner = $2, lease_generation = lease_generation + 1,
               lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond',
-              halted_reason = null, halted_at = null, updated_at = clock_timestamp()
+              halted_reason = null, halted_at = null, poll_error = null, poll_error_kind = null, poll_error_at = null,
+              updated_at = clock_timestamp()
         where bot_id = $1 and (lease_owner is null or lease_owner = $2 or lease_expires_at is null or lease_expires_at <= clock_timestamp())
         returning lease_generation, next_offset),
      audit as (
@@ -91,10 +92,31 @@ export async function cursorRecordProgress(q: Queryable, botId: string, fence: F
     name: 'relay_cursor_progress',
     text: `update relay.cursor
               set progress_generation = $3, progress_at = clock_timestamp(),
+                  poll_error = null, poll_error_kind = null, poll_error_at = null,
                   lease_expires_at = clock_timestamp() + $4 * interval '1 millisecond'
             where bot_id = $1 and lease_owner = $2 and lease_generation = $3`,
     values: [botId, fence.owner, fence.generation, ttlMs],
   });
+  return rowCount === 1;
+}
+
+/**
+ * What kind of getUpdates failure is going on: `configuration` (401/403/404: the token or API root
+ * is wrong; not ready at once) or `transport` (5xx, network, an answer that is not the Bot API's;
+ * explains a lack of progress).
+ */
+export type PollErrorKind = 'configuration' | 'transport';
+
+/**
+ * Records why getUpdates is failing (once per episode; fenced). Cleared by the next progress write
+ * or lease acquisition. Never holds payloads: a status, a description, a reason.
+ */
+export async function cursorRecordPollError(q: Queryable, botId: string, fence: Fence, kind: PollErrorKind, error: string): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `update relay.cursor set poll_error = $4, poll_error_kind = $5, poll_error_at = coalesce(poll_error_at, clock_timestamp())
+      where bot_id = $1 and lease_owner = $2 and lease_generation = $3`,
+    [botId, fence.owner, fence.generation, error, kind],
+  );
   return rowCount === 1;
 }
 
@@ -116,6 +138,7 @@ export async function cursorAdvanceFenced(
     text: `update relay.cursor
               set next_offset = greatest(next_offset, coalesce($4::bigint, next_offset)),
                   progress_generation = $3, progress_at = clock_timestamp(),
+                  poll_error = null, poll_error_kind = null, poll_error_at = null,
                   lease_expires_at = clock_timestamp() + $5 * interval '1 millisecond',
                   halted_reason = case $6::int when 0 then halted_reason when 1 then null else $7::text end,
                   halted_at = case $6::int when 0 then halted_at when 1 then null else clock_timestamp() end,
@@ -134,16 +157,18 @@ export interface InboxRowInput {
   /** 'pending' (a dispatch job carries it) or 'handled' (not dispatched: unauthorized). */
   state: 'pending' | 'handled';
   jobId: string | null;
+  /** The update exactly as received → `raw` (json: kept verbatim, NUL and lone surrogate escapes included). */
   raw: string;
+  /** The jsonb copy → `payload` (NUL and unpaired surrogates replaced by U+FFFD). */
+  payloadJson: string;
 }
 
 const INBOX_INSERT = `
-  insert into relay.inbox (bot_id, update_id, update_type, chat_id, authorized, payload, state, job_id, generation, handled_at)
-  select $1, u.update_id, u.update_type, u.chat_id, u.authorized, p.payload, u.state, u.job_id, $2,
+  insert into relay.inbox (bot_id, update_id, update_type, chat_id, authorized, payload, raw, state, job_id, generation, handled_at)
+  select $1, u.update_id, u.update_type, u.chat_id, u.authorized, u.payload::jsonb, u.raw::json, u.state, u.job_id, $2,
          case when u.state = 'handled' then clock_timestamp() end
-    from unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::text[], $8::uuid[])
-           with ordinality as u(update_id, update_type, chat_id, authorized, state, job_id, ord)
-    join jsonb_array_elements($9::jsonb) with ordinality as p(payload, ord) using (ord)
+    from unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::text[], $8::uuid[], $9::text[], $10::text[])
+           as u(update_id, update_type, chat_id, authorized, state, job_id, raw, payload)
   on conflict (bot_id, update_id) do nothing
   returning id, update_id, job_id`;
 
@@ -167,11 +192,14 @@ export async function inboxInsertBatch(
       rows.map((r) => r.authorized),
       rows.map((r) => r.state),
       rows.map((r) => r.jobId),
-      `[${rows.map((r) => r.raw).join(',')}]`,
+      rows.map((r) => r.raw),
+      rows.map((r) => r.payloadJson),
     ],
   });
   return res.rows.map((r) => ({ id: String(r.id), updateId: Number(r.update_id), jobId: r.job_id }));
 }
+
+export type IngressTransport = 'polling' | 'webhook';
 
 export interface QuarantineInput {
   updateId: number | null;
@@ -181,20 +209,23 @@ export interface QuarantineInput {
   jsonPath: string;
 }
 
-/** Quarantines undecodable updates (idempotent by bot + update_id, or bot + sha256 without an id) and audits each new row. */
-export async function quarantineInsertBatch(client: PoolClient, botId: string, fence: Fence, items: QuarantineInput[]): Promise<number> {
+/**
+ * Quarantines undecodable updates (idempotent by bot + update_id, or bot + sha256 without an id),
+ * recording the transport they came by, and audits each new row.
+ */
+export async function quarantineInsertBatch(q: Queryable, botId: string, fence: Fence, items: QuarantineInput[], transport: IngressTransport): Promise<number> {
   if (items.length === 0) return 0;
-  const { rows } = await client.query(
+  const { rows } = await q.query(
     `with q as (
-       insert into relay.quarantine (bot_id, update_id, raw, sha256, error, json_path, generation)
-       select $1, u.update_id, decode(u.raw_b64, 'base64'), u.sha256, u.error, u.json_path, $3
+       insert into relay.quarantine (bot_id, update_id, raw, sha256, error, json_path, generation, transport)
+       select $1, u.update_id, decode(u.raw_b64, 'base64'), u.sha256, u.error, u.json_path, $3, $9
          from unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[]) as u(update_id, raw_b64, sha256, error, json_path)
        on conflict do nothing
        returning id, update_id, error, json_path, sha256
      ), a as (
        insert into relay.attempts (subject, subject_id, subject_key, worker_id, finished_at, outcome, error, details)
        select 'quarantine', id, update_id::text, $2, clock_timestamp(), 'quarantined', error,
-              jsonb_build_object('json_path', json_path, 'sha256', sha256, 'generation', $3::bigint)
+              jsonb_build_object('json_path', json_path, 'sha256', sha256, 'generation', $3::bigint, 'transport', $9::text)
          from q
      )
      select count(*)::int as n from q`,
@@ -207,6 +238,7 @@ export async function quarantineInsertBatch(client: PoolClient, botId: string, f
       items.map((i) => i.sha256),
       items.map((i) => i.error),
       items.map((i) => i.jsonPath),
+      transport,
     ],
   );
   return rows[0].n as number;
@@ -231,13 +263,17 @@ export interface CursorRow {
   progressAt: Date | null;
   haltedReason: string | null;
   haltedAt: Date | null;
+  /** Why getUpdates is failing right now (null when the last call worked). */
+  pollError: string | null;
+  pollErrorKind: PollErrorKind | null;
+  pollErrorAt: Date | null;
   dbNow: Date;
 }
 
 export async function cursorRead(q: Queryable, botId: string): Promise<CursorRow | null> {
   const { rows } = await q.query(
     `select bot_id, next_offset, lease_owner, lease_generation, lease_expires_at, progress_generation, progress_at,
-            halted_reason, halted_at, clock_timestamp() as db_now
+            halted_reason, halted_at, poll_error, poll_error_kind, poll_error_at, clock_timestamp() as db_now
        from relay.cursor where bot_id = $1`,
     [botId],
   );
@@ -253,6 +289,9 @@ export async function cursorRead(q: Queryable, botId: string): Promise<CursorRow
     progressAt: r.progress_at,
     haltedReason: r.halted_reason,
     haltedAt: r.halted_at,
+    pollError: r.poll_error,
+    pollErrorKind: r.poll_error_kind,
+    pollErrorAt: r.poll_error_at,
     dbNow: r.db_now,
   };
 }

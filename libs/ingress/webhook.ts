@@ -6,6 +6,9 @@
  * - 200 only after the batch transaction (the same `persistBatch` as polling) committed; 5xx
  *   otherwise, so Telegram redelivers; a redelivery of a committed update is absorbed by the inbox
  *   key. 503 + `Retry-After: 1` while this replica does not hold the lease.
+ * - A body that is not a Telegram update at all (not JSON, not an object, no integer `update_id`)
+ *   is answered 400 and recorded in relay.quarantine (transport `webhook`, error starting with
+ *   `webhook body rejected`), whatever DECODE_POLICY says: it never halts anything.
  * - The 200 body never contains `method` (Telegram would execute it as a webhook reply).
  */
 import crypto from 'node:crypto';
@@ -14,10 +17,11 @@ import type PgBoss from 'pg-boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { CaptureKeyConflictError } from '../captures/errors';
+import { decodeUpdate } from './decode';
 import { LeaseLostError } from './errors';
 import { persistBatch } from './persist-batch';
-import { DecodePolicy, planBatch } from './plan-batch';
-import type { Fence } from './queries';
+import { DecodePolicy, planBatch, sha256Hex } from './plan-batch';
+import { Fence, quarantineInsertBatch } from './queries';
 
 export const WEBHOOK_PATH_PREFIX = '/telegram/webhook';
 /** Telegram updates are a few KiB; 1 MiB leaves room without inviting abuse. */
@@ -51,9 +55,22 @@ export interface WebhookHandlerOptions {
 /** Decodes one webhook body and runs the batch transaction; returns the HTTP answer. */
 export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string) => Promise<WebhookAnswer> {
   const allowed = new Set(opts.allowedChatIds.map(String));
+  /** Not an update: 400, recorded (idempotent by sha256, so Telegram's retries add no rows). */
+  async function reject(fence: Fence, raw: string, error: string, jsonPath: string): Promise<WebhookAnswer> {
+    try {
+      const n = await quarantineInsertBatch(opts.pool, opts.botId, fence, [{ updateId: null, raw, sha256: sha256Hex(raw), error: `webhook body rejected (400): ${error}`, jsonPath }], 'webhook');
+      if (n > 0) opts.logger.warn({ error, jsonPath, bytes: Buffer.byteLength(raw) }, 'webhook body is not a Telegram update: answered 400 and recorded in relay.quarantine');
+    } catch (err) {
+      opts.logger.error({ err }, 'could not record a rejected webhook body; answered 500 so it is retried');
+      return { status: 500, body: { ok: false, error: 'persist failed' } };
+    }
+    return { status: 400, body: { ok: false, error: 'not a Telegram update', reason: error } };
+  }
   return async (raw) => {
     const fence = opts.fence();
     if (!fence) return { status: 503, body: { ok: false, error: 'not the ingress owner' }, headers: { 'retry-after': '1' } };
+    const envelope = decodeUpdate(raw);
+    if (!envelope.ok && envelope.failure.updateId === null) return reject(fence, raw, envelope.failure.error, envelope.failure.jsonPath);
     const plan = planBatch([raw], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
     try {
       const r = await persistBatch(

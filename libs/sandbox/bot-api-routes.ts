@@ -103,6 +103,16 @@ export async function handleBotApiRequest(
     return;
   }
 
+  if (fault.kind === 'html_ok' || fault.kind === 'html_error') {
+    // a proxy's page: not a Bot API answer, nothing processed
+    const status = fault.kind === 'html_ok' ? 200 : fault.serverErrorStatus;
+    const page = `<html><head><title>${status}</title></head><body><h1>${status} ${SERVER_ERROR_TEXT[status] ?? 'Proxy'}</h1><p>upstream unavailable</p></body></html>`;
+    res.writeHead(status, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(page) });
+    res.end(page);
+    record(bot.id, def.name, 'glitch', status);
+    return;
+  }
+
   let result: unknown;
   let error: BotApiError | undefined;
   try {
@@ -128,6 +138,14 @@ export async function handleBotApiRequest(
     // Processed (a send IS recorded), but the client never learns the outcome.
     dropConnection(req, res);
     record(bot.id, def.name, 'dropped_after', 0, error);
+    return;
+  }
+  if (fault.kind === 'truncated') {
+    // processed, then a body cut in the middle that still ends cleanly (chunked, as a proxy may)
+    const full = error ? JSON.stringify(error.envelope()) : result instanceof RawJson ? `{"ok":true,"result":${result.text}}` : JSON.stringify({ ok: true, result });
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(full.slice(0, Math.max(1, Math.floor(full.length / 2))));
+    record(bot.id, def.name, 'glitch', 200, error);
     return;
   }
   if (error) {

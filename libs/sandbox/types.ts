@@ -125,7 +125,9 @@ export type CallOutcome =
   | 'server_error'
   | 'dropped_before'
   | 'dropped_after'
-  | 'client_closed';
+  | 'client_closed'
+  /** A transport glitch was answered (fault kinds html_ok, html_error, truncated). */
+  | 'glitch';
 
 /** A record of one Bot API call. The token never appears: only the bot id. */
 export interface CallRecord {
@@ -145,7 +147,12 @@ export interface CallRecord {
   via: 'http' | 'webhook_reply';
 }
 
-export type FaultKind = 'server_error' | 'drop_before' | 'drop_after' | 'none';
+/**
+ * Besides the rate-driven kinds, `sequence` can force transport glitches a proxy produces:
+ * `html_ok` (200 with an HTML page, nothing processed), `html_error` (`serverErrorStatus` with an
+ * HTML page, nothing processed), `truncated` (processed, then a 200 whose JSON body is cut in half).
+ */
+export type FaultKind = 'server_error' | 'drop_before' | 'drop_after' | 'html_ok' | 'html_error' | 'truncated' | 'none';
 
 /**
  * Fault injection. Rates are shares in [0, 1], decided per call with the seedable RNG, in this

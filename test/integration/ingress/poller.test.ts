@@ -181,16 +181,23 @@ describe('durable poller', () => {
     }
   });
 
-  it('401 (revoked token): stops with a clear reason and releases the lease', async () => {
+  it('401 (revoked token): retries with backoff, keeps the lease, says why in readiness, logs once, never stops', async () => {
     const { token, botId } = newBotToken();
     const p = start({ token, botId });
     await waitFor(() => p.poller.status().state === 'polling');
+    const generation = p.poller.status().generation;
     sandbox.revokeToken(token);
-    sandbox.injectMessage(token, { chatId: 1, text: 'wake the long poll' });
-    await expect(p.poller.done).resolves.toEqual({ reason: 'unauthorized', message: expect.stringMatching(/401 Unauthorized.*TELEGRAM_BOT_TOKEN/) });
-    expect((await cursorOf(db.pool, botId))?.leaseOwner).toBeNull();
-    expect(p.logs.lines().some((l) => l.level === 60 && /401/.test(l.msg))).toBe(true);
+    sandbox.injectMessage(token, { chatId: Number(botId), text: 'wake the long poll' });
+    await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).filter((c) => c.status === 401).length >= 4, { what: 'repeated 401s' });
+    const health = await ingressHealth(db.pool, botId, { pollTimeoutMs: 60_000 });
+    expect(health.ready).toBe(false);
+    expect(health.reasons.join('\n')).toMatch(/getUpdates answered 401 .*TELEGRAM_BOT_TOKEN/);
+    expect((await cursorOf(db.pool, botId))?.leaseOwner).not.toBeNull();
+    expect(p.poller.status()).toMatchObject({ state: 'polling', generation });
+    const errors = p.logs.lines().filter((l) => l.level >= 50 && /401/.test(l.msg));
+    expect(errors).toHaveLength(1); // once per episode
     expect(p.logs.text()).not.toContain(token.split(':')[1]);
+    await Promise.race([p.poller.done.then((e) => Promise.reject(new Error(`poller ended: ${e.reason}`))), new Promise((r) => setTimeout(r, 100))]);
   });
 
   it('DECODE_POLICY=stop halts at the bad update (nothing of it stored, not confirmed); quarantine then moves past it', async () => {

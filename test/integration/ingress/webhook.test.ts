@@ -128,7 +128,7 @@ describe('webhook ingress', () => {
     expect(await inboxCount(db.pool, botId)).toBe(0);
   });
 
-  it('decode policy: stop answers 500 and records why; quarantine stores the raw body and answers 200', async () => {
+  it('decode policy: stop answers 500 and records why; quarantine stores the raw body and answers 200; a body that is no update is 400 under both', async () => {
     const { token, botId } = newBotToken();
     const bad = JSON.stringify({ update_id: 12, message: { message_id: 1, date: 1, chat: { id: 'x', type: 'private' } } });
     const stop = await startWebhook(token, botId, { decodePolicy: 'stop' });
@@ -142,9 +142,9 @@ describe('webhook ingress', () => {
     const q = await startWebhook(token, botId, { decodePolicy: 'quarantine' });
     await waitFor(async () => (await cursorOf(db.pool, botId))?.leaseOwner != null);
     expect((await post(q.url, bad)).status).toBe(200);
-    expect((await post(q.url, 'not json at all')).status).toBe(200);
-    const { rows } = await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw from relay.quarantine where bot_id = $1 order by id`, [botId]);
-    expect(rows).toEqual([{ update_id: '12', raw: bad }, { update_id: null, raw: 'not json at all' }]);
+    expect((await post(q.url, 'not json at all')).status).toBe(400);
+    const { rows } = await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw, transport from relay.quarantine where bot_id = $1 order by id`, [botId]);
+    expect(rows).toEqual([{ update_id: '12', raw: bad, transport: 'webhook' }, { update_id: null, raw: 'not json at all', transport: 'webhook' }]);
     expect(q.logs.text()).not.toContain('not json at all');
   });
 });

@@ -34,13 +34,48 @@ describe('decodeUpdate', () => {
     ['a chat id that is a string', raw({ ...makeMessageUpdate({ updateId: 5 }), message: { ...makeMessageUpdate({ updateId: 5 }).message, chat: { id: '1', type: 'private' } } }), 5, '$.message.chat.id'],
     ['text that is a number', raw({ ...makeMessageUpdate({ updateId: 6 }), message: { ...makeMessageUpdate({ updateId: 6 }).message, text: 12 } }), 6, '$.message.text'],
     ['a callback without from', raw({ update_id: 8, callback_query: { id: 'x', chat_instance: '1' } }), 8, '$.callback_query.from'],
-    ['a NUL character', raw(makeMessageUpdate({ updateId: 9, text: 'a\u0000b' })), 9, '$'],
   ])('rejects %s with the JSON path and no payload in the error', (_what, text, updateId, jsonPath) => {
     const r = decodeUpdate(text);
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.failure).toMatchObject({ updateId, jsonPath, raw: text });
     expect(r.failure.error).not.toMatch(/hello|Ann/);
+  });
+});
+
+describe('decodeUpdate: content is data (issue 12, finding 1)', () => {
+  const typedByUser = 'see C:\\u0000dir'; // the six characters backslash u 0 0 0 0, as typed
+  it.each([
+    ['text that looks like a NUL escape', typedByUser],
+    ['a real NUL', 'a\u0000b'],
+    ['a lone high surrogate (an emoji cut in half)', 'cut \ud83d'],
+    ['a lone low surrogate', '\ude00 tail'],
+    ['RTL marks and escapes', '\u202eevil\u200f \\ud800 "quoted"'],
+  ])('decodes %s: the parsed update holds the exact text, the jsonb copy holds none of what jsonb refuses', (_what, text) => {
+    const u = makeMessageUpdate({ updateId: 21, text });
+    const r = decodeUpdate(raw(u));
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.update.message?.text).toBe(text);
+    expect(JSON.parse(r.update.raw)).toEqual(u);
+    expect(r.update.raw).toBe(raw(u));
+    const copy = JSON.parse(r.update.payloadJson);
+    expect(copy.message.chat).toEqual(u.message.chat);
+    expect(copy.message.text).not.toMatch(/[\u0000]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/);
+  });
+
+  it('never judges user strings, nor fields the relay does not read (names, callback data, queries)', () => {
+    const cb = makeCallbackUpdate({ updateId: 30, data: '\u0000' });
+    cb.callback_query.data = 12; // a type Telegram never sends, in a field only handlers read
+    delete cb.callback_query.from.first_name;
+    expect(decodeUpdate(raw(cb)).ok).toBe(true);
+    expect(decodeUpdate(raw({ update_id: 31, inline_query: { id: 5, from: { id: 7 }, query: '\ud800' } }))).toMatchObject({ ok: true, update: { fromId: 7 } });
+    expect(decodeUpdate(raw({ update_id: 32, my_chat_member: { chat: { id: -4 }, from: { id: 7 }, date: 'x' } }))).toMatchObject({ ok: true, update: { chatId: -4 } });
+  });
+
+  it('an unknown update kind whose name holds a NUL is stored under a storable type name', () => {
+    const r = decodeUpdate('{"update_id":40,"odd\\u0000kind":{}}');
+    expect(r).toMatchObject({ ok: true, update: { type: 'odd\ufffdkind' } });
   });
 });
 
