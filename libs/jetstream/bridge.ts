@@ -29,7 +29,7 @@ import type { Pool } from 'pg';
 import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { BridgeMessage, ingestBatch, IngestDeps } from './ingest';
-import { AlertToPublish, jetstreamAlertAdvance, jetstreamAlertClaim } from './queries';
+import { AlertToPublish, jetstreamAlertAdvance, jetstreamAlertClaim, jetstreamAlertCursorInit } from './queries';
 
 /** The seed's stream settings, used only when the stream does not exist. */
 export const STREAM_MAX_AGE_MS = 24 * 3600_000;
@@ -87,7 +87,8 @@ export interface BridgeStats {
 }
 
 export interface JetStreamBridge {
-  start(): void;
+  /** Records where alert publishing starts (alerts from now on), then consumes in the background. */
+  start(): Promise<void>;
   /** Stops consuming, finishes the batch in hand, gives back buffered messages, closes NATS. Idempotent. */
   stop(): Promise<void>;
   health(): BridgeHealth;
@@ -240,7 +241,8 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
       deliveryCount: m.info.deliveryCount,
       alertHeader: !!m.headers?.get(ALERT_HEADER),
       ack: () => m.ack(),
-      term: (reason) => m.term(reason),
+      // `+TERM <reason>` is understood from nats-server 2.10 only; 2.9 would not terminate the message
+      term: () => m.term(),
       nak: (ms) => m.nak(ms),
     };
   }
@@ -360,9 +362,10 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
 
   return {
     stats,
-    start() {
+    async start() {
       if (started) return;
       started = true;
+      if (o.alertsEnabled) await jetstreamAlertCursorInit(o.pool, o.alertSubject);
       runDone = run().catch((err) => logger.error({ err: short(err) }, 'jetstream bridge loop crashed'));
       if (o.alertsEnabled) {
         alertTimer = setInterval(() => {

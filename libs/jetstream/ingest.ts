@@ -39,6 +39,7 @@ export interface BridgeMessage {
   /** Carries our alert header (Tg-Relay-Alert). */
   alertHeader: boolean;
   ack(): void;
+  /** Never redelivered (the reason is logged and recorded by us: nats-server 2.9 ignores +TERM reasons). */
   term(reason: string): void;
   nak(delayMs: number): void;
 }

@@ -96,16 +96,20 @@ export interface AlertToPublish {
 
 /**
  * Takes the alert cursor of `subject` (skip if another bridge holds it) and returns the relay alerts
- * after it with the message each one is about. First use starts at the newest alert (no backlog of
- * old alerts). Returns null when another bridge holds the cursor.
+ * after it with the message each one is about. Returns null when another bridge holds the cursor.
  */
-export async function jetstreamAlertClaim(db: Queryable, subject: string, limit: number): Promise<{ after: string; alerts: AlertToPublish[] } | null> {
+/** The first bridge on a subject starts at the newest alert (no backlog of alerts older than the bridge). */
+export async function jetstreamAlertCursorInit(db: Queryable, subject: string): Promise<void> {
   await db.query(
     `insert into relay.jetstream_alert_cursor (subject, last_outbound_id)
      values ($1, coalesce((select max(id) from relay.outbound where kind = 'alert'), 0))
      on conflict (subject) do nothing`,
     [subject],
   );
+}
+
+export async function jetstreamAlertClaim(db: Queryable, subject: string, limit: number): Promise<{ after: string; alerts: AlertToPublish[] } | null> {
+  await jetstreamAlertCursorInit(db, subject);
   const cur = await db.query('select last_outbound_id::text as last from relay.jetstream_alert_cursor where subject = $1 for update skip locked', [subject]);
   if (cur.rows.length === 0) return null;
   const after = cur.rows[0].last as string;
