@@ -161,6 +161,8 @@ async function scenario(batch: number) {
       throughput,
       latency: { messages: total, ratePerS: RATE, p50: pct(lat, 50), p99: pct(lat, 99), max: lat[lat.length - 1]! },
       check: { rows, expected: MESSAGES + total, duplicates: dup, jobs },
+      // batches rolled back and naked (deadlocks between bridges, database errors)
+      naked: outputs.reduce((n, o) => n + o.split('\n').filter((l) => l.includes('jetstream batch not committed')).length, 0),
     };
   } finally {
     for (const b of bridges) b.kill('SIGTERM');
@@ -181,7 +183,7 @@ async function main() {
       `NATS_BATCH=${r.batch} bridges=${r.bridges}: backlog of ${MESSAGES} drained into relay.outbound at ${r.throughput.rate.toFixed(0)} msg/s ` +
         `(${r.throughput.drainSeconds.toFixed(2)} s; the publisher alone: ${r.throughput.publishRate.toFixed(0)} msg/s); ` +
         `added latency at ${r.latency.ratePerS}/s: p50 ${r.latency.p50.toFixed(1)} ms, p99 ${r.latency.p99.toFixed(1)} ms, max ${r.latency.max.toFixed(1)} ms; ` +
-        `rows ${r.check.rows}/${r.check.expected}, duplicates ${r.check.duplicates}, jobs ${r.check.jobs}\n`,
+        `rows ${r.check.rows}/${r.check.expected}, duplicates ${r.check.duplicates}, jobs ${r.check.jobs}, batches naked ${r.naked}\n`,
     );
   }
   const bad = results.filter((r) => r.check.rows !== r.check.expected || r.check.duplicates !== 0 || r.check.jobs !== r.check.rows);

@@ -367,15 +367,22 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
       started = true;
       if (o.alertsEnabled) await jetstreamAlertCursorInit(o.pool, o.alertSubject);
       runDone = run().catch((err) => logger.error({ err: short(err) }, 'jetstream bridge loop crashed'));
-      if (o.alertsEnabled) {
-        alertTimer = setInterval(() => {
-          if (alertBusy || stopping) return;
-          alertBusy = publishAlerts()
-            .catch((err) => logger.warn({ err: short(err) }, 'publishing alerts on NATS failed (best effort: retried)'))
-            .finally(() => (alertBusy = undefined));
-        }, ALERT_POLL_MS);
-        alertTimer.unref();
-      }
+      alertTimer = setInterval(() => {
+        if (alertBusy || stopping) return;
+        alertBusy = (async () => {
+          // after a failed batch, readiness recovers with the database, not only with the next message
+          if (state.database === 'error') {
+            await o.pool.query('select 1').then(
+              () => (state.database = 'ok'),
+              () => undefined,
+            );
+          }
+          if (o.alertsEnabled) {
+            await publishAlerts().catch((err) => logger.warn({ err: short(err) }, 'publishing alerts on NATS failed (best effort: retried)'));
+          }
+        })().finally(() => (alertBusy = undefined));
+      }, ALERT_POLL_MS);
+      alertTimer.unref();
     },
     async stop() {
       if (stopping) return runDone;

@@ -100,6 +100,14 @@ export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Pro
     else invalid.push({ m, record: reject(deps, m, d.reason, d.error, d.msgId) });
   }
   if (valid.length === 0 && invalid.length === 0) return result;
+  // Chats in one global order (stable: a chat's messages keep their stream order, which is its send
+  // order): relay.outbound_upsert locks each chat until commit, and bridges taking the same chats in
+  // different orders would deadlock each other.
+  valid.sort((a, b) => {
+    const ka = a.message.chatId ?? '';
+    const kb = b.message.chatId ?? '';
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  });
 
   try {
     const outcome = await commit(deps, valid, invalid.map((i) => i.record));
