@@ -303,3 +303,28 @@ it('META_ALERT_ON_DROP=false: no Telegram alert and nothing on the alert subject
   expect(await count(`select count(*) as n from relay.outbound where kind = 'alert'`)).toBe(0);
   expect(alerts).toHaveLength(0);
 });
+
+it('starts while NATS is unreachable: stays up, not ready, binds once NATS is there; never prints the NATS password', async () => {
+  const natsProxy = await startTcpProxy({ host: '127.0.0.1', port: 4222 });
+  proxies.push(natsProxy);
+  await natsProxy.cut();
+  const b = bridge({ NATS_URL: `nats://relay:pw-not-to-be-logged@127.0.0.1:${natsProxy.port}` });
+  const port = await waitFor(
+    () => {
+      const line = b.output().split('\n').find((l) => l.includes('"jetstream bridge started"'));
+      return line ? (JSON.parse(line).healthPort as number) : undefined;
+    },
+    { what: 'health server up' },
+  );
+  await waitFor(() => b.output().includes('jetstream bridge not bound: retrying'), { what: 'a failed bind logged' });
+  const r = await readiness(port);
+  expect(r.status).toBe(503);
+  expect(r.body).toMatchObject({ ready: false, bound: false, connected: false });
+  expect(b.exitCode).toBeNull();
+
+  await natsProxy.restore();
+  await bridgeBound(b, 30_000);
+  await scope.publish({ msg_id: 'late-1', chat_id: 9, text: 'a' });
+  await waitFor(async () => (await outboundRows()) === 1, { what: 'message after NATS came up' });
+  expect(b.output()).not.toContain('pw-not-to-be-logged');
+});
