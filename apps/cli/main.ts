@@ -15,6 +15,7 @@ export const COMMANDS: Record<string, Command> = {
   admin: { describe: 'serve the admin API', load: async () => require('../admin/main') },
   start: { describe: 'everything in one process (embedded PostgreSQL unless DATABASE_URL is set)', load: async () => require('../start/main') },
   sandbox: { describe: 'run the local Bot API sandbox and collector', load: async () => require('../sandbox/main') },
+  jetstream: { describe: 'consume the NATS JetStream stream (NATS_URL) into the outbound relay', load: async () => require('../jetstream/main') },
 };
 
 function usage(): string {

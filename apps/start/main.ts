@@ -7,6 +7,7 @@ import { resolveAdminTokens } from '../../libs/admin/auth';
 import { Config, describeConfig, loadConfig } from '../../libs/config';
 import { createPool, Database, migrateAll, resolveDatabase } from '../../libs/db';
 import { startIngress, IngressRuntime } from '../../libs/ingress/runtime';
+import { JetStreamRuntime, startJetStreamRuntime } from '../../libs/jetstream/runtime';
 import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { AdminRuntime, startAdminRuntime } from '../../libs/runtime/admin';
@@ -30,10 +31,12 @@ export async function run(): Promise<number> {
   let ingress: IngressRuntime | undefined;
   let worker: WorkerRuntime | undefined;
   let admin: AdminRuntime | undefined;
+  let jetstream: JetStreamRuntime | undefined; // NATS_URL set: the JetStream bridge too
   let stopping: Promise<void> | undefined;
   const stopAll = () =>
     (stopping ??= (async () => {
       // order matters: stop taking updates, drain workers, then the API, then the peers and the database
+      await jetstream?.stop().catch((err) => logger.error({ err }, 'stopping the jetstream bridge failed'));
       await ingress?.stop().catch((err) => logger.error({ err }, 'stopping ingress failed'));
       await worker?.stop(config.SHUTDOWN_TIMEOUT).catch((err) => logger.error({ err }, 'stopping the worker failed'));
       await admin?.stop().catch((err) => logger.error({ err }, 'stopping the admin API failed'));
@@ -58,6 +61,7 @@ export async function run(): Promise<number> {
 
     ingress = await startIngress({ config, databaseUrl: db.url, logger });
     worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger });
+    if (config.NATS_URL) jetstream = await startJetStreamRuntime({ config, databaseUrl: db.url, logger });
     admin = await startAdminRuntime({
       config,
       databaseUrl: db.url,

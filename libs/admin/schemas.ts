@@ -108,6 +108,8 @@ const outboundSummary = {
   source_update_id: NInt,
   created_at: Time,
   delivered_at: NTime,
+  /** The JetStream publisher's free-form `kind` (info, alert, trade…); null for other ways in. */
+  publisher_kind: NStr,
 };
 export const OutboundSummary = Type.Object(outboundSummary, { $id: 'OutboundSummary' });
 export const OutboundDetail = Type.Object(

@@ -27,7 +27,7 @@ export function describeConfig(config: Config): string[] {
     const v = (config as Record<string, unknown>)[k];
     let shown: string;
     if (v === undefined || (Array.isArray(v) && v.length === 0 && k !== 'ALLOWED_CHAT_IDS')) shown = '(unset)';
-    else if (k === 'DATABASE_URL') shown = maskUrlPassword(String(v));
+    else if (k === 'DATABASE_URL' || k === 'NATS_URL') shown = String(v).split(',').map(maskUrlPassword).join(',');
     else if ((SECRET_VARIABLES as readonly string[]).includes(k)) shown = Array.isArray(v) ? v.map((t) => `${(t as { label?: string }).label ?? ''}:****`).join(',') : maskSecret(String(v));
     else if (Array.isArray(v)) shown = v.join(',') || '(all)';
     else if (v && typeof v === 'object' && 'count' in v && 'windowMs' in v) shown = `${(v as { count: number }).count}/${(v as { windowMs: number }).windowMs}ms`;

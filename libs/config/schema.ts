@@ -74,6 +74,20 @@ const chatId = z.string().refine((v) => /^-?\d+$/.test(v.trim()) || /^@[A-Za-z0-
   message: 'expected an integer chat id or @channelusername',
 });
 
+/** nats://host:port (also tls://, ws://, wss://, or host:port), comma-separated for a cluster. */
+const natsUrls = z.string().transform((v, ctx) => {
+  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const ok = items.length > 0 && items.every((s) => /^((nats|tls|ws|wss):\/\/)?([^\s/@:]+(:[^\s/@]*)?@)?[A-Za-z0-9.\-[\]:]+(:\d{1,5})?$/.test(s));
+  if (!ok) {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected NATS server URLs like nats://127.0.0.1:4222 (comma-separated), got "${v.replace(/\/\/[^@/]*@/, '//****@')}"` });
+    return z.NEVER;
+  }
+  return items.join(',');
+});
+
+const natsSubject = (what: string) =>
+  z.string().refine((v) => /^[^\s.]+(\.[^\s.]+)*$/.test(v), { message: `expected ${what}: dot-separated tokens without spaces, like telegram.outbound` });
+
 export const configSchema = z.object({
   DATABASE_URL: url('a PostgreSQL connection URL (postgres://user@host:5432/db)').optional(),
   TELEGRAM_BOT_TOKEN: z
@@ -148,9 +162,27 @@ export const configSchema = z.object({
   SANDBOX_HOST: z.string().min(1).default('127.0.0.1'),
   SANDBOX_PORT: int('a TCP port', 0, 65535).default('8081'),
   SANDBOX_COLLECTOR_PORT: int('a TCP port', 0, 65535).default('8082'),
+
+  // JetStream bridge, `tg-relay jetstream` (docs/jetstream.md); NATS_URL also enables it in `tg-relay start`
+  NATS_URL: natsUrls.optional(),
+  NATS_STREAM: z.string().regex(/^[^\s.*>/\\]{1,255}$/, 'expected a stream name without spaces, ".", "*", ">", "/" or "\\"').default('TELEGRAM_OUTBOUND'),
+  NATS_SUBJECT: natsSubject('the subject publishers send TelegramOutbound JSON to').default('telegram.outbound'),
+  NATS_ALERT_SUBJECT: natsSubject('the subject alerts about failed messages are published on').default('telegram.alerts'),
+  NATS_CONSUMER: z.string().regex(/^[A-Za-z0-9_-]{1,255}$/, 'expected a durable consumer name of A-Z, a-z, 0-9, _ and -').default('tg-relay'),
+  NATS_CREDS: z.string().min(1).optional(), // path to a .creds file (JWT + nkey seed)
+  NATS_NKEY_SEED: z.string().regex(/^SU[A-Z2-7]{54,}$/, 'expected an nkey user seed (starts with SU)').optional(),
+  NATS_ACK_WAIT: duration('how long NATS waits for an ack before redelivering').default('30s'),
+  NATS_NAK_BACKOFF: duration('the first redelivery delay after a database error (doubles per redelivery, up to 5 minutes)').default('1s'),
+  NATS_BATCH: int('how many fetched messages share one transaction', 1, 1000).default('100'),
+  JETSTREAM_HEALTH_PORT: int('a TCP port (0 picks a free one)', 0, 65535).default('8091'),
+  JETSTREAM_HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
+  // alerts about terminally failed messages: to OPS_CHAT_ID and on NATS_ALERT_SUBJECT; false switches both off
+  META_ALERT_ON_DROP: z.enum(['true', 'false'], { message: 'expected true or false' }).transform((v) => v === 'true').default('true'),
+  OUTBOUND_MAX_RETRY_AFTER: duration('the longest wait honoured for one 429 retry_after').default('60s'),
+  OUTBOUND_MAX_429: int('how many 429 answers one message may take before it fails (0 = unlimited)', 0, 1_000_000).default('0'),
 });
 
 export type Config = z.output<typeof configSchema>;
 
 /** Variables whose values are masked whenever the configuration is printed. */
-export const SECRET_VARIABLES = ['TELEGRAM_BOT_TOKEN', 'ADMIN_TOKEN', 'ADMIN_TOKENS', 'WEBHOOK_SECRET', 'DATABASE_URL'] as const;
+export const SECRET_VARIABLES = ['TELEGRAM_BOT_TOKEN', 'ADMIN_TOKEN', 'ADMIN_TOKENS', 'WEBHOOK_SECRET', 'DATABASE_URL', 'NATS_NKEY_SEED'] as const;

@@ -257,3 +257,9 @@ export async function outboundHasSuccessors(db: Queryable, ids: string[]): Promi
   );
   return rows[0].yes === true;
 }
+
+/** How many 429 answers a message got (its audit rows), for OUTBOUND_MAX_429. */
+export async function outboundCount429(db: Queryable, id: string | number): Promise<number> {
+  const { rows } = await db.query(`select count(*)::int as n from relay.attempts where subject = 'outbound' and subject_id = $1 and http_status = 429`, [id]);
+  return rows[0].n as number;
+}

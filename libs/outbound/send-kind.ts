@@ -16,6 +16,7 @@ import { Outcome } from '../queue/outcome';
 import type { SendOutcome } from './classify-response';
 import {
   outboundClaimHeads,
+  outboundCount429,
   outboundFailStaleAtMostOnce,
   outboundHasSuccessors,
   outboundNextDueInMs,
@@ -50,6 +51,12 @@ export interface OutboundKindOptions {
   /** OUTBOUND_SEND_TIMEOUT. */
   sendTimeoutMs: number;
   horizonMs?: number;
+  /** META_ALERT_ON_DROP (default true): false raises no alert about failed messages. */
+  alertsEnabled?: boolean;
+  /** OUTBOUND_MAX_RETRY_AFTER: the longest wait honoured for one 429 (default: the engine's 1 h cap). */
+  maxRetryAfterMs?: number;
+  /** OUTBOUND_MAX_429: a message that got this many 429s fails (0 or unset: unlimited). */
+  max429?: number;
 }
 
 export function createOutboundClaimStore(opts: {
@@ -59,6 +66,8 @@ export function createOutboundClaimStore(opts: {
   horizonMs: number;
   /** True while an at_most_once claim's request may be on the wire (see `release`). */
   sendingAtMostOnce?: (claimId: string) => boolean;
+  /** META_ALERT_ON_DROP (default true). */
+  alertsEnabled?: boolean;
 }): ClaimStore<OutboundRow> {
   const base = createClaimTableStore<OutboundRow>({ subject: 'outbound', table: 'outbound', keyColumn: 'msg_id' });
   const { botId, limiter, opsChatId, horizonMs } = opts;
@@ -130,7 +139,7 @@ export function createOutboundClaimStore(opts: {
   /** Alerts for rows that just failed; a NOTIFY when a finished head lets its chat's next row go. */
   async function afterFinal(db: Parameters<ClaimStore['settle']>[0], rows: Pick<SettledRow, 'id' | 'state'>[]): Promise<void> {
     const failed = rows.filter((r) => r.state === 'failed').map((r) => r.id);
-    await outboundRaiseAlerts(db, failed, opsChatId);
+    if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opsChatId);
     const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
     if (await outboundHasSuccessors(db, finished)) await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, QUEUES.outbound]);
   }
@@ -141,7 +150,14 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
   const botId = telegram.botId;
   const horizonMs = opts.horizonMs ?? RESERVE_HORIZON_MS_DEFAULT;
   const sendingAtMostOnce = new Set<string>();
-  const store = createOutboundClaimStore({ botId, limiter, opsChatId: opts.opsChatId ?? null, horizonMs, sendingAtMostOnce: (id) => sendingAtMostOnce.has(id) });
+  const store = createOutboundClaimStore({
+    botId,
+    limiter,
+    opsChatId: opts.opsChatId ?? null,
+    horizonMs,
+    sendingAtMostOnce: (id) => sendingAtMostOnce.has(id),
+    alertsEnabled: opts.alertsEnabled,
+  });
   return {
     queue: QUEUES.outbound,
     store,
@@ -159,6 +175,12 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
         sent = await sendOutbound(telegram, row, opts.sendTimeoutMs);
       } finally {
         sendingAtMostOnce.delete(job.claimId);
+      }
+      if (sent.type === 'rate_limited') {
+        if (opts.maxRetryAfterMs !== undefined) sent = { ...sent, retryAfterMs: Math.min(sent.retryAfterMs, opts.maxRetryAfterMs) };
+        if (opts.max429 && (await outboundCount429(pool, row.id)) + 1 >= opts.max429) {
+          sent = { type: 'terminal', status: 429, errorCode: 'RELAY_TOO_MANY_429', reason: `rate limited ${opts.max429} times (OUTBOUND_MAX_429): ${sent.description}` };
+        }
       }
       const outcome = toEngineOutcome(sent, row, slot.waitedMs);
       if (sent.type !== 'delivered') {

@@ -33,6 +33,15 @@ export async function createOutboundKindFromConfig(
     perChat: config.OUTBOUND_RATE_PER_CHAT,
     perGroup: config.OUTBOUND_RATE_PER_GROUP,
   });
-  const kind = createOutboundKind({ pool: deps.pool, telegram, limiter, opsChatId, sendTimeoutMs: config.OUTBOUND_SEND_TIMEOUT });
+  const kind = createOutboundKind({
+    pool: deps.pool,
+    telegram,
+    limiter,
+    opsChatId,
+    sendTimeoutMs: config.OUTBOUND_SEND_TIMEOUT,
+    alertsEnabled: config.META_ALERT_ON_DROP,
+    maxRetryAfterMs: config.OUTBOUND_MAX_RETRY_AFTER,
+    max429: config.OUTBOUND_MAX_429,
+  });
   return Object.assign(kind, { close: () => telegram.close() });
 }

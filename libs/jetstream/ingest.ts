@@ -1,0 +1,217 @@
+/**
+ * One batch of fetched JetStream messages → relay.outbound, in one transaction, then the NATS
+ * dispositions (only after the commit):
+ *
+ * | message                                              | database (same transaction)        | NATS  |
+ * |------------------------------------------------------|------------------------------------|-------|
+ * | valid, new msg_id                                    | outbound row + pg-boss job         | ack   |
+ * | valid, msg_id exists with the same payload           | nothing (idempotent republish)     | ack   |
+ * | valid, msg_id exists with another payload            | jetstream_rejects + attempts audit | ack   |
+ * | invalid JSON / contract violation (also SQL's TR422) | jetstream_rejects                  | term  |
+ * | an alert of ours (alert subject or Tg-Relay-Alert)   | nothing (loop guard)               | ack   |
+ * | the database failed                                  | rolled back                        | nak(backoff) |
+ *
+ * A crash between commit and ack redelivers the batch: the upsert finds the same payloads and the
+ * reject records are unique per (stream, seq, content), so nothing is enqueued or recorded twice.
+ */
+import crypto from 'node:crypto';
+import type PgBoss from 'pg-boss';
+import type { Pool } from 'pg';
+import { QUEUES } from '../db/boss';
+import { withTransaction } from '../db/pool';
+import type { Logger } from '../observability/logger';
+import { SQLSTATE_OUTBOUND_INVALID } from '../outbound/errors';
+import { outboundUpsertMany } from '../outbound/queries';
+import { enqueueJobs, newJobId } from '../queue/enqueue';
+import { decodeTelegramOutbound } from './contract';
+import { jetstreamConflictAudit, jetstreamRejectInsertMany, outboundPublisherKinds, outboundSetPublisherKinds, RejectRecord } from './queries';
+
+/** What the bridge needs of a JetStream message (a seam for the source). */
+export interface BridgeMessage {
+  data: Uint8Array;
+  subject: string;
+  /** Stream sequence. */
+  seq: number;
+  /** Nats-Msg-Id header, if any. */
+  natsMsgId: string | null;
+  /** 1 on the first delivery. */
+  deliveryCount: number;
+  /** Carries our alert header (Tg-Relay-Alert). */
+  alertHeader: boolean;
+  ack(): void;
+  /** Never redelivered (the reason is logged and recorded by us: nats-server 2.9 ignores +TERM reasons). */
+  term(reason: string): void;
+  nak(delayMs: number): void;
+}
+
+export interface IngestDeps {
+  pool: Pool;
+  boss: PgBoss;
+  logger: Logger;
+  stream: string;
+  alertSubject: string;
+  /** Bot of the rows (null: relay.outbound_settings). */
+  botId: string | null;
+  /** OPS_CHAT_ID (null: relay.outbound_settings). */
+  defaultChatId: string | null;
+  /** First nak delay after a database error; doubles per redelivery up to NAK_BACKOFF_MAX_MS. */
+  nakBackoffMs: number;
+}
+
+export const NAK_BACKOFF_MAX_MS = 300_000;
+
+export interface BatchResult {
+  created: number;
+  duplicates: number;
+  conflicts: number;
+  rejected: number;
+  skipped: number;
+  /** Naked after a database error (0 when the batch committed). */
+  naked: number;
+  error?: unknown;
+}
+
+type Valid = { m: BridgeMessage; message: NonNullable<Extract<ReturnType<typeof decodeTelegramOutbound>, { ok: true }>['message']>; publisherKind: string | null };
+
+const sha256 = (b: Uint8Array) => crypto.createHash('sha256').update(b).digest('hex');
+
+function reject(deps: IngestDeps, m: BridgeMessage, reason: RejectRecord['reason'], error: string, msgId: string | null, outboundId: string | null = null): RejectRecord {
+  return { stream: deps.stream, subject: m.subject, streamSeq: m.seq, natsMsgId: m.natsMsgId, msgId, reason, error, outboundId, raw: m.data, sha256: sha256(m.data) };
+}
+
+export function nakDelayMs(baseMs: number, deliveryCount: number): number {
+  return Math.min(NAK_BACKOFF_MAX_MS, baseMs * 2 ** Math.min(20, Math.max(0, deliveryCount - 1)));
+}
+
+/** Processes one batch; never throws (a database error naks the batch and is returned in `error`). */
+export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Promise<BatchResult> {
+  const result: BatchResult = { created: 0, duplicates: 0, conflicts: 0, rejected: 0, skipped: 0, naked: 0 };
+  const valid: Valid[] = [];
+  const invalid: { m: BridgeMessage; record: RejectRecord }[] = [];
+  for (const m of batch) {
+    if (m.alertHeader || m.subject === deps.alertSubject) {
+      // loop guard: an alert we published never comes back in as a Telegram message
+      m.ack();
+      result.skipped++;
+      continue;
+    }
+    const d = decodeTelegramOutbound(m.data);
+    if (d.ok) valid.push({ m, message: d.message, publisherKind: d.publisherKind });
+    else invalid.push({ m, record: reject(deps, m, d.reason, d.error, d.msgId) });
+  }
+  if (valid.length === 0 && invalid.length === 0) return result;
+  // Chats in one global order (stable: a chat's messages keep their stream order, which is its send
+  // order): relay.outbound_upsert locks each chat until commit, and bridges taking the same chats in
+  // different orders would deadlock each other.
+  valid.sort((a, b) => {
+    const ka = a.message.chatId ?? '';
+    const kb = b.message.chatId ?? '';
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  });
+
+  try {
+    const outcome = await commit(deps, valid, invalid.map((i) => i.record));
+    for (const i of invalid) {
+      deps.logger.warn({ seq: i.m.seq, natsMsgId: i.m.natsMsgId, subject: i.m.subject, reason: i.record.reason, error: i.record.error }, 'jetstream message refused (termed, recorded in relay.jetstream_rejects)');
+      i.m.term(`${i.record.reason}: ${i.record.error}`.slice(0, 200));
+    }
+    for (const [n, v] of valid.entries()) {
+      const o = outcome[n];
+      if (o.kind === 'conflict') {
+        deps.logger.warn({ seq: v.m.seq, msgId: v.message.msgId, outboundId: o.outboundId }, 'jetstream message conflicts with an existing msg_id (acked, recorded)');
+      }
+      v.m.ack();
+      if (o.kind === 'created') result.created++;
+      else if (o.kind === 'duplicate') result.duplicates++;
+      else result.conflicts++;
+    }
+    result.rejected = invalid.length;
+    return result;
+  } catch (err) {
+    const refused = (err as { code?: unknown })?.code === SQLSTATE_OUTBOUND_INVALID;
+    const pending = [...valid.map((v) => v.m), ...invalid.map((i) => i.m)];
+    if (refused && pending.length > 1) {
+      // the database refused one of them (e.g. no default chat configured): find it, one by one
+      const acc: BatchResult = { ...result };
+      for (const m of pending) {
+        const r = await ingestBatch(deps, [m]);
+        acc.created += r.created;
+        acc.duplicates += r.duplicates;
+        acc.conflicts += r.conflicts;
+        acc.rejected += r.rejected;
+        acc.naked += r.naked;
+        acc.error ??= r.error;
+      }
+      return acc;
+    }
+    if (refused && valid.length === 1) {
+      const v = valid[0];
+      const text = String((err as Error).message ?? '').replace(/^RELAY_OUTBOUND_INVALID:\s*/, '');
+      try {
+        await jetstreamRejectInsertMany(deps.pool, [reject(deps, v.m, 'invalid', text, v.message.msgId)]);
+      } catch (e2) {
+        return nakAll(deps, pending, result, e2);
+      }
+      deps.logger.warn({ seq: v.m.seq, natsMsgId: v.m.natsMsgId, reason: 'invalid', error: text }, 'jetstream message refused by the database (termed, recorded in relay.jetstream_rejects)');
+      v.m.term(`invalid: ${text}`.slice(0, 200));
+      return { ...result, rejected: 1 };
+    }
+    return nakAll(deps, pending, result, err);
+  }
+}
+
+function nakAll(deps: IngestDeps, msgs: BridgeMessage[], result: BatchResult, err: unknown): BatchResult {
+  for (const m of msgs) m.nak(nakDelayMs(deps.nakBackoffMs, m.deliveryCount));
+  const e = err as { code?: string; message?: string };
+  deps.logger.warn({ err: { code: e?.code, message: e?.message }, messages: msgs.length }, 'jetstream batch not committed (database error): naked with backoff, stays in the stream');
+  return { ...result, naked: msgs.length, error: err };
+}
+
+type Outcome = { kind: 'created' } | { kind: 'duplicate' } | { kind: 'conflict'; outboundId: string };
+
+async function commit(deps: IngestDeps, valid: Valid[], rejects: RejectRecord[]): Promise<Outcome[]> {
+  return withTransaction(deps.pool, async (client) => {
+    const withJobs = valid.map((v) => ({ message: v.message, jobId: newJobId() }));
+    const rows = await outboundUpsertMany(client, withJobs, deps.defaultChatId, deps.botId);
+    // one batch may carry the same msg_id twice: the second sees the first as existing (same payload → duplicate)
+    const existing = rows.filter((r) => !r.created && !r.conflict).map((r) => r.id);
+    const kinds = await outboundPublisherKinds(client, existing);
+    const createdNow = new Map<string, string | null>();
+    const outcomes: Outcome[] = rows.map((r, n) => {
+      const pk = valid[n].publisherKind;
+      if (r.created) {
+        createdNow.set(r.id, pk);
+        return { kind: 'created' };
+      }
+      if (r.conflict) return { kind: 'conflict', outboundId: r.id };
+      const stored = createdNow.has(r.id) ? createdNow.get(r.id) : kinds.get(r.id);
+      return (stored ?? null) === pk ? { kind: 'duplicate' } : { kind: 'conflict', outboundId: r.id };
+    });
+    const created = rows.filter((r) => r.created);
+    await outboundSetPublisherKinds(
+      client,
+      created.flatMap((r) => {
+        const k = createdNow.get(r.id);
+        return k ? [{ id: r.id, kind: k }] : [];
+      }),
+    );
+    await enqueueJobs(
+      client,
+      deps.boss,
+      QUEUES.outbound,
+      created.map((r) => ({ id: r.jobId as string, data: { outboundId: r.id, msgId: r.msgId } })),
+    );
+    const conflicts = outcomes.flatMap((o, n) => (o.kind === 'conflict' ? [{ n, outboundId: o.outboundId }] : []));
+    await jetstreamConflictAudit(
+      client,
+      conflicts.map((c) => ({ outboundId: c.outboundId, msgId: valid[c.n].message.msgId, streamSeq: valid[c.n].m.seq, stream: deps.stream })),
+    );
+    await jetstreamRejectInsertMany(client, [
+      ...rejects,
+      ...conflicts.map((c) =>
+        reject(deps, valid[c.n].m, 'conflict', `msg_id exists (outbound id ${c.outboundId}) with a different payload`, valid[c.n].message.msgId, c.outboundId),
+      ),
+    ]);
+    return outcomes;
+  });
+}
