@@ -30,6 +30,10 @@ export async function run(): Promise<number> {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);
     return EXIT_UNAUTHORIZED;
   }
+  if (exit.reason === 'refused') {
+    process.stderr.write(`tg-relay poller: ${exit.message}\n`);
+    return exit.exitCode;
+  }
   if (exit.reason === 'crashed') {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);
     return 1;

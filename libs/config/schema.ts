@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from './duration';
+import { DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT, DB_LOCK_TIMEOUT_MS_DEFAULT, DB_STATEMENT_TIMEOUT_MS_DEFAULT } from '../db/pool';
 
 /**
  * Every environment variable tg-relay reads, with its default. The README's configuration table
@@ -73,6 +74,13 @@ const rate = (what: string) =>
 const chatId = z.string().refine((v) => /^-?\d+$/.test(v.trim()) || /^@[A-Za-z0-9_]{4,}$/.test(v.trim()), {
   message: 'expected an integer chat id or @channelusername',
 });
+
+/** A database session limit: 0 (off) or a duration from `minMs` to 1 h. */
+function dbLimit(what: string, minMs: number) {
+  return duration(what).refine((ms) => ms === 0 || (ms >= minMs && ms <= 3_600_000), {
+    message: `expected ${what}: 0 (off) or a duration from ${minMs}ms to 1h`,
+  });
+}
 
 export const configSchema = z.object({
   DATABASE_URL: url('a PostgreSQL connection URL (postgres://user@host:5432/db)').optional(),
@@ -148,6 +156,13 @@ export const configSchema = z.object({
   SANDBOX_HOST: z.string().min(1).default('127.0.0.1'),
   SANDBOX_PORT: int('a TCP port', 0, 65535).default('8081'),
   SANDBOX_COLLECTOR_PORT: int('a TCP port', 0, 65535).default('8082'),
+
+  // database session limits of every pool (libs/db/pool.ts); 0 leaves the server's own setting
+  DB_STATEMENT_TIMEOUT: dbLimit('statement_timeout: the longest a statement may run', 1_000).default(String(DB_STATEMENT_TIMEOUT_MS_DEFAULT)),
+  DB_LOCK_TIMEOUT: dbLimit('lock_timeout: the longest a statement waits for a lock', 100).default(String(DB_LOCK_TIMEOUT_MS_DEFAULT)),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT: dbLimit('idle_in_transaction_session_timeout: how long the server keeps a session idle inside a transaction', 1_000).default(
+    String(DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT),
+  ),
 });
 
 export type Config = z.output<typeof configSchema>;

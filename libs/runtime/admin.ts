@@ -7,7 +7,7 @@ import { buildAdminApp, BuildAdminAppOptions } from '../admin/app';
 import { AdminToken, resolveAdminTokens } from '../admin/auth';
 import { pendingUpdatesCache, webhookInfoFetcher } from '../admin/webhook-info';
 import { botIdFromToken, Config } from '../config';
-import { createBoss, createPool } from '../db';
+import { assertBossSchemaVersion, createBoss, createPool, timeoutsFromConfig } from '../db';
 import type { Logger } from '../observability/logger';
 
 export interface AdminRuntime {
@@ -30,8 +30,9 @@ export async function startAdminRuntime(opts: {
   const { config, logger } = opts;
   // decided before anything starts: refuses a non-loopback host without a token
   const { tokens, generated } = resolveAdminTokens(config);
-  const pool = createPool(opts.databaseUrl, { max: 8, applicationName: 'tg-relay:admin' });
-  const boss = createBoss(opts.databaseUrl, { max: 2, applicationName: 'tg-relay:admin' });
+  const timeouts = timeoutsFromConfig(config);
+  const pool = createPool(opts.databaseUrl, { max: 8, applicationName: 'tg-relay:admin', timeouts });
+  const boss = createBoss(opts.databaseUrl, { max: 2, applicationName: 'tg-relay:admin', timeouts });
   let app: FastifyInstance | undefined;
   let stopped = false;
   const stop = async () => {
@@ -42,6 +43,7 @@ export async function startAdminRuntime(opts: {
     await pool.end().catch(() => undefined);
   };
   try {
+    await assertBossSchemaVersion(pool); // before boss.start(): pg-boss's own check only says "requires migrations"
     await boss.start();
     const botId = config.TELEGRAM_BOT_TOKEN ? botIdFromToken(config.TELEGRAM_BOT_TOKEN) : undefined;
     const pendingUpdates = config.TELEGRAM_BOT_TOKEN
