@@ -17,6 +17,8 @@ export interface AdminRuntime {
   tokens: AdminToken[];
   /** Set when ADMIN_TOKEN was unset on a loopback host: a token made for this process. */
   generated?: AdminToken;
+  /** Resolves (with why) if the HTTP server closes or fails without stop(); `tg-relay start` then exits non-zero. */
+  died: Promise<string>;
   /** Closes the listener, pg-boss and the pool. Idempotent. */
   stop(): Promise<void>;
 }
@@ -61,8 +63,12 @@ export async function startAdminRuntime(opts: {
       sandbox: opts.sandbox,
     });
     const address = await app.listen({ host: config.ADMIN_HOST, port: config.ADMIN_PORT });
+    const died = new Promise<string>((resolve) => {
+      app!.server.once('close', () => !stopped && resolve('the admin API server closed'));
+      app!.server.once('error', (err) => !stopped && resolve(`the admin API server failed: ${err.message}`));
+    });
     logger.info({ address, tokens: tokens.map((t) => t.label), docs: `${address}/docs` }, 'admin API listening');
-    return { app, address, tokens, generated, stop };
+    return { app, address, tokens, generated, died, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -14,6 +14,8 @@ import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 export interface WorkerRuntime {
   workerId: string;
   queues: string[];
+  /** Resolves (with why) if a claim loop dies; `tg-relay start` then exits non-zero. */
+  died: Promise<string>;
   /** Stops claiming, finishes in-flight work within `timeoutMs` or releases it, closes the pool. Idempotent. */
   stop(timeoutMs: number): Promise<void>;
 }
@@ -55,7 +57,10 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
       logger.warn('BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs');
     }
 
+    let resolveDied!: (why: string) => void;
+    const died = new Promise<string>((r) => (resolveDied = r));
     const worker = createWorker({
+      onCrash: (queue, err) => resolveDied(`the ${queue} claim loop crashed: ${(err as Error)?.message ?? String(err)}`),
       pool,
       boss,
       logger,
@@ -78,6 +83,7 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
     return {
       workerId,
       queues,
+      died,
       stop: (timeoutMs) =>
         (stopping ??= (async () => {
           await worker.stop({ timeoutMs });
