@@ -133,11 +133,22 @@ export function createPoller(opts: PollerOptions): Poller {
   let lastProgressAt = now();
   let updatesWaitingSince: number | null = null;
   let watchdog: NodeJS.Timeout | null = null;
+  const watchdogTickMs = watchdogMs === null ? 0 : Math.max(50, Math.min(1_000, Math.floor(watchdogMs / 4)));
+  let lastTickAt = now();
   const progressed = () => {
     lastProgressAt = now();
     updatesWaitingSince = null;
   };
   const checkWatchdog = () => {
+    const tickAt = now();
+    const gap = tickAt - lastTickAt;
+    lastTickAt = tickAt;
+    // A late tick means this process was suspended (SIGSTOP, VM pause) or its event loop blocked:
+    // not a stall of its own. Give the loop a full window from now (a hung await does not delay ticks).
+    if (gap > 3 * watchdogTickMs + 1_000) {
+      lastProgressAt = Math.max(lastProgressAt, tickAt);
+      return;
+    }
     if (watchdogMs === null || stopping || state !== 'polling' || updatesWaitingSince === null) return;
     const idleMs = now() - lastProgressAt;
     if (idleMs < watchdogMs) return;
@@ -370,7 +381,8 @@ export function createPoller(opts: PollerOptions): Poller {
       if (started || stopping) return;
       started = true;
       if (watchdogMs !== null) {
-        watchdog = setInterval(checkWatchdog, Math.max(50, Math.min(1_000, Math.floor(watchdogMs / 4))));
+        lastTickAt = now();
+        watchdog = setInterval(checkWatchdog, watchdogTickMs);
         watchdog.unref();
       }
       loopPromise = loop().then(
