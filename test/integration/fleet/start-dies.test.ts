@@ -4,7 +4,10 @@
  * Here the poller dies for real: its database path freezes mid-batch while Telegram holds updates,
  * its watchdog ends it, and start exits 75 with the reason.
  */
+import { loadConfig } from '../../../libs/config';
+import { startAdminRuntime } from '../../../libs/runtime/admin';
 import type { BotApiSandbox } from '../../../libs/sandbox';
+import { testLogger } from '../../support/worker-harness';
 import { exited, startCli } from '../../support/cli';
 import { createMigratedDatabase } from '../../support/db';
 import { FreezableProxy, startFreezableProxy } from '../../support/freezable-proxy';
@@ -55,5 +58,19 @@ describe('tg-relay start supervises its components', () => {
     expect(proc.output()).toContain('tg-relay start: the poller stopped');
     expect(proc.output()).toContain('poller watchdog');
     proxy.thaw();
+  });
+
+  it("the admin runtime reports its server's death (start races it with the poller's and the worker's)", async () => {
+    const config = loadConfig({ DATABASE_URL: db.url, ADMIN_PORT: '0' });
+    const admin = await startAdminRuntime({ config, databaseUrl: db.url, logger: testLogger() });
+    try {
+      const ok = await fetch(`${admin.address}/health/live`);
+      expect(ok.status).toBeLessThan(500);
+      admin.app.server.close();
+      admin.app.server.closeAllConnections();
+      await expect(admin.died).resolves.toBe('the admin API server closed');
+    } finally {
+      await admin.stop();
+    }
   });
 });
