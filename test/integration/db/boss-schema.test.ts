@@ -84,6 +84,15 @@ describe('pg-boss schema', () => {
         [BOSS_SCHEMA],
       );
       expect(stale.rows).toEqual([]);
+      // column defaults and constraints reference types by oid: they follow the rename (checked, not assumed)
+      const defaults = await pool.query(
+        `select c.relname, pg_get_expr(d.adbin, d.adrelid) as expr from pg_attrdef d join pg_class c on c.oid = d.adrelid
+           join pg_namespace n on n.oid = c.relnamespace where n.nspname = $1`,
+        [BOSS_SCHEMA],
+      );
+      expect(defaults.rows.length).toBeGreaterThan(0);
+      expect(defaults.rows.filter((r) => r.expr.includes('pgboss'))).toEqual([]);
+      expect(defaults.rows.some((r) => r.expr.includes(`${BOSS_SCHEMA}.job_state`))).toBe(true);
       await assertBossSchemaVersion(pool);
 
       // pg-boss's own functions work in the new schema: a new queue gets its partition there
