@@ -4,11 +4,13 @@
  * 2 × POLL_TIMEOUT without progress, instead of sitting on the lease; restarted (as a supervisor
  * would), it stores the updates.
  */
+import { Client } from 'pg';
+import { createPool } from '../../../libs/db';
 import type { BotApiSandbox } from '../../../libs/sandbox';
 import { exited } from '../../support/cli';
 import { createMigratedDatabase } from '../../support/db';
 import { FreezableProxy, startFreezableProxy } from '../../support/freezable-proxy';
-import { cursorOf, inboxCount, newBotToken, startSandbox } from '../../support/ingress-harness';
+import { cursorOf, inboxCount, newBotToken, startSandbox, startTestPoller } from '../../support/ingress-harness';
 import { killHard, ownedBy, PollerProcess, startPollerProcess } from '../../support/ingress-processes';
 import { waitFor } from '../../support/wait-for';
 
@@ -58,5 +60,53 @@ describe('poller watchdog', () => {
     procs.push(restarted);
     await waitFor(async () => (await inboxCount(db.pool, botId)) === 3, { what: 'the restarted poller stored the updates', timeoutMs: 60_000 });
     expect(ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, restarted)).toBe(true);
+  });
+
+  it('in process: a batch stuck behind a lock (no lock limit) while Telegram holds updates ends the poller with `stalled`', async () => {
+    const { token, botId } = newBotToken();
+    const pool = createPool(db.url, { max: 2, timeouts: { lockMs: 0 } });
+    const blocker = new Client({ connectionString: db.url });
+    await blocker.connect();
+    const p = startTestPoller({ pool, url: db.url, apiRoot: sandbox.url, token, botId, pollTimeoutMs: 500 });
+    try {
+      await waitFor(() => p.poller.status().state === 'polling', { what: 'owner' });
+      await blocker.query('begin');
+      await blocker.query('lock table relay.inbox in exclusive mode');
+      sandbox.injectMessages(token, 2, { chats: 1, chatBase: Number(botId) });
+      const exit = await p.poller.done;
+      expect(exit).toMatchObject({ reason: 'stalled' });
+      expect((exit as { message: string }).message).toContain('made no progress');
+      expect(p.logs.lines().some((l) => l.level === 60 && /poller watchdog/.test(l.msg))).toBe(true);
+    } finally {
+      await blocker.query('rollback').catch(() => undefined);
+      await blocker.end();
+      await p.stop();
+      await pool.end();
+    }
+  });
+
+  it('does not trip while Telegram fails (5xx) or has nothing: that is a healthy backoff, not a stall', async () => {
+    const { token, botId } = newBotToken();
+    const p = startTestPoller({ pool: db.pool, url: db.url, apiRoot: sandbox.url, token, botId, pollTimeoutMs: 500 });
+    let ended: unknown = null;
+    void p.poller.done.then((e) => (ended = e));
+    try {
+      await waitFor(() => p.poller.status().state === 'polling', { what: 'owner' });
+      sandbox.setFaults({ serverErrorRate: 1, methods: ['getUpdates'] }, token);
+      const failedFrom = sandbox.calls(token, { method: 'getUpdates' }).length;
+      // many failed polls, well over several 1 s watchdog windows (backoff is capped at 400 ms here)
+      await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).length >= failedFrom + 10, { what: '10 failed polls', timeoutMs: 30_000 });
+      sandbox.setFaults(null, token);
+      const emptyFrom = sandbox.calls(token, { method: 'getUpdates' }).length;
+      await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).length >= emptyFrom + 5, { what: '5 empty polls', timeoutMs: 30_000 });
+      expect(ended).toBeNull();
+      sandbox.injectMessages(token, 2, { chats: 1, chatBase: Number(botId) });
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === 2, { what: 'stored after the failures' });
+      expect(ended).toBeNull();
+      expect(p.poller.status().state).toBe('polling');
+    } finally {
+      sandbox.setFaults(null, token);
+      await p.stop();
+    }
   });
 });
