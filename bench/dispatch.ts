@@ -40,7 +40,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function reset(pool: Pool): Promise<void> {
   await pool.query(`truncate relay.inbox, relay.attempts`);
-  await pool.query(`delete from pgboss.job where name = $1`, [QUEUES.dispatch]);
+  await pool.query(`delete from tg_relay_boss.job where name = $1`, [QUEUES.dispatch]);
   await pool.query('vacuum analyze relay.inbox');
 }
 
@@ -60,7 +60,7 @@ async function insertUpdates(pool: Pool, n: number): Promise<void> {
            from ids
          returning id, job_id
        )
-       insert into pgboss.job (id, name, data, retry_limit, expire_in, keep_until, policy)
+       insert into tg_relay_boss.job (id, name, data, retry_limit, expire_in, keep_until, policy)
        select job_id, $4, jsonb_build_object('id', id), 0, interval '23 hours', now() + interval '30 days', 'standard' from rows`,
       [n, CHATS, BOT_ID, QUEUES.dispatch],
     );

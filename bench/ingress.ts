@@ -122,7 +122,7 @@ async function runDurable(url: string, latencyMs: number): Promise<{ rate: numbe
   await poller.stop();
   const { rows } = await db.pool.query(
     `select (select count(*) from relay.inbox)::int as inbox, (select count(*) from relay.captures)::int as captures,
-            (select count(*) from pgboss.job)::int as jobs, (select next_offset from relay.cursor where bot_id = $1) as next_offset`,
+            (select count(*) from tg_relay_boss.job)::int as jobs, (select next_offset from relay.cursor where bot_id = $1) as next_offset`,
     [botId],
   );
   api.close();

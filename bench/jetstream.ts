@@ -154,7 +154,7 @@ async function scenario(batch: number) {
     // exactly once
     const dup = Number((await db.pool.query('select count(*)::int as n from (select msg_id from relay.outbound group by msg_id having count(*) > 1) d')).rows[0].n);
     const rows = await count();
-    const jobs = Number((await db.pool.query(`select count(*)::int as n from pgboss.job where name = 'outbound.send'`)).rows[0].n);
+    const jobs = Number((await db.pool.query(`select count(*)::int as n from tg_relay_boss.job where name = 'outbound.send'`)).rows[0].n);
     return {
       batch,
       bridges: BRIDGES,

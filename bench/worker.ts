@@ -61,7 +61,7 @@ async function bulkCaptures(pool: Pool, n: number, offset: number): Promise<void
              from ids
            returning id, job_id
          )
-         insert into pgboss.job (id, name, data, retry_limit, expire_in, keep_until, policy)
+         insert into tg_relay_boss.job (id, name, data, retry_limit, expire_in, keep_until, policy)
          select job_id, $3, jsonb_build_object('id', id), 0, interval '23 hours', now() + interval '30 days', 'standard' from caps`,
         [from, size, QUEUES.capture],
       );
@@ -71,7 +71,7 @@ async function bulkCaptures(pool: Pool, n: number, offset: number): Promise<void
 
 async function bulkBossJobs(pool: Pool, queue: string, n: number): Promise<void> {
   await pool.query(
-    `insert into pgboss.job (name, data, retry_limit, expire_in, keep_until, policy)
+    `insert into tg_relay_boss.job (name, data, retry_limit, expire_in, keep_until, policy)
      select $1, jsonb_build_object('n', g), 0, interval '23 hours', now() + interval '30 days', 'standard' from generate_series(1, $2) g`,
     [queue, n],
   );
@@ -79,9 +79,9 @@ async function bulkBossJobs(pool: Pool, queue: string, n: number): Promise<void>
 
 async function resetCaptures(pool: Pool): Promise<void> {
   await pool.query(`truncate relay.captures, relay.attempts`);
-  await pool.query(`delete from pgboss.job where name = $1`, [QUEUES.capture]);
+  await pool.query(`delete from tg_relay_boss.job where name = $1`, [QUEUES.capture]);
   await pool.query(`vacuum analyze relay.captures`);
-  await pool.query(`vacuum analyze pgboss.job`);
+  await pool.query(`vacuum analyze tg_relay_boss.job`);
 }
 
 // ---- (a) throughput -----------------------------------------------------------------------------
@@ -89,7 +89,7 @@ async function resetCaptures(pool: Pool): Promise<void> {
 async function ourLoop(url: string, pool: Pool, n: number, concurrency: number): Promise<number> {
   await resetCaptures(pool);
   await bulkCaptures(pool, n, 0);
-  await pool.query('analyze relay.captures; analyze pgboss.job');
+  await pool.query('analyze relay.captures; analyze tg_relay_boss.job');
   const boss = createBoss(url, { max: 1 });
   const store = createCaptureStore();
   let done!: () => void;
@@ -122,7 +122,7 @@ async function bossWork(boss: PgBoss, pool: Pool, n: number, workers: number, ba
   const queue = `bench.work.${workers}.${batchSize}`;
   await boss.createQueue(queue, { name: queue, retryLimit: 0 } as PgBoss.Queue);
   await bulkBossJobs(pool, queue, n);
-  await pool.query('analyze pgboss.job');
+  await pool.query('analyze tg_relay_boss.job');
   let count = 0;
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
@@ -146,7 +146,7 @@ async function tightLoop(boss: PgBoss, pool: Pool, n: number): Promise<number> {
   const queue = 'bench.tight';
   await boss.createQueue(queue, { name: queue, retryLimit: 0 } as PgBoss.Queue);
   await bulkBossJobs(pool, queue, n);
-  await pool.query('analyze pgboss.job');
+  await pool.query('analyze tg_relay_boss.job');
   let count = 0;
   const t0 = performance.now();
   for (;;) {
@@ -163,7 +163,7 @@ async function tightLoop(boss: PgBoss, pool: Pool, n: number): Promise<number> {
 async function partA(url: string, pool: Pool): Promise<void> {
   const n = SIZES.throughputJobs;
   log(`\n(a) no-op jobs/s, backlog of ${fmt(n)} ready jobs each`);
-  const boss = new PgBoss({ connectionString: url, schema: 'pgboss', supervise: false, schedule: false, max: 10 });
+  const boss = new PgBoss({ connectionString: url, schema: 'tg_relay_boss', supervise: false, schedule: false, max: 10 });
   boss.on('error', () => undefined);
   await boss.start();
   const ours: Record<string, number> = {};
@@ -244,7 +244,7 @@ async function partB(url: string, pool: Pool): Promise<void> {
     await bulkCaptures(pool, size - have, have);
     have = size;
     await pool.query('vacuum analyze relay.captures');
-    await pool.query('vacuum analyze pgboss.job');
+    await pool.query('vacuum analyze tg_relay_boss.job');
     await pool.query('checkpoint'); // flush the bulk load's dirty pages now, not during the timing
     const build = (performance.now() - t0) / 1000;
     await timeClaim(pool, 5); // warm

@@ -46,9 +46,9 @@ export async function main(argv: string[]): Promise<void> {
       finish(78); // EX_CONFIG
       return;
     }
-    const e = err as Error & { code?: string };
+    const e = err as Error & { code?: string; exitCode?: number };
     process.stderr.write(`tg-relay ${name}: ${e.code ? `[${e.code}] ` : ''}${e.message}\n`);
-    finish(1);
+    finish(typeof e.exitCode === 'number' && e.exitCode > 0 ? e.exitCode : 1); // e.g. 65: pg-boss schema mismatch
   }
 }
 

@@ -11,6 +11,10 @@ import { createLogger } from '../../libs/observability/logger';
 
 /** EX_CONFIG: the bot token was rejected, restarting will not help. */
 export const EXIT_UNAUTHORIZED = 78;
+/** EX_TEMPFAIL: the watchdog found this poller stalled; a restart is the cure (libs/ingress/poller.ts). */
+export const EXIT_STALLED = 75;
+/** How long a stalled poller waits for its own shutdown (its loop may be stuck for good). */
+const STALLED_STOP_TIMEOUT_MS = 5_000;
 
 export async function run(): Promise<number> {
   const config = loadConfig();
@@ -24,11 +28,20 @@ export async function run(): Promise<number> {
   }, logger);
   const exit = await ingress.done;
   removeSignals();
+  if (exit.reason === 'stalled') {
+    process.stderr.write(`tg-relay poller: ${exit.message}\n`);
+    await Promise.race([Promise.all([ingress.stop(), db.stop()]), new Promise((r) => setTimeout(r, STALLED_STOP_TIMEOUT_MS).unref())]);
+    return EXIT_STALLED;
+  }
   await ingress.stop();
   await db.stop();
   if (exit.reason === 'unauthorized') {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);
     return EXIT_UNAUTHORIZED;
+  }
+  if (exit.reason === 'refused') {
+    process.stderr.write(`tg-relay poller: ${exit.message}\n`);
+    return exit.exitCode;
   }
   if (exit.reason === 'crashed') {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);

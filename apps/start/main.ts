@@ -13,8 +13,13 @@ import { createLogger } from '../../libs/observability/logger';
 import { AdminRuntime, startAdminRuntime } from '../../libs/runtime/admin';
 import { SANDBOX_CHAT_ID, SandboxMode, startSandboxMode } from '../../libs/runtime/sandbox-mode';
 import { startWorkerRuntime, WorkerRuntime } from '../../libs/runtime/worker';
+import { EXIT_STALLED } from '../poller/main';
 
 const EXIT_UNAUTHORIZED = 78;
+/** EX_SOFTWARE: a component died (a claim loop, the admin server, the poller loop). */
+const EXIT_COMPONENT_DIED = 70;
+/** Beyond SHUTDOWN_TIMEOUT, how long a dying `start` waits for the rest to stop (a stuck part must not keep it alive). */
+const DYING_STOP_GRACE_MS = 5_000;
 
 function say(lines: string[]): void {
   process.stdout.write(`${lines.join('\n')}\n`);
@@ -99,11 +104,28 @@ export async function run(): Promise<number> {
   }
   say([...lines, '']);
 
-  const exit = await ingress.done;
-  if (exit.reason === 'unauthorized') {
-    process.stderr.write(`tg-relay start: ${exit.message}\n`);
-    await stopAll();
-    return EXIT_UNAUTHORIZED;
-  }
-  return new Promise<never>(() => undefined); // the shutdown handler exits the process
+  // One component dying ends the whole process with a non-zero code, so its supervisor restarts a
+  // whole tg-relay instead of leaving one running half-alive (say, a worker with no poller).
+  const death = await Promise.race([
+    ingress.done.then((exit) => {
+      switch (exit.reason) {
+        case 'stopped':
+          return new Promise<never>(() => undefined); // stop() came from the shutdown handler, which exits
+        case 'unauthorized':
+          return { what: 'poller', message: exit.message, code: EXIT_UNAUTHORIZED };
+        case 'refused':
+          return { what: 'poller', message: exit.message, code: exit.exitCode };
+        case 'stalled':
+          return { what: 'poller', message: exit.message, code: EXIT_STALLED };
+        case 'crashed':
+          return { what: 'poller', message: exit.message, code: EXIT_COMPONENT_DIED };
+      }
+    }),
+    worker.died.then((message) => ({ what: 'worker', message, code: EXIT_COMPONENT_DIED })),
+    admin.died.then((message) => ({ what: 'admin API', message, code: EXIT_COMPONENT_DIED })),
+  ]);
+  process.stderr.write(`tg-relay start: the ${death.what} stopped (${death.message}); stopping everything and exiting ${death.code}\n`);
+  logger.fatal({ component: death.what, exitCode: death.code }, `${death.what} died: tg-relay start exits`);
+  await Promise.race([stopAll(), new Promise((r) => setTimeout(r, config.SHUTDOWN_TIMEOUT + DYING_STOP_GRACE_MS).unref())]);
+  return death.code;
 }

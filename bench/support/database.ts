@@ -29,7 +29,8 @@ export async function benchDatabase(): Promise<{ url: string; pool: Pool; close(
   u.pathname = `/${name}`;
   const url = u.toString();
   await migrateAll(url);
-  const pool = createPool(url, { max: 10, applicationName: 'tg-relay:bench' });
+  // bench setup bulk-loads millions of rows: no statement or lock limit on this pool
+  const pool = createPool(url, { max: 10, applicationName: 'tg-relay:bench', timeouts: { statementMs: 0, lockMs: 0 } });
   return {
     url,
     pool,

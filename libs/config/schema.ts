@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from './duration';
+import { DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT, DB_LOCK_TIMEOUT_MS_DEFAULT, DB_STATEMENT_TIMEOUT_MS_DEFAULT } from '../db/pool';
 
 /**
  * Every environment variable tg-relay reads, with its default. The README's configuration table
@@ -87,6 +88,12 @@ const natsUrls = z.string().transform((v, ctx) => {
 
 const natsSubject = (what: string) =>
   z.string().refine((v) => /^[^\s.]+(\.[^\s.]+)*$/.test(v), { message: `expected ${what}: dot-separated tokens without spaces, like telegram.outbound` });
+/** A database session limit: 0 (off) or a duration from `minMs` to 1 h. */
+function dbLimit(what: string, minMs: number) {
+  return duration(what).refine((ms) => ms === 0 || (ms >= minMs && ms <= 3_600_000), {
+    message: `expected ${what}: 0 (off) or a duration from ${minMs}ms to 1h`,
+  });
+}
 
 export const configSchema = z.object({
   DATABASE_URL: url('a PostgreSQL connection URL (postgres://user@host:5432/db)').optional(),
@@ -180,6 +187,12 @@ export const configSchema = z.object({
   META_ALERT_ON_DROP: z.enum(['true', 'false'], { message: 'expected true or false' }).transform((v) => v === 'true').default('true'),
   OUTBOUND_MAX_RETRY_AFTER: duration('the longest wait honoured for one 429 retry_after').default('60s'),
   OUTBOUND_MAX_429: int('how many 429 answers one message may take before it fails (0 = unlimited)', 0, 1_000_000).default('0'),
+  // database session limits of every pool (libs/db/pool.ts); 0 leaves the server's own setting
+  DB_STATEMENT_TIMEOUT: dbLimit('statement_timeout: the longest a statement may run', 1_000).default(String(DB_STATEMENT_TIMEOUT_MS_DEFAULT)),
+  DB_LOCK_TIMEOUT: dbLimit('lock_timeout: the longest a statement waits for a lock', 100).default(String(DB_LOCK_TIMEOUT_MS_DEFAULT)),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT: dbLimit('idle_in_transaction_session_timeout: how long the server keeps a session idle inside a transaction', 1_000).default(
+    String(DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT),
+  ),
 });
 
 export type Config = z.output<typeof configSchema>;

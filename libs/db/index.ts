@@ -3,3 +3,4 @@ export * from './embedded';
 export * from './migrate';
 export * from './boss';
 export * from './database';
+export * from './boss-schema';

@@ -8,16 +8,61 @@ export interface Queryable {
 }
 
 /**
- * One pool per process role. `application_name` makes each component visible in pg_stat_activity,
+ * Server-side limits every session of ours runs under (milliseconds; 0 turns one off). They are
+ * what keeps a dead or frozen client from holding the cursor row lock (or any other) for hours:
+ * PostgreSQL itself ends a transaction left idle, a statement that runs away, and a lock wait.
+ * Migrations and bulk jobs pass their own (0 = none) for their legitimately long statements.
+ */
+export interface DbTimeouts {
+  statementMs: number;
+  lockMs: number;
+  idleInTransactionMs: number;
+}
+export const DB_STATEMENT_TIMEOUT_MS_DEFAULT = 30_000;
+export const DB_LOCK_TIMEOUT_MS_DEFAULT = 10_000;
+export const DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT = 30_000;
+/** TCP keepalive: first probe after this much idle time, so a vanished peer is noticed by the OS. */
+export const DB_KEEPALIVE_DELAY_MS = 10_000;
+export const DB_TIMEOUTS_DEFAULT: DbTimeouts = {
+  statementMs: DB_STATEMENT_TIMEOUT_MS_DEFAULT,
+  lockMs: DB_LOCK_TIMEOUT_MS_DEFAULT,
+  idleInTransactionMs: DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT,
+};
+
+/** The `pg` connection options for our session limits and TCP keepalive (also given to pg-boss's pool). */
+export function sessionOptions(t: Partial<DbTimeouts> = {}): Pick<PoolConfig, 'statement_timeout' | 'lock_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'> {
+  const v = { ...DB_TIMEOUTS_DEFAULT, ...t };
+  return {
+    statement_timeout: v.statementMs,
+    lock_timeout: v.lockMs,
+    idle_in_transaction_session_timeout: v.idleInTransactionMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: DB_KEEPALIVE_DELAY_MS,
+  };
+}
+
+/** The three limits from the validated configuration (DB_STATEMENT_TIMEOUT, DB_LOCK_TIMEOUT, DB_IDLE_IN_TRANSACTION_TIMEOUT). */
+export function timeoutsFromConfig(c: { DB_STATEMENT_TIMEOUT?: number; DB_LOCK_TIMEOUT?: number; DB_IDLE_IN_TRANSACTION_TIMEOUT?: number }): DbTimeouts {
+  return {
+    statementMs: c.DB_STATEMENT_TIMEOUT ?? DB_STATEMENT_TIMEOUT_MS_DEFAULT,
+    lockMs: c.DB_LOCK_TIMEOUT ?? DB_LOCK_TIMEOUT_MS_DEFAULT,
+    idleInTransactionMs: c.DB_IDLE_IN_TRANSACTION_TIMEOUT ?? DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT,
+  };
+}
+
+/**
+ * One pool per process role, every session under `timeouts` (DB_TIMEOUTS_DEFAULT unless given) with
+ * TCP keepalive on. `application_name` makes each component visible in pg_stat_activity,
  * which is how operators tell a stuck worker from a stuck poller.
  */
-export function createPool(connectionString: string, opts: { max?: number; applicationName?: string } & PoolConfig = {}): Pool {
-  const { applicationName, ...rest } = opts;
+export function createPool(connectionString: string, opts: { max?: number; applicationName?: string; timeouts?: Partial<DbTimeouts> } & PoolConfig = {}): Pool {
+  const { applicationName, timeouts, ...rest } = opts;
   const pool = new Pool({
     connectionString,
     max: opts.max ?? 10,
     application_name: applicationName ?? 'tg-relay',
     connectionTimeoutMillis: 10_000,
+    ...sessionOptions(timeouts),
     ...rest,
   });
   // An idle client that loses its connection (database restart) emits 'error' on the pool; without a

@@ -53,10 +53,24 @@ export interface PollerOptions {
   random?: () => number;
   /** On acquiring the lease, remove a webhook left from INGRESS=webhook (default true). */
   deleteWebhookOnAcquire?: boolean;
+  /** Watchdog threshold (default 2 × pollTimeoutMs); `false` turns the watchdog off. */
+  watchdogMs?: number | false;
+  /** Injectable clock for the watchdog (default Date.now). */
+  now?: () => number;
 }
 
-/** How ingress ended: stop() was called, Telegram rejected the token, or a bug ended the loop. */
-export type PollerExit = { reason: 'stopped' } | { reason: 'unauthorized'; message: string } | { reason: 'crashed'; message: string };
+/** How long the watchdog waits for the lease release of a stalled poller before giving up on it. */
+const WATCHDOG_RELEASE_TIMEOUT_MS = 2_000;
+
+/**
+ * How ingress ended: stop() was called, Telegram rejected the token, a bug ended the loop, or the
+ * watchdog found the generation stalled (the process should exit non-zero and be restarted).
+ */
+export type PollerExit =
+  | { reason: 'stopped' }
+  | { reason: 'unauthorized'; message: string }
+  | { reason: 'crashed'; message: string }
+  | { reason: 'stalled'; message: string };
 
 export interface PollerStatus {
   state: 'idle' | 'standby' | 'polling' | 'halted' | 'stopped';
@@ -114,6 +128,53 @@ export function createPoller(opts: PollerOptions): Poller {
     wake = new AbortController();
   };
 
+  // ---- watchdog -------------------------------------------------------------------------------
+  // Progress = a committed batch, a recorded empty long poll, or a fresh lease. The watchdog trips
+  // when the owning generation made none for watchdogMs while Telegram is known to hold updates
+  // (a non-empty getUpdates answer not yet committed). It ends the poller with `stalled` at once,
+  // without waiting for the loop (which may be stuck on an await that never settles, e.g. a
+  // frozen database connection): the process exits non-zero and its supervisor restarts it, and
+  // meanwhile a hot standby takes over (the lease is released if the database answers, else it
+  // expires within LEASE_TTL). An in-process "drop the lease and re-acquire" cannot unwind a hung
+  // await, so it would not recover the cases this exists for.
+  const now = opts.now ?? Date.now;
+  const watchdogMs = opts.watchdogMs === false ? null : (opts.watchdogMs ?? 2 * opts.pollTimeoutMs);
+  let lastProgressAt = now();
+  let updatesWaitingSince: number | null = null;
+  let watchdog: NodeJS.Timeout | null = null;
+  const watchdogTickMs = watchdogMs === null ? 0 : Math.max(50, Math.min(1_000, Math.floor(watchdogMs / 4)));
+  let lastTickAt = now();
+  const progressed = () => {
+    lastProgressAt = now();
+    updatesWaitingSince = null;
+  };
+  const checkWatchdog = () => {
+    const tickAt = now();
+    const gap = tickAt - lastTickAt;
+    lastTickAt = tickAt;
+    // A late tick means this process was suspended (SIGSTOP, VM pause) or its event loop blocked:
+    // not a stall of its own. Give the loop a full window from now (a hung await does not delay ticks).
+    if (gap > 3 * watchdogTickMs + 1_000) {
+      lastProgressAt = Math.max(lastProgressAt, tickAt);
+      return;
+    }
+    if (watchdogMs === null || stopping || state !== 'polling' || updatesWaitingSince === null) return;
+    const idleMs = now() - lastProgressAt;
+    if (idleMs < watchdogMs) return;
+    const message = `poller watchdog: generation ${lease.fence()?.generation ?? '?'} made no progress for ${idleMs} ms (limit ${watchdogMs} ms = 2 × POLL_TIMEOUT) while Telegram holds updates; exiting so the supervisor restarts it`;
+    logger.fatal({ idleMs, watchdogMs, offset, updatesWaitingMs: now() - updatesWaitingSince }, message);
+    exit = { reason: 'stalled', message };
+    stopping = true;
+    stopCtl.abort();
+    interrupt();
+    stopWatchdog();
+    void Promise.race([lease.release().catch(() => undefined), new Promise((r) => setTimeout(r, WATCHDOG_RELEASE_TIMEOUT_MS).unref())]).then(() => resolveDone(exit));
+  };
+  const stopWatchdog = () => {
+    if (watchdog) clearInterval(watchdog);
+    watchdog = null;
+  };
+
   const lease: Lease = createLease({
     pool: opts.pool,
     botId: opts.botId,
@@ -147,6 +208,7 @@ export function createPoller(opts: PollerOptions): Poller {
     }
     offset = got.nextOffset;
     haltedReason = null;
+    progressed();
     logger.info({ generation: got.generation, offset }, 'ingress lease acquired: polling');
     if (opts.deleteWebhookOnAcquire !== false) await removeStaleWebhook();
   }
@@ -248,6 +310,7 @@ export function createPoller(opts: PollerOptions): Poller {
         },
       );
       episodes.recover('persist', 'batch persisted again');
+      progressed();
       batches++;
       updatesStored += r.stored;
       if (plan.nextOffset !== null) offset = plan.nextOffset;
@@ -313,6 +376,7 @@ export function createPoller(opts: PollerOptions): Poller {
       return;
     }
     const plan = planBatch(scanned.items, { policy: opts.decodePolicy, offset: requested, transport: 'polling' });
+    if (scanned.items.length > 0) updatesWaitingSince ??= now();
     if (plan.updates.length === 0 && plan.quarantine.length === 0 && !plan.halt) {
       // An empty long poll: progress for this generation (fenced; also extends the lease).
       try {
@@ -321,6 +385,7 @@ export function createPoller(opts: PollerOptions): Poller {
           return;
         }
         episodes.recover('persist', 'database reachable again');
+        progressed();
       } catch (err) {
         const n = fail('persist', 'error', { err }, 'could not record progress');
         await sleep(backoffDelay(n, policy, random), wake.signal);
@@ -348,6 +413,7 @@ export function createPoller(opts: PollerOptions): Poller {
       }
     } finally {
       state = 'stopped';
+      stopWatchdog();
       await lease.release();
     }
   }
@@ -356,6 +422,11 @@ export function createPoller(opts: PollerOptions): Poller {
     start() {
       if (started || stopping) return;
       started = true;
+      if (watchdogMs !== null) {
+        lastTickAt = now();
+        watchdog = setInterval(checkWatchdog, watchdogTickMs);
+        watchdog.unref();
+      }
       loopPromise = loop().then(
         () => resolveDone(exit),
         (err) => {

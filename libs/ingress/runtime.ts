@@ -9,8 +9,9 @@ import type { Config } from '../config';
 import { botIdFromToken } from '../config';
 import { ConfigError } from '../config/errors';
 import { createBoss } from '../db/boss';
+import { assertBossSchemaVersion, BossSchemaMismatchError } from '../db/boss-schema';
 import { migrationStatus } from '../db/migrate';
-import { createPool } from '../db/pool';
+import { createPool, timeoutsFromConfig } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { createBotApiClient } from '../telegram';
 import { backoffDelay, sleep } from './backoff';
@@ -32,13 +33,17 @@ export type IngressConfig = Pick<
   | 'WEBHOOK_SECRET'
   | 'ALLOWED_CHAT_IDS'
   | 'DISPATCH_UNAUTHORIZED'
->;
+> &
+  Partial<Pick<Config, 'DB_STATEMENT_TIMEOUT' | 'DB_LOCK_TIMEOUT' | 'DB_IDLE_IN_TRANSACTION_TIMEOUT'>>;
+
+/** How ingress ended: the poller's own exits, or a refusal to start (a pg-boss schema it was not built for). */
+export type IngressExit = PollerExit | { reason: 'refused'; message: string; exitCode: number };
 
 export interface IngressRuntime {
   botId: string;
   owner: string;
-  /** Resolves when ingress ends: stop(), or 401 (`unauthorized`). */
-  done: Promise<PollerExit>;
+  /** Resolves when ingress ends: stop(), 401 (`unauthorized`), a crash, the watchdog, or a refusal to start. */
+  done: Promise<IngressExit>;
   /** Drains the in-flight batch, releases the lease, closes pools. Idempotent. */
   stop(): Promise<void>;
   /** Webhook mode: `http://host:port` of the endpoint. */
@@ -87,8 +92,9 @@ export async function startIngress(opts: { config: IngressConfig; databaseUrl: s
   const botId = botIdFromToken(token);
   const owner = opts.owner ?? newOwnerId();
   const logger = opts.logger.child({ component: 'ingress', botId, owner });
-  const pool = createPool(opts.databaseUrl, { max: 4, applicationName: 'tg-relay:ingress' });
-  const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:ingress' });
+  const timeouts = timeoutsFromConfig(config);
+  const pool = createPool(opts.databaseUrl, { max: 4, applicationName: 'tg-relay:ingress', timeouts });
+  const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:ingress', timeouts });
   const api = createBotApiClient({ token, apiRoot: config.TELEGRAM_API_ROOT });
   const abort = new AbortController();
 
@@ -102,8 +108,8 @@ export async function startIngress(opts: { config: IngressConfig; databaseUrl: s
 
   let stopComponent: () => Promise<void> = async () => undefined;
   let webhookAddress: () => string | null = () => null;
-  let resolveDone!: (e: PollerExit) => void;
-  const done = new Promise<PollerExit>((r) => (resolveDone = r));
+  let resolveDone!: (e: IngressExit) => void;
+  const done = new Promise<IngressExit>((r) => (resolveDone = r));
   let health: { stop(): void } | null = null;
 
   const common = {
@@ -125,6 +131,7 @@ export async function startIngress(opts: { config: IngressConfig; databaseUrl: s
       resolveDone({ reason: 'stopped' });
       return;
     }
+    await assertBossSchemaVersion(pool);
     logger.info(
       { ingress: config.INGRESS, decodePolicy: config.DECODE_POLICY, leaseTtlMs: config.LEASE_TTL, pollTimeoutMs: config.POLL_TIMEOUT, allowList: config.ALLOWED_CHAT_IDS.length || 'all' },
       'ingress starting (standby until the lease is free)',
@@ -150,6 +157,11 @@ export async function startIngress(opts: { config: IngressConfig; databaseUrl: s
     }
   };
   const started = begin().catch((err) => {
+    if (err instanceof BossSchemaMismatchError) {
+      logger.fatal({ recorded: err.recorded, expected: err.expected }, err.message);
+      resolveDone({ reason: 'refused', message: err.message, exitCode: err.exitCode });
+      return;
+    }
     logger.fatal({ err }, 'ingress failed to start');
     resolveDone({ reason: 'crashed', message: `ingress failed to start: ${(err as Error)?.message ?? String(err)}` });
   });

@@ -2,7 +2,7 @@
  * Keeps each domain row's pg-boss job in step with it, inside the caller's transaction.
  *
  * complete and fail go through pg-boss's public API with `{ db }`. Two moves have no public API and
- * are written here against pgboss.job, for measured reasons:
+ * are written here against pg-boss's job table (BOSS_SCHEMA), for measured reasons:
  *  - activation of the jobs of rows we claimed (ACTIVATE_SQL, also inlined in the claim statement
  *    of queries.ts): pg-boss's `fetch()` sorts the whole ready backlog
  *    (`ORDER BY priority desc, created_on, id`; its index is on (name, start_after)), so its cost

@@ -47,6 +47,8 @@ export interface KindWorkerDeps {
   listener?: WakeListener;
   pollIntervalMs?: number;
   claimBatchMax?: number;
+  /** Called if the loop ever ends by an error (it should not): the process is no longer whole. */
+  onCrash?: (err: unknown) => void;
   /** Outcome transactions in flight at once (default 2). */
   outcomeWriters?: number;
 }
@@ -447,7 +449,10 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
       started = true;
       unsubscribe = deps.listener?.subscribe(kind.queue, () => signal.notify());
       schedule();
-      loopDone = loop().catch((err) => logger.error({ err }, 'claim loop crashed'));
+      loopDone = loop().catch((err) => {
+        logger.error({ err }, 'claim loop crashed');
+        deps.onCrash?.(err);
+      });
       sweepRunning = sweep().finally(() => (sweepRunning = undefined)); // claims of workers that died before we started
     },
     stop(opts = {}) {

@@ -41,6 +41,8 @@ export function createWorker(opts: {
   outcomeWriters?: number;
   /** Set false to rely on polling only (tests of the safety net). */
   listen?: boolean;
+  /** A claim loop ended by an error (see KindWorkerDeps.onCrash). */
+  onCrash?: (queue: string, err: unknown) => void;
 }): Worker {
   const workerId = opts.workerId ?? newWorkerId();
   const logger = opts.logger.child({ workerId });
@@ -59,6 +61,7 @@ export function createWorker(opts: {
       pollIntervalMs: opts.pollIntervalMs,
       claimBatchMax: opts.claimBatchMax,
       outcomeWriters: opts.outcomeWriters,
+      onCrash: opts.onCrash && ((err) => opts.onCrash!(kind.queue, err)),
     }),
   );
   let started = false;

@@ -7,7 +7,7 @@ import { buildAdminApp, BuildAdminAppOptions } from '../admin/app';
 import { AdminToken, resolveAdminTokens } from '../admin/auth';
 import { pendingUpdatesCache, webhookInfoFetcher } from '../admin/webhook-info';
 import { botIdFromToken, Config } from '../config';
-import { createBoss, createPool } from '../db';
+import { assertBossSchemaVersion, createBoss, createPool, timeoutsFromConfig } from '../db';
 import type { Logger } from '../observability/logger';
 
 export interface AdminRuntime {
@@ -17,6 +17,8 @@ export interface AdminRuntime {
   tokens: AdminToken[];
   /** Set when ADMIN_TOKEN was unset on a loopback host: a token made for this process. */
   generated?: AdminToken;
+  /** Resolves (with why) if the HTTP server closes or fails without stop(); `tg-relay start` then exits non-zero. */
+  died: Promise<string>;
   /** Closes the listener, pg-boss and the pool. Idempotent. */
   stop(): Promise<void>;
 }
@@ -30,8 +32,9 @@ export async function startAdminRuntime(opts: {
   const { config, logger } = opts;
   // decided before anything starts: refuses a non-loopback host without a token
   const { tokens, generated } = resolveAdminTokens(config);
-  const pool = createPool(opts.databaseUrl, { max: 8, applicationName: 'tg-relay:admin' });
-  const boss = createBoss(opts.databaseUrl, { max: 2, applicationName: 'tg-relay:admin' });
+  const timeouts = timeoutsFromConfig(config);
+  const pool = createPool(opts.databaseUrl, { max: 8, applicationName: 'tg-relay:admin', timeouts });
+  const boss = createBoss(opts.databaseUrl, { max: 2, applicationName: 'tg-relay:admin', timeouts });
   let app: FastifyInstance | undefined;
   let stopped = false;
   const stop = async () => {
@@ -42,6 +45,7 @@ export async function startAdminRuntime(opts: {
     await pool.end().catch(() => undefined);
   };
   try {
+    await assertBossSchemaVersion(pool); // before boss.start(): pg-boss's own check only says "requires migrations"
     await boss.start();
     const botId = config.TELEGRAM_BOT_TOKEN ? botIdFromToken(config.TELEGRAM_BOT_TOKEN) : undefined;
     const pendingUpdates = config.TELEGRAM_BOT_TOKEN
@@ -59,8 +63,12 @@ export async function startAdminRuntime(opts: {
       sandbox: opts.sandbox,
     });
     const address = await app.listen({ host: config.ADMIN_HOST, port: config.ADMIN_PORT });
+    const died = new Promise<string>((resolve) => {
+      app!.server.once('close', () => !stopped && resolve('the admin API server closed'));
+      app!.server.once('error', (err) => !stopped && resolve(`the admin API server failed: ${err.message}`));
+    });
     logger.info({ address, tokens: tokens.map((t) => t.label), docs: `${address}/docs` }, 'admin API listening');
-    return { app, address, tokens, generated, stop };
+    return { app, address, tokens, generated, died, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -4,7 +4,7 @@
  * all-in-one `tg-relay start`.
  */
 import type { Config } from '../config';
-import { createBoss, createPool, migrationStatus } from '../db';
+import { assertBossSchemaVersion, createBoss, createPool, migrationStatus, timeoutsFromConfig } from '../db';
 import type { Logger } from '../observability/logger';
 import { createCaptureKind } from '../captures/deliver';
 import { createWorker, JobKind, newWorkerId } from '../queue';
@@ -14,6 +14,8 @@ import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 export interface WorkerRuntime {
   workerId: string;
   queues: string[];
+  /** Resolves (with why) if a claim loop dies; `tg-relay start` then exits non-zero. */
+  died: Promise<string>;
   /** Stops claiming, finishes in-flight work within `timeoutMs` or releases it, closes the pool. Idempotent. */
   stop(timeoutMs: number): Promise<void>;
 }
@@ -21,7 +23,8 @@ export interface WorkerRuntime {
 export async function startWorkerRuntime(opts: { config: Config; databaseUrl: string; logger: Logger }): Promise<WorkerRuntime> {
   const { config, logger } = opts;
   const workerId = newWorkerId();
-  const pool = createPool(opts.databaseUrl, { max: 10, applicationName: 'tg-relay:worker' });
+  const timeouts = timeoutsFromConfig(config);
+  const pool = createPool(opts.databaseUrl, { max: 10, applicationName: 'tg-relay:worker', timeouts });
   const kinds: JobKind<any>[] = [];
   const closeAll = async () => {
     for (const k of kinds) (k as { close?: () => void }).close?.();
@@ -32,7 +35,8 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
     if (!status.current) {
       throw Object.assign(new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`), { code: 'RELAY_QUEUE_NOT_MIGRATED' });
     }
-    const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker' });
+    await assertBossSchemaVersion(pool);
+    const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker', timeouts });
 
     if (config.CAPTURE_URL) {
       kinds.push(createCaptureKind({ url: config.CAPTURE_URL, timeoutMs: config.CAPTURE_TIMEOUT }));
@@ -53,7 +57,10 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
       logger.warn('BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs');
     }
 
+    let resolveDied!: (why: string) => void;
+    const died = new Promise<string>((r) => (resolveDied = r));
     const worker = createWorker({
+      onCrash: (queue, err) => resolveDied(`the ${queue} claim loop crashed: ${(err as Error)?.message ?? String(err)}`),
       pool,
       boss,
       logger,
@@ -76,6 +83,7 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
     return {
       workerId,
       queues,
+      died,
       stop: (timeoutMs) =>
         (stopping ??= (async () => {
           await worker.stop({ timeoutMs });

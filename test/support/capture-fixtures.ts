@@ -88,7 +88,7 @@ export async function captureStates(pool: Pool): Promise<CaptureState[]> {
     `select c.id::text, c.capture_key as key, c.state, c.attempts, c.job_id::text as "jobId", j.state::text as "jobState",
             c.next_attempt_at as "nextAttemptAt", j.start_after as "jobStartAfter", c.failed_reason as "failedReason",
             c.last_status as "lastStatus", c.worker_id as "workerId", c.claim_id::text as "claimId"
-       from relay.captures c left join pgboss.job j on j.name = 'capture.deliver' and j.id = c.job_id
+       from relay.captures c left join tg_relay_boss.job j on j.name = 'capture.deliver' and j.id = c.job_id
       order by c.id`,
   );
   return rows;

@@ -102,8 +102,8 @@ export async function inboxCount(pool: Pool, botId: string): Promise<number> {
 /** pg-boss jobs referenced by this bot's rows, by queue (jobs are created only with their row). */
 export async function jobCounts(pool: Pool, botId: string): Promise<{ dispatch: number; capture: number }> {
   const { rows } = await pool.query(
-    `select (select count(*) from pgboss.job j join relay.inbox i on i.job_id = j.id where i.bot_id = $1 and j.name = 'update.dispatch')::int as dispatch,
-            (select count(*) from pgboss.job j join relay.captures c on c.job_id = j.id where c.bot_id = $1 and j.name = 'capture.deliver')::int as capture`,
+    `select (select count(*) from tg_relay_boss.job j join relay.inbox i on i.job_id = j.id where i.bot_id = $1 and j.name = 'update.dispatch')::int as dispatch,
+            (select count(*) from tg_relay_boss.job j join relay.captures c on c.job_id = j.id where c.bot_id = $1 and j.name = 'capture.deliver')::int as capture`,
     [botId],
   );
   return rows[0];

@@ -1,5 +1,5 @@
 /**
- * The soak's verdict: compares the database (relay.*, pgboss.job, soak.handler_runs) with what the
+ * The soak's verdict: compares the database (relay.*, tg_relay_boss.job, soak.handler_runs) with what the
  * Bot API sandbox and the collector recorded, and turns every invariant of issue 8 into a printed
  * figure. A figure with `ok: false` is a failed invariant; `ok: undefined` is information.
  */
@@ -303,9 +303,9 @@ export async function checkSoak(
   const mirror = (
     await pool.query(
       `with r as (
-         select 'inbox' as t, i.state, j.state::text as js from relay.inbox i left join pgboss.job j on j.name = 'update.dispatch' and j.id = i.job_id where i.bot_id = $1
-         union all select 'captures', c.state, j.state::text from relay.captures c left join pgboss.job j on j.name = 'capture.deliver' and j.id = c.job_id where c.bot_id = $1
-         union all select 'outbound', o.state, j.state::text from relay.outbound o left join pgboss.job j on j.name = 'outbound.send' and j.id = o.job_id where o.bot_id = $1)
+         select 'inbox' as t, i.state, j.state::text as js from relay.inbox i left join tg_relay_boss.job j on j.name = 'update.dispatch' and j.id = i.job_id where i.bot_id = $1
+         union all select 'captures', c.state, j.state::text from relay.captures c left join tg_relay_boss.job j on j.name = 'capture.deliver' and j.id = c.job_id where c.bot_id = $1
+         union all select 'outbound', o.state, j.state::text from relay.outbound o left join tg_relay_boss.job j on j.name = 'outbound.send' and j.id = o.job_id where o.bot_id = $1)
        select t, state, js, count(*)::int as n from r
         where not ((state in ('handled', 'delivered') and js = 'completed') or (state = 'failed' and js = 'failed'))
         group by t, state, js`,

@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 const jobOf = async (id: number) =>
-  (await db.pool.query(`select o.state, j.state as job_state, j.name from relay.outbound o left join pgboss.job j on j.id = o.job_id where o.id = $1`, [id])).rows[0];
+  (await db.pool.query(`select o.state, j.state as job_state, j.name from relay.outbound o left join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [id])).rows[0];
 
 describe('POST /v1/messages', () => {
   const msg = { msg_id: 'order-42-shipped', chat_id: 123456, text: 'Your order has shipped', parse_mode: 'HTML' };
@@ -40,7 +40,7 @@ describe('POST /v1/messages', () => {
     const again = await call(app, 'POST', '/v1/messages', { body: msg });
     expect(again.statusCode).toBe(200);
     expect(again.json()).toMatchObject({ id: first.id, created: false });
-    const { rows } = await db.pool.query(`select count(*)::int as n from pgboss.job where name = 'outbound.send'`);
+    const { rows } = await db.pool.query(`select count(*)::int as n from tg_relay_boss.job where name = 'outbound.send'`);
     expect(rows[0].n).toBe(1);
   });
 

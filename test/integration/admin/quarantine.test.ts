@@ -38,9 +38,9 @@ describe('release', () => {
     const res = await call(app, 'POST', `/v1/quarantine/${id}/release`, { body: { reason: 'decoder fixed' } });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ id, state: 'released', outcome: 'persisted', update_id: 7001 });
-    const inbox = (await db.pool.query(`select i.state, i.update_type, i.chat_id, j.name, j.state as job_state from relay.inbox i join pgboss.job j on j.id = i.job_id where i.update_id = 7001`)).rows;
+    const inbox = (await db.pool.query(`select i.state, i.update_type, i.chat_id, j.name, j.state as job_state from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id where i.update_id = 7001`)).rows;
     expect(inbox).toEqual([{ state: 'pending', update_type: 'message', chat_id: '4242', name: 'update.dispatch', job_state: 'created' }]);
-    const cap = (await db.pool.query(`select c.capture_key, j.name from relay.captures c join pgboss.job j on j.id = c.job_id where c.update_id = 7001`)).rows;
+    const cap = (await db.pool.query(`select c.capture_key, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.update_id = 7001`)).rows;
     expect(cap).toEqual([{ capture_key: 'telegram:7001:4242:3', name: 'capture.deliver' }]);
     const q = (await db.pool.query(`select state, resolved_at is not null as resolved, octet_length(raw) > 0 as kept from relay.quarantine where id = $1`, [id])).rows[0];
     expect(q).toEqual({ state: 'released', resolved: true, kept: true });

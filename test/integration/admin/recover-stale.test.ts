@@ -64,7 +64,7 @@ test('claims of a SIGKILLed worker return to pending now, counted per kind; live
   expect(await byState()).toEqual({ pending: 3 });
   const { rows } = await db.pool.query(
     `select c.state, j.state as job_state, a.worker_id, a.outcome, a.error_code
-       from relay.captures c join pgboss.job j on j.id = c.job_id
+       from relay.captures c join tg_relay_boss.job j on j.id = c.job_id
        join relay.attempts a on a.subject = 'capture' and a.subject_id = c.id
       where c.id = any($1::bigint[])`,
     [list.map((c) => c.id)],

@@ -46,7 +46,7 @@ const startWorker = async () => {
 const rowOf = async (id: string | number) =>
   (
     await db.pool.query(
-      `select c.state, c.attempts, c.max_attempts, c.failed_reason, j.state as job_state from relay.captures c left join pgboss.job j on j.id = c.job_id where c.id = $1`,
+      `select c.state, c.attempts, c.max_attempts, c.failed_reason, j.state as job_state from relay.captures c left join tg_relay_boss.job j on j.id = c.job_id where c.id = $1`,
       [id],
     )
   ).rows[0];
@@ -159,11 +159,11 @@ describe('cancel', () => {
     const msg = (await call(app, 'POST', '/v1/messages', { body: { msg_id: 'cancel-me', chat_id: 5, text: 'x', bot_id: '1' } })).json();
     const res = await call(app, 'POST', `/v1/outbound/${msg.id}/cancel`);
     expect(res.json()).toMatchObject({ id: msg.id, state: 'failed' });
-    const { rows } = await db.pool.query(`select o.failed_reason, j.state from relay.outbound o join pgboss.job j on j.id = o.job_id where o.id = $1`, [msg.id]);
+    const { rows } = await db.pool.query(`select o.failed_reason, j.state from relay.outbound o join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [msg.id]);
     expect(rows[0]).toEqual({ failed_reason: 'cancelled', state: 'cancelled' });
     // and back: retry gives it a new job and a renewed budget
     expect((await call(app, 'POST', `/v1/outbound/${msg.id}/retry`)).json()).toMatchObject({ state: 'pending' });
-    const after = await db.pool.query(`select o.state, o.max_attempts, j.state as job_state, j.name from relay.outbound o join pgboss.job j on j.id = o.job_id where o.id = $1`, [msg.id]);
+    const after = await db.pool.query(`select o.state, o.max_attempts, j.state as job_state, j.name from relay.outbound o join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [msg.id]);
     expect(after.rows[0]).toEqual({ state: 'pending', max_attempts: 12, job_state: 'created', name: 'outbound.send' });
   });
 

@@ -59,7 +59,7 @@ describe('migrations', () => {
       await pool.query(outbound, ['hello']);
       await expect(pool.query(outbound, ['hello'])).rejects.toMatchObject({ code: '23505' });
       // pg-boss lives in its own schema, with our three queues
-      const queues = await pool.query(`select name from pgboss.queue order by name`);
+      const queues = await pool.query(`select name from tg_relay_boss.queue order by name`);
       expect(queues.rows.map((r) => r.name)).toEqual(['capture.deliver', 'outbound.send', 'update.dispatch']);
     } finally {
       await pool.end();
@@ -79,7 +79,7 @@ describe('migrations', () => {
       expect(versions.rows.map((r) => r.version)).toEqual(listMigrations().map((m) => m.version));
       await migrate(refPool);
       expect(await schemaSnapshot(pool)).toBe(await schemaSnapshot(refPool));
-      const queues = await pool.query(`select count(*)::int as n from pgboss.queue`);
+      const queues = await pool.query(`select count(*)::int as n from tg_relay_boss.queue`);
       expect(queues.rows[0].n).toBe(3);
     } finally {
       await pool.end();

@@ -88,7 +88,7 @@ describe('claiming chat heads', () => {
   it('the pg-boss jobs of claimed rows become active in the same statement', async () => {
     await seed([[1, 10], [2, 10]]);
     await claim();
-    const { rows } = await db.pool.query(`select i.update_id::int as u, j.state from relay.inbox i join pgboss.job j on j.id = i.job_id order by 1`);
+    const { rows } = await db.pool.query(`select i.update_id::int as u, j.state from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id order by 1`);
     expect(rows).toEqual([{ u: 1, state: 'active' }, { u: 2, state: 'created' }]);
   });
 

@@ -115,7 +115,7 @@ export async function inboxRows(pool: Pool): Promise<InboxRow[]> {
   const { rows } = await pool.query(
     `select i.id::text, i.update_id::text, i.chat_id::text, i.state, i.attempts, i.last_error, i.claim_id, i.handled_at, i.next_attempt_at,
             j.state as job_state
-       from relay.inbox i left join pgboss.job j on j.id = i.job_id and j.name = 'update.dispatch'
+       from relay.inbox i left join tg_relay_boss.job j on j.id = i.job_id and j.name = 'update.dispatch'
       order by i.update_id`,
   );
   return rows as InboxRow[];

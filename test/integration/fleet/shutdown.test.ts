@@ -76,7 +76,7 @@ async function timed<T>(p: Promise<T>): Promise<{ value: T; ms: number }> {
 async function outboundRows() {
   const { rows } = await db.pool.query(
     `select o.msg_id, o.state, o.attempts, o.claim_id, o.failed_reason, o.telegram_message_id, j.state::text as job_state
-       from relay.outbound o left join pgboss.job j on j.id = o.job_id and j.name = 'outbound.send' order by o.id`,
+       from relay.outbound o left join tg_relay_boss.job j on j.id = o.job_id and j.name = 'outbound.send' order by o.id`,
   );
   return Object.fromEntries(rows.map((r) => [r.msg_id, r]));
 }

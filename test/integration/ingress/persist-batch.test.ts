@@ -49,12 +49,12 @@ describe('persistBatch', () => {
     const cursor = await cursorOf(pool, botId);
     expect(cursor).toMatchObject({ nextOffset: 13, progressGeneration: fence.generation });
 
-    const { rows: inbox } = await pool.query(`select i.id, i.state, i.generation, j.data from relay.inbox i join pgboss.job j on j.id = i.job_id where i.bot_id = $1 order by update_id`, [botId]);
+    const { rows: inbox } = await pool.query(`select i.id, i.state, i.generation, j.data from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id where i.bot_id = $1 order by update_id`, [botId]);
     expect(inbox.map((x) => x.state)).toEqual(['pending', 'pending', 'pending']);
     for (const x of inbox) expect(x.data).toEqual({ id: String(x.id) });
     expect(inbox.every((x) => Number(x.generation) === fence.generation)).toBe(true);
 
-    const { rows: caps } = await pool.query(`select c.id, c.capture_key, c.text, c.payload, c.payload_sha256, j.data, j.name from relay.captures c join pgboss.job j on j.id = c.job_id where c.bot_id = $1 order by c.update_id`, [botId]);
+    const { rows: caps } = await pool.query(`select c.id, c.capture_key, c.text, c.payload, c.payload_sha256, j.data, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.bot_id = $1 order by c.update_id`, [botId]);
     expect(caps.map((c) => c.capture_key)).toEqual([`telegram:10:${C}:10`, `telegram:12:${C + 1}:12`]);
     expect(caps[1].text).toBe('bye');
     expect(caps[1].payload).toMatchObject({ key: `telegram:12:${C + 1}:12`, update_id: 12, text: 'bye', chat: { id: C + 1 }, message: { message_id: 12 } });

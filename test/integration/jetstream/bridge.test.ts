@@ -100,7 +100,7 @@ it('publish → delivered exactly once per msg_id: default chat, parse_mode verb
   expect(rows.find((r) => r.msg_id === 'deliver-1')).toMatchObject({ chat_id: '7001', publisher_kind: 'trade' });
   expect(await count('select count(*) as n from relay.jetstream_rejects')).toBe(0);
   // exactly one pg-boss job per row: nothing enqueued twice
-  expect(await count(`select count(*) as n from pgboss.job where name = 'outbound.send' and data->>'msgId' like 'deliver-%'`)).toBe(N);
+  expect(await count(`select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'deliver-%'`)).toBe(N);
 
   const page = await itemList(db.pool, 'outbound', {}, { limit: 100 });
   expect(page.items.find((r) => r.msg_id === 'deliver-1')).toMatchObject({ publisher_kind: 'trade' });
@@ -172,7 +172,7 @@ it('SIGKILL of the bridge mid-stream loses nothing and enqueues nothing twice', 
     return i.num_pending === 0 && i.num_ack_pending === 0;
   }, { timeoutMs: 20_000, what: 'stream drained' });
   expect(await count(`select count(distinct msg_id) as n from relay.outbound where msg_id like 'kill-%'`)).toBe(N);
-  expect(await count(`select count(*) as n from pgboss.job where name = 'outbound.send' and data->>'msgId' like 'kill-%'`)).toBe(N);
+  expect(await count(`select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'kill-%'`)).toBe(N);
   expect(await count('select count(*) as n from relay.jetstream_rejects')).toBe(0);
 });
 
@@ -200,7 +200,7 @@ it('database down: messages stay in the stream (naked, not acked) and are enqueu
   await pgProxy.restore();
   await waitFor(async () => (await outboundRows()) === 11, { timeoutMs: 30_000, what: 'enqueued after the database came back' });
   await waitFor(async () => (await readiness(port)).status === 200, { what: 'ready again' });
-  expect(await count(`select count(*) as n from pgboss.job where name = 'outbound.send' and data->>'msgId' like 'db-%'`)).toBe(11);
+  expect(await count(`select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'db-%'`)).toBe(11);
 });
 
 it('reconnects after the NATS connection is cut (TCP proxy), and rebinds after its consumer and its stream are deleted', async () => {

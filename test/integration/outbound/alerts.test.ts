@@ -34,7 +34,7 @@ describe('alerts for failed messages', () => {
     expect(alert.text).toContain('msg_id: m-1');
     expect(alert.text).toContain('Forbidden: bot was blocked by the user');
     expect(alert.text).not.toContain('secret user text');
-    const job = (await db.pool.query(`select * from pgboss.job where id = $1`, [alert.job_id])).rows[0];
+    const job = (await db.pool.query(`select * from tg_relay_boss.job where id = $1`, [alert.job_id])).rows[0];
     expect(job).toMatchObject({ name: 'outbound.send', state: 'created' });
   });
 

@@ -21,7 +21,7 @@ afterAll(async () => {
 });
 
 const rowOf = async (msgId: string) => (await db.pool.query('select * from relay.outbound where msg_id = $1', [msgId])).rows[0];
-const jobsOf = async (msgId: string) => (await db.pool.query(`select * from pgboss.job where name = 'outbound.send' and data->>'msgId' = $1`, [msgId])).rows;
+const jobsOf = async (msgId: string) => (await db.pool.query(`select * from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' = $1`, [msgId])).rows;
 
 describe('enqueue through the library (way in #1)', () => {
   it('creates the row and its pg-boss job in the caller\'s transaction and notifies workers on commit', async () => {
@@ -185,7 +185,7 @@ describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', 
     // every column, so a column pg-boss adds in an upgrade shows up here: only ids, data and times differ
     const q = `select to_jsonb(j) - 'id' - 'data' - 'created_on' - 'start_after' - 'keep_until' as row,
                       keep_until - created_on as keep_for, start_after - created_on < interval '1 second' as starts_now
-                 from pgboss.job j where id = $1`;
+                 from tg_relay_boss.job j where id = $1`;
     const a = (await db.pool.query(q, [viaBoss[0]])).rows[0];
     const b = (await db.pool.query(q, [viaSql])).rows[0];
     expect(Object.keys(a.row).length).toBeGreaterThan(10);

@@ -72,7 +72,7 @@ async function enqueue(msg: Partial<OutboundMessageInput> & { msg_id: string }):
 const row = async (msgId: string) => (await db.pool.query('select * from relay.outbound where msg_id = $1', [msgId])).rows[0];
 const audit = async (msgId: string) =>
   (await db.pool.query(`select attempt, outcome, http_status, error_code, error, details from relay.attempts where subject = 'outbound' and subject_key = $1 order by id`, [msgId])).rows;
-const jobState = async (jobId: string) => (await db.pool.query('select state from pgboss.job where id = $1', [jobId])).rows[0]?.state;
+const jobState = async (jobId: string) => (await db.pool.query('select state from tg_relay_boss.job where id = $1', [jobId])).rows[0]?.state;
 const settled = (msgId: string, state = 'delivered') =>
   waitFor(async () => ((await row(msgId))?.state === state ? row(msgId) : undefined), { what: `${msgId} ${state}`, timeoutMs: 10_000 });
 const sentTo = (chat: number | string) => sb.sent(TOKEN).filter((m) => m.chat_id === chat || m.resolved_chat_id === chat);

@@ -1,0 +1,76 @@
+/**
+ * `tg-relay start` runs poller, worker and admin API in one process: when one of them dies the
+ * process exits non-zero (so its supervisor restarts a whole relay) instead of running half-alive.
+ * Here the poller dies for real: its database path freezes mid-batch while Telegram holds updates,
+ * its watchdog ends it, and start exits 75 with the reason.
+ */
+import { loadConfig } from '../../../libs/config';
+import { startAdminRuntime } from '../../../libs/runtime/admin';
+import type { BotApiSandbox } from '../../../libs/sandbox';
+import { testLogger } from '../../support/worker-harness';
+import { exited, startCli } from '../../support/cli';
+import { createMigratedDatabase } from '../../support/db';
+import { FreezableProxy, startFreezableProxy } from '../../support/freezable-proxy';
+import { cursorOf, newBotToken, startSandbox } from '../../support/ingress-harness';
+import { waitFor } from '../../support/wait-for';
+
+jest.setTimeout(150_000);
+
+let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
+let sandbox: BotApiSandbox;
+let proxy: FreezableProxy;
+const procs: ReturnType<typeof startCli>[] = [];
+
+beforeAll(async () => {
+  db = await createMigratedDatabase('startdie');
+  sandbox = await startSandbox();
+  proxy = await startFreezableProxy(db.url);
+});
+afterAll(async () => {
+  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  await proxy.stop();
+  await sandbox.stop();
+  await db.drop();
+});
+
+describe('tg-relay start supervises its components', () => {
+  it('exits non-zero (75) when its poller dies, instead of running on with worker and admin API only', async () => {
+    const { token, botId } = newBotToken();
+    const proc = startCli(['start'], {
+      DATABASE_URL: proxy.url,
+      TELEGRAM_BOT_TOKEN: token,
+      TELEGRAM_API_ROOT: sandbox.url,
+      ADMIN_PORT: '0',
+      POLL_TIMEOUT: '1s',
+      LEASE_TTL: '5s',
+      SHUTDOWN_TIMEOUT: '2s',
+      LOG_LEVEL: 'warn',
+    });
+    procs.push(proc);
+    await waitFor(() => /Ctrl-C stops everything/.test(proc.output()), { timeoutMs: 90_000, what: 'the start banner' });
+    await waitFor(async () => (await cursorOf(db.pool, botId))?.leaseOwner?.split('/')[1] === String(proc.pid), { timeoutMs: 30_000, what: 'start owns the lease' });
+
+    proxy.freeze();
+    sandbox.injectMessages(token, 2, { chats: 1, chatBase: Number(botId) });
+
+    const end = await Promise.race([exited(proc), new Promise<null>((r) => setTimeout(() => r(null), 90_000))]);
+    expect(end).toEqual({ code: 75, signal: null });
+    expect(proc.output()).toContain('tg-relay start: the poller stopped');
+    expect(proc.output()).toContain('poller watchdog');
+    proxy.thaw();
+  });
+
+  it("the admin runtime reports its server's death (start races it with the poller's and the worker's)", async () => {
+    const config = loadConfig({ DATABASE_URL: db.url, ADMIN_PORT: '0' });
+    const admin = await startAdminRuntime({ config, databaseUrl: db.url, logger: testLogger() });
+    try {
+      const ok = await fetch(`${admin.address}/health/live`);
+      expect(ok.status).toBeLessThan(500);
+      admin.app.server.close();
+      admin.app.server.closeAllConnections();
+      await expect(admin.died).resolves.toBe('the admin API server closed');
+    } finally {
+      await admin.stop();
+    }
+  });
+});
