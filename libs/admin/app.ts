@@ -11,6 +11,7 @@ import { AdminActions, defaultActions } from './actions';
 import { AdminToken, bearerAuth, tokensFromConfig } from './auth';
 import type { AdminContext } from './context';
 import { installErrorHandlers } from './errors';
+import { guardInput } from './input';
 import { ingressHealth as ingressHealthOfCursor } from '../ingress/health';
 import { IngressHealthFn, readinessChecker } from './health';
 import { createAdminMetrics } from './metrics';
@@ -105,6 +106,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     return docsPublic && !!url && (url === '/openapi.json' || url === '/docs' || url.startsWith('/docs/'));
   };
   app.addHook('onRequest', bearerAuth(tokens, isPublic));
+  app.addHook('preValidation', guardInput);
   app.addHook('onResponse', async (req, reply) => {
     req.log.debug({ method: req.method, url: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), actor: req.actor }, 'admin request');
   });
