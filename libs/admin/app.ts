@@ -1,5 +1,5 @@
 import os from 'node:os';
-import Fastify, { FastifyInstance, FastifyRequest, LogController } from 'fastify';
+import Fastify, { FastifyInstance, FastifyReply, FastifyRequest, LogController } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -74,6 +74,12 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     bodyLimit: ADMIN_BODY_LIMIT,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
     return503OnClosing: true,
+    // a path fastify cannot decode (FST_ERR_BAD_URL, bad percent-encoding) or a parameter over
+    // maxParamLength: answered before any route, so in the API's error format here
+    frameworkErrors: (err, _req, r) => {
+      const reply = r as unknown as FastifyReply;
+      void reply.code(400).type('application/json; charset=utf-8').send({ code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: (err as { code?: string }).code });
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const ingressHealth = opts.ingressHealth ?? ingressHealthOfCursor;
