@@ -55,12 +55,13 @@ const duration = durationVar;
  *   database latency or event-loop stall before its claims are taken and sent twice. 2 s keeps that
  *   above 1 s (heartbeat every 400 ms); 0 made every live claim stale at once.
  * - LEASE_TTL: the poller renews every LEASE_TTL/3 and gives the lease up after LEASE_TTL without
- *   a successful renewal; 2 s keeps over 1 s of tolerance before pollers trade the lease.
+ *   a successful renewal. Batches are fenced by the lease generation, so a short lease costs
+ *   take-overs (pauses), not duplicates: 1 s still rides out over 600 ms of failed renewals.
  * - POLL_TIMEOUT: getUpdates long-polls whole seconds (timeout=0 is short polling, a busy loop);
  *   Telegram's maximum is 50 s (FACTS.md).
  */
 export const STALE_AFTER_MIN_MS = 2_000;
-export const LEASE_TTL_MIN_MS = 2_000;
+export const LEASE_TTL_MIN_MS = 1_000;
 export const POLL_TIMEOUT_MIN_MS = 1_000;
 export const POLL_TIMEOUT_MAX_MS = 50_000;
 /** Retry delays below this are a busy loop against a failing peer. */

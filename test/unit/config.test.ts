@@ -96,7 +96,8 @@ describe('values that can only hurt are refused, with the variable and the allow
     ['STALE_AFTER', '0', /^STALE_AFTER: .*from 2s to 2147483647ms .*got "0"/],
     ['STALE_AFTER', '1s', /^STALE_AFTER: .*from 2s to /],
     // pollers trading the lease on every hiccup
-    ['LEASE_TTL', '100ms', /^LEASE_TTL: .*from 2s to /],
+    ['LEASE_TTL', '100ms', /^LEASE_TTL: .*from 1s to /],
+    ['LEASE_TTL', '999ms', /^LEASE_TTL: .*from 1s to /],
     // getUpdates busy loop, or beyond Telegram's 50 s maximum
     ['POLL_TIMEOUT', '500ms', /^POLL_TIMEOUT: .*from 1s to 50s, got "500ms"/],
     ['POLL_TIMEOUT', '0', /^POLL_TIMEOUT: .*from 1s to 50s/],
@@ -139,7 +140,7 @@ describe('values that can only hurt are refused, with the variable and the allow
 
   it.each([
     ['STALE_AFTER', '2s', 2000],
-    ['LEASE_TTL', '2s', 2000],
+    ['LEASE_TTL', '1s', 1000],
     ['POLL_TIMEOUT', '1s', 1000],
     ['POLL_TIMEOUT', '50s', 50_000],
     ['SHUTDOWN_TIMEOUT', '0', 0],
