@@ -1,5 +1,5 @@
 import os from 'node:os';
-import Fastify, { FastifyInstance, FastifyRequest, LogController } from 'fastify';
+import Fastify, { FastifyInstance, FastifyReply, FastifyRequest, LogController } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -11,6 +11,7 @@ import { AdminActions, defaultActions } from './actions';
 import { AdminToken, bearerAuth, tokensFromConfig } from './auth';
 import type { AdminContext } from './context';
 import { installErrorHandlers } from './errors';
+import { guardInput } from './input';
 import { ingressHealth as ingressHealthOfCursor } from '../ingress/health';
 import { IngressHealthFn, readinessChecker } from './health';
 import { createAdminMetrics } from './metrics';
@@ -73,6 +74,12 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     bodyLimit: ADMIN_BODY_LIMIT,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
     return503OnClosing: true,
+    // a path fastify cannot decode (FST_ERR_BAD_URL, bad percent-encoding) or a parameter over
+    // maxParamLength: answered before any route, so in the API's error format here
+    frameworkErrors: (err, _req, r) => {
+      const reply = r as unknown as FastifyReply;
+      void reply.code(400).type('application/json; charset=utf-8').send({ code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: (err as { code?: string }).code });
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const ingressHealth = opts.ingressHealth ?? ingressHealthOfCursor;
@@ -105,6 +112,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     return docsPublic && !!url && (url === '/openapi.json' || url === '/docs' || url.startsWith('/docs/'));
   };
   app.addHook('onRequest', bearerAuth(tokens, isPublic));
+  app.addHook('preValidation', guardInput);
   app.addHook('onResponse', async (req, reply) => {
     req.log.debug({ method: req.method, url: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), actor: req.actor }, 'admin request');
   });

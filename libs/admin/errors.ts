@@ -59,6 +59,19 @@ export function fieldOf(context: string | undefined, issue: AjvIssue): string {
   return [context ?? 'request', ...segments].join('.');
 }
 
+/**
+ * PostgreSQL errors that mean an input value was unusable, not that the server failed: class 22
+ * (data exception: 22003 numeric out of range, 22P02 invalid text representation, 22021 invalid
+ * byte sequence such as NUL, 22007/22008 bad or overflowing date-time, 22P05 untranslatable
+ * character) and 54001 (a value nested too deep for jsonb). Only errors carrying PostgreSQL's
+ * `severity` and five-character SQLSTATE count, so a Node error code never matches.
+ */
+export function isPgInputError(err: unknown): boolean {
+  const e = err as { code?: unknown; severity?: unknown };
+  if (typeof e?.code !== 'string' || typeof e.severity !== 'string' || !/^[0-9A-Z]{5}$/.test(e.code)) return false;
+  return e.code.startsWith('22') || e.code === '54001';
+}
+
 function send(reply: FastifyReply, status: number, body: Record<string, unknown>): FastifyReply {
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
@@ -88,8 +101,13 @@ export function installErrorHandlers(app: FastifyInstance<any, any, any, any, an
       // fastify's own request errors (bad JSON, wrong content type…): keep its code as `cause`
       return send(reply, status, { code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: err.code });
     }
-    request.log.error({ err }, 'admin request failed');
     const code = (err as { code?: string }).code;
+    if (isPgInputError(err)) {
+      // last line of defence: the schemas and guardInput (input.ts) should have refused the value
+      request.log.warn({ err, route: request.routeOptions.url }, 'admin request: PostgreSQL refused a parameter (answered 400; a schema should catch this)');
+      return send(reply, 400, { code: 'RELAY_ADMIN_BAD_REQUEST', message: 'a parameter is malformed or out of range', cause: code });
+    }
+    request.log.error({ err }, 'admin request failed');
     if (code === 'ECONNREFUSED' || code === '57P01' || code === '53300' || /timeout exceeded when trying to connect/i.test(err.message)) {
       return send(reply, 503, { code: 'RELAY_ADMIN_UNAVAILABLE', message: 'the database is not reachable' });
     }

@@ -22,19 +22,36 @@ export const ErrorBody = Type.Object(
 const ErrorRef = Type.Ref('Error');
 export const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ErrorRef]));
 
-export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, description: 'row id' }) }, { additionalProperties: false });
+/**
+ * Shared numeric parameter schemas. Row ids and Telegram ids (chat ids have at most 52
+ * significant bits, update ids fewer) are bigint in PostgreSQL and numbers in JSON: bounding them
+ * by Number.MAX_SAFE_INTEGER keeps every accepted value exact in JavaScript and within bigint, so
+ * an out-of-range id is a 400 here rather than a PostgreSQL overflow (22003) later.
+ */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+export const RowId = (description = 'row id') => Type.Integer({ minimum: 1, maximum: MAX_ID, description });
+export const TelegramId = (description: string, minimum = -MAX_ID) => Type.Integer({ minimum, maximum: MAX_ID, description });
+export const IdParams = Type.Object({ id: RowId() }, { additionalProperties: false });
 
-export const ChatFilter = Type.String({ pattern: '^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$', description: 'chat id (or @channel for outbound)' });
+/** A chat id as a decimal string: 16 digits hold every 52-bit Telegram id and stay within bigint. */
+export const CHAT_ID_PATTERN = '-?[0-9]{1,16}';
+export const CHANNEL_PATTERN = '@[A-Za-z0-9_]{4,64}';
+/** Chat filter for tables whose chat columns are bigint (inbox, captures): numeric ids only. */
+export const NumericChatFilter = Type.String({ pattern: `^${CHAT_ID_PATTERN}$`, description: 'chat id' });
+/** Chat filter for outbound (text chat columns): a chat id or an @channel username. */
+export const ChatFilter = Type.String({ pattern: `^(${CHAT_ID_PATTERN}|${CHANNEL_PATTERN})$`, description: 'chat id (or @channel for outbound)' });
+export const chatFilterFor = (kind: string) => (kind === 'outbound' ? ChatFilter : NumericChatFilter);
+export const BotIdFilter = Type.String({ pattern: '^[0-9]{1,16}$', description: 'bot id (the numeric prefix of its token)' });
 export const ErrorText = Type.String({ minLength: 1, maxLength: 200, description: 'substring of the last error / failure reason (case-insensitive)' });
 export const Limit = Type.Integer({ minimum: 1, maximum: 500, default: 50 });
 
-export function listQuery(states: readonly string[], opts: { chat: boolean; updateId: boolean }) {
+export function listQuery(states: readonly string[], opts: { chat: boolean; updateId: boolean; chatSchema?: TSchema }) {
   return Type.Object(
     {
       state: Type.Optional(Type.Union(states.map((s) => Type.Literal(s)))),
-      ...(opts.chat ? { chat: Type.Optional(ChatFilter) } : {}),
-      ...(opts.updateId ? { update_id: Type.Optional(Type.Integer({ minimum: 0 })) } : {}),
-      bot_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,20}$' })),
+      ...(opts.chat ? { chat: Type.Optional(opts.chatSchema ?? ChatFilter) } : {}),
+      ...(opts.updateId ? { update_id: Type.Optional(TelegramId('update id', 0)) } : {}),
+      bot_id: Type.Optional(BotIdFilter),
       since: Type.Optional(Type.String({ format: 'date-time', description: 'time >= since (ISO 8601)' })),
       until: Type.Optional(Type.String({ format: 'date-time', description: 'time < until (ISO 8601)' })),
       error: Type.Optional(ErrorText),

@@ -1,5 +1,5 @@
 import { ConfigError } from './errors';
-import { Config, configSchema, SECRET_VARIABLES } from './schema';
+import { Config, configSchema, crossFieldProblems, SECRET_VARIABLES } from './schema';
 
 /**
  * Reads and validates the configuration once. Empty strings count as unset, so `FOO=` in a
@@ -13,8 +13,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (v !== undefined && v !== '') input[key] = v;
   }
   const parsed = configSchema.safeParse(input);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), problem: i.message }));
+  const problems = parsed.success
+    ? crossFieldProblems(parsed.data)
+    : parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), problem: i.message }));
+  if (problems.length > 0 || !parsed.success) {
     const lines = problems.map((p) => `  ${p.variable}: ${p.problem}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`, problems);
   }

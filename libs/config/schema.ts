@@ -17,15 +17,62 @@ export const RETRY_CAP_MS_DEFAULT = 300_000;
 export const RETRY_MAX_ATTEMPTS_DEFAULT = 12;
 export const SHUTDOWN_TIMEOUT_MS_DEFAULT = 25_000;
 
-const duration = (what: string) =>
-  z.string().transform((v, ctx) => {
+/** The longest delay a Node timer holds: setTimeout/setInterval treat anything longer as 1 ms. */
+export const TIMER_MAX_MS = 2 ** 31 - 1;
+
+/** `1500` → "1.5s", `120000` → "2m": how a limit is shown in error messages. */
+export function formatMs(ms: number): string {
+  if (ms === TIMER_MAX_MS) return `${ms}ms (the timer maximum, about 24.8 days)`;
+  for (const [unit, size] of [['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (ms >= size && ms % (size / 10) === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
+/**
+ * A duration variable (`250ms`, `5s`, `2m`, `1h` or milliseconds) within [min, max] ms; max
+ * defaults to what a timer holds. Exported for every module that adds a duration variable.
+ */
+export const durationVar = (what: string, opts: { min?: number; max?: number } = {}) => {
+  const min = opts.min ?? 0;
+  const max = Math.min(opts.max ?? TIMER_MAX_MS, TIMER_MAX_MS);
+  return z.string().transform((v, ctx) => {
     const ms = parseDuration(v);
     if (ms === undefined) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as a duration like 250ms, 5s, 2m or plain milliseconds, got "${v}"` });
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as a duration like 250ms, 5s, 2m or plain milliseconds, from ${formatMs(min)} to ${formatMs(max)}, got "${v}"` });
+      return z.NEVER;
+    }
+    if (ms < min || ms > max) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} from ${formatMs(min)} to ${formatMs(max)}, got "${v}"` });
       return z.NEVER;
     }
     return ms;
   });
+};
+const duration = durationVar;
+
+/**
+ * Lower bounds of the timing variables, and why:
+ * - STALE_AFTER: workers heartbeat every STALE_AFTER/5 and a claim is stale after 4/5 of it without
+ *   one (libs/queue/claim-loop.ts staleTiming), so a live worker rides out 3/5·STALE_AFTER of
+ *   database latency or event-loop stall before its claims are taken and sent twice. 2 s keeps that
+ *   above 1 s (heartbeat every 400 ms); 0 made every live claim stale at once.
+ * - LEASE_TTL: the poller renews every LEASE_TTL/3 and gives the lease up after LEASE_TTL without
+ *   a successful renewal. Batches are fenced by the lease generation, so a short lease costs
+ *   take-overs (pauses), not duplicates: 1 s still rides out over 600 ms of failed renewals.
+ * - POLL_TIMEOUT: getUpdates long-polls whole seconds (timeout=0 is short polling, a busy loop);
+ *   Telegram's maximum is 50 s (FACTS.md).
+ */
+export const STALE_AFTER_MIN_MS = 2_000;
+export const LEASE_TTL_MIN_MS = 1_000;
+export const POLL_TIMEOUT_MIN_MS = 1_000;
+export const POLL_TIMEOUT_MAX_MS = 50_000;
+/** Retry delays below this are a busy loop against a failing peer. */
+export const RETRY_BASE_MIN_MS = 10;
+/** Request and handler timeouts: below a second only healthy peers on a quiet network answer in time. */
+export const REQUEST_TIMEOUT_MIN_MS = 1_000;
+/** Telegram's secret_token allows 1-256 characters; fewer than 16 are guessable. */
+export const WEBHOOK_SECRET_MIN_LENGTH = 16;
+/** Telegram ids have at most 52 significant bits; 16 digits also keep them exact in JavaScript. */
+const MAX_CHAT_ID = Number.MAX_SAFE_INTEGER;
 
 const int = (what: string, min: number, max: number) =>
   z.string().transform((v, ctx) => {
@@ -37,42 +84,49 @@ const int = (what: string, min: number, max: number) =>
     return n;
   });
 
-const url = (what: string) =>
+const url = (what: string, protocols: readonly string[] = ['http:', 'https:']) =>
   z.string().transform((v, ctx) => {
+    let u: URL | undefined;
     try {
-      const u = new URL(v);
-      if (u.protocol !== 'http:' && u.protocol !== 'https:' && u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new Error('protocol');
-      return v;
+      u = new URL(v);
     } catch {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as a URL, got "${v}"` });
+      u = undefined;
+    }
+    if (!u || !protocols.includes(u.protocol) || !u.hostname) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as a ${protocols.map((p) => p.slice(0, -1)).join(' or ')} URL, got "${v}"` });
       return z.NEVER;
     }
+    return v;
   });
 
 const chatIdList = z.string().transform((v, ctx) => {
   const items = v.split(',').map((s) => s.trim()).filter(Boolean);
-  const bad = items.filter((s) => !/^-?\d+$/.test(s));
+  const bad = items.filter((s) => !/^-?\d{1,16}$/.test(s) || Math.abs(Number(s)) > MAX_CHAT_ID);
   if (bad.length) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected a comma-separated list of integer chat ids, got "${bad.join(', ')}"` });
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected a comma-separated list of integer chat ids, got "${bad.join(', ')}" (each at most ${MAX_CHAT_ID} in absolute value)` });
     return z.NEVER;
   }
   return items.map((s) => BigInt(s).toString());
 });
+
+const RATE_COUNT_MAX = 100_000;
+const RATE_WINDOW_MIN_MS = 100;
+const RATE_WINDOW_MAX_MS = 86_400_000;
 
 /** `30/1s`, `20/1m`, `1/s`: a count per window, for the outbound rate limits. */
 const rate = (what: string) =>
   z.string().transform((v, ctx) => {
     const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(v);
     const windowMs = m ? parseDuration(/^\d/.test(m[2]) ? m[2] : `1${m[2]}`) : undefined;
-    if (!m || !windowMs || Number(m[1]) < 1) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as COUNT/WINDOW like 30/1s or 20/1m, got "${v}"` });
+    if (!m || !windowMs || Number(m[1]) < 1 || Number(m[1]) > RATE_COUNT_MAX || windowMs < RATE_WINDOW_MIN_MS || windowMs > RATE_WINDOW_MAX_MS) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as COUNT/WINDOW like 30/1s or 20/1m (COUNT from 1 to ${RATE_COUNT_MAX}, WINDOW from ${formatMs(RATE_WINDOW_MIN_MS)} to ${formatMs(RATE_WINDOW_MAX_MS)}), got "${v}"` });
       return z.NEVER;
     }
     return { count: Number(m[1]), windowMs };
   });
 
-const chatId = z.string().refine((v) => /^-?\d+$/.test(v.trim()) || /^@[A-Za-z0-9_]{4,}$/.test(v.trim()), {
-  message: 'expected an integer chat id or @channelusername',
+const chatId = z.string().refine((v) => (/^-?\d{1,16}$/.test(v.trim()) && Math.abs(Number(v)) <= MAX_CHAT_ID && Number(v) !== 0) || /^@[A-Za-z0-9_]{4,64}$/.test(v.trim()), {
+  message: `expected an integer chat id or @channelusername (a non-zero id, at most ${MAX_CHAT_ID} in absolute value)`,
 });
 
 /** nats://host:port (also tls://, ws://, wss://, or host:port), comma-separated for a cluster. */
@@ -96,7 +150,7 @@ function dbLimit(what: string, minMs: number) {
 }
 
 export const configSchema = z.object({
-  DATABASE_URL: url('a PostgreSQL connection URL (postgres://user@host:5432/db)').optional(),
+  DATABASE_URL: url('a PostgreSQL connection URL (postgres://user@host:5432/db)', ['postgres:', 'postgresql:']).optional(),
   TELEGRAM_BOT_TOKEN: z
     .string()
     .regex(/^\d+:[A-Za-z0-9_-]+$/, 'expected a bot token like 123456:ABC-DEF… (from @BotFather)')
@@ -127,7 +181,7 @@ export const configSchema = z.object({
   ADMIN_DOCS_PUBLIC: z.enum(['true', 'false']).transform((v) => v === 'true').default('false'),
   WEBHOOK_SECRET: z
     .string()
-    .regex(/^[A-Za-z0-9_-]{1,256}$/, 'expected 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram secret_token)')
+    .regex(new RegExp(`^[A-Za-z0-9_-]{${WEBHOOK_SECRET_MIN_LENGTH},256}$`), `expected ${WEBHOOK_SECRET_MIN_LENGTH} to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram secret_token; e.g. \`openssl rand -hex 24\`)`)
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATA_DIR: z.string().min(1).default('.data'),
@@ -135,8 +189,8 @@ export const configSchema = z.object({
   // ingress
   INGRESS: z.enum(['polling', 'webhook']).default('polling'),
   DECODE_POLICY: z.enum(['stop', 'quarantine']).default('stop'),
-  LEASE_TTL: duration('the poller lease period').default(String(LEASE_TTL_MS_DEFAULT)),
-  POLL_TIMEOUT: duration('the getUpdates long-poll timeout').default(String(POLL_TIMEOUT_MS_DEFAULT)),
+  LEASE_TTL: duration('the poller lease period', { min: LEASE_TTL_MIN_MS }).default(String(LEASE_TTL_MS_DEFAULT)),
+  POLL_TIMEOUT: duration('the getUpdates long-poll timeout', { min: POLL_TIMEOUT_MIN_MS, max: POLL_TIMEOUT_MAX_MS }).default(String(POLL_TIMEOUT_MS_DEFAULT)),
   WEBHOOK_PORT: int('a TCP port', 0, 65535).default('8443'),
   WEBHOOK_HOST: z.string().min(1).default('0.0.0.0'),
   WEBHOOK_PUBLIC_URL: url('the public HTTPS base URL Telegram calls for the webhook').optional(),
@@ -145,15 +199,15 @@ export const configSchema = z.object({
 
   // workers
   WORKER_CONCURRENCY: int('the number of concurrent jobs per worker process', 1, 1000).default(String(WORKER_CONCURRENCY_DEFAULT)),
-  STALE_AFTER: duration('how long a claimed job may stay without heartbeat before it is recovered').default(String(STALE_AFTER_MS_DEFAULT)),
-  RETRY_BASE: duration('the first retry delay').default(String(RETRY_BASE_MS_DEFAULT)),
-  RETRY_CAP: duration('the longest retry delay').default(String(RETRY_CAP_MS_DEFAULT)),
+  STALE_AFTER: duration('how long a claimed job may stay without heartbeat before it is recovered', { min: STALE_AFTER_MIN_MS }).default(String(STALE_AFTER_MS_DEFAULT)),
+  RETRY_BASE: duration('the first retry delay', { min: RETRY_BASE_MIN_MS }).default(String(RETRY_BASE_MS_DEFAULT)),
+  RETRY_CAP: duration('the longest retry delay', { min: RETRY_BASE_MIN_MS }).default(String(RETRY_CAP_MS_DEFAULT)),
   RETRY_MAX_ATTEMPTS: int('the attempt budget', 1, 1000).default(String(RETRY_MAX_ATTEMPTS_DEFAULT)),
-  CAPTURE_TIMEOUT: duration('the collector request timeout').default('10s'),
+  CAPTURE_TIMEOUT: duration('the collector request timeout', { min: REQUEST_TIMEOUT_MIN_MS }).default('10s'),
   SHUTDOWN_TIMEOUT: duration('how long shutdown waits for in-flight work').default(String(SHUTDOWN_TIMEOUT_MS_DEFAULT)),
 
   // update dispatch (docs/dispatch.md)
-  HANDLER_TIMEOUT: duration('how long a bot handler may run before its attempt is abandoned and retried').default('20s'),
+  HANDLER_TIMEOUT: duration('how long a bot handler may run before its attempt is abandoned and retried', { min: REQUEST_TIMEOUT_MIN_MS }).default('20s'),
   // outbound: ctx.reply is enqueued with the handled mark (never twice, never for a failed handler)
   REPLY_MODE: z.enum(['direct', 'outbound']).default('outbound'),
   DISPATCH_ORDERING: z.enum(['chat', 'none']).default('chat'),
@@ -163,7 +217,7 @@ export const configSchema = z.object({
   OUTBOUND_RATE_PER_BOT: rate('the per-bot send rate (all workers together)').default('30/1s'),
   OUTBOUND_RATE_PER_CHAT: rate('the per-chat send rate').default('1/1s'),
   OUTBOUND_RATE_PER_GROUP: rate('the per-group send rate').default('20/1m'),
-  OUTBOUND_SEND_TIMEOUT: duration('the sendMessage request timeout').default('15s'),
+  OUTBOUND_SEND_TIMEOUT: duration('the sendMessage request timeout', { min: REQUEST_TIMEOUT_MIN_MS }).default('15s'),
 
   // sandbox
   SANDBOX_HOST: z.string().min(1).default('127.0.0.1'),
@@ -199,3 +253,21 @@ export type Config = z.output<typeof configSchema>;
 
 /** Variables whose values are masked whenever the configuration is printed. */
 export const SECRET_VARIABLES = ['TELEGRAM_BOT_TOKEN', 'ADMIN_TOKEN', 'ADMIN_TOKENS', 'WEBHOOK_SECRET', 'DATABASE_URL', 'NATS_NKEY_SEED'] as const;
+
+/**
+ * Rules between variables, checked once every variable is valid on its own. Each problem names
+ * the variable to change and the one it is compared with.
+ */
+export function crossFieldProblems(c: Config): { variable: string; problem: string }[] {
+  const out: { variable: string; problem: string }[] = [];
+  if (c.RETRY_BASE > c.RETRY_CAP) {
+    out.push({ variable: 'RETRY_BASE', problem: `must not exceed RETRY_CAP (${formatMs(c.RETRY_CAP)}), got ${formatMs(c.RETRY_BASE)}` });
+  }
+  if (c.INGRESS === 'webhook' && c.WEBHOOK_PORT !== 0 && c.WEBHOOK_PORT === c.ADMIN_PORT) {
+    out.push({ variable: 'WEBHOOK_PORT', problem: `must differ from ADMIN_PORT (${c.ADMIN_PORT}) when INGRESS=webhook` });
+  }
+  if (c.SANDBOX_PORT !== 0 && c.SANDBOX_PORT === c.SANDBOX_COLLECTOR_PORT) {
+    out.push({ variable: 'SANDBOX_COLLECTOR_PORT', problem: `must differ from SANDBOX_PORT (${c.SANDBOX_PORT})` });
+  }
+  return out;
+}

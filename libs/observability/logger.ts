@@ -13,13 +13,21 @@ export function createLogger(opts: { level?: string; name?: string; destination?
     name: opts.name ?? 'tg-relay',
     redact: { paths: ['token', 'botToken', '*.token', '*.botToken', 'config.TELEGRAM_BOT_TOKEN', 'headers.authorization'], censor: '<redacted>' },
     serializers: {
-      err: (err: unknown) => {
-        const s = pino.stdSerializers.err(err as Error) as unknown as Record<string, unknown>;
-        return redactDeep(s);
-      },
+      // pino's own serializer (type, message and stack with causes, own fields), redacted; a value
+      // formatters.log already made plain is kept as it is
+      err: (err: unknown) => (err instanceof Error ? redactDeep({ ...(pino.stdSerializers.err(err) as unknown as Record<string, unknown>) }) : err),
+      // the message last of all: `log.error(err)` makes err.message the msg, format arguments are
+      // interpolated into it — whatever the source, no token leaves in `msg`
+      msg: (msg: unknown) => (typeof msg === 'string' ? redactToken(msg) : msg),
     },
     formatters: {
-      log: (obj) => redactDeep(obj),
+      // runs before the serializers: an Error under `err` is left for the err serializer (a deep
+      // copy would drop its non-enumerable message and stack); everything else is redacted here
+      log: (obj) => {
+        const out: Record<string, unknown> = {};
+        for (const [k, v] of Object.entries(obj)) out[k] = k === 'err' && v instanceof Error ? v : redactDeep(v);
+        return out;
+      },
     },
     hooks: {
       logMethod(args, method) {
@@ -28,7 +36,14 @@ export function createLogger(opts: { level?: string; name?: string; destination?
       },
     },
   };
-  return opts.destination ? pino(options, opts.destination) : pino(options);
+  const logger = opts.destination ? pino(options, opts.destination) : pino(options);
+  // child bindings bypass formatters.log (pino serializes them once, at child()): redact them there;
+  // children inherit this method from the root instance
+  const child = logger.child;
+  logger.child = function redactedChild(this: Logger, bindings, childOptions) {
+    return child.call(this, redactDeep(bindings), childOptions);
+  } as typeof logger.child;
+  return logger;
 }
 
 /** A logger that discards everything (tests, benchmarks). */

@@ -12,11 +12,22 @@ export function redactToken(text: string, token?: string): string {
   return out.replace(BOT_PATH, '/bot<token>/').replace(TOKEN_IN_TEXT, '<token>');
 }
 
-/** Deep copy of a value with every string passed through `redactToken`. */
+/**
+ * Deep copy of a value with every string passed through `redactToken`. An Error becomes a plain
+ * object that keeps what a copy of its own enumerable fields would lose: type, message, stack
+ * (and cause), next to its own fields (code, status…).
+ */
 export function redactDeep<T>(value: T, token?: string, depth = 0): T {
   if (depth > 8) return value;
   if (typeof value === 'string') return redactToken(value, token) as unknown as T;
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, token, depth + 1)) as unknown as T;
+  if (value instanceof Error) {
+    const out: Record<string, unknown> = { type: value.constructor?.name || value.name, message: redactToken(value.message, token) };
+    if (value.stack) out.stack = redactToken(value.stack, token);
+    for (const [k, v] of Object.entries(value)) if (!(k in out)) out[k] = redactDeep(v, token, depth + 1);
+    if (value.cause !== undefined && !('cause' in out)) out.cause = redactDeep(value.cause, token, depth + 1);
+    return out as T;
+  }
   if (value && typeof value === 'object' && !(value instanceof Date)) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = redactDeep(v, token, depth + 1);

@@ -1,4 +1,5 @@
-import { ConfigError, describeConfig, loadConfig, parseDuration } from '../../libs/config';
+import { ConfigError, describeConfig, durationVar, loadConfig, parseDuration, TIMER_MAX_MS } from '../../libs/config';
+import { staleTiming } from '../../libs/queue/claim-loop';
 
 describe('parseDuration', () => {
   it.each([
@@ -32,10 +33,10 @@ describe('loadConfig', () => {
   });
 
   it('parses lists and durations', () => {
-    const c = loadConfig({ ALLOWED_CHAT_IDS: '1, -100200, 3', LEASE_TTL: '2s', POLL_TIMEOUT: '500ms' });
+    const c = loadConfig({ ALLOWED_CHAT_IDS: '1, -100200, 3', LEASE_TTL: '2s', POLL_TIMEOUT: '1.5s' });
     expect(c.ALLOWED_CHAT_IDS).toEqual(['1', '-100200', '3']);
     expect(c.LEASE_TTL).toBe(2000);
-    expect(c.POLL_TIMEOUT).toBe(500);
+    expect(c.POLL_TIMEOUT).toBe(1500);
   });
 
   it('treats empty strings as unset', () => {
@@ -74,5 +75,115 @@ describe('loadConfig', () => {
     expect(lines).not.toContain('admin-token-0123456789');
     expect(lines).not.toContain(':pw@');
     expect(lines).toContain('TELEGRAM_BOT_TOKEN=123456:****');
+  });
+});
+
+/** The problems loadConfig reports for `env`, as `VARIABLE: problem` lines (empty when valid). */
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems.map((p) => `${p.variable}: ${p.problem}`);
+  }
+}
+
+// Issue 12, finding 6: settings that can only hurt are refused, naming the variable and the range.
+describe('values that can only hurt are refused, with the variable and the allowed range', () => {
+  it.each([
+    // every live claim stale at once (duplicate sends), or too little margin over the heartbeat
+    ['STALE_AFTER', '0', /^STALE_AFTER: .*from 2s to 2147483647ms .*got "0"/],
+    ['STALE_AFTER', '1s', /^STALE_AFTER: .*from 2s to /],
+    // pollers trading the lease on every hiccup
+    ['LEASE_TTL', '100ms', /^LEASE_TTL: .*from 1s to /],
+    ['LEASE_TTL', '999ms', /^LEASE_TTL: .*from 1s to /],
+    // getUpdates busy loop, or beyond Telegram's 50 s maximum
+    ['POLL_TIMEOUT', '500ms', /^POLL_TIMEOUT: .*from 1s to 50s, got "500ms"/],
+    ['POLL_TIMEOUT', '0', /^POLL_TIMEOUT: .*from 1s to 50s/],
+    ['POLL_TIMEOUT', '60s', /^POLL_TIMEOUT: .*from 1s to 50s, got "60s"/],
+    // beyond what a timer holds (setTimeout would fire after 1 ms)
+    ['STALE_AFTER', '25d', /^STALE_AFTER: .*duration/],
+    ['STALE_AFTER', '600h', /^STALE_AFTER: .*to 2147483647ms \(the timer maximum/],
+    ['SHUTDOWN_TIMEOUT', '2147483648', /^SHUTDOWN_TIMEOUT: .*to 2147483647ms/],
+    ['RETRY_CAP', '9999999999999h', /^RETRY_CAP: /],
+    ['HANDLER_TIMEOUT', '0', /^HANDLER_TIMEOUT: .*from 1s /],
+    ['CAPTURE_TIMEOUT', '10ms', /^CAPTURE_TIMEOUT: .*from 1s /],
+    ['OUTBOUND_SEND_TIMEOUT', '999ms', /^OUTBOUND_SEND_TIMEOUT: .*from 1s /],
+    ['RETRY_BASE', '0', /^RETRY_BASE: .*from 10ms /],
+    // secrets Telegram refuses or an attacker guesses
+    ['WEBHOOK_SECRET', 'x', /^WEBHOOK_SECRET: expected 16 to 256 characters of A-Z, a-z, 0-9, _ and -/],
+    ['WEBHOOK_SECRET', 'fifteen-chars15', /^WEBHOOK_SECRET: expected 16 to 256/],
+    ['WEBHOOK_SECRET', 'sixteen chars ok!', /^WEBHOOK_SECRET: /],
+    ['WEBHOOK_SECRET', 'a'.repeat(257), /^WEBHOOK_SECRET: /],
+    // URLs the relay would fetch: http(s) only
+    ['TELEGRAM_API_ROOT', 'ftp://api.telegram.org', /^TELEGRAM_API_ROOT: expected the Bot API root URL as a http or https URL/],
+    ['TELEGRAM_API_ROOT', 'postgres://db:5432/x', /^TELEGRAM_API_ROOT: .*http or https/],
+    ['CAPTURE_URL', 'file:///etc/passwd', /^CAPTURE_URL: .*http or https/],
+    ['CAPTURE_URL', 'javascript:alert(1)', /^CAPTURE_URL: /],
+    ['WEBHOOK_PUBLIC_URL', 'ws://example.com', /^WEBHOOK_PUBLIC_URL: /],
+    ['DATABASE_URL', 'http://db:5432/x', /^DATABASE_URL: .*postgres or postgresql URL/],
+    // counts, ports, rates, ids
+    ['ADMIN_PORT', '65536', /^ADMIN_PORT: expected a TCP port: an integer from 0 to 65535/],
+    ['WORKER_CONCURRENCY', '0', /^WORKER_CONCURRENCY: .*from 1 to 1000/],
+    ['RETRY_MAX_ATTEMPTS', '0', /^RETRY_MAX_ATTEMPTS: .*from 1 to 1000/],
+    ['OUTBOUND_RATE_PER_BOT', '30/1ms', /^OUTBOUND_RATE_PER_BOT: .*WINDOW from 100ms to 24h/],
+    ['OUTBOUND_RATE_PER_CHAT', '1000001/1s', /^OUTBOUND_RATE_PER_CHAT: .*COUNT from 1 to 100000/],
+    ['ALLOWED_CHAT_IDS', '1,99999999999999999999', /^ALLOWED_CHAT_IDS: .*got "99999999999999999999"/],
+    ['OPS_CHAT_ID', '99999999999999999999', /^OPS_CHAT_ID: .*at most 9007199254740991/],
+    ['OPS_CHAT_ID', '0', /^OPS_CHAT_ID: /],
+  ])('%s=%p is refused', (variable, value, message) => {
+    const problems = problemsOf({ [variable]: value });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(message);
+  });
+
+  it.each([
+    ['STALE_AFTER', '2s', 2000],
+    ['LEASE_TTL', '1s', 1000],
+    ['POLL_TIMEOUT', '1s', 1000],
+    ['POLL_TIMEOUT', '50s', 50_000],
+    ['SHUTDOWN_TIMEOUT', '0', 0],
+    ['SHUTDOWN_TIMEOUT', String(TIMER_MAX_MS), TIMER_MAX_MS],
+    ['RETRY_BASE', '10ms', 10],
+    ['WEBHOOK_SECRET', 'A-z_0'.repeat(4), 'A-z_0'.repeat(4)],
+    ['WEBHOOK_SECRET', 'a'.repeat(256), 'a'.repeat(256)],
+    ['TELEGRAM_API_ROOT', 'http://127.0.0.1:8081', 'http://127.0.0.1:8081'],
+    ['CAPTURE_URL', 'https://collector.example/hook', 'https://collector.example/hook'],
+    ['DATABASE_URL', 'postgresql://u@h/db', 'postgresql://u@h/db'],
+  ])('%s=%p at the edge of its range is accepted', (variable, value, parsed) => {
+    expect((loadConfig({ [variable]: value }) as Record<string, unknown>)[variable]).toEqual(parsed);
+  });
+
+  it('the STALE_AFTER minimum leaves a live worker over a second of missed heartbeats', () => {
+    // heartbeats every tick, stale after threshold without one (libs/queue/claim-loop.ts)
+    const { tickMs, thresholdMs } = staleTiming(loadConfig({ STALE_AFTER: '2s' }).STALE_AFTER);
+    expect(thresholdMs / tickMs).toBeGreaterThanOrEqual(4);
+    expect(thresholdMs - tickMs).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('RETRY_BASE above RETRY_CAP is refused, naming both', () => {
+    expect(problemsOf({ RETRY_BASE: '5m', RETRY_CAP: '1m' })).toEqual(['RETRY_BASE: must not exceed RETRY_CAP (1m), got 5m']);
+    expect(problemsOf({ RETRY_BASE: '1m', RETRY_CAP: '1m' })).toEqual([]);
+    expect(problemsOf({ RETRY_BASE: '10m' })).toEqual(['RETRY_BASE: must not exceed RETRY_CAP (5m), got 10m']);
+  });
+
+  it('ports that would collide are refused', () => {
+    expect(problemsOf({ INGRESS: 'webhook', WEBHOOK_PORT: '8080', ADMIN_PORT: '8080' })).toEqual(['WEBHOOK_PORT: must differ from ADMIN_PORT (8080) when INGRESS=webhook']);
+    expect(problemsOf({ INGRESS: 'polling', WEBHOOK_PORT: '8080', ADMIN_PORT: '8080' })).toEqual([]);
+    expect(problemsOf({ SANDBOX_PORT: '9000', SANDBOX_COLLECTOR_PORT: '9000' })).toEqual(['SANDBOX_COLLECTOR_PORT: must differ from SANDBOX_PORT (9000)']);
+    expect(problemsOf({ SANDBOX_PORT: '0', SANDBOX_COLLECTOR_PORT: '0' })).toEqual([]);
+  });
+
+  it('every default is valid and within its own range', () => {
+    expect(problemsOf({})).toEqual([]);
+  });
+
+  it('durationVar is exported for other modules: bounds and messages', () => {
+    const v = durationVar('the retention period', { min: 60_000, max: 86_400_000 });
+    expect(v.parse('5m')).toBe(300_000);
+    expect(v.safeParse('30s').error?.issues[0].message).toBe('expected the retention period from 1m to 24h, got "30s"');
+    expect(v.safeParse('2d').success).toBe(false);
+    expect(durationVar('x').safeParse(String(TIMER_MAX_MS + 1)).success).toBe(false);
   });
 });

@@ -4,7 +4,7 @@ import type { AdminContext } from '../context';
 import { notFound } from '../errors';
 import { KINDS, ListKind } from '../kinds';
 import { attemptHistory, auditList, itemGet, itemList } from '../queries';
-import { AuditEntryBody, errors, IdParams, Limit, listQuery, pageOf } from '../schemas';
+import { AuditEntryBody, chatFilterFor, errors, IdParams, Limit, listQuery, pageOf } from '../schemas';
 
 const VIEWS: { kind: ListKind; summary: string; detail: string; tag: string }[] = [
   { kind: 'captures', summary: 'CaptureSummary', detail: 'CaptureDetail', tag: 'captures' },
@@ -17,7 +17,7 @@ const VIEWS: { kind: ListKind; summary: string; detail: string; tag: string }[] 
 export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = async (app, { ctx }) => {
   for (const v of VIEWS) {
     const spec = KINDS[v.kind];
-    const query = listQuery(spec.states, { chat: spec.chatColumns.length > 0, updateId: v.kind !== 'outbound' });
+    const query = listQuery(spec.states, { chat: spec.chatColumns.length > 0, updateId: v.kind !== 'outbound', chatSchema: chatFilterFor(v.kind) });
     app.get(
       `/v1/${v.kind}`,
       {

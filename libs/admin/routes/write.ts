@@ -8,7 +8,7 @@ import type { AdminContext } from '../context';
 import { AdminError, notFound } from '../errors';
 import { ITEM_KINDS, ItemKind, KINDS } from '../kinds';
 import { auditInsert, itemKeys, itemLock, itemsSelectFailed, quarantineLock, quarantineResolve } from '../queries';
-import { ChatFilter, ErrorText, errors, IdParams } from '../schemas';
+import { BotIdFilter, CHANNEL_PATTERN, CHAT_ID_PATTERN, chatFilterFor, ErrorText, errors, IdParams, TelegramId } from '../schemas';
 
 const Reason = Type.String({ minLength: 1, maxLength: 500, description: 'why (kept in the audit trail)' });
 const ReasonBody = Type.Object({ reason: Type.Optional(Reason) }, { additionalProperties: false });
@@ -18,6 +18,9 @@ const ActionResult = Type.Object({ id: Type.Integer(), state: Type.String(), aud
 const emptyBodyIsObject = async (req: FastifyRequest) => {
   if (req.body === undefined || req.body === null) req.body = {};
 };
+
+/** recover-stale's older_than: at most a year (an interval PostgreSQL and a JS number hold). */
+export const RECOVER_OLDER_THAN_MAX_MS = 365 * 24 * 3_600_000;
 
 type Refusal = { refused: AdminError; auditId: number };
 
@@ -95,8 +98,8 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
           body: Type.Object(
             {
               state: Type.Optional(Type.Literal('failed', { description: 'only failed rows can be retried' })),
-              ...(spec.chatColumns.length ? { chat: Type.Optional(ChatFilter) } : {}),
-              bot_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,20}$' })),
+              ...(spec.chatColumns.length ? { chat: Type.Optional(chatFilterFor(kind)) } : {}),
+              bot_id: Type.Optional(BotIdFilter),
               since: Type.Optional(Type.String({ format: 'date-time' })),
               until: Type.Optional(Type.String({ format: 'date-time' })),
               error: Type.Optional(ErrorText),
@@ -174,7 +177,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
         description: 'older_than: how long without a heartbeat (a duration like 30s, 5m, or milliseconds; at least 1s; default STALE_AFTER).',
         body: Type.Object(
           {
-            older_than: Type.Optional(Type.Union([Type.String({ pattern: '^[0-9]+(ms|s|m|h)?$' }), Type.Integer({ minimum: 1000 })])),
+            older_than: Type.Optional(Type.Union([Type.String({ pattern: '^[0-9]{1,15}(ms|s|m|h)?$' }), Type.Integer({ minimum: 1000, maximum: RECOVER_OLDER_THAN_MAX_MS })])),
             kinds: Type.Optional(Type.Array(Type.Union(ITEM_KINDS.map((k) => Type.Literal(k))), { minItems: 1, uniqueItems: true })),
             reason: Type.Optional(Reason),
           },
@@ -190,8 +193,8 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       const startedAt = ctx.clock();
       const raw = req.body.older_than;
       const olderThanMs = raw === undefined ? ctx.config.STALE_AFTER : typeof raw === 'number' ? raw : parseDuration(raw);
-      if (olderThanMs === undefined || olderThanMs < 1000) {
-        throw new AdminError('RELAY_ADMIN_VALIDATION', 'body.older_than must be a duration of at least 1s', { field: 'body.older_than' });
+      if (olderThanMs === undefined || olderThanMs < 1000 || olderThanMs > RECOVER_OLDER_THAN_MAX_MS) {
+        throw new AdminError('RELAY_ADMIN_VALIDATION', 'body.older_than must be a duration from 1s to 365 days', { field: 'body.older_than' });
       }
       const kinds = (req.body.kinds as ItemKind[] | undefined) ?? [...ITEM_KINDS];
       const recovered: Record<string, number> = {};
@@ -276,7 +279,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
         body: Type.Object(
           {
             msg_id: Type.String({ minLength: 1, maxLength: 256, description: 'idempotency key, unique for good' }),
-            chat_id: Type.Optional(Type.Union([Type.Integer(), Type.String({ pattern: '^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$' })])),
+            chat_id: Type.Optional(Type.Union([TelegramId('chat id'), Type.String({ pattern: `^(${CHAT_ID_PATTERN}|${CHANNEL_PATTERN})$` })])),
             text: Type.String({ minLength: 1, maxLength: 4096 }),
             parse_mode: Type.Optional(Type.Union([Type.Literal('MarkdownV2'), Type.Literal('HTML'), Type.Literal('Markdown')])),
             disable_notification: Type.Optional(Type.Boolean()),
@@ -284,7 +287,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
             send_options: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'other sendMessage parameters, verbatim' })),
             delivery: Type.Optional(Type.Union([Type.Literal('at_least_once'), Type.Literal('at_most_once')])),
             max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
-            bot_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,20}$' })),
+            bot_id: Type.Optional(BotIdFilter),
           },
           { additionalProperties: false },
         ),

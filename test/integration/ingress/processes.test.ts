@@ -224,7 +224,7 @@ describe('poller processes', () => {
     const { token, botId } = newBotToken();
     const port = await freePort();
     const p = spawnPoller(token, {
-      extra: { INGRESS: 'webhook', WEBHOOK_PORT: String(port), WEBHOOK_HOST: '127.0.0.1', WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`, WEBHOOK_SECRET: 'proc-Secret_42' },
+      extra: { INGRESS: 'webhook', WEBHOOK_PORT: String(port), WEBHOOK_HOST: '127.0.0.1', WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`, WEBHOOK_SECRET: 'proc-Secret_42_webhook' },
     });
     await waitFor(() => sandbox.webhookInfo(token).url === `http://127.0.0.1:${port}/telegram/webhook/${botId}`, { what: 'webhook registered', timeoutMs: 20_000 });
     const r = sandbox.injectMessages(token, 30, { chats: 3, chatBase: Number(botId) });
