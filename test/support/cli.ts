@@ -2,7 +2,10 @@ import { ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '../..');
-export const CLI = path.join(ROOT, 'bin/tg-relay.js');
+/** The CLI from the TypeScript sources (through tsx): what every process test runs, no build needed. */
+export const CLI = path.join(ROOT, 'scripts/tg-relay-dev.js');
+/** The shipped CLI: runs dist/ only (test/integration/package tests it after `npm run build`). */
+export const BUILT_CLI = path.join(ROOT, 'bin/tg-relay.js');
 
 export interface RunResult {
   code: number | null;
