@@ -108,13 +108,13 @@ export function findPgBinaries(): PgBinaries {
   return { nativeDir: path.join(pkgDir, 'native'), version, platformPackage };
 }
 
-interface RunAs {
+export interface RunAs {
   uid: number;
   gid: number;
 }
 
 /** As root: the `postgres` user's ids (the user is created when missing). Otherwise undefined. */
-function postgresUser(): RunAs | undefined {
+export function postgresUser(): RunAs | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const ids = () => {
     const u = spawnSync('id', ['-u', USER], { encoding: 'utf8' });
