@@ -18,6 +18,10 @@ export default tseslint.config(
     },
     plugins: { 'import-x': importX },
     settings: {
+      // import-x follows TypeScript files (parsed by typescript-eslint) through Node's resolution
+      'import-x/extensions': ['.ts', '.cts', '.mts', '.js', '.cjs', '.mjs'],
+      'import-x/external-module-folders': ['node_modules', 'node_modules/@types'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.cts', '.mts'] },
       'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'] })],
     },
     rules: {
@@ -36,7 +40,7 @@ export default tseslint.config(
     // plain JavaScript (bin, scripts, jest config and reporter, CommonJS fixtures): no type information
     files: ['**/*.js', '**/*.cjs', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
-    languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },
+    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, sourceType: 'commonjs', globals: { ...globals.node } },
     rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
   },
   {
