@@ -42,13 +42,10 @@ const DB_VARS = [
   'DATA_DIR            where the embedded PostgreSQL keeps its data (default .data)',
 ];
 const LOG_VARS = ['LOG_LEVEL           fatal|error|warn|info|debug|trace (default info)'];
-const BOT_VARS = [
-  'TELEGRAM_BOT_TOKEN  the bot token from @BotFather',
-  'TELEGRAM_API_ROOT   Bot API root (default https://api.telegram.org)',
-];
+const BOT_VARS = ['TELEGRAM_BOT_TOKEN  the bot token from @BotFather', 'TELEGRAM_API_ROOT   Bot API root (default https://api.telegram.org)'];
 const WORKER_VARS = [
   'CAPTURE_URL         the collector that receives captures (unset: no capture kind)',
-  'BOT_HANDLERS        module with the bot\'s telegraf handlers (unset: no dispatch kind)',
+  "BOT_HANDLERS        module with the bot's telegraf handlers (unset: no dispatch kind)",
   'OPS_CHAT_ID         default chat and alert chat of outbound messages',
   'WORKER_CONCURRENCY, STALE_AFTER, RETRY_*, SHUTDOWN_TIMEOUT, OUTBOUND_*: see the README',
 ];
@@ -57,38 +54,58 @@ const ADMIN_VARS = [
   'ADMIN_TOKEN / ADMIN_TOKENS  bearer token(s); unset on 127.0.0.1: one is made per process',
 ];
 
+/** A command module, loaded only when its command runs (so --help loads nothing). */
+const loaded = (mod: unknown): Promise<CommandModule> => Promise.resolve(mod as CommandModule);
+
 /* eslint-disable @typescript-eslint/no-require-imports */
 // require, not import(): tsx's CommonJS loader resolves extensionless .ts paths only through require.
 export const COMMANDS: Record<string, Command> = {
   migrate: {
     describe: 'apply SQL migrations and the pg-boss schema (and register the bot), then exit',
     options: {},
-    variables: [...DB_VARS, 'TELEGRAM_BOT_TOKEN  set: also registers the bot, so relay.enqueue_outbound works before any worker ran', 'OPS_CHAT_ID         with the token: the default chat of messages without chat_id', ...LOG_VARS],
-    load: async () => require('../migrate/main'),
+    variables: [
+      ...DB_VARS,
+      'TELEGRAM_BOT_TOKEN  set: also registers the bot, so relay.enqueue_outbound works before any worker ran',
+      'OPS_CHAT_ID         with the token: the default chat of messages without chat_id',
+      ...LOG_VARS,
+    ],
+    load: () => loaded(require('../migrate/main')),
   },
   poller: {
     describe: 'run the durable ingress (getUpdates or webhook) for the bot',
     options: {},
-    variables: [...DB_VARS, ...BOT_VARS, 'INGRESS             polling (default) or webhook; WEBHOOK_*, POLL_*, LEASE_TTL: see the README', 'ALLOWED_CHAT_IDS    chats whose messages become captures', ...LOG_VARS],
-    load: async () => require('../poller/main'),
+    variables: [
+      ...DB_VARS,
+      ...BOT_VARS,
+      'INGRESS             polling (default) or webhook; WEBHOOK_*, POLL_*, LEASE_TTL: see the README',
+      'ALLOWED_CHAT_IDS    chats whose messages become captures',
+      ...LOG_VARS,
+    ],
+    load: () => loaded(require('../poller/main')),
   },
   worker: {
     describe: 'run delivery workers (captures, dispatch, outbound)',
     options: {},
     variables: [...DB_VARS, ...BOT_VARS, ...WORKER_VARS, ...LOG_VARS],
-    load: async () => require('../worker/main'),
+    load: () => loaded(require('../worker/main')),
   },
   admin: {
     describe: 'serve the admin API and the dashboard',
     options: {},
     variables: [...DB_VARS, ...ADMIN_VARS, ...LOG_VARS],
-    load: async () => require('../admin/main'),
+    load: () => loaded(require('../admin/main')),
   },
   start: {
     describe: 'everything in one process (embedded PostgreSQL unless DATABASE_URL is set)',
     options: {},
-    variables: [...DB_VARS, 'TELEGRAM_BOT_TOKEN  unset: sandbox mode (a local Bot API sandbox, collector and the example bot)', ...WORKER_VARS, ...ADMIN_VARS, ...LOG_VARS],
-    load: async () => require('../start/main'),
+    variables: [
+      ...DB_VARS,
+      'TELEGRAM_BOT_TOKEN  unset: sandbox mode (a local Bot API sandbox, collector and the example bot)',
+      ...WORKER_VARS,
+      ...ADMIN_VARS,
+      ...LOG_VARS,
+    ],
+    load: () => loaded(require('../start/main')),
   },
   sandbox: {
     describe: 'run the local Bot API sandbox and collector; send/sent talk to a running one',
@@ -101,7 +118,7 @@ export const COMMANDS: Record<string, Command> = {
       'TELEGRAM_BOT_TOKEN  for send/sent (default the sandbox token)',
       ...LOG_VARS,
     ],
-    load: async () => require('../sandbox/main'),
+    load: () => loaded(require('../sandbox/main')),
   },
 };
 

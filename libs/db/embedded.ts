@@ -126,7 +126,8 @@ export function postgresUser(): RunAs | undefined {
   spawnSync('groupadd', ['--system', USER]);
   spawnSync('useradd', ['--system', '-g', USER, '--no-create-home', USER]);
   const created = ids();
-  if (!created) throw new EmbeddedPostgresError(`running as root, PostgreSQL needs an unprivileged "${USER}" user and creating one failed (useradd); create it, or ${FIX}`);
+  if (!created)
+    throw new EmbeddedPostgresError(`running as root, PostgreSQL needs an unprivileged "${USER}" user and creating one failed (useradd); create it, or ${FIX}`);
   return created;
 }
 
@@ -142,7 +143,7 @@ export function blockedFolder(target: string, who: RunAs): string | undefined {
       return undefined; // the rest does not exist yet: we create it reachable
     }
     if (st.isDirectory() && !mayEnter(st, who)) return cur;
-    if (i < parts.length) cur = path.join(cur, parts[i] as string);
+    if (i < parts.length) cur = path.join(cur, parts[i]);
   }
   return undefined;
 }
@@ -271,7 +272,7 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
   const existing = runningPort(requested);
   if (existing) {
     log?.info({ dataDir: requested, port: existing }, 'using the embedded PostgreSQL already running on this data directory');
-    return { url: urlFor(existing), port: existing, owned: false, dataDir: requested, stop: async () => undefined };
+    return { url: urlFor(existing), port: existing, owned: false, dataDir: requested, stop: () => Promise.resolve() };
   }
   const bins = findPgBinaries();
   const who = postgresUser();
@@ -279,7 +280,7 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
   if (dir !== requested) {
     log?.warn({ requested, dataDir: dir }, 'the data folder is not reachable by the postgres user (running as root): using a folder it can reach');
     const port = runningPort(dir);
-    if (port) return { url: urlFor(port), port, owned: false, dataDir: dir, stop: async () => undefined };
+    if (port) return { url: urlFor(port), port, owned: false, dataDir: dir, stop: () => Promise.resolve() };
   }
   const native = reachableBinaries(bins, who, EMBEDDED_CACHE_ROOT, log);
   const initdb = path.join(native, 'bin', 'initdb');
@@ -329,10 +330,12 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
       if (out.length < 20_000) out += m;
       if (m.includes('database system is ready to accept connections')) resolve();
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     child.once('error', (err) => reject(spawnError(postgres, err)));
-    child.once('exit', (code, signal) => reject(new EmbeddedPostgresError(`PostgreSQL exited while starting (code ${code ?? signal}): ${out.trim().slice(-2000)}`)));
+    child.once('exit', (code, signal) =>
+      reject(new EmbeddedPostgresError(`PostgreSQL exited while starting (code ${code ?? signal}): ${out.trim().slice(-2000)}`)),
+    );
   });
   child.removeAllListeners('error');
   child.on('error', (err) => log?.error({ err }, 'embedded postgres'));

@@ -19,8 +19,8 @@ async function migrateAndDescribe(url: string): Promise<{ major: number; applied
   const c = new Client({ connectionString: url });
   await c.connect();
   try {
-    const v = await c.query("select current_setting('server_version_num')::int / 10000 as major");
-    const m = await c.query('select version from relay.schema_migrations order by version');
+    const v = await c.query<{ major: number }>("select current_setting('server_version_num')::int / 10000 as major");
+    const m = await c.query<{ version: number }>('select version from relay.schema_migrations order by version');
     return { major: v.rows[0].major, applied: m.rows.map((r) => r.version) };
   } finally {
     await c.end();

@@ -19,7 +19,11 @@ const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const TOKEN = '5151:pack-test-token';
 
 function run(cmd: string, args: string[], cwd: string): SpawnSyncReturns<string> {
-  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' } });
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' },
+  });
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
   return r;
 }
@@ -40,7 +44,8 @@ afterAll(async () => {
 
 describe('npm run build', () => {
   it('writes dist/ (JavaScript and declarations) and npm start would not rebuild it', () => {
-    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/apps/cli/main.js', 'dist/examples/echo-bot.js']) expect([f, fs.existsSync(path.join(ROOT, f))]).toEqual([f, true]);
+    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/apps/cli/main.js', 'dist/examples/echo-bot.js'])
+      expect([f, fs.existsSync(path.join(ROOT, f))]).toEqual([f, true]);
     const check = spawnSync(process.execPath, [path.join(ROOT, 'scripts/build-if-stale.js'), '--check'], { encoding: 'utf8' });
     expect([check.status, check.stdout.trim()]).toEqual([0, 'dist/ is up to date']);
     expect(fs.readFileSync(BUILT_CLI, 'utf8')).not.toMatch(/tsx|\.ts'/);
@@ -60,7 +65,7 @@ describe('npm run build', () => {
     const c = new Client({ connectionString: db.url });
     await c.connect();
     try {
-      expect((await c.query('select max(version)::int as v from relay.schema_migrations')).rows[0].v).toBeGreaterThan(0);
+      expect((await c.query<{ v: number }>('select max(version)::int as v from relay.schema_migrations')).rows[0].v).toBeGreaterThan(0);
       expect((await c.query('select bot_id from relay.outbound_settings')).rows).toEqual([{ bot_id: '5151' }]);
     } finally {
       await c.end();
@@ -73,13 +78,15 @@ describe('npm pack → install → import', () => {
 
   it('packs dist/, sql/, the bin, the dashboard bundle, README and package.json, nothing else', () => {
     const out = run('npm', ['pack', '--json', '--pack-destination', work], ROOT);
-    const [info] = JSON.parse(out.stdout) as { filename: string; files: { path: string }[] }[];
-    tarball = path.join(work, info!.filename);
-    const files = info!.files.map((f) => f.path);
+    const info = (JSON.parse(out.stdout) as { filename: string; files: { path: string }[] }[])[0];
+    tarball = path.join(work, info.filename);
+    const files = info.files.map((f) => f.path);
     const outside = files.filter((f) => !/^(dist\/|sql\/|libs\/admin\/ui\/dist\/)/.test(f) && !['bin/tg-relay.js', 'README.md', 'package.json'].includes(f));
     expect(outside).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
-    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'bin/tg-relay.js', 'libs/admin/ui/dist/index.html', 'sql/0001_init.sql']));
+    expect(files).toEqual(
+      expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'bin/tg-relay.js', 'libs/admin/ui/dist/index.html', 'sql/0001_init.sql']),
+    );
   });
 
   it('a fresh project installs the tarball and imports enqueueOutbound from CommonJS and ESM: type-checks and runs', async () => {
@@ -107,11 +114,15 @@ try {
   await pool.end();
   await boss.stop({ graceful: false, wait: true });
 }`;
-    const imports = "{ createBoss, enqueueOutbound, OutboundConflictError, HandlerTimeoutError, defineBot, type EnqueueOptions, type OutboundMessageInput, type RegisterHandlers }";
+    const imports =
+      '{ createBoss, enqueueOutbound, OutboundConflictError, HandlerTimeoutError, defineBot, type EnqueueOptions, type OutboundMessageInput, type RegisterHandlers }';
     const bot = `
 const register: RegisterHandlers = (bot, dispatch) => { bot.on('text', (ctx) => ctx.reply('hi')); dispatch.autoAnswerCallbacks(); };
 export const handlers = defineBot(register);`;
-    fs.writeFileSync(path.join(project, 'cjs.cts'), `import ${imports} from 'tg-relay';\nimport pg = require('pg');\n${bot}\nasync function main(): Promise<void> {${body('cjs')}\n}\nvoid main();\n`);
+    fs.writeFileSync(
+      path.join(project, 'cjs.cts'),
+      `import ${imports} from 'tg-relay';\nimport pg = require('pg');\n${bot}\nasync function main(): Promise<void> {${body('cjs')}\n}\nvoid main();\n`,
+    );
     fs.writeFileSync(path.join(project, 'esm.mts'), `import ${imports} from 'tg-relay';\nimport pg from 'pg';\n${bot}\n${body('esm')}\n`);
     fs.writeFileSync(
       path.join(project, 'tsconfig.json'),
@@ -133,7 +144,10 @@ export const handlers = defineBot(register);`;
     run(process.execPath, [TSC, '-p', project], project);
 
     const results: Record<string, unknown> = {};
-    for (const [kind, file] of [['cjs', 'out/cjs.cjs'], ['esm', 'out/esm.mjs']] as const) {
+    for (const [kind, file] of [
+      ['cjs', 'out/cjs.cjs'],
+      ['esm', 'out/esm.mjs'],
+    ] as const) {
       const r = run(process.execPath, [path.join(project, file), db.url], project);
       results[kind] = JSON.parse(r.stdout.trim().split('\n').pop()!);
     }
