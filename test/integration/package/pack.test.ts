@@ -166,6 +166,21 @@ export const handlers = defineBot(register);`;
       await c.end();
     }
 
+    // the installed CLI runs compiled JavaScript: a TypeScript BOT_HANDLERS module without tsx in the
+    // project is a configuration error that says how to fix it, not a SyntaxError stack
+    fs.writeFileSync(
+      path.join(project, 'bot.ts'),
+      "import { defineBot } from 'tg-relay';\nconst greeting: string = 'hi';\nexport default defineBot((bot) => { bot.on('text', (ctx) => ctx.reply(greeting)); });\n",
+    );
+    const ts = await runCli(
+      ['worker'],
+      { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: 'http://127.0.0.1:9', BOT_HANDLERS: 'bot.ts' },
+      { cli: path.join(project, 'node_modules', 'tg-relay', 'bin', 'tg-relay.js'), cwd: project },
+    );
+    expect(ts.code).toBe(78);
+    expect(ts.stderr).toContain('BOT_HANDLERS: "bot.ts" is TypeScript');
+    expect(ts.stderr).toContain('npm install --save-dev tsx');
+
     // only the root entry is public
     const deep = spawnSync(process.execPath, ['-e', "require('tg-relay/dist/libs/db')"], { cwd: project, encoding: 'utf8' });
     expect(deep.stderr).toContain('ERR_PACKAGE_PATH_NOT_EXPORTED');
