@@ -42,7 +42,7 @@ const newToken = () => `${++botSeq}:bench-${botSeq}-token-not-secret-xx`;
 async function startSandboxProcess(): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort();
   const collectorPort = await freePort();
-  const child = spawn(process.execPath, [path.resolve(__dirname, '../bin/tg-relay.js'), 'sandbox'], {
+  const child = spawn(process.execPath, [path.resolve(__dirname, '../scripts/tg-relay-dev.js'), 'sandbox'], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, SANDBOX_PORT: String(port), SANDBOX_COLLECTOR_PORT: String(collectorPort), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -32,7 +32,7 @@ const WORKERS = Number(arg('workers', '3'));
 const MODES = arg('modes', 'proactive,reactive').split(',') as ('proactive' | 'reactive')[];
 const CAP = Number(arg('cap', '30'));
 const PER_CHAT = Number(arg('per-chat', '1'));
-const CLI = path.resolve(__dirname, '../bin/tg-relay.js');
+const CLI = path.resolve(__dirname, '../scripts/tg-relay-dev.js');
 
 interface Result {
   mode: string;

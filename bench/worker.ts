@@ -271,7 +271,7 @@ async function partC(url: string, pool: Pool): Promise<void> {
   const received = new Map<string, number>();
   const collector = createCollector({ onReceive: (r) => received.set(r.key, performance.timeOrigin + performance.now()) });
   await collector.start();
-  const child = spawn(process.execPath, [path.resolve(__dirname, '../bin/tg-relay.js'), 'worker'], {
+  const child = spawn(process.execPath, [path.resolve(__dirname, '../scripts/tg-relay-dev.js'), 'worker'], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: url, CAPTURE_URL: collector.captureUrl, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -9,7 +9,7 @@
  *   `'handled'` (an explicit recovery decision, so the update is not retried).
  */
 import { Markup } from 'telegraf';
-import { defineBot } from '../libs/dispatch/handlers-module';
+import { defineBot } from 'tg-relay';
 
 /** A known, recoverable condition: the user asked for something the bot refuses. */
 export class EchoRejected extends Error {

@@ -4,6 +4,7 @@
  *   running sandbox (SANDBOX_URL, default http://127.0.0.1:8081) and prints its update_id.
  * `tg-relay sandbox sent [--token T]` — prints what the bot sent, one JSON line per message.
  */
+import { parseArgs as parseArgsStrict } from 'node:util';
 import { loadConfig } from '../../libs/config';
 import { ConfigError } from '../../libs/config/errors';
 import { createLogger } from '../../libs/observability/logger';
@@ -82,20 +83,17 @@ interface SendArgs {
   options: Record<string, string>;
 }
 
+/** The subcommand's own flags (node:util parseArgs); anything else is a usage error. */
 function parseArgs(args: string[], allowed: string[]): SendArgs {
-  const result: SendArgs = { options: {} };
-  const positional: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i] as string;
-    if (a.startsWith('--')) {
-      const [name, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
-      if (!allowed.includes(name)) throw new UsageError(`unknown option --${name}`);
-      const value = inline ?? args[++i];
-      if (value === undefined) throw new UsageError(`--${name} needs a value`);
-      result.options[name] = value;
-    } else positional.push(a);
+  let parsed;
+  try {
+    parsed = parseArgsStrict({ args, options: Object.fromEntries(allowed.map((a) => [a, { type: 'string' as const }])), allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
-  if (positional.length > 0) result.text = positional.join(' ');
+  const result: SendArgs = { options: {} };
+  for (const [k, v] of Object.entries(parsed.values)) if (typeof v === 'string') result.options[k] = v;
+  if (parsed.positionals.length > 0) result.text = parsed.positionals.join(' ');
   return result;
 }
 
@@ -130,7 +128,7 @@ async function sent(args: string[], env: Env): Promise<number> {
   return 0;
 }
 
-export async function run(args: string[], env: Env = process.env): Promise<number> {
+export async function run(args: string[], _parsed?: unknown, env: Env = process.env): Promise<number> {
   const [sub, ...rest] = args;
   try {
     if (sub === undefined) return await serve(env);

@@ -86,7 +86,7 @@ export async function run(): Promise<number> {
     lines.push(
       '  ┌ SANDBOX MODE — no TELEGRAM_BOT_TOKEN: a local Bot API sandbox stands in for Telegram,',
       '  │ a local collector receives captures, and the example bot (examples/echo-bot.ts) answers.',
-      `  │ database: ${db.kind === 'embedded' ? `embedded PostgreSQL in ${config.DATA_DIR}/postgres` : 'DATABASE_URL'}`,
+      `  │ database: ${db.kind === 'embedded' ? `embedded PostgreSQL in ${db.dataDir ?? `${config.DATA_DIR}/postgres`}` : 'DATABASE_URL'}`,
       `  │ admin API: ${admin.address}   dashboard: ${admin.address}/`,
       `  │ admin token: ${token}`,
       '  │ send a user message:',

@@ -7,10 +7,15 @@ import { startEmbeddedPostgres } from './embedded';
 import { migrate, MIGRATION_LOCK_KEY } from './migrate';
 import { createPool } from './pool';
 
+/** DATA_DIR's default (libs/config/schema.ts). */
+const DATA_DIR_DEFAULT = '.data';
+
 export interface Database {
   url: string;
   /** 'external' when DATABASE_URL is set, else 'embedded'. */
   kind: 'external' | 'embedded';
+  /** The embedded server's data folder (where it really is: as root it may be relocated). */
+  dataDir?: string;
   /** Stops the embedded server if this process started it; no-op otherwise. Idempotent. */
   stop(): Promise<void>;
 }
@@ -21,9 +26,11 @@ export interface Database {
  */
 export async function resolveDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>, logger?: Logger): Promise<Database> {
   if (config.DATABASE_URL) return { url: config.DATABASE_URL, kind: 'external', stop: async () => undefined };
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(config.DATA_DIR, 'postgres'), logger });
-  logger?.info({ port: pg.port, owned: pg.owned }, 'embedded PostgreSQL ready');
-  return { url: pg.url, kind: 'embedded', stop: pg.stop };
+  // the default folder may move where the postgres user can reach it (as root); an explicit one may not
+  const relocatable = config.DATA_DIR === DATA_DIR_DEFAULT;
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(config.DATA_DIR, 'postgres'), logger, relocatable });
+  logger?.info({ port: pg.port, owned: pg.owned, dataDir: pg.dataDir }, 'embedded PostgreSQL ready');
+  return { url: pg.url, kind: 'embedded', dataDir: pg.dataDir, stop: pg.stop };
 }
 
 /** Migrations run without statement or lock limits: creating an index on a big table is legitimately slow. */

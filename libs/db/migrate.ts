@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
+import { PACKAGE_ROOT } from '../runtime/package-root';
 
-export const SQL_DIR = path.resolve(__dirname, '../../sql');
+export const SQL_DIR = path.join(PACKAGE_ROOT, 'sql');
 /** Serialises migrations of every replica that starts at once (any constant; documented in README). */
 export const MIGRATION_LOCK_KEY = 7_346_201_001;
 

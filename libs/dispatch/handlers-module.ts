@@ -11,10 +11,13 @@
  *    exported as `handlers` or wrapped in `new Composer(fn)`; the two cannot be told apart).
  *    `module.exports = …` counts as a default export.
  *
- * The path is resolved against the working directory (or is a package name). TypeScript modules
- * load as-is: `tg-relay` runs under tsx.
+ * The path is resolved against the working directory (or is a package name). A TypeScript module
+ * (`.ts`) loads as-is from the sources (tsx); the compiled `tg-relay` loads it through tsx when
+ * tsx is installed where the module or the working directory can resolve it, else says how to fix.
  */
+import { createRequire } from 'node:module';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Middleware, Telegraf } from 'telegraf';
 import { ConfigError } from '../config/errors';
 import type { DispatchContext } from './context';
@@ -110,8 +113,31 @@ export function resolveHandlersPath(spec: string, cwd = process.cwd()): string {
   ]);
 }
 
-// A real dynamic import (not transpiled to require) for ESM-only handler modules.
-const importEsm = new Function('m', 'return import(m)') as (m: string) => Promise<unknown>;
+const TS_FILE = /\.[cm]?ts$/;
+
+/**
+ * Registers tsx's CommonJS loader for a TypeScript handler module when this process does not run
+ * under one (the compiled CLI). False when tsx cannot be found.
+ */
+function registerTsLoader(file: string, cwd: string): boolean {
+  for (const from of [file, path.join(cwd, 'package.json')]) {
+    try {
+      const api = createRequire(from)('tsx/cjs/api') as { register: () => unknown };
+      api.register();
+      return true;
+    } catch {
+      // try the next place
+    }
+  }
+  return false;
+}
+
+function loadFailed(spec: string, err: unknown): ConfigError {
+  return Object.assign(
+    new ConfigError(`BOT_HANDLERS: loading "${spec}" failed: ${(err as Error).message}`, [{ variable: 'BOT_HANDLERS', problem: 'module failed to load' }]),
+    { cause: err },
+  );
+}
 
 /** Loads BOT_HANDLERS. Errors thrown while the module loads are reported as a ConfigError with the cause. */
 export async function loadBotHandlers(spec: string, cwd = process.cwd()): Promise<BotHandlers & { file: string }> {
@@ -121,15 +147,26 @@ export async function loadBotHandlers(spec: string, cwd = process.cwd()): Promis
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod = require(file);
   } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_REQUIRE_ESM') {
-      mod = await importEsm(path.isAbsolute(file) ? `file://${file}` : file);
+    const code = (err as { code?: string }).code;
+    if (code === 'ERR_REQUIRE_ESM' || code === 'ERR_REQUIRE_ASYNC_MODULE') {
+      mod = await import(pathToFileURL(file).href).catch((e: unknown) => Promise.reject(loadFailed(spec, e)));
+    } else if (TS_FILE.test(file) && err instanceof SyntaxError) {
+      // TypeScript under plain Node (the compiled CLI): load it through tsx if the project has it
+      if (!registerTsLoader(file, cwd)) {
+        throw new ConfigError(
+          `BOT_HANDLERS: "${spec}" is TypeScript and this tg-relay runs compiled JavaScript: compile it (tsc) and point BOT_HANDLERS at the .js file, ` +
+            'or install tsx in your project (npm install --save-dev tsx) so tg-relay can load it',
+          [{ variable: 'BOT_HANDLERS', problem: 'TypeScript module without a TypeScript loader' }],
+        );
+      }
+      try {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        mod = require(file);
+      } catch (e) {
+        throw loadFailed(spec, e);
+      }
     } else {
-      throw Object.assign(
-        new ConfigError(`BOT_HANDLERS: loading "${spec}" failed: ${(err as Error).message}`, [
-          { variable: 'BOT_HANDLERS', problem: 'module failed to load' },
-        ]),
-        { cause: err },
-      );
+      throw loadFailed(spec, err);
     }
   }
   return { ...resolveBotHandlers(mod, `"${spec}"`), file };

@@ -8,7 +8,8 @@ import type { Pool } from '../db';
 import type { Logger } from '../observability/logger';
 import { BotApiSandbox, Collector, DEFAULT_FIRST_UPDATE_ID, SANDBOX_DEFAULT_TOKEN, startSandboxPeers } from '../sandbox';
 
-export const EXAMPLE_BOT = path.resolve(__dirname, '../../examples/echo-bot.ts');
+// extensionless: examples/echo-bot.ts from the sources, dist/examples/echo-bot.js from the build
+export const EXAMPLE_BOT = path.resolve(__dirname, '../../examples/echo-bot');
 /** The chat the printed `sandbox send` command and the dashboard's chat panel write from. */
 export const SANDBOX_CHAT_ID = 1001;
 

@@ -2,7 +2,10 @@ import { ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '../..');
-export const CLI = path.join(ROOT, 'bin/tg-relay.js');
+/** The CLI from the TypeScript sources (through tsx): what every process test runs, no build needed. */
+export const CLI = path.join(ROOT, 'scripts/tg-relay-dev.js');
+/** The shipped CLI: runs dist/ only (test/integration/package tests it after `npm run build`). */
+export const BUILT_CLI = path.join(ROOT, 'bin/tg-relay.js');
 
 export interface RunResult {
   code: number | null;
@@ -19,9 +22,9 @@ export function cleanEnv(env: Record<string, string | undefined>): NodeJS.Proces
 }
 
 /** Runs `tg-relay <args>` to completion. */
-export function runCli(args: string[], env: Record<string, string | undefined>, opts: { timeoutMs?: number; cwd?: string } = {}): Promise<RunResult> {
+export function runCli(args: string[], env: Record<string, string | undefined>, opts: { timeoutMs?: number; cwd?: string; cli?: string } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env), cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [opts.cli ?? CLI, ...args], { env: cleanEnv(env), cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

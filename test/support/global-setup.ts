@@ -14,7 +14,7 @@ export default async function globalSetup(): Promise<void> {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-relay-test-pg-'));
   fs.chmodSync(dir, 0o755);
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg') });
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), relocatable: true });
   process.env.TEST_ADMIN_DATABASE_URL = pg.url;
-  (globalThis as any).__TG_RELAY_PG__ = { pg, dir };
+  (globalThis as { __TG_RELAY_PG__?: unknown }).__TG_RELAY_PG__ = { pg, dir };
 }

@@ -1,4 +1,4 @@
-/** `tg-relay worker` as a real child process (node bin/tg-relay.js worker), for crash and stop tests. */
+/** `tg-relay worker` as a real child process (the CLI from the sources, scripts/tg-relay-dev.js), for crash and stop tests. */
 import type { ChildProcess } from 'node:child_process';
 import { exited, startCli } from './cli';
 import { waitFor } from './wait-for';

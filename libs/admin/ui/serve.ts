@@ -2,9 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
+import { PACKAGE_ROOT } from '../../runtime/package-root';
 
 /** The committed bundle (`npm run build:ui` writes it; a unit test checks it matches src/). */
-export const DASHBOARD_DIST = path.join(__dirname, 'dist');
+export const DASHBOARD_DIST = path.join(PACKAGE_ROOT, 'libs/admin/ui/dist');
 /** Where the bundle's files are served; the page itself is `/`. */
 export const DASHBOARD_ASSET_PREFIX = '/ui/';
 

@@ -129,8 +129,8 @@ describe('OpenAPI', () => {
 
 describe("Telegram's lag (getWebhookInfo)", () => {
   test('pending_update_count of the configured bot is fetched from the Bot API and shown per bot in stats and metrics', async () => {
-    const { createBotApiSandbox } = await import('../../../libs/sandbox');
-    const { pendingUpdatesCache, webhookInfoFetcher } = await import('../../../libs/admin/webhook-info');
+    const { createBotApiSandbox } = await import('../../../libs/sandbox/index.js');
+    const { pendingUpdatesCache, webhookInfoFetcher } = await import('../../../libs/admin/webhook-info.js');
     const sandbox = createBotApiSandbox({ limits: { enabled: false } });
     await sandbox.start();
     try {

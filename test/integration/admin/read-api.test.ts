@@ -53,7 +53,7 @@ describe('auth', () => {
 
 describe('auth options', () => {
   test('ADMIN_DOCS_PUBLIC=true serves the OpenAPI document and Swagger UI without a token, and nothing else', async () => {
-    const { testConfig } = await import('./support');
+    const { testConfig } = await import('./support.js');
     const pub = await buildTestApp(db.pool, boss, { config: testConfig({ ADMIN_DOCS_PUBLIC: 'true' }) });
     try {
       expect((await call(pub, 'GET', '/openapi.json', { headers: {} })).statusCode).toBe(200);

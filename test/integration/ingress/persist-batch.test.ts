@@ -137,7 +137,7 @@ describe('persistBatch', () => {
     const client = await pool.connect();
     try {
       await client.query('begin');
-      const { persistInTransaction } = await import('../../../libs/ingress/persist-batch');
+      const { persistInTransaction } = await import('../../../libs/ingress/persist-batch.js');
       await persistInTransaction(client, boss, plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1), opts(botId, old, { leaseTtlMs: 300 }));
       await new Promise((r) => setTimeout(r, 400)); // the lease expires while the transaction is open
       let acquiredAt = 0;

