@@ -12,7 +12,7 @@
  * Switching is one variable: REPLY_MODE=direct|outbound.
  */
 import type { PoolClient } from 'pg';
-import { ReplySinkUnavailableError } from './errors';
+import { InvalidReplyError, ReplySinkUnavailableError } from './errors';
 
 export type ReplyMode = 'direct' | 'outbound';
 
@@ -70,7 +70,14 @@ export interface OutboundReply {
  * Writes captured replies inside the handled transaction. Provided by the outbound relay
  * (libs/outbound); dispatch does not know its tables.
  */
-export type OutboundReplyWriter = (client: PoolClient, replies: OutboundReply[]) => Promise<void>;
+export type OutboundReplyWriter = ((client: PoolClient, replies: OutboundReply[]) => Promise<void>) & {
+  /**
+   * The writer's own rules (libs/outbound: the outbound message validation): the problems that make
+   * a reply unwritable, or an empty list. Checked at the `ctx.reply` call, so an invalid reply is
+   * refused where the handler can see it instead of failing the handled transaction later.
+   */
+  validate?: (reply: OutboundReply) => { field: string; problem: string }[];
+};
 
 /** Methods captured in outbound mode; everything else is called directly. */
 export const CAPTURED_METHODS = new Set(['sendMessage']);
@@ -87,7 +94,16 @@ export function createOutboundReplySink(opts: { write: OutboundReplyWriter }): R
       return {
         call: async (method, payload, signal, direct) => {
           if (!CAPTURED_METHODS.has(method)) return direct(method, payload, { signal });
-          const reply = toOutboundReply(subject, captured.length + 1, payload);
+          let reply: OutboundReply;
+          let problems: { field: string; problem: string }[];
+          try {
+            reply = toOutboundReply(subject, captured.length + 1, payload);
+            problems = opts.write.validate?.(reply) ?? [];
+          } catch (err) {
+            // a payload that cannot even be read (a throwing getter, a value that is not JSON)
+            throw new InvalidReplyError(method, captured.length + 1, [{ field: 'payload', problem: `cannot be read: ${err instanceof Error ? err.name : typeof err}` }]);
+          }
+          if (problems.length) throw new InvalidReplyError(method, captured.length + 1, problems);
           captured.push(reply);
           return {
             message_id: 0,
@@ -109,8 +125,8 @@ function toOutboundReply(subject: DispatchSubject, n: number, payload: Record<st
   const reply: OutboundReply = {
     msgId: `update:${subject.botId}:${subject.updateId}:${n}`,
     botId: subject.botId,
-    chatId: String(payload.chat_id ?? ''),
-    text: typeof payload.text === 'string' ? payload.text : String(payload.text ?? ''),
+    chatId: typeof payload.chat_id === 'number' || typeof payload.chat_id === 'string' || typeof payload.chat_id === 'bigint' ? String(payload.chat_id) : '',
+    text: typeof payload.text === 'string' ? payload.text : typeof payload.text === 'number' ? String(payload.text) : '',
     sourceUpdateId: subject.updateId,
     payload: { ...payload },
   };
