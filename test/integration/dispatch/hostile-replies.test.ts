@@ -41,9 +41,10 @@ afterAll(async () => {
   await db.drop();
 });
 
-async function start(register: RegisterHandlers): Promise<void> {
+async function start(register: RegisterHandlers, opts: { validateAtReply?: boolean } = {}): Promise<void> {
   const logger = testLogger();
   const writer = createOutboundReplyWriter({ boss, defaults: { botId: BOT } });
+  if (opts.validateAtReply === false) delete writer.validate; // the bad reply reaches the outcome transaction
   const runner = createUpdateRunner({ token: TOKEN, botId: BOT, apiRoot: sb.url, handlers: resolveBotHandlers({ register }), replySink: createOutboundReplySink({ write: writer }), logger });
   await runner.start();
   const telegram = createBotApiClient({ token: TOKEN, apiRoot: sb.url });
@@ -188,5 +189,28 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
     }
     expect((await inbox(e1!))!.last_error).toContain(EMOJI.repeat(10));
     expect((await inbox(e2!))!.last_error).toMatch(/bad\uFFFDvalue \uFFFD/);
+  });
+
+  it('defence in depth: a reply the outcome transaction refuses is isolated by the outcome writer; the batch and other chats land', async () => {
+    await start(echoOrHostile, { validateAtReply: false });
+    const items = [
+      { chatId: 91, text: 'long' },
+      ...Array.from({ length: 6 }, (_, i) => ({ chatId: 92 + i, text: `fine ${i}` })),
+      { chatId: 98, text: 'nul' },
+    ];
+    const ids = await storeUpdates(items);
+    const good = ids.filter((_, i) => items[i]!.text.startsWith('fine'));
+    await waitFor(async () => (await Promise.all(good.map(replies))).every((r) => r[0]?.state === 'delivered'), { what: 'every good update answered', timeoutMs: 15_000 });
+    for (const id of [ids[0]!, ids[ids.length - 1]!]) {
+      const row = await waitFor(async () => {
+        const r = await inbox(id);
+        return r?.state === 'failed' ? r : undefined;
+      }, { what: `poison update ${id} failed`, timeoutMs: 15_000 });
+      expect(row.attempts).toBe(1);
+      expect(row.last_error).toMatch(/outcome could not be written: invalid outbound message/);
+      expect(await audit(row.id)).toEqual([expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_OUTCOME_UNWRITABLE' })]);
+      expect(await replies(id)).toEqual([]);
+    }
+    for (const id of good) expect((await inbox(id))!.state).toBe('handled');
   });
 });
