@@ -213,4 +213,27 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
     }
     for (const id of good) expect((await inbox(id))!.state).toBe('handled');
   });
+
+  it('telegraf refusing an input itself (ctx.reply on an update without a chat) is caught and fails that update at once', async () => {
+    await start((bot) => {
+      bot.on('poll', (ctx) => ctx.reply('no chat to reply to'));
+      bot.on('text', (ctx) => ctx.reply(`echo: ${ctx.message.text}`));
+    });
+    const pollId = ++updateSeq;
+    await withTransaction(db.pool, async (c) => {
+      const jobId = newJobId();
+      const poll = { update_id: pollId, poll: { id: 'p1', question: 'q', options: [], total_voter_count: 0, is_closed: false, is_anonymous: true, type: 'regular', allows_multiple_answers: false } };
+      const { rows } = await c.query(`insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload, job_id) values ($1, $2, 'poll', null, $3, $4) returning id`, [BOT, pollId, poll, jobId]);
+      await enqueueJobs(c, boss, QUEUES.dispatch, [{ id: jobId, data: { id: Number(rows[0].id) } }]);
+    });
+    const [good] = await storeUpdates([{ chatId: 84, text: 'fine' }]);
+    await waitFor(async () => (await replies(good!))[0]?.state === 'delivered', { what: 'the other update answered' });
+    const row = await waitFor(async () => {
+      const r = await inbox(pollId);
+      return r?.state === 'failed' ? r : undefined;
+    }, { what: 'the poll update failed' });
+    expect(row.attempts).toBe(1);
+    expect(row.last_error).toBe('RELAY_TELEGRAF_REFUSED: telegraf refused the call: "sendMessage" isn\'t available for "poll"');
+    expect(await audit(row.id)).toEqual([expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_TELEGRAF_REFUSED' })]);
+  });
 });
