@@ -17,6 +17,7 @@
  */
 import { TelegramApiError, TelegramNetworkError } from '../telegram/errors';
 import { redactToken } from '../observability/redact';
+import { safeText } from '../queue/errors';
 
 /** Used when a 429 carries neither parameters.retry_after nor a Retry-After header. */
 export const RATE_LIMIT_FALLBACK_MS = 1_000;
@@ -80,8 +81,7 @@ export type SendOutcome = Delivered | RateLimited | RetrySend | Ambiguous | Migr
 
 const MAX_TEXT = 300;
 const short = (s: string): string => {
-  const line = redactToken(s).replace(/\s+/g, ' ').trim();
-  return line.length > MAX_TEXT ? `${line.slice(0, MAX_TEXT - 1)}…` : line;
+  return safeText(redactToken(s).replace(/\s+/g, ' ').trim(), MAX_TEXT);
 };
 
 /** A sendMessage result (the Message object). */

@@ -172,10 +172,23 @@ const TRANSIENT_SQLSTATES = new Set(['55P03', '55006', '25P04']);
  */
 export function isTransientWriteError(err: unknown): boolean {
   const code = codeOf(err);
-  if (code && /^[0-9A-Z]{5}$/.test(code) && !/^E[A-Z]/.test(code)) {
-    return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) || TRANSIENT_SQLSTATES.has(code);
+  if (code !== undefined) {
+    if (/^E[A-Z0-9_]{3,}$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ENOTFOUND…
+    if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) || TRANSIENT_SQLSTATES.has(code);
+    return false; // our own codes (RELAY_…) and anything else with a code: about the data
   }
-  if (code && /^E[A-Z0-9_]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ENOTFOUND…
-  const message = err instanceof Error ? err.message : String(err);
-  return /connection|terminat|timeout|timed out|ECONN|socket|not queryable|Client was closed|pool/i.test(message);
+  // node-postgres / pg-pool connection failures carry no code; match their fixed wording only (never
+  // a pattern that text coming from an item could hit by chance)
+  const message = err instanceof Error ? err.message : '';
+  return PG_CONNECTION_MESSAGES.some((m) => message.startsWith(m));
 }
+
+const PG_CONNECTION_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'Cannot use a pool after calling end on the pool',
+  'Query read timeout',
+  'connect ECONNREFUSED',
+];
