@@ -12,6 +12,7 @@
  * Switching is one variable: REPLY_MODE=direct|outbound.
  */
 import type { PoolClient } from 'pg';
+import { charLength, OUTBOUND_TEXT_MAX, unicodeProblem } from '../outbound/message';
 import { InvalidReplyError, ReplySinkUnavailableError } from './errors';
 
 export type ReplyMode = 'direct' | 'outbound';
@@ -39,15 +40,44 @@ export interface ReplySink {
   open(subject: DispatchSubject): ReplySession;
 }
 
-/** REPLY_MODE=direct: handlers talk to the Bot API themselves. */
+/**
+ * REPLY_MODE=direct: handlers talk to the Bot API themselves. A `sendMessage` whose text Telegram
+ * would refuse whatever happens (blank, a NUL or lone surrogate, over 4096 characters without a
+ * parse_mode) is refused here with InvalidReplyError, as in outbound mode, instead of a 400 that would
+ * be retried until the budget is spent (holding the chat's next updates back meanwhile). Text with a
+ * parse_mode is left to Telegram: its limit counts the text after entity parsing.
+ */
 export function createDirectReplySink(): ReplySink {
   return {
     mode: 'direct',
-    open: () => ({
-      call: (method, payload, signal, direct) => direct(method, payload, { signal }),
-      commit: async () => undefined,
-    }),
+    open: () => {
+      let sends = 0;
+      return {
+        call: (method, payload, signal, direct) => {
+          if (CAPTURED_METHODS.has(method)) {
+            sends++;
+            const problem = directTextProblem(payload);
+            if (problem) return Promise.reject(new InvalidReplyError(method, sends, [{ field: 'text', problem }]));
+          }
+          return direct(method, payload, { signal });
+        },
+        commit: async () => undefined,
+      };
+    },
   };
+}
+
+function directTextProblem(payload: Record<string, unknown>): string | undefined {
+  const text = payload.text;
+  if (typeof text !== 'string') return undefined; // telegraf/Telegram decide
+  const u = unicodeProblem(text);
+  if (u) return u;
+  const n = charLength(text);
+  if (n === 0 || !/\S/.test(text)) return 'must contain a visible character (Telegram rejects blank text)';
+  if (n > OUTBOUND_TEXT_MAX && (payload.parse_mode === undefined || payload.parse_mode === null || payload.parse_mode === '')) {
+    return `must be 1..${OUTBOUND_TEXT_MAX} characters, got ${n}`;
+  }
+  return undefined;
 }
 
 /** A `sendMessage` captured during a dispatch, to be queued by the outbound relay. */
