@@ -180,7 +180,8 @@ export function isTransientWriteError(err: unknown): boolean {
   // node-postgres / pg-pool connection failures carry no code; match their fixed wording only (never
   // a pattern that text coming from an item could hit by chance)
   const message = err instanceof Error ? err.message : '';
-  return PG_CONNECTION_MESSAGES.some((m) => message.startsWith(m));
+  const lower = message.toLowerCase();
+  return PG_CONNECTION_MESSAGES.some((m) => lower.startsWith(m.toLowerCase()));
 }
 
 const PG_CONNECTION_MESSAGES = [

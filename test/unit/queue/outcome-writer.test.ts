@@ -2,8 +2,10 @@
  * The outcome writer retries only transient failures as a batch; any other failure is isolated item
  * by item, the unwritable item replaced by its failure (or given up), and the rest lands.
  */
-import { isTransientWriteError, OutcomeWriter } from '../../libs/queue/outcome-writer';
-import { createLogger } from '../../libs/observability/logger';
+import { isTransientWriteError, OutcomeWriter } from '../../../libs/queue/outcome-writer';
+import { createLogger } from '../../../libs/observability/logger';
+import { decideSettlement } from '../../../libs/queue/settlement';
+import { Outcome } from '../../../libs/queue/outcome';
 
 const logger = createLogger({ level: 'silent' });
 const sqlError = (code: string) => Object.assign(new Error(`sqlstate ${code}`), { code });
@@ -80,5 +82,21 @@ describe('OutcomeWriter', () => {
     );
     await Promise.all([writer.submit({ id: 1 }), writer.submit({ id: 2 })]);
     expect(batches).toEqual([[1, 2]]);
+  });
+});
+
+describe('decideSettlement: configuration problems', () => {
+  const job = { id: '1', key: 'k', jobId: null, claimId: 'c', attempt: 5, maxAttempts: 5, row: {} };
+  const policy = { baseMs: 100, capMs: 10_000, maxAttempts: 5 };
+
+  it('an uncounted retry with a backoff step is pending after a jittered backoff of that step, even on the last attempt of the budget', () => {
+    const d = decideSettlement(job, Outcome.retry(undefined, { uncounted: true, backoffStep: 4 }), policy, () => 0.999);
+    expect(d.settlement).toMatchObject({ state: 'pending', uncounted: true });
+    expect(d.delayMs).toBe(799); // [0, min(cap, 100·2^3))
+    expect(decideSettlement(job, Outcome.retry(undefined, { uncounted: true, backoffStep: 20 }), policy, () => 0.5).delayMs).toBe(5_000);
+  });
+
+  it('an uncounted retry without a step (a rate-limit deferral) still defaults to at once', () => {
+    expect(decideSettlement(job, Outcome.retry(undefined, { uncounted: true }), policy, () => 0.5).delayMs).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 /** safeText/safeJson: every stored error string can be written to PostgreSQL text and jsonb. */
 import fc from 'fast-check';
-import { safeJson, safeText } from '../../libs/queue/errors';
+import { safeJson, safeText } from '../../../libs/queue/errors';
 
 const EMOJI = '\u{1F600}';
 const codePoints = (s: string) => [...s].length;
