@@ -22,7 +22,8 @@ create table if not exists relay.config_problems (
 );
 
 /*
- * Records one occurrence. A new episode (no row yet) also raises its alert: one kind=alert message to
+ * Records one occurrence. A new episode (no row yet) also raises its alert (at most one an hour per
+ * component and bot, even if the condition flaps): one kind=alert message to
  * the operators' chat (p_ops_chat_id, else relay.outbound_settings.default_chat_id), unless the
  * component is 'outbound' (the Bot API itself is what is misconfigured: the alert could not be sent
  * and would fail the same way) or no operators' chat is known. Returns whether the episode is new and
@@ -61,7 +62,9 @@ begin
       v_text := left(format(E'tg-relay: %s delivery is misconfigured\n%s\nItems are kept and retried with backoff; this alert is sent once until it works again.',
                             p_component, p_reason), 4096);
       v_job := gen_random_uuid();
-      v_msg_id := left(format('alert:config:%s:%s:%s', p_component, coalesce(p_bot_id, ''), floor(extract(epoch from v_since))::bigint), 256);
+      -- keyed by the hour, not the episode: a flapping collector (a bad node behind a load balancer)
+      -- opens many short episodes, and still raises at most one alert an hour
+      v_msg_id := left(format('alert:config:%s:%s:%s', p_component, coalesce(p_bot_id, ''), floor(extract(epoch from v_since) / 3600)::bigint), 256);
       perform relay.outbound_lock_chat(v_bot, v_chat);
       insert into relay.outbound as o (msg_id, bot_id, chat_id, target_chat_id, text, kind, delivery, payload_sha256, job_id)
       values (v_msg_id, v_bot, v_chat, v_chat, v_text, 'alert', 'at_least_once', encode(sha256(convert_to(v_text, 'UTF8')), 'hex'), v_job)

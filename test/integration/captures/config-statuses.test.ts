@@ -103,6 +103,13 @@ describe('collector answers that mean the configuration is wrong', () => {
     expect(await problems()).toEqual([]);
     expect((await readiness()).ready).toBe(true);
     expect(await alerts()).toHaveLength(1);
+
+    // the condition comes back (a flapping collector): reported again, but no second alert within the hour
+    collector.set(status);
+    await insertCaptures(db.pool, boss(), 1);
+    await waitFor(async () => (await problems()).length === 1, { what: 'a second episode recorded' });
+    expect((await readiness()).ready).toBe(false);
+    expect(await alerts()).toHaveLength(1);
   });
 
   it('other 4xx still fail the capture at once (the document itself is refused)', async () => {
