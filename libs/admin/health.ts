@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { migrationStatus } from '../db/migrate';
+import { configProblemsList } from '../queue/config-problems';
 import { read } from './db';
 
 /** What libs/ingress's `ingressHealth` reports about one bot's poller (the fields used here). */
@@ -18,6 +19,11 @@ export interface Readiness {
     database: { ok: boolean; error?: string };
     migrations: { ok: boolean; pending: number[] };
     ingress: { bot_id: string; ready: boolean; reasons: string[]; generation: number | null; owner: string | null }[];
+    /**
+     * Configuration problems workers recorded (relay.config_problems): a collector or the Bot API
+     * answering as if the configuration were wrong. Items are kept and retried; fix the setting.
+     */
+    delivery: { component: string; bot_id: string; code: string; status: number | null; reason: string; since: Date; last_seen_at: Date; occurrences: number }[];
   };
 }
 
@@ -44,12 +50,15 @@ export interface ReadinessDeps {
   sqlDir?: string;
 }
 
-/** Database reachable, migrations current, and each bot's current poller generation progressing. */
+/**
+ * Database reachable, migrations current, each bot's current poller generation progressing, and no
+ * delivery configuration problem recorded by a worker (relay.config_problems).
+ */
 export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> {
   let migrationsCurrent = false; // once current, they stay current for this process's SQL files
   return async () => {
     const now = deps.clock();
-    const out: Readiness = { ready: false, reasons: [], checks: { database: { ok: false }, migrations: { ok: false, pending: [] }, ingress: [] } };
+    const out: Readiness = { ready: false, reasons: [], checks: { database: { ok: false }, migrations: { ok: false, pending: [] }, ingress: [], delivery: [] } };
     try {
       await withTimeout(deps.pool.query('select 1'), READINESS_TIMEOUT_MS, 'the database');
       out.checks.database.ok = true;
@@ -76,6 +85,14 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
         out.checks.ingress.push({ bot_id: botId, ready: h.ready, reasons: h.reasons, generation: h.generation, owner: h.owner });
         for (const r of h.reasons) out.reasons.push(`bot ${botId}: ${r}`);
         if (!h.ready && h.reasons.length === 0) out.reasons.push(`bot ${botId}: ingress not ready`);
+      }
+      if (migrationsCurrent) {
+        const problems = await withTimeout(configProblemsList(deps.pool), READINESS_TIMEOUT_MS, 'the delivery check');
+        for (const p of problems) {
+          out.checks.delivery.push({ component: p.component, bot_id: p.botId, code: p.code, status: p.status ?? null, reason: p.reason, since: p.since, last_seen_at: p.lastSeenAt, occurrences: p.occurrences });
+          const who = p.component === 'capture' ? 'capture delivery' : `outbound delivery${p.botId ? ` (bot ${p.botId})` : ''}`;
+          out.reasons.push(`${who}: ${p.reason} (since ${p.since.toISOString()}, ${p.occurrences} attempts deferred)`);
+        }
       }
     } catch (err) {
       out.reasons.push((err as Error).message);

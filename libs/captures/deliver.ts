@@ -1,9 +1,10 @@
-import type { ClaimedJob, JobContext, JobKind } from '../queue/job-kind';
+import type { ClaimedJob, ClaimStore, JobContext, JobKind } from '../queue/job-kind';
 import { createClaimTableStore } from '../queue/claim-table-store';
 import { Outcome } from '../queue/outcome';
 import { QUEUES } from '../db/boss';
 import { Clock, jsNow } from '../queue/clock';
-import { classifyCaptureError, classifyCaptureResponse } from './classify-response';
+import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
+import { CAPTURE_CONFIG_STATUSES, CaptureConfigEffect, classifyCaptureError, classifyCaptureResponse } from './classify-response';
 
 /** The columns of relay.captures the delivery reads. */
 export interface CaptureRow {
@@ -15,8 +16,28 @@ export interface CaptureRow {
 }
 
 /** relay.captures as a claim table (the engine's generic claim/settle/heartbeat/recovery SQL). */
-export function createCaptureStore() {
-  return createClaimTableStore<CaptureRow & Record<string, unknown>>({ subject: 'capture', table: 'captures', keyColumn: 'capture_key', columns: ['capture_key', 'payload', 'payload_raw'] });
+export function createCaptureStore(opts: { opsChatId?: string | null } = {}): ClaimStore<CaptureRow & Record<string, unknown>> {
+  const base = createClaimTableStore<CaptureRow & Record<string, unknown>>({ subject: 'capture', table: 'captures', keyColumn: 'capture_key', columns: ['capture_key', 'payload', 'payload_raw'] });
+  return {
+    ...base,
+    // in the outcome transaction: a configuration problem is recorded (a new episode alerts once),
+    // a delivery ends the episode
+    async settle(db, items, now) {
+      const settled = await base.settle(db, items, now);
+      const landed = new Set(settled.map((s) => s.claimId));
+      let problem: CaptureConfigEffect['configProblem'] | undefined;
+      let delivered = false;
+      for (const item of items) {
+        if (!landed.has(item.claimId)) continue;
+        if (item.state === 'delivered') delivered = true;
+        const fx = item.effects as Partial<CaptureConfigEffect> | undefined;
+        if (fx?.configProblem) problem = fx.configProblem;
+      }
+      if (delivered) await configProblemClear(db, 'capture', '');
+      else if (problem) await configProblemRecord(db, { component: 'capture', botId: '', ...problem }, { opsChatId: opts.opsChatId });
+      return settled;
+    },
+  };
 }
 
 /**
@@ -26,7 +47,7 @@ export function createCaptureStore() {
  */
 export async function deliverCapture(
   row: CaptureRow,
-  opts: { url: string; timeoutMs: number; signal?: AbortSignal; clock?: Clock; fetchImpl?: typeof fetch },
+  opts: { url: string; timeoutMs: number; signal?: AbortSignal; clock?: Clock; fetchImpl?: typeof fetch; backoffStep?: () => number },
 ): Promise<Outcome> {
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
@@ -38,6 +59,8 @@ export async function deliverCapture(
       // payload_raw is exact (NUL, unpaired surrogates); payload is its jsonb copy for older rows
       body: JSON.stringify(row.payload_raw ?? row.payload),
       signal,
+      // a redirect is an answer, not a delivery: following a 302/303 would re-send as a GET without the body
+      redirect: 'manual',
     });
   } catch (err) {
     return classifyCaptureError(err, timeout.aborted);
@@ -48,15 +71,38 @@ export async function deliverCapture(
   } catch {
     // the status is what counts
   }
-  return classifyCaptureResponse(res.status, res.headers, jsNow(opts.clock));
+  const configProblem = (res.status >= 300 && res.status < 400) || CAPTURE_CONFIG_STATUSES.has(res.status);
+  const configStep = configProblem ? opts.backoffStep?.() : undefined;
+  return classifyCaptureResponse(res.status, res.headers, jsNow(opts.clock), configStep);
 }
 
 /** The capture.deliver job kind for the worker engine. */
-export function createCaptureKind(opts: { url: string; timeoutMs: number; clock?: Clock; fetchImpl?: typeof fetch }): JobKind<CaptureRow & Record<string, unknown>> {
+export function createCaptureKind(opts: {
+  url: string;
+  timeoutMs: number;
+  clock?: Clock;
+  fetchImpl?: typeof fetch;
+  /** OPS_CHAT_ID: where the alert of a collector configuration problem goes (else relay.outbound_settings). */
+  opsChatId?: string | null;
+}): JobKind<CaptureRow & Record<string, unknown>> {
+  const streak = new ConfigStreak();
   return {
     queue: QUEUES.capture,
-    store: createCaptureStore(),
-    execute: (job: ClaimedJob<CaptureRow & Record<string, unknown>>, ctx: JobContext) =>
-      deliverCapture(job.row, { url: opts.url, timeoutMs: opts.timeoutMs, signal: ctx.signal, clock: opts.clock, fetchImpl: opts.fetchImpl }),
+    store: createCaptureStore({ opsChatId: opts.opsChatId }),
+    async execute(job: ClaimedJob<CaptureRow & Record<string, unknown>>, ctx: JobContext) {
+      const outcome = await deliverCapture(job.row, {
+        url: opts.url,
+        timeoutMs: opts.timeoutMs,
+        signal: ctx.signal,
+        clock: opts.clock,
+        fetchImpl: opts.fetchImpl,
+        backoffStep: () => streak.failed(),
+      });
+      if (outcome.type === 'delivered') streak.succeeded();
+      else if (outcome.details?.configProblem && streak.current === 1) {
+        ctx.logger.error({ status: outcome.status, errorCode: outcome.errorCode, reason: outcome.error }, 'the collector answers as if CAPTURE_URL or its credentials were wrong; captures are kept and retried with backoff');
+      }
+      return outcome;
+    },
   };
 }

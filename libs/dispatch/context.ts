@@ -17,6 +17,11 @@ export interface DispatchState {
   originalError?: unknown;
   /** The error an error handler accepted. */
   handledError?: unknown;
+  /**
+   * Errors thrown by route handlers (bot.on/hears/command/action/…) during this attempt: only these
+   * may reach the error handlers. Anything else (a bot.use middleware: auth, a transaction) fails the update.
+   */
+  routeErrors: Set<unknown>;
 }
 
 export const dispatchStorage = new AsyncLocalStorage<DispatchState>();

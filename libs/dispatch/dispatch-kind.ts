@@ -129,6 +129,11 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
       if (outcome.timedOut) details.timedOut = true;
       if (outcome.aborted) details.aborted = true;
       if (outcome.originalError) details.originalError = outcome.originalError;
+      if (outcome.terminal) {
+        if (info.code) details.code = info.code;
+        ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed in a way no retry can change; update failed');
+        return Outcome.terminal(`${info.code ?? info.errorClass}: ${info.message}`, { errorCode: info.code ?? info.errorClass, error: info.message, details });
+      }
       if (!outcome.aborted) ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed; update will be retried');
       return Outcome.retry(undefined, { errorCode: info.errorClass, error: info.message, details });
     },

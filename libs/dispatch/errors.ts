@@ -52,3 +52,31 @@ export class ReplySinkUnavailableError extends Error {
     this.name = 'ReplySinkUnavailableError';
   }
 }
+
+/**
+ * A handler's reply that no retry can make valid (REPLY_MODE=outbound): text over 4096 characters,
+ * blank, not valid Unicode (a lone surrogate, a NUL), parameters that cannot be stored as JSON.
+ * `ctx.reply` / `sendMessage` rejects with it at the call, so the handler can catch it and say
+ * something else; if it escapes the handler (and no error handler takes it), the update fails at
+ * once (no retry) with this reason. The message names the fields, never the text.
+ */
+export class InvalidReplyError extends Error {
+  readonly code = 'RELAY_INVALID_REPLY';
+  constructor(
+    readonly method: string,
+    readonly replyNumber: number,
+    readonly problems: { field: string; problem: string }[],
+  ) {
+    super(`reply ${replyNumber} (${method}) refused before it was queued: ${problems.map((p) => `${p.field} ${p.problem}`).join('; ')}`);
+    this.name = 'InvalidReplyError';
+  }
+}
+
+/** telegraf refused an input itself (see update-runner's `fromTelegraf`); no retry changes that. */
+export class TelegrafRefusedError extends Error {
+  readonly code = 'RELAY_TELEGRAF_REFUSED';
+  constructor(message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'TelegrafRefusedError';
+  }
+}

@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import { redactToken } from '../observability/redact';
+import { safeText } from '../queue/errors';
 
 /** What an error looks like in the audit and in `inbox.last_error`: class, code and message only. */
 export interface ErrorInfo {
@@ -20,13 +21,20 @@ export function errorInfo(err: unknown): ErrorInfo {
     const errorClass = ctorName && ctorName !== 'Error' ? ctorName : err.name || 'Error';
     const rawCode = (err as { code?: unknown }).code;
     const code = typeof rawCode === 'string' || typeof rawCode === 'number' ? String(rawCode) : undefined;
-    return { errorClass, ...(code ? { code } : {}), message: cut(redactToken(err.message || String(err))) };
+    return { errorClass: cut(errorClass), ...(code ? { code: cut(code) } : {}), message: cut(redactToken(String(err.message || err.name || 'Error'))) };
   }
-  return { errorClass: typeof err, message: cut(redactToken(String(err))) };
+  let text: string;
+  try {
+    text = String(err);
+  } catch {
+    text = '[a thrown value that cannot be printed]';
+  }
+  return { errorClass: typeof err, message: cut(redactToken(text)) };
 }
 
+/** Cut on code-point boundaries, NUL and lone surrogates replaced: stored text never fails its write. */
 function cut(s: string): string {
-  return s.length > MAX_ERROR_MESSAGE ? `${s.slice(0, MAX_ERROR_MESSAGE - 1)}…` : s;
+  return safeText(s, MAX_ERROR_MESSAGE);
 }
 
 /**
@@ -56,6 +64,11 @@ export interface Retry {
   aborted: boolean;
   /** When an error handler threw: the error it was asked to recover from. */
   originalError?: ErrorInfo;
+  /**
+   * No retry can change the result (an invalid reply, telegraf refusing the update): the update
+   * fails at once with the error as its reason.
+   */
+  terminal?: boolean;
   durationMs: number;
 }
 

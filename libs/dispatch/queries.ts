@@ -8,7 +8,8 @@
  * Times: `$now` is an injected clock's time, or null for the database's now().
  */
 import type { Queryable } from '../db/pool';
-import { ACTIVATE_SQL } from '../queue/queries';
+import { ACTIVATE_SQL, STORED_ERROR_MAX } from '../queue/queries';
+import { safeText } from '../queue/errors';
 
 const now = (n: number) => `coalesce($${n}::timestamptz, now())`;
 
@@ -126,7 +127,7 @@ export async function inboxSettle(db: Queryable, items: InboxSettlement[], at: D
                    where n.bot_id = t.bot_id and n.chat_id = t.chat_id and n.state = 'pending' and n.update_id > t.update_id)) as "hasFollowers"`,
     [
       JSON.stringify(
-        items.map((s) => ({ id: s.id, claim_id: s.claimId, state: s.state, delay_ms: s.delayMs ?? 0, error: s.error ?? null, uncounted: s.uncounted === true && s.state === 'pending' })),
+        items.map((s) => ({ id: s.id, claim_id: s.claimId, state: s.state, delay_ms: s.delayMs ?? 0, error: s.error === null || s.error === undefined ? null : safeText(s.error, STORED_ERROR_MAX), uncounted: s.uncounted === true && s.state === 'pending' })),
       ),
       at,
     ],

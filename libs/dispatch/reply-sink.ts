@@ -12,7 +12,8 @@
  * Switching is one variable: REPLY_MODE=direct|outbound.
  */
 import type { PoolClient } from 'pg';
-import { ReplySinkUnavailableError } from './errors';
+import { charLength, OUTBOUND_TEXT_MAX, unicodeProblem } from '../outbound/message';
+import { InvalidReplyError, ReplySinkUnavailableError } from './errors';
 
 export type ReplyMode = 'direct' | 'outbound';
 
@@ -39,15 +40,44 @@ export interface ReplySink {
   open(subject: DispatchSubject): ReplySession;
 }
 
-/** REPLY_MODE=direct: handlers talk to the Bot API themselves. */
+/**
+ * REPLY_MODE=direct: handlers talk to the Bot API themselves. A `sendMessage` whose text Telegram
+ * would refuse whatever happens (blank, a NUL or lone surrogate, over 4096 characters without a
+ * parse_mode) is refused here with InvalidReplyError, as in outbound mode, instead of a 400 that would
+ * be retried until the budget is spent (holding the chat's next updates back meanwhile). Text with a
+ * parse_mode is left to Telegram: its limit counts the text after entity parsing.
+ */
 export function createDirectReplySink(): ReplySink {
   return {
     mode: 'direct',
-    open: () => ({
-      call: (method, payload, signal, direct) => direct(method, payload, { signal }),
-      commit: async () => undefined,
-    }),
+    open: () => {
+      let sends = 0;
+      return {
+        call: (method, payload, signal, direct) => {
+          if (CAPTURED_METHODS.has(method)) {
+            sends++;
+            const problem = directTextProblem(payload);
+            if (problem) return Promise.reject(new InvalidReplyError(method, sends, [{ field: 'text', problem }]));
+          }
+          return direct(method, payload, { signal });
+        },
+        commit: async () => undefined,
+      };
+    },
   };
+}
+
+function directTextProblem(payload: Record<string, unknown>): string | undefined {
+  const text = payload.text;
+  if (typeof text !== 'string') return undefined; // telegraf/Telegram decide
+  const u = unicodeProblem(text);
+  if (u) return u;
+  const n = charLength(text);
+  if (n === 0 || !/\S/.test(text)) return 'must contain a visible character (Telegram rejects blank text)';
+  if (n > OUTBOUND_TEXT_MAX && (payload.parse_mode === undefined || payload.parse_mode === null || payload.parse_mode === '')) {
+    return `must be 1..${OUTBOUND_TEXT_MAX} characters, got ${n}`;
+  }
+  return undefined;
 }
 
 /** A `sendMessage` captured during a dispatch, to be queued by the outbound relay. */
@@ -70,7 +100,14 @@ export interface OutboundReply {
  * Writes captured replies inside the handled transaction. Provided by the outbound relay
  * (libs/outbound); dispatch does not know its tables.
  */
-export type OutboundReplyWriter = (client: PoolClient, replies: OutboundReply[]) => Promise<void>;
+export type OutboundReplyWriter = ((client: PoolClient, replies: OutboundReply[]) => Promise<void>) & {
+  /**
+   * The writer's own rules (libs/outbound: the outbound message validation): the problems that make
+   * a reply unwritable, or an empty list. Checked at the `ctx.reply` call, so an invalid reply is
+   * refused where the handler can see it instead of failing the handled transaction later.
+   */
+  validate?: (reply: OutboundReply) => { field: string; problem: string }[];
+};
 
 /** Methods captured in outbound mode; everything else is called directly. */
 export const CAPTURED_METHODS = new Set(['sendMessage']);
@@ -87,7 +124,16 @@ export function createOutboundReplySink(opts: { write: OutboundReplyWriter }): R
       return {
         call: async (method, payload, signal, direct) => {
           if (!CAPTURED_METHODS.has(method)) return direct(method, payload, { signal });
-          const reply = toOutboundReply(subject, captured.length + 1, payload);
+          let reply: OutboundReply;
+          let problems: { field: string; problem: string }[];
+          try {
+            reply = toOutboundReply(subject, captured.length + 1, payload);
+            problems = opts.write.validate?.(reply) ?? [];
+          } catch (err) {
+            // a payload that cannot even be read (a throwing getter, a value that is not JSON)
+            throw new InvalidReplyError(method, captured.length + 1, [{ field: 'payload', problem: `cannot be read: ${err instanceof Error ? err.name : typeof err}` }]);
+          }
+          if (problems.length) throw new InvalidReplyError(method, captured.length + 1, problems);
           captured.push(reply);
           return {
             message_id: 0,
@@ -109,8 +155,8 @@ function toOutboundReply(subject: DispatchSubject, n: number, payload: Record<st
   const reply: OutboundReply = {
     msgId: `update:${subject.botId}:${subject.updateId}:${n}`,
     botId: subject.botId,
-    chatId: String(payload.chat_id ?? ''),
-    text: typeof payload.text === 'string' ? payload.text : String(payload.text ?? ''),
+    chatId: typeof payload.chat_id === 'number' || typeof payload.chat_id === 'string' || typeof payload.chat_id === 'bigint' ? String(payload.chat_id) : '',
+    text: typeof payload.text === 'string' ? payload.text : typeof payload.text === 'number' ? String(payload.text) : '',
     sourceUpdateId: subject.updateId,
     payload: { ...payload },
   };

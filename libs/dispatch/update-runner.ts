@@ -4,12 +4,13 @@
  * fetched once at start (never per update), `launch()` never called.
  */
 import { performance } from 'node:perf_hooks';
-import { Telegraf } from 'telegraf';
+import { Composer, Telegraf } from 'telegraf';
+import type { Middleware, MiddlewareFn } from 'telegraf';
 import type { Update, UserFromGetMe } from 'telegraf/types';
 import type { Logger } from '../observability/logger';
 import { DispatchContext, dispatchStorage, routeTelegram, type DispatchState } from './context';
 import { ErrorHandlerRegistry } from './error-handlers';
-import { DispatchAbortedError, HandlerTimeoutError } from './errors';
+import { DispatchAbortedError, HandlerTimeoutError, InvalidReplyError, TelegrafRefusedError } from './errors';
 import type { BotHandlers, DispatchApi, DispatchBot } from './handlers-module';
 import { errorInfo, type DispatchOutcome, type Retry } from './outcome';
 import type { ReplySink } from './reply-sink';
@@ -79,20 +80,29 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
   };
 
   // First middleware: the opted-in automatic callback answer runs after the whole chain succeeded,
-  // inside the same error boundary as the handler.
+  // inside the same error boundary as the handler (its failure is offered to the error handlers).
   bot.use(async (ctx, next) => {
     await next();
     const state = dispatchStorage.getStore();
     if (autoAnswer && ctx.callbackQuery && state && !state.callbackAnswered) {
-      await ctx.answerCbQuery(autoAnswer.text);
+      try {
+        await ctx.answerCbQuery(autoAnswer.text);
+      } catch (err) {
+        state.routeErrors.add(err);
+        throw err;
+      }
     }
   });
+  markRouteHandlers(bot);
 
-  // Not a catch-all: only registered error handlers can accept an error; otherwise it propagates
-  // and handleUpdate rejects. (Also keeps telegraf's default from printing the raw update.)
+  // Not a catch-all: only registered error handlers can accept an error, and only an error thrown by
+  // a route handler; otherwise it propagates and handleUpdate rejects. (Also keeps telegraf's
+  // default from printing the raw update.)
   bot.catch(async (err, ctx) => {
     const state = dispatchStorage.getStore();
     if (!state || state.settled || state.signal.aborted || errorHandlers.size === 0) throw err;
+    // a middleware (auth, a transaction…) failed: no error handler may acknowledge the update
+    if (!state.routeErrors.has(err)) throw err;
     const decision = await errorHandlers.decide(err, ctx);
     if (decision.handled) {
       state.handledError = decision.error;
@@ -144,15 +154,20 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
   async function runUpdate(raw: unknown, o: RunOptions = {}): Promise<DispatchOutcome> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    const retry = (error: unknown, extra: Partial<Retry> = {}): Retry => ({
-      kind: 'retry',
-      error,
-      info: errorInfo(error),
-      timedOut: false,
-      aborted: false,
-      durationMs: elapsed(),
-      ...extra,
-    });
+    const retry = (thrown: unknown, extra: Partial<Retry> = {}): Retry => {
+      const error = fromTelegraf(thrown);
+      const deterministic = error instanceof InvalidReplyError || error instanceof TelegrafRefusedError;
+      return {
+        kind: 'retry',
+        error,
+        info: errorInfo(error),
+        timedOut: false,
+        aborted: false,
+        durationMs: elapsed(),
+        ...(deterministic ? { terminal: true } : {}),
+        ...extra,
+      };
+    };
     if (!bot.botInfo) {
       if (!starting) return retry(new Error('dispatch is not started: call start() first'));
       try {
@@ -169,7 +184,7 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
 
     const controller = new AbortController();
     const session = opts.replySink.open({ botId: opts.botId, updateId: update.update_id, chatId: chatIdOf(update) });
-    const state: DispatchState = { signal: controller.signal, session, settled: false, callbackAnswered: false };
+    const state: DispatchState = { signal: controller.signal, session, settled: false, callbackAnswered: false, routeErrors: new Set() };
 
     let timer: NodeJS.Timeout | undefined;
     let abortedBy: 'timeout' | 'outside' | undefined;
@@ -214,6 +229,66 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
   }
 
   return { bot, botId: opts.botId, install, start, botInfo: () => bot.botInfo, runUpdate };
+}
+
+/** Composer methods whose handler arguments are route handlers, and where those arguments start. */
+const ROUTE_METHODS: Record<string, number> = {
+  on: 1, hears: 1, command: 1, action: 1, inlineQuery: 1, reaction: 1, entity: 1, email: 1, url: 1, textLink: 1,
+  textMention: 1, mention: 1, phone: 1, hashtag: 1, cashtag: 1, spoiler: 1, gameQuery: 0, start: 0, help: 0, settings: 0,
+};
+
+/**
+ * Wraps the handlers given to the bot's route methods (`bot.on`, `hears`, `command`, `action`…) so
+ * that an error they throw themselves (not one coming back out of their `next()`) is recorded as a
+ * route error of the attempt. The error handlers see only those; an error thrown by a `bot.use`
+ * middleware (auth, a transaction wrapper) — or by routes inside a Composer mounted with `bot.use` —
+ * fails the update instead. Errors a middleware rethrows unchanged keep their origin.
+ */
+function markRouteHandlers(bot: Telegraf<DispatchContext>): void {
+  const target = bot as unknown as Record<string, (...args: unknown[]) => unknown>;
+  for (const [method, first] of Object.entries(ROUTE_METHODS)) {
+    const original = target[method];
+    if (typeof original !== 'function') continue;
+    target[method] = function (this: unknown, ...args: unknown[]) {
+      const wrapped = args.map((a, i) => (i >= first && (typeof a === 'function' || (a && typeof (a as { middleware?: unknown }).middleware === 'function')) ? routeHandler(a as Middleware<DispatchContext>) : a));
+      return original.apply(bot, wrapped);
+    };
+  }
+}
+
+function routeHandler(mw: Middleware<DispatchContext>): MiddlewareFn<DispatchContext> {
+  const fn = Composer.unwrap(mw);
+  return async (ctx, next) => {
+    const downstream = new Set<unknown>();
+    try {
+      return await fn(ctx, async () => {
+        try {
+          return await next();
+        } catch (err) {
+          downstream.add(err);
+          throw err;
+        }
+      });
+    } catch (err) {
+      if (!downstream.has(err)) dispatchStorage.getStore()?.routeErrors.add(err);
+      throw err;
+    }
+  };
+}
+
+/**
+ * telegraf's own refusals of an input, caught at the boundary and classified: `ctx.reply` on an
+ * update without a chat (`Telegraf: "reply" isn't available for "poll"`), an update with no object
+ * field (whose message would quote the raw update). Both are deterministic for the update: terminal.
+ */
+function fromTelegraf(err: unknown): unknown {
+  if (err instanceof TypeError && /^Telegraf: "[^"]{1,64}" isn't available for "[^"]{1,64}"$/.test(err.message)) {
+    return new TelegrafRefusedError(err.message.replace(/^Telegraf: /, 'telegraf refused the call: '), err);
+  }
+  if (err instanceof Error && err.message.startsWith('Cannot determine `updateType` of ')) {
+    return new TelegrafRefusedError('telegraf cannot determine the update type (the update has no object field)');
+  }
+  return err;
 }
 
 /** The chat an update belongs to (message-like updates and callback queries), as text. */

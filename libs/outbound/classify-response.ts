@@ -9,13 +9,15 @@
  * | 429 (parameters.retry_after, else Retry-After header)  | RateLimited(retryAfterMs)        |
  * | 400 with parameters.migrate_to_chat_id                 | Migrate(newChatId)               |
  * | 5xx, 408                                               | Retry (backoff)                  |
- * | other 4xx (400, 401, 403, 404, …)                      | Terminal(description)            |
+ * | 401, 404 (token or TELEGRAM_API_ROOT wrong)            | Config (retried, budget kept)    |
+ * | other 4xx (400, 403, …)                                | Terminal(description)            |
  * | no answer, request not fully written (refused, DNS…)   | Retry (backoff)                  |
  * | no answer after the request was written (drop, timeout)| Ambiguous                        |
  * | 2xx without a usable result                            | Ambiguous (it may have been sent)|
  */
 import { TelegramApiError, TelegramNetworkError } from '../telegram/errors';
 import { redactToken } from '../observability/redact';
+import { safeText } from '../queue/errors';
 
 /** Used when a 429 carries neither parameters.retry_after nor a Retry-After header. */
 export const RATE_LIMIT_FALLBACK_MS = 1_000;
@@ -60,12 +62,26 @@ export interface TerminalSend {
   errorCode: string;
 }
 
-export type SendOutcome = Delivered | RateLimited | RetrySend | Ambiguous | Migrate | TerminalSend;
+/**
+ * The Bot API answered as if the configuration were wrong (401: the token is not valid; 404: the
+ * token or TELEGRAM_API_ROOT points nowhere), not the message: retried with backoff without spending
+ * its budget, recorded in relay.config_problems for /health/ready (see libs/queue/config-problems.ts).
+ */
+export interface ConfigSend {
+  type: 'config';
+  status: number;
+  errorCode: string;
+  reason: string;
+}
+
+/** Bot API statuses that mean "the configuration is wrong", never "this message is wrong". */
+export const SEND_CONFIG_STATUSES = new Set([401, 404]);
+
+export type SendOutcome = Delivered | RateLimited | RetrySend | Ambiguous | Migrate | TerminalSend | ConfigSend;
 
 const MAX_TEXT = 300;
 const short = (s: string): string => {
-  const line = redactToken(s).replace(/\s+/g, ' ').trim();
-  return line.length > MAX_TEXT ? `${line.slice(0, MAX_TEXT - 1)}…` : line;
+  return safeText(redactToken(s).replace(/\s+/g, ' ').trim(), MAX_TEXT);
 };
 
 /** A sendMessage result (the Message object). */
@@ -86,6 +102,10 @@ export function classifySendError(err: unknown): SendOutcome {
     }
     if (err.migrateToChatId !== undefined) return { type: 'migrate', newChatId: String(err.migrateToChatId), status: code, description };
     if (code >= 500 || code === 408) return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
+    if (SEND_CONFIG_STATUSES.has(code)) {
+      const what = code === 401 ? 'the bot token is not accepted: check TELEGRAM_BOT_TOKEN' : 'check TELEGRAM_BOT_TOKEN and TELEGRAM_API_ROOT';
+      return { type: 'config', status: code, errorCode: `TELEGRAM_${code}`, reason: `Bot API answered ${code} to sendMessage (${description}): ${what}; messages are kept and retried with backoff` };
+    }
     if (code >= 400) return { type: 'terminal', reason: description, status: code, errorCode: `TELEGRAM_${code}` };
     return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
   }

@@ -69,6 +69,74 @@ export function charLength(s: string): number {
   return n;
 }
 
+/** NUL (PostgreSQL text/jsonb cannot hold it) or a lone surrogate (not Unicode: half an emoji cut by `slice`). */
+export function unicodeProblem(s: string): string | undefined {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0) return `contains a NUL character (U+0000) at index ${i}`;
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++;
+        continue;
+      }
+      return `contains a lone surrogate (U+${c.toString(16).toUpperCase()}) at index ${i}: not valid Unicode (an emoji cut in half?)`;
+    }
+    if (c >= 0xdc00 && c <= 0xdfff) return `contains a lone surrogate (U+${c.toString(16).toUpperCase()}) at index ${i}: not valid Unicode (an emoji cut in half?)`;
+  }
+  return undefined;
+}
+
+/**
+ * Why `text` cannot be a Telegram message text (1..4096 characters, a visible one among them,
+ * valid Unicode without NUL), or undefined when it can. Reusable by every way in (admin API,
+ * library, handler replies); never quotes the text.
+ */
+export function outboundTextProblem(text: unknown): string | undefined {
+  if (typeof text !== 'string') return `must be a string of 1..${OUTBOUND_TEXT_MAX} characters`;
+  const n = charLength(text);
+  if (n < 1 || n > OUTBOUND_TEXT_MAX) return `must be 1..${OUTBOUND_TEXT_MAX} characters, got ${n}`;
+  const u = unicodeProblem(text);
+  if (u) return u;
+  if (!/\S/.test(text)) return 'must contain a visible character (Telegram rejects blank text)';
+  return undefined;
+}
+
+/**
+ * Why a value cannot be stored as `jsonb` and sent as JSON (a NUL or lone surrogate in a string or
+ * key, a BigInt, a cycle), or undefined when it can.
+ */
+export function jsonValueProblem(value: unknown): string | undefined {
+  const seen = new Set<unknown>();
+  const walk = (v: unknown, path: string, depth: number): string | undefined => {
+    if (typeof v === 'string') {
+      const u = unicodeProblem(v);
+      return u ? `${path || 'value'} ${u}` : undefined;
+    }
+    if (typeof v === 'bigint') return `${path || 'value'} is a BigInt (not JSON)`;
+    if (v === null || typeof v !== 'object') return undefined;
+    if (seen.has(v)) return `${path || 'value'} is circular (not JSON)`;
+    if (depth > 32) return `${path || 'value'} is nested too deeply`;
+    seen.add(v);
+    if (typeof (v as { toJSON?: unknown }).toJSON === 'function' && !(v instanceof Date)) {
+      try {
+        return walk((v as { toJSON: () => unknown }).toJSON(), path, depth + 1);
+      } catch {
+        return `${path || 'value'} cannot be converted to JSON`;
+      }
+    }
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      const ku = unicodeProblem(k);
+      if (ku) return `a key of ${path || 'value'} ${ku}`;
+      const p = walk(x, path ? `${path}.${k.slice(0, 40)}` : k.slice(0, 40), depth + 1);
+      if (p) return p;
+    }
+    seen.delete(v);
+    return undefined;
+  };
+  return walk(value, '', 0);
+}
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
 }
@@ -112,7 +180,7 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   const msgId = m.msg_id;
   if (typeof msgId !== 'string' || charLength(msgId) < 1 || charLength(msgId) > OUTBOUND_MSG_ID_MAX) {
     bad('msg_id', `must be a string of 1..${OUTBOUND_MSG_ID_MAX} characters`);
-  }
+  } else if (unicodeProblem(msgId)) bad('msg_id', unicodeProblem(msgId) as string);
 
   let chatId: string | null = null;
   if (m.chat_id !== undefined && m.chat_id !== null && m.chat_id !== '') {
@@ -122,12 +190,8 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   }
 
   const text = m.text;
-  if (typeof text !== 'string') bad('text', `must be a string of 1..${OUTBOUND_TEXT_MAX} characters`);
-  else {
-    const n = charLength(text);
-    if (n < 1 || n > OUTBOUND_TEXT_MAX) bad('text', `must be 1..${OUTBOUND_TEXT_MAX} characters, got ${n}`);
-    else if (!/\S/.test(text)) bad('text', 'must contain a visible character (Telegram rejects blank text)');
-  }
+  const textProblem = outboundTextProblem(text);
+  if (textProblem) bad('text', textProblem);
 
   const parseMode = normalizeParseMode(m.parse_mode);
   if (parseMode === undefined) bad('parse_mode', `must be one of ${PARSE_MODES.join(', ')}`);
@@ -137,6 +201,7 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
 
   const rm = m.reply_markup;
   if (rm !== undefined && rm !== null && !isPlainObject(rm)) bad('reply_markup', 'must be a JSON object');
+  else if (rm !== undefined && rm !== null && jsonValueProblem(rm)) bad('reply_markup', jsonValueProblem(rm) as string);
 
   const kind = m.kind ?? 'message';
   if (!OUTBOUND_KINDS.includes(kind as OutboundKind)) bad('kind', `must be one of ${OUTBOUND_KINDS.join(', ')}`);
@@ -151,6 +216,7 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
     else {
       const repeated = RESERVED_SEND_OPTIONS.filter((k) => k in so);
       if (repeated.length) bad('send_options', `must not repeat ${repeated.join(', ')} (they have their own fields)`);
+      else if (jsonValueProblem(so)) bad('send_options', jsonValueProblem(so) as string);
       else if (Object.keys(so).length > 0) sendOptions = so;
     }
   }

@@ -11,12 +11,31 @@
 import type PgBoss from 'pg-boss';
 import type { OutboundReply, OutboundReplyWriter } from '../dispatch/reply-sink';
 import { enqueueOutboundBatch, OutboundDefaults } from './enqueue';
-import type { OutboundMessageInput } from './message';
+import { OutboundValidationError } from './errors';
+import { validateOutboundMessage, type OutboundMessageInput } from './message';
 
 export function createOutboundReplyWriter(deps: { boss: PgBoss; defaults?: OutboundDefaults }): OutboundReplyWriter {
-  return async (client, replies) => {
+  const write: OutboundReplyWriter = async (client, replies) => {
     await enqueueOutboundBatch(client, deps.boss, replies.map(replyToMessage), { ...deps.defaults, onConflict: 'keep' });
   };
+  write.validate = validateOutboundReply;
+  return write;
+}
+
+/**
+ * The problems that would make a handler reply unwritable (the outbound message rules of
+ * validateOutboundMessage, plus: a reply names its chat), or an empty list. Never quotes the text.
+ */
+export function validateOutboundReply(r: OutboundReply): { field: string; problem: string }[] {
+  const problems: { field: string; problem: string }[] = [];
+  if (r.chatId.trim() === '') problems.push({ field: 'chat_id', problem: 'is required for a reply (an integer chat id or @channelusername)' });
+  try {
+    validateOutboundMessage(replyToMessage(r));
+  } catch (err) {
+    if (!(err instanceof OutboundValidationError)) throw err;
+    problems.push(...err.problems);
+  }
+  return problems;
 }
 
 export function replyToMessage(r: OutboundReply): OutboundMessageInput {

@@ -13,6 +13,7 @@ import { WORK_CHANNEL } from '../queue/enqueue';
 import { createClaimTableStore } from '../queue/claim-table-store';
 import type { ClaimedJob, ClaimStore, JobKind, RecoveredRow, SettledRow } from '../queue/job-kind';
 import { Outcome } from '../queue/outcome';
+import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
 import type { SendOutcome } from './classify-response';
 import {
   outboundClaimHeads,
@@ -39,6 +40,8 @@ export interface OutboundEffects {
   messageId?: number;
   /** migrate_to_chat_id: retarget the row (and the chat's other pending rows) to this chat. */
   retargetTo?: string;
+  /** The Bot API answered 401/404: recorded in relay.config_problems (never alerted through Telegram). */
+  configProblem?: { code: string; status: number; reason: string };
 }
 
 export interface OutboundKindOptions {
@@ -103,15 +106,22 @@ export function createOutboundClaimStore(opts: {
       const settled = await base.settle(db, items, now);
       const landed = new Set(settled.map((s) => s.claimId));
       const messageIds: { id: string; messageId: number }[] = [];
+      let problem: OutboundEffects['configProblem'];
+      let delivered = false;
       for (const item of items) {
         const fx = item.effects as OutboundEffects | undefined;
         if (!fx || !landed.has(item.claimId)) continue;
+        if (item.state === 'delivered') delivered = true;
+        if (fx.configProblem) problem = fx.configProblem;
         if (fx.messageId !== undefined) messageIds.push({ id: item.id, messageId: fx.messageId });
         if (fx.rateLimitedMs !== undefined) await limiter.afterAttempt(db, fx.botId, fx.chatId, fx.rateLimitedMs);
         else if (fx.charge) await limiter.afterAttempt(db, fx.botId, fx.chatId);
         if (fx.retargetTo) await outboundRetarget(db, { id: item.id, fromChatId: fx.chatId, toChatId: fx.retargetTo });
       }
       await outboundSetTelegramMessageIds(db, messageIds);
+      // the Bot API works again / answers as if misconfigured (no alert: it would go through the same Bot API)
+      if (delivered) await configProblemClear(db, 'outbound', botId);
+      else if (problem) await configProblemRecord(db, { component: 'outbound', botId, ...problem });
       await afterFinal(db, settled);
       return settled;
     },
@@ -150,6 +160,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
   const botId = telegram.botId;
   const horizonMs = opts.horizonMs ?? RESERVE_HORIZON_MS_DEFAULT;
   const sendingAtMostOnce = new Set<string>();
+  const streak = new ConfigStreak();
   const store = createOutboundClaimStore({
     botId,
     limiter,
@@ -182,9 +193,13 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
           sent = { type: 'terminal', status: 429, errorCode: 'RELAY_TOO_MANY_429', reason: `rate limited ${opts.max429} times (OUTBOUND_MAX_429): ${sent.description}` };
         }
       }
-      const outcome = toEngineOutcome(sent, row, slot.waitedMs);
+      if (sent.type === 'delivered') streak.succeeded();
+      const outcome = toEngineOutcome(sent, row, slot.waitedMs, sent.type === 'config' ? streak.failed() : undefined);
+      if (sent.type === 'config' && streak.current === 1) {
+        ctx.logger.error({ status: sent.status, errorCode: sent.errorCode, reason: sent.reason }, 'the Bot API answers as if the bot token or TELEGRAM_API_ROOT were wrong; outbound messages are kept and retried with backoff');
+      }
       if (sent.type !== 'delivered') {
-        const level = sent.type === 'terminal' || sent.type === 'ambiguous' ? 'warn' : 'debug';
+        const level = sent.type === 'terminal' || sent.type === 'ambiguous' || sent.type === 'config' ? 'warn' : 'debug';
         ctx.logger[level]({ msgId: row.msg_id, chatId, outcome: sent.type, status: outcome.status, errorCode: outcome.errorCode }, 'outbound send not delivered');
       }
       return outcome;
@@ -193,7 +208,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
 }
 
 /** SendOutcome → the engine's Outcome, with the effects the settle transaction applies. */
-export function toEngineOutcome(sent: SendOutcome, row: Pick<OutboundRow, 'bot_id' | 'target_chat_id' | 'delivery'>, waitedMs = 0): Outcome {
+export function toEngineOutcome(sent: SendOutcome, row: Pick<OutboundRow, 'bot_id' | 'target_chat_id' | 'delivery'>, waitedMs = 0, configStep = 1): Outcome {
   const fx: OutboundEffects = { botId: row.bot_id, chatId: row.target_chat_id };
   const details: Record<string, unknown> = { chatId: row.target_chat_id };
   if (waitedMs > 0) details.rateWaitMs = Math.round(waitedMs);
@@ -224,6 +239,17 @@ export function toEngineOutcome(sent: SendOutcome, row: Pick<OutboundRow, 'bot_i
         return Outcome.terminal('ambiguous', { label: 'ambiguous', errorCode: sent.errorCode, error: sent.error, details, effects: { ...fx, charge: true } });
       }
       return Outcome.retry(undefined, { label: 'ambiguous', errorCode: sent.errorCode, error: sent.error, details, effects: { ...fx, charge: true } });
+    case 'config':
+      // not the message's fault: kept, retried with a growing backoff, the budget untouched
+      return Outcome.retry(undefined, {
+        uncounted: true,
+        backoffStep: configStep,
+        status: sent.status,
+        errorCode: sent.errorCode,
+        error: sent.reason,
+        details: { ...details, configProblem: true },
+        effects: { ...fx, configProblem: { code: sent.errorCode, status: sent.status, reason: sent.reason } },
+      });
     case 'terminal':
       return Outcome.terminal(sent.reason, { status: sent.status, errorCode: sent.errorCode, error: sent.reason, details, effects: { ...fx, charge: true } });
   }

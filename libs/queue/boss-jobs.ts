@@ -21,6 +21,7 @@ import type PgBoss from 'pg-boss';
 import type { PoolClient } from 'pg';
 import { BOSS_SCHEMA, QueueName } from '../db/boss';
 import { bossDb } from '../db/pool';
+import { safeJson } from './errors';
 import { ACTIVATE_SQL } from './queries';
 
 const JOB = `${BOSS_SCHEMA}.job`;
@@ -47,7 +48,7 @@ export async function bossJobsReschedule(db: PoolClient, queue: QueueName, jobs:
         set state = 'retry', start_after = v.start_after, output = $4::jsonb
        from unnest($2::uuid[], $3::timestamptz[]) as v(id, start_after)
       where j.name = $1 and j.id = v.id and j.state < 'completed'`,
-    [queue, jobs.map((j) => j.jobId), jobs.map((j) => j.startAfter), JSON.stringify(output)],
+    [queue, jobs.map((j) => j.jobId), jobs.map((j) => j.startAfter), JSON.stringify(safeJson(output))],
   );
   return rowCount ?? 0;
 }
@@ -60,6 +61,6 @@ export async function bossJobsComplete(boss: PgBoss, db: PoolClient, queue: Queu
 
 export async function bossJobsFail(boss: PgBoss, db: PoolClient, queue: QueueName, jobIds: string[], output: Record<string, unknown>): Promise<number> {
   if (jobIds.length === 0) return 0;
-  const r = await (boss.fail as unknown as BossCommand).call(boss, queue, jobIds, output, { db: bossDb(db) });
+  const r = await (boss.fail as unknown as BossCommand).call(boss, queue, jobIds, safeJson(output), { db: bossDb(db) });
   return r.affected;
 }

@@ -133,7 +133,17 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
   let sweepRunning: Promise<number> | undefined;
   let slotWaiters: (() => void)[] = [];
 
-  const writer = new OutcomeWriter<Finished<Row>>((batch) => writeOutcomes(batch), logger, deps.outcomeWriters ?? 2);
+  const writer = new OutcomeWriter<Finished<Row>>((batch) => writeOutcomes(batch), logger, deps.outcomeWriters ?? 2, {
+    // an outcome the database refuses (or whose kind effects throw) fails its own item, nothing else
+    onUnwritable: (f, err) => {
+      const outcome = Outcome.terminal(`the attempt's outcome could not be written: ${shortError(err)}`, {
+        errorCode: 'RELAY_OUTCOME_UNWRITABLE',
+        error: shortError(err),
+        details: { refusedOutcome: f.outcome.label ?? f.decision.auditOutcome, ...(f.outcome.errorCode ? { refusedErrorCode: f.outcome.errorCode } : {}) },
+      });
+      return { ...f, outcome, decision: decideSettlement(f.job as ClaimedJob<unknown>, outcome, config.retry, deps.random) };
+    },
+  });
 
   // ---- claiming ---------------------------------------------------------------------------------
 

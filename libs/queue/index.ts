@@ -11,3 +11,4 @@ export * from './wake-listener';
 export * from './worker';
 export { attemptsInsert } from './queries';
 export type { AttemptRow } from './queries';
+export * from './config-problems';

@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger';
+import { shortError } from './errors';
 
 const MAX_BATCH = 500;
 const RETRY_MIN_MS = 100;
@@ -11,6 +12,14 @@ const RETRY_MAX_MS = 5_000;
  * A failed write (database down) is retried with backoff until it lands; the caller keeps its claim
  * (and heartbeat) until then, so an outcome is never dropped silently. `abandon()` (shutdown past its
  * timeout) gives up: such rows stay `delivering` and stale recovery hands them out again.
+ *
+ * Only failures that can pass are retried as a batch (`isTransientWriteError`: the connection, a
+ * deadlock, a timeout). Any other failure (a value the database refuses, a kind's effect that
+ * throws) belongs to some item of the batch: the batch is split and written item by item, so the
+ * other items land at once; an item that still fails alone is replaced by `onUnwritable(item, err)`
+ * (the engine makes it a terminal failure with the reason, without its effects) and written again;
+ * if even that fails deterministically, the item is given up (logged; its claim goes stale and stale
+ * recovery hands it out again, counting the attempt). One bad item never blocks the batch or the worker.
  */
 export class OutcomeWriter<T> {
   private queue: { item: T; done: () => void }[] = [];
@@ -24,6 +33,12 @@ export class OutcomeWriter<T> {
     private readonly write: (batch: T[]) => Promise<void>,
     private readonly logger: Logger,
     private readonly maxWriters = 2,
+    private readonly opts: {
+      /** Retry the same batch (default: isTransientWriteError). */
+      isTransient?: (err: unknown) => boolean;
+      /** What to write instead of an item that cannot be written (undefined: give it up). */
+      onUnwritable?: (item: T, err: unknown) => T | undefined;
+    } = {},
   ) {}
 
   /** Resolves once the item is committed (or abandoned). Never rejects. */
@@ -92,20 +107,89 @@ export class OutcomeWriter<T> {
   private async drain(): Promise<void> {
     while (this.queue.length > 0 && !this.abandoned) {
       const batch = this.queue.splice(0, MAX_BATCH);
-      let failures = 0;
-      for (;;) {
-        try {
-          await this.write(batch.map((b) => b.item));
-          break;
-        } catch (err) {
-          if (this.abandoned) break;
-          failures++;
-          this.logger.warn({ err, failures, outcomes: batch.length }, 'writing outcomes failed; retrying');
-          await this.pause(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8)));
-          if (this.abandoned) break;
-        }
+      try {
+        await this.writeIsolating(batch.map((b) => b.item));
+      } catch (err) {
+        // unreachable by construction; an outcome writer must never stop writing
+        this.logger.error({ err: { message: shortError(err) } }, 'outcome writer failed unexpectedly');
       }
       for (const b of batch) b.done();
     }
   }
+
+  /** Writes `items`; resolves once they landed, were isolated and failed, or the writer was abandoned. */
+  private async writeIsolating(items: T[], replaced = false): Promise<void> {
+    const transient = this.opts.isTransient ?? isTransientWriteError;
+    let failures = 0;
+    for (;;) {
+      try {
+        await this.write(items);
+        return;
+      } catch (err) {
+        if (this.abandoned) return;
+        if (transient(err)) {
+          failures++;
+          this.logger.warn({ err: { message: shortError(err), code: codeOf(err) }, failures, outcomes: items.length }, 'writing outcomes failed; retrying');
+          await this.pause(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8)));
+          if (this.abandoned) return;
+          continue;
+        }
+        if (items.length > 1) {
+          this.logger.warn({ err: { message: shortError(err), code: codeOf(err) }, outcomes: items.length }, 'writing outcomes failed on some item; writing them one by one');
+          for (const item of items) {
+            if (this.abandoned) return;
+            await this.writeIsolating([item]);
+          }
+          return;
+        }
+        const [item] = items as [T];
+        const instead = replaced ? undefined : this.opts.onUnwritable?.(item, err);
+        if (instead === undefined) {
+          this.logger.error({ err: { message: shortError(err), code: codeOf(err) } }, 'an outcome cannot be written; giving it up (stale recovery will hand its item out again)');
+          return;
+        }
+        this.logger.warn({ err: { message: shortError(err), code: codeOf(err) } }, 'an outcome cannot be written; failing its item with the reason');
+        return this.writeIsolating([instead], true);
+      }
+    }
+  }
 }
+
+function codeOf(err: unknown): string | undefined {
+  const c = (err as { code?: unknown } | null)?.code;
+  return typeof c === 'string' ? c : undefined;
+}
+
+/** SQLSTATE classes of failures that can pass by themselves: connection, resources, operator intervention, serialization/deadlock. */
+const TRANSIENT_SQLSTATE_CLASSES = new Set(['08', '40', '53', '57', '58', 'HV']);
+const TRANSIENT_SQLSTATES = new Set(['55P03', '55006', '25P04']);
+
+/**
+ * True for write failures that retrying the same batch can fix: the database unreachable or
+ * restarting, a dropped connection, a pool or statement timeout, a deadlock or serialization
+ * failure. False for everything that belongs to the data (a value refused, a constraint, an error a
+ * kind's effect threw): those are isolated instead of retried forever.
+ */
+export function isTransientWriteError(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code !== undefined) {
+    if (/^E[A-Z0-9_]{3,}$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ENOTFOUND…
+    if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) || TRANSIENT_SQLSTATES.has(code);
+    return false; // our own codes (RELAY_…) and anything else with a code: about the data
+  }
+  // node-postgres / pg-pool connection failures carry no code; match their fixed wording only (never
+  // a pattern that text coming from an item could hit by chance)
+  const message = err instanceof Error ? err.message : '';
+  const lower = message.toLowerCase();
+  return PG_CONNECTION_MESSAGES.some((m) => lower.startsWith(m.toLowerCase()));
+}
+
+const PG_CONNECTION_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'Cannot use a pool after calling end on the pool',
+  'Query read timeout',
+  'connect ECONNREFUSED',
+];

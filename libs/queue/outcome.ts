@@ -37,6 +37,12 @@ export interface Retry extends AttemptInfo {
    * not counted against the budget and cannot exhaust it.
    */
   uncounted?: boolean;
+  /**
+   * For an uncounted retry without `afterMs`: back off as after this many failed attempts (full
+   * jitter, capped by RETRY_CAP) instead of retrying at once. Used for configuration problems,
+   * which are not the item's fault but must not be hammered.
+   */
+  backoffStep?: number;
 }
 
 export interface Terminal extends AttemptInfo {
@@ -49,6 +55,6 @@ export type Outcome = Delivered | Retry | Terminal;
 
 export const Outcome = {
   delivered: (info: AttemptInfo = {}): Delivered => ({ type: 'delivered', ...info }),
-  retry: (afterMs?: number, info: AttemptInfo & { uncounted?: boolean } = {}): Retry => ({ type: 'retry', ...(afterMs === undefined ? {} : { afterMs }), ...info }),
+  retry: (afterMs?: number, info: AttemptInfo & { uncounted?: boolean; backoffStep?: number } = {}): Retry => ({ type: 'retry', ...(afterMs === undefined ? {} : { afterMs }), ...info }),
   terminal: (reason: string, info: AttemptInfo = {}): Terminal => ({ type: 'terminal', reason, ...info }),
 };

@@ -11,6 +11,11 @@ import { escapeIdentifier } from 'pg';
 import type { Queryable } from '../db/pool';
 import { BOSS_SCHEMA } from '../db/boss';
 import type { RecoveredRow, SettledRow, Settlement } from './job-kind';
+import { safeJson, safeText } from './errors';
+
+/** Longest error text stored (code points); every stored error string goes through safeText. */
+export const STORED_ERROR_MAX = 1_000;
+const safeError = (s: string | null | undefined): string | null => (s === null || s === undefined ? null : safeText(String(s), STORED_ERROR_MAX));
 
 export interface ClaimTable {
   /** Schema-qualified, escaped, e.g. "relay"."captures". */
@@ -110,8 +115,8 @@ export async function tableSettle(db: Queryable, t: ClaimTable, items: Settlemen
           state: s.state,
           delay_ms: s.delayMs ?? 0,
           status: s.status ?? null,
-          error: s.error ?? null,
-          failed_reason: s.failedReason ?? null,
+          error: safeError(s.error),
+          failed_reason: safeError(s.failedReason),
           uncounted: s.uncounted === true && s.state === 'pending',
         })),
       ),
@@ -212,6 +217,6 @@ export async function attemptsInsert(db: Queryable, rows: AttemptRow[]): Promise
        from json_to_recordset($1::json) as x(subject text, subject_id bigint, subject_key text, attempt integer, worker_id text,
             started_at timestamptz, finished_at timestamptz, duration_ms integer, outcome text, http_status integer,
             error_code text, error text, details jsonb)`,
-    [JSON.stringify(rows)],
+    [JSON.stringify(rows.map((r) => ({ ...r, subject_key: safeText(String(r.subject_key), STORED_ERROR_MAX), outcome: safeText(String(r.outcome), 40), error_code: safeError(r.error_code), error: safeError(r.error), details: r.details === null ? null : safeJson(r.details) })))],
   );
 }

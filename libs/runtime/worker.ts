@@ -39,7 +39,7 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
     const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker', timeouts });
 
     if (config.CAPTURE_URL) {
-      kinds.push(createCaptureKind({ url: config.CAPTURE_URL, timeoutMs: config.CAPTURE_TIMEOUT }));
+      kinds.push(createCaptureKind({ url: config.CAPTURE_URL, timeoutMs: config.CAPTURE_TIMEOUT, opsChatId: config.OPS_CHAT_ID ?? null }));
     } else {
       logger.warn('CAPTURE_URL is not set: capture delivery is DISABLED; captures stay pending until a worker with CAPTURE_URL runs');
     }

@@ -67,7 +67,7 @@ describe('sendMessage classification against the sandbox', () => {
     expect(await send(row(-103))).toEqual({ type: 'migrate', newChatId: '-1000000000103', status: 400, description: 'Bad Request: group chat was upgraded to a supergroup chat' });
   });
 
-  it('400, 403 and 401 → Terminal with the description', async () => {
+  it('400 and 403 → Terminal with the description; 401 (a revoked token) → Config, not the message\'s fault', async () => {
     sb.scriptChatError(TOKEN, 104, 'chat_not_found');
     expect(await send(row(104))).toEqual({ type: 'terminal', reason: 'Bad Request: chat not found', status: 400, errorCode: 'TELEGRAM_400' });
     sb.scriptChatError(TOKEN, 105, 'blocked');
@@ -76,7 +76,7 @@ describe('sendMessage classification against the sandbox', () => {
     const revoked = `7071:${SECRET}`;
     const c2 = createBotApiClient({ token: revoked, apiRoot: sb.url });
     sb.revokeToken(revoked);
-    expect(await send(row(107), c2)).toMatchObject({ type: 'terminal', status: 401, reason: 'Unauthorized' });
+    expect(await send(row(107), c2)).toMatchObject({ type: 'config', status: 401, errorCode: 'TELEGRAM_401', reason: expect.stringMatching(/^Bot API answered 401 to sendMessage \(Unauthorized\): the bot token is not accepted/) });
     c2.close();
   });
 

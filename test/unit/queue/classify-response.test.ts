@@ -18,7 +18,14 @@ describe('collector response classification', () => {
     expect(classifyCaptureResponse(503, headers(), now)).not.toHaveProperty('afterMs');
   });
 
-  it.each([400, 401, 403, 404, 409, 410, 413, 422, 301, 100])('%i → terminal', (status) => {
+  it.each([301, 302, 303, 307, 308, 401, 403, 404, 407])('%i → a configuration problem: retried with backoff, budget untouched, recorded', (status) => {
+    const o = classifyCaptureResponse(status, headers({ location: 'https://elsewhere.example/x' }), now, 4);
+    expect(o).toMatchObject({ type: 'retry', uncounted: true, backoffStep: 4, status, errorCode: `HTTP_${status}`, details: { configProblem: true } });
+    expect(o).not.toHaveProperty('afterMs');
+    expect(o.effects).toMatchObject({ configProblem: { code: `HTTP_${status}`, status, reason: expect.stringContaining(`collector answered ${status}`) } });
+  });
+
+  it.each([400, 409, 410, 413, 422, 100])('%i → terminal', (status) => {
     const o = classifyCaptureResponse(status, headers({ 'Retry-After': '3' }), now);
     expect(o).toMatchObject({ type: 'terminal', status, errorCode: `HTTP_${status}` });
     expect(o.type === 'terminal' && o.reason).toContain(String(status));
