@@ -105,7 +105,7 @@ async function check(r: fc.RecordValue<{ route: number; params: string[]; query:
     const parsed = res.json() as { code?: unknown };
     if (typeof parsed.code !== 'string' || !/^RELAY_[A-Z_]+$/.test(parsed.code)) throw new Error(`4xx without a code: ${where}`);
     const after = await dbFingerprint(db.pool);
-    const compared = res.statusCode === 404 || res.statusCode === 409 ? ITEM_TABLES : [...ITEM_TABLES, 'relay.attempts', 'pgboss.job'];
+    const compared = res.statusCode === 404 || res.statusCode === 409 ? ITEM_TABLES : [...ITEM_TABLES, 'relay.attempts', 'tg_relay_boss.job'];
     for (const t of compared) if (after[t] !== before[t]) throw new Error(`a refused request changed ${t}: ${where}`);
   }
 }

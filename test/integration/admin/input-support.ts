@@ -12,8 +12,8 @@ export async function dbFingerprint(pool: Pool, tables = TABLES): Promise<Record
     const { rows } = await pool.query(`select count(*)::text || ':' || coalesce(md5(string_agg(x::text, '|' order by x.id)), '') as d from ${t} x`);
     out[t] = rows[0].d;
   }
-  const { rows } = await pool.query(`select count(*)::text as n from pgboss.job`);
-  out['pgboss.job'] = rows[0].n;
+  const { rows } = await pool.query(`select count(*)::text as n from tg_relay_boss.job`);
+  out['tg_relay_boss.job'] = rows[0].n;
   return out;
 }
 
