@@ -66,7 +66,7 @@ export function defaultActions(deps: ActionDeps): AdminActions {
   // The workers' own claim stores: stale recovery is theirs (fencing, budgets, pg-boss jobs, audit
   // rows, and for outbound the at-most-once rule and alerts), the admin API only triggers it now.
   // Recovery is about dead workers, not bots, so the bot/limiter arguments are not used by it.
-  let stores: Record<ItemKind, ClaimStore<any>> | undefined;
+  let stores: Record<ItemKind, ClaimStore<unknown>> | undefined;
   const storeOf = (kind: ItemKind) => {
     stores ??= {
       captures: createCaptureStore(),

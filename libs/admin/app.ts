@@ -101,7 +101,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
   const routes: { method: string; url: string; hidden: boolean }[] = [];
   ROUTES.set(app, routes);
   app.addHook('onRoute', (r) => {
-    for (const m of [r.method].flat()) if (m !== 'HEAD') routes.push({ method: m, url: r.url, hidden: !!(r.schema as { hide?: boolean } | undefined)?.hide || r.url.startsWith('/docs') });
+    for (const m of [r.method].flat()) if (m !== 'HEAD') routes.push({ method: m, url: r.url, hidden: !!r.schema?.hide || r.url.startsWith('/docs') });
   });
   installErrorHandlers(app);
   const docsPublic = opts.config.ADMIN_DOCS_PUBLIC;
@@ -134,7 +134,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String((json as { $id?: string }).$id ?? `def-${i}`) },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await app.register(statusRoutes, { ctx });
   await app.register(readRoutes, { ctx });

@@ -113,7 +113,7 @@ export function installErrorHandlers(app: FastifyInstance<any, any, any, any, an
     }
     return send(reply, 500, { code: 'RELAY_ADMIN_INTERNAL', message: 'internal error (see the admin log)' });
   });
-  app.setNotFoundHandler((request, reply) =>
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>
     send(reply, 404, { code: 'RELAY_ADMIN_ROUTE_NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 }

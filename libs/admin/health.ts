@@ -77,7 +77,7 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
       out.checks.migrations.ok = migrationsCurrent;
       let bots = deps.botIds;
       if (!bots) {
-        bots = (await read(deps.pool, 'select bot_id from relay.cursor order by bot_id')).map((r) => r.bot_id as string);
+        bots = (await read<{ bot_id: string }>(deps.pool, 'select bot_id from relay.cursor order by bot_id')).map((r) => r.bot_id);
         if (bots.length === 0) out.reasons.push('no poller has recorded a cursor yet');
       }
       for (const botId of bots) {

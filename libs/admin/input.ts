@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { AdminError } from './errors';
 
 /**
@@ -80,12 +80,13 @@ function checkNumerals(values: unknown, schema: unknown, context: string): void 
   }
 }
 
-/** The app-wide preValidation hook. */
-export async function guardInput(req: FastifyRequest): Promise<void> {
-  const schema = req.routeOptions.schema as { params?: unknown; querystring?: unknown } | undefined;
+/** The app-wide preValidation hook (callback style: fastify passes what a check throws on as the error). */
+export function guardInput(req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  const schema = req.routeOptions.schema;
   checkValue(req.params, 'params', 2);
   checkValue(req.query, 'querystring', 2);
   checkNumerals(req.params, schema?.params, 'params');
   checkNumerals(req.query, schema?.querystring, 'querystring');
   if (req.body !== undefined) checkValue(req.body, 'body');
+  done();
 }

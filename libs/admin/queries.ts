@@ -40,6 +40,13 @@ export interface ListFilter {
   update_id?: number;
 }
 
+/** A list row: its columns, plus the keyset's microseconds until they are taken off. */
+interface ListRow {
+  id: number;
+  _us?: number;
+  [column: string]: unknown;
+}
+
 export interface Page<T> {
   items: T[];
   next_cursor: string | null;
@@ -90,7 +97,7 @@ export async function itemList(db: Queryable, kind: ListKind, f: ListFilter, pag
     where += ` and (${spec.timeColumn}, id) < (${t}, $${values.length}::bigint)`;
   }
   values.push(page.limit + 1);
-  const rows = await read(
+  const rows = await read<ListRow>(
     db,
     `select ${SUMMARY_COLUMNS[kind]}, (extract(epoch from ${spec.timeColumn}) * 1000000)::int8 as _us
        from ${spec.table} where ${where}
@@ -100,7 +107,7 @@ export async function itemList(db: Queryable, kind: ListKind, f: ListFilter, pag
   const more = rows.length > page.limit;
   const items = more ? rows.slice(0, page.limit) : rows;
   const last = items[items.length - 1];
-  const next_cursor = more ? encodeCursor({ us: last._us, id: last.id }) : null;
+  const next_cursor = more ? encodeCursor({ us: last._us!, id: last.id }) : null;
   for (const r of items) delete r._us;
   return { items, next_cursor };
 }
@@ -149,7 +156,7 @@ export interface AuditEntry {
 
 /** Appends one admin action to relay.attempts (subject 'admin', outcome 'admin.<action>'). */
 export async function auditInsert(db: Queryable, e: AuditEntry): Promise<number> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ id: string }>(
     `insert into relay.attempts (subject, subject_id, subject_key, worker_id, started_at, finished_at, duration_ms, outcome, error_code, error, details, actor)
      values ('admin', $1, $2, $3, $4, clock_timestamp(), greatest(0, (extract(epoch from clock_timestamp() - $4::timestamptz) * 1000)::int), $5, $6, $7, $8, $9)
      returning id`,
@@ -168,15 +175,15 @@ export async function auditList(db: Queryable, f: { actor?: string; action?: str
   if (f.until) where.push(`started_at < $${values.push(f.until)}::timestamptz`);
   if (page.cursor) where.push(`id < $${values.push(decodeCursor(page.cursor).id)}`);
   values.push(page.limit + 1);
-  const rows = await read(
+  const rows = await read<{ id: number; action: string; [column: string]: unknown }>(
     db,
     `select id, outcome as action, actor, worker_id, subject_id, subject_key, started_at, duration_ms, error_code, error, details
        from relay.attempts where ${where.join(' and ')} order by id desc limit $${values.length}`,
     values,
   );
   const more = rows.length > page.limit;
-  const items = (more ? rows.slice(0, page.limit) : rows).map((r) => ({ ...r, action: String(r.action).replace(/^admin\./, '') }));
-  return { items, next_cursor: more ? encodeCursor({ us: 0, id: items[items.length - 1].id as number }) : null };
+  const items = (more ? rows.slice(0, page.limit) : rows).map((r) => ({ ...r, action: r.action.replace(/^admin\./, '') }));
+  return { items, next_cursor: more ? encodeCursor({ us: 0, id: items[items.length - 1].id }) : null };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,7 +211,7 @@ export async function statsCounts(db: Queryable, kinds: ListKind[], skip: Readon
       cols.push(`(select min(${spec.timeColumn}) from ${spec.table} where state = '${spec.pendingState}') as "${kind}.oldest"`);
     }
   }
-  const rows = await read(db, `select ${cols.join(',\n')}`);
+  const rows = await read<Record<string, number | string | null>>(db, `select ${cols.join(',\n')}`);
   return rows[0];
 }
 
@@ -213,7 +220,7 @@ export async function statsCounts(db: Queryable, kinds: ListKind[], skip: Readon
  * most-common-values frequencies of `state`. Used only for states above the exact-count cap.
  */
 export async function statsEstimates(db: Queryable): Promise<Record<string, { rows: number; freqs: Record<string, number> }>> {
-  const rows = await read(
+  const rows = await read<{ table: string; rows: number; vals: string | null; freqs: number[] | null }>(
     db,
     `select c.relname as table, c.reltuples::float8 as rows, s.most_common_vals::text as vals, s.most_common_freqs as freqs
        from pg_class c
@@ -224,9 +231,10 @@ export async function statsEstimates(db: Queryable): Promise<Record<string, { ro
   const out: Record<string, { rows: number; freqs: Record<string, number> }> = {};
   for (const r of rows) {
     const freqs: Record<string, number> = {};
-    if (r.vals && r.freqs) {
-      const vals = String(r.vals).replace(/^\{|\}$/g, '').split(',').map((v) => v.replace(/^"|"$/g, ''));
-      vals.forEach((v, i) => (freqs[v] = Number(r.freqs[i])));
+    const mcf = r.freqs;
+    if (r.vals && mcf) {
+      const vals = r.vals.replace(/^\{|\}$/g, '').split(',').map((v) => v.replace(/^"|"$/g, ''));
+      vals.forEach((v, i) => (freqs[v] = Number(mcf[i])));
     }
     out[r.table] = { rows: Number(r.rows), freqs };
   }
@@ -235,7 +243,7 @@ export async function statsEstimates(db: Queryable): Promise<Record<string, { ro
 
 /** Exact count of one state (the fallback when a table was never analyzed). */
 export async function stateCountExact(db: Queryable, kind: ListKind, state: string): Promise<number> {
-  const rows = await read(db, `select count(*)::int8 as n from ${KINDS[kind].table} where state = $1`, [state]);
+  const rows = await read<{ n: number }>(db, `select count(*)::int8 as n from ${KINDS[kind].table} where state = $1`, [state]);
   return rows[0].n;
 }
 
@@ -256,8 +264,22 @@ export async function attemptsRecent(db: Queryable, since: Date): Promise<{ subj
   );
 }
 
+/** A relay.cursor row as `read` returns it (int8 as numbers, timestamps as ISO strings). */
+export interface CursorRow {
+  bot_id: string;
+  next_offset: number;
+  lease_owner: string | null;
+  lease_generation: number;
+  lease_expires_at: string | null;
+  progress_generation: number | null;
+  progress_at: string | null;
+  halted_reason: string | null;
+  halted_at: string | null;
+  updated_at: string;
+}
+
 /** Every bot's cursor and lease. */
-export async function cursorList(db: Queryable): Promise<Record<string, any>[]> {
+export async function cursorList(db: Queryable): Promise<CursorRow[]> {
   return read(
     db,
     `select bot_id, next_offset, lease_owner, lease_generation, lease_expires_at, progress_generation, progress_at, halted_reason, halted_at, updated_at
@@ -280,7 +302,7 @@ export async function attemptsSince(db: Queryable, afterId: number, missing: num
 }
 
 export async function attemptsMaxId(db: Queryable): Promise<number> {
-  const rows = await read(db, `select coalesce(max(id), 0)::int8 as id from relay.attempts`);
+  const rows = await read<{ id: number }>(db, `select coalesce(max(id), 0)::int8 as id from relay.attempts`);
   return rows[0].id;
 }
 
@@ -290,7 +312,7 @@ export async function attemptsMaxId(db: Queryable): Promise<number> {
 /** One row, locked for the rest of the transaction. */
 export async function itemLock(db: Queryable, kind: ListKind, id: number): Promise<{ id: number; state: string; key: string } | undefined> {
   const spec = KINDS[kind];
-  const rows = await read(db, `select id, state, ${spec.keyColumn}::text as key from ${spec.table} where id = $1 for update`, [id]);
+  const rows = await read<{ id: number; state: string; key: string }>(db, `select id, state, ${spec.keyColumn}::text as key from ${spec.table} where id = $1 for update`, [id]);
   return rows[0];
 }
 
@@ -303,20 +325,30 @@ export async function itemsSelectFailed(db: Queryable, kind: ListKind, f: ListFi
   const values: unknown[] = [];
   const where = filterClause(kind, { ...f, state: 'failed' }, values);
   values.push(limit + 1);
-  const rows = await read(db, `select id from ${spec.table} where ${where} order by id limit $${values.length}${lock ? ' for update skip locked' : ''}`, values);
+  const rows = await read<{ id: number }>(db, `select id from ${spec.table} where ${where} order by id limit $${values.length}${lock ? ' for update skip locked' : ''}`, values);
   const more = rows.length > limit;
-  return { ids: rows.slice(0, limit).map((r) => r.id as number), more };
+  return { ids: rows.slice(0, limit).map((r) => r.id), more };
 }
 
 /** Keys of rows (for audit subject_key). */
 export async function itemKeys(db: Queryable, kind: ListKind, ids: number[]): Promise<Map<number, string>> {
   const spec = KINDS[kind];
-  const rows = await read(db, `select id, ${spec.keyColumn}::text as key from ${spec.table} where id = any($1::int8[])`, [ids]);
-  return new Map(rows.map((r) => [r.id as number, r.key as string]));
+  const rows = await read<{ id: number; key: string }>(db, `select id, ${spec.keyColumn}::text as key from ${spec.table} where id = any($1::int8[])`, [ids]);
+  return new Map(rows.map((r) => [r.id, r.key]));
 }
 
-export async function quarantineLock(db: Queryable, id: number): Promise<{ id: number; bot_id: string; update_id: number | null; sha256: string; state: string; raw: Buffer; generation: number | null } | undefined> {
-  const rows = await read(db, `select id, bot_id, update_id, sha256, state, raw, generation from relay.quarantine where id = $1 for update`, [id]);
+export interface QuarantineLockRow {
+  id: number;
+  bot_id: string;
+  update_id: number | null;
+  sha256: string;
+  state: string;
+  raw: Buffer;
+  generation: number | null;
+}
+
+export async function quarantineLock(db: Queryable, id: number): Promise<QuarantineLockRow | undefined> {
+  const rows = await read<QuarantineLockRow>(db, `select id, bot_id, update_id, sha256, state, raw, generation from relay.quarantine where id = $1 for update`, [id]);
   return rows[0];
 }
 

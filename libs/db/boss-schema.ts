@@ -33,9 +33,9 @@ export class BossSchemaMismatchError extends Error {
 
 /** The version pg-boss recorded in our schema, or null when it is not installed there. */
 export async function bossSchemaVersion(q: Pick<Pool, 'query'>): Promise<number | null> {
-  const { rows } = await q.query(`select to_regclass($1) is not null as installed`, [`${BOSS_SCHEMA}.version`]);
+  const { rows } = await q.query<{ installed: boolean }>(`select to_regclass($1) is not null as installed`, [`${BOSS_SCHEMA}.version`]);
   if (!rows[0].installed) return null;
-  const v = await q.query(`select version from ${BOSS_SCHEMA}.version`);
+  const v = await q.query<{ version: number | string }>(`select version from ${BOSS_SCHEMA}.version`);
   return v.rows.length ? Number(v.rows[0].version) : null;
 }
 
@@ -60,13 +60,13 @@ export async function assertBossSchemaVersion(q: Pick<Pool, 'query'>, installedP
 /** pg-boss's own package and schema version, read from node_modules. */
 export function installedBoss(): { version: string; schema: number } {
   /* eslint-disable @typescript-eslint/no-require-imports */
-  return { version: require('pg-boss/package.json').version, schema: require('pg-boss/version.json').schema };
+  return { version: (require('pg-boss/package.json') as { version: string }).version, schema: (require('pg-boss/version.json') as { schema: number }).schema };
 }
 
 export type LegacyBossMove = 'none' | 'renamed' | 'copied';
 
 async function tableExists(c: PoolClient, name: string): Promise<boolean> {
-  const { rows } = await c.query('select to_regclass($1) is not null as ok', [name]);
+  const { rows } = await c.query<{ ok: boolean }>('select to_regclass($1) is not null as ok', [name]);
   return rows[0].ok;
 }
 
@@ -83,15 +83,15 @@ async function tableExists(c: PoolClient, name: string): Promise<boolean> {
 export async function renameLegacyBossSchema(c: PoolClient, logger?: Logger): Promise<LegacyBossMove> {
   const ours = Object.values(QUEUES) as string[];
   if (!(await tableExists(c, `${LEGACY_BOSS_SCHEMA}.queue`))) return 'none';
-  const { rows } = await c.query(`select name from ${LEGACY_BOSS_SCHEMA}.queue`);
-  const names = rows.map((r) => r.name as string);
+  const { rows } = await c.query<{ name: string }>(`select name from ${LEGACY_BOSS_SCHEMA}.queue`);
+  const names = rows.map((r) => r.name);
   if (!names.some((n) => ours.includes(n))) return 'none';
   const newExists = (await c.query('select 1 from pg_namespace where nspname = $1', [BOSS_SCHEMA])).rowCount;
   if (newExists || names.some((n) => !ours.includes(n))) return 'copied'; // done by copyLegacyBossJobs after pg-boss starts
   await c.query('begin');
   try {
     await c.query(`alter schema ${LEGACY_BOSS_SCHEMA} rename to ${BOSS_SCHEMA}`);
-    const fns = await c.query(
+    const fns = await c.query<{ def: string }>(
       `select p.oid, pg_get_functiondef(p.oid) as def
          from pg_proc p join pg_namespace n on n.oid = p.pronamespace
         where n.nspname = $1 and p.prosrc like $2`,
@@ -99,7 +99,7 @@ export async function renameLegacyBossSchema(c: PoolClient, logger?: Logger): Pr
     );
     for (const f of fns.rows) {
       // pg_get_functiondef already names the function in its new schema; the body still says pgboss.
-      await c.query((f.def as string).replace(new RegExp(`\\b${LEGACY_BOSS_SCHEMA}\\.`, 'g'), `${BOSS_SCHEMA}.`));
+      await c.query(f.def.replace(new RegExp(`\\b${LEGACY_BOSS_SCHEMA}\\.`, 'g'), `${BOSS_SCHEMA}.`));
     }
     await c.query('commit');
   } catch (err) {
@@ -121,12 +121,12 @@ export async function copyLegacyBossJobs(c: PoolClient, logger?: Logger): Promis
   if (!(await tableExists(c, `${LEGACY_BOSS_SCHEMA}.queue`))) return 0;
   await c.query('begin');
   try {
-    const present = (await c.query(`select name from ${LEGACY_BOSS_SCHEMA}.queue where name = any($1::text[]) for update`, [ours])).rows.map((r) => r.name as string);
+    const present = (await c.query<{ name: string }>(`select name from ${LEGACY_BOSS_SCHEMA}.queue where name = any($1::text[]) for update`, [ours])).rows.map((r) => r.name);
     if (present.length === 0) {
       await c.query('commit');
       return 0;
     }
-    const legacyVersion = Number((await c.query(`select version from ${LEGACY_BOSS_SCHEMA}.version`)).rows[0]?.version);
+    const legacyVersion = Number((await c.query<{ version: number | string }>(`select version from ${LEGACY_BOSS_SCHEMA}.version`)).rows[0]?.version);
     if (legacyVersion !== BOSS_SCHEMA_VERSION) {
       throw new BossSchemaMismatchError(
         legacyVersion,

@@ -45,7 +45,7 @@ export function createBoss(
     application_name: opts.applicationName ?? 'tg-relay:boss',
     // pg-boss hands its whole config to pg.Pool, so the pool options below reach its connections
     ...sessionOptions(opts.timeouts),
-  } as PgBoss.ConstructorOptions);
+  });
   boss.on('error', () => undefined); // surfaced through our own calls; never crash on a background error
   return boss;
 }
@@ -53,6 +53,6 @@ export function createBoss(
 /** Creates (idempotently) the three queues. Safe when several processes run it at once. */
 export async function ensureQueues(boss: PgBoss): Promise<void> {
   for (const name of Object.values(QUEUES)) {
-    await boss.createQueue(name, { name, policy: 'standard', retryLimit: 0, expireInSeconds: 23 * 3600, retentionMinutes: 30 * 24 * 60 } as PgBoss.Queue);
+    await boss.createQueue(name, { name, policy: 'standard', retryLimit: 0, expireInSeconds: 23 * 3600, retentionMinutes: 30 * 24 * 60 });
   }
 }

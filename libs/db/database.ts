@@ -25,7 +25,7 @@ export interface Database {
  * `$DATA_DIR/postgres` (started here, or joined if another tg-relay process already runs it).
  */
 export async function resolveDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>, logger?: Logger): Promise<Database> {
-  if (config.DATABASE_URL) return { url: config.DATABASE_URL, kind: 'external', stop: async () => undefined };
+  if (config.DATABASE_URL) return { url: config.DATABASE_URL, kind: 'external', stop: () => Promise.resolve() };
   // the default folder may move where the postgres user can reach it (as root); an explicit one may not
   const relocatable = config.DATA_DIR === DATA_DIR_DEFAULT;
   const pg = await startEmbeddedPostgres({ dataDir: path.join(config.DATA_DIR, 'postgres'), logger, relocatable });

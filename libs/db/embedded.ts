@@ -30,7 +30,8 @@ export interface EmbeddedPostgres {
   owned: boolean;
   /** The data folder actually used (differs from the requested one after a fallback). */
   dataDir: string;
-  stop(): Promise<void>;
+  /** A closure (no `this`): safe to pass on detached. */
+  stop: () => Promise<void>;
 }
 
 /** A start failure with the folder or step at fault and what to do about it. */

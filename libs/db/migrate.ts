@@ -92,7 +92,7 @@ export async function migrationStatus(pool: Pool, dir?: string): Promise<Migrati
   const all = listMigrations(dir).map((m) => m.version);
   let applied: number[] = [];
   try {
-    const { rows } = await pool.query('select version from relay.schema_migrations order by version');
+    const { rows } = await pool.query<{ version: number | string }>('select version from relay.schema_migrations order by version');
     applied = rows.map((r) => Number(r.version));
   } catch (err) {
     if ((err as { code?: string }).code !== '42P01') throw err; // undefined_table: nothing applied yet

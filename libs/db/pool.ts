@@ -104,6 +104,6 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 }
 
 /** pg-boss's `{ db }` option: runs its SQL on our transaction's client. */
-export function bossDb(client: PoolClient): { executeSql: (text: string, values?: unknown[]) => Promise<{ rows: any[] }> } {
+export function bossDb(client: PoolClient): { executeSql: (text: string, values?: unknown[]) => Promise<{ rows: unknown[] }> } {
   return { executeSql: (text, values) => client.query(text, values as unknown[]) };
 }

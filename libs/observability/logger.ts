@@ -39,6 +39,7 @@ export function createLogger(opts: { level?: string; name?: string; destination?
   const logger = opts.destination ? pino(options, opts.destination) : pino(options);
   // child bindings bypass formatters.log (pino serializes them once, at child()): redact them there;
   // children inherit this method from the root instance
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with .call(this): each child calls it as itself
   const child = logger.child;
   logger.child = function redactedChild(this: Logger, bindings, childOptions) {
     return child.call(this, redactDeep(bindings), childOptions);

@@ -20,7 +20,7 @@ export function redactToken(text: string, token?: string): string {
 export function redactDeep<T>(value: T, token?: string, depth = 0): T {
   if (depth > 8) return value;
   if (typeof value === 'string') return redactToken(value, token) as unknown as T;
-  if (Array.isArray(value)) return value.map((v) => redactDeep(v, token, depth + 1)) as unknown as T;
+  if (Array.isArray(value)) return (value as unknown[]).map((v) => redactDeep(v, token, depth + 1)) as unknown as T;
   if (value instanceof Error) {
     const out: Record<string, unknown> = { type: value.constructor?.name || value.name, message: redactToken(value.message, token) };
     if (value.stack) out.stack = redactToken(value.stack, token);

@@ -155,11 +155,11 @@ class BotApiSandboxServer implements BotApiSandbox {
       if (m) {
         let token: string;
         try {
-          token = decodeURIComponent(m[1] as string);
+          token = decodeURIComponent(m[1]);
         } catch {
           token = ''; // malformed escape: answered 401 like any bad token
         }
-        work = handleBotApiRequest(this.core, req, res, token, m[2] as string, url);
+        work = handleBotApiRequest(this.core, req, res, token, m[2], url);
       } else if (url.pathname.startsWith('/sandbox/')) {
         work = handleControlRequest(this, req, res, url);
       } else {
@@ -195,7 +195,7 @@ class BotApiSandboxServer implements BotApiSandbox {
     let first: number | null = null;
     let last: number | null = null;
     for (let i = 0; i < count; i++) {
-      const chatId = chats[i % chats.length] as number;
+      const chatId = chats[i % chats.length];
       const { stored, update } = buildMessageUpdate(bot, { chatId, text: `${prefix}${i}` });
       if (this.core.deliver(bot, stored, false)) added.push(stored);
       first ??= update.update_id;

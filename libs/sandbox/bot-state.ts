@@ -211,7 +211,7 @@ export function validateScriptedError(err: unknown): ScriptedChatError {
   if (typeof err === 'string') err = { kind: err };
   const e = err as Partial<ScriptedChatError> & Record<string, unknown>;
   if (!e || typeof e !== 'object') throw new Error('scripted error must be an object');
-  if (e.times !== undefined && !(Number.isInteger(e.times) && (e.times as number) > 0)) {
+  if (e.times !== undefined && !(Number.isInteger(e.times) && e.times > 0)) {
     throw new Error('scripted error "times" must be a positive integer');
   }
   switch (e.kind) {
@@ -255,7 +255,7 @@ export class BotRegistry {
     const id = Number(m[1]);
     let bot = this.bots.get(id);
     if (!bot) {
-      bot = new BotState(id, m[2] as string, this.firstUpdateId);
+      bot = new BotState(id, m[2], this.firstUpdateId);
       this.bots.set(id, bot);
     }
     return bot;

@@ -290,7 +290,7 @@ class CollectorServer implements Collector {
           break;
         case 'POST /sandbox/faults':
           if (p.faults === undefined) throw new Error('"faults" is required (object or null)');
-          this.setFaults(p.faults as CollectorFaults | null);
+          this.setFaults(p.faults);
           result = true;
           break;
         case 'POST /sandbox/reset':

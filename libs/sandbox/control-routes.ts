@@ -21,8 +21,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BotApiSandbox } from './bot-api';
-import { readControlParams, sendJson } from './http-io';
-import type { ChatType, FaultConfig, InjectMessagesInput } from './types';
+import { readControlParams, sendJson, textParam } from './http-io';
+import type { ChatType, InjectMessagesInput } from './types';
 
 export class ControlInputError extends Error {}
 
@@ -41,7 +41,7 @@ export function str(p: ControlParams, name: string, ...aliases: string[]): strin
 
 function optStr(p: ControlParams, ...names: string[]): string | undefined {
   const v = pick(p, ...names);
-  return v === undefined ? undefined : String(v);
+  return v === undefined ? undefined : textParam(v);
 }
 
 export function int(p: ControlParams, name: string, ...aliases: string[]): number {
@@ -71,7 +71,7 @@ const ROUTES: Record<string, Handler> = {
   'POST /sandbox/inject/message': (sb, p) =>
     sb.injectMessage(str(p, 'token'), {
       chatId: int(p, 'chatId', 'chat_id'),
-      text: String(pick(p, 'text') ?? ''),
+      text: textParam(pick(p, 'text') ?? ''),
       fromId: optInt(p, 'fromId', 'from_id'),
       chatType: optStr(p, 'chatType', 'chat_type') as ChatType | undefined,
       username: optStr(p, 'username'),
@@ -89,7 +89,7 @@ const ROUTES: Record<string, Handler> = {
   'POST /sandbox/inject/callback': (sb, p) =>
     sb.injectCallbackQuery(str(p, 'token'), {
       chatId: int(p, 'chatId', 'chat_id'),
-      data: String(pick(p, 'data') ?? ''),
+      data: textParam(pick(p, 'data') ?? ''),
       fromId: optInt(p, 'fromId', 'from_id'),
       messageId: optInt(p, 'messageId', 'message_id'),
     }),
@@ -107,7 +107,7 @@ const ROUTES: Record<string, Handler> = {
     if (faults !== null && (typeof faults !== 'object' || Array.isArray(faults))) {
       throw new ControlInputError('"faults" must be an object or null');
     }
-    sb.setFaults(faults as FaultConfig | null, optStr(p, 'token'));
+    sb.setFaults(faults, optStr(p, 'token'));
     return true;
   },
   'GET /sandbox/limits': (sb) => sb.limits(),

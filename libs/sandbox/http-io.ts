@@ -92,6 +92,13 @@ export function intParam(value: unknown, fallback: number): number {
   return fallback;
 }
 
+/** A parameter as text: strings as they are, other scalars as String() writes them, lists and objects as JSON. */
+export function textParam(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value === null || value === undefined) return String(value);
+  return JSON.stringify(value) ?? '';
+}
+
 export function boolParam(value: unknown): boolean {
   return value === true || value === 'true' || value === 1 || value === '1';
 }

@@ -6,7 +6,7 @@ import type { BotState } from './bot-state';
 import type { RateLimiter } from './rate-limiter';
 import type { ScriptedChatError, SentMessage, TgMessage } from './types';
 import { MAX_TEXT_LENGTH, PARSE_MODES, TG_DESCRIPTIONS } from './constants';
-import { BotApiError, boolParam, chatIdParam, intParam } from './http-io';
+import { BotApiError, boolParam, chatIdParam, intParam, textParam } from './http-io';
 
 export interface MessagingEnv {
   limiter: RateLimiter;
@@ -147,7 +147,7 @@ export function editMessageText(bot: BotState, params: Record<string, unknown>, 
 }
 
 export function answerCallbackQuery(bot: BotState, params: Record<string, unknown>): true {
-  const id = typeof params.callback_query_id === 'string' ? params.callback_query_id : String(params.callback_query_id ?? '');
+  const id = textParam(params.callback_query_id ?? '');
   if (!bot.openCallbacks.delete(id)) throw new BotApiError(400, TG_DESCRIPTIONS.queryInvalid);
   const entry: { callback_query_id: string; text?: string; show_alert?: boolean } = { callback_query_id: id };
   if (typeof params.text === 'string') entry.text = params.text;

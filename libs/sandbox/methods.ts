@@ -16,7 +16,8 @@ export interface MethodEnv extends MessagingEnv, WebhookControl {
 }
 
 export interface RequestScope {
-  onClientClose(cb: () => void): void;
+  /** A closure (no `this`): handed on to the poll as is. */
+  onClientClose: (cb: () => void) => void;
 }
 
 export type MethodHandler = (
@@ -24,7 +25,7 @@ export type MethodHandler = (
   params: Record<string, unknown>,
   env: MethodEnv,
   scope: RequestScope,
-) => unknown | Promise<unknown>;
+) => unknown; // the result, or a Promise of it
 
 interface MethodDef {
   name: string;

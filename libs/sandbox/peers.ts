@@ -9,8 +9,8 @@ import { Collector, createCollector } from './collector';
 export interface SandboxPeers {
   sandbox: BotApiSandbox;
   collector: Collector;
-  /** Stops both servers. Idempotent. */
-  stop(): Promise<void>;
+  /** Stops both servers. Idempotent. A closure (no `this`): safe to pass on detached. */
+  stop: () => Promise<void>;
 }
 
 function listenError(err: unknown, what: string, variable: string, host: string, port: number): Error {

@@ -89,9 +89,10 @@ export function buildRawUpdate(bot: BotState, raw: unknown): StoredUpdate {
 /** The chat a raw object belongs to, when it has a recognisable shape (keeps webhook per-chat order). */
 function chatKeyOf(raw: unknown): string | undefined {
   if (!raw || typeof raw !== 'object') return undefined;
-  const r = raw as Record<string, any>;
-  const msg = r.message ?? r.edited_message ?? r.channel_post ?? r.edited_channel_post ?? r.callback_query?.message;
-  const id = msg?.chat?.id;
+  const obj = (x: unknown) => (x && typeof x === 'object' ? (x as Record<string, unknown>) : undefined);
+  const r = raw as Record<string, unknown>;
+  const msg = obj(r.message ?? r.edited_message ?? r.channel_post ?? r.edited_channel_post ?? obj(r.callback_query)?.message);
+  const id = obj(msg?.chat)?.id;
   return typeof id === 'number' ? String(id) : undefined;
 }
 

@@ -89,7 +89,7 @@ export class WebhookDispatcher {
 
   private pump(): void {
     while (!this.stopped && this.active < this.settings.maxConnections && this.readyHead < this.ready.length) {
-      const key = this.ready[this.readyHead++] as string;
+      const key = this.ready[this.readyHead++];
       const lane = this.lanes.get(key);
       if (lane && lane.state === 'ready') this.deliver(key, lane);
     }
@@ -101,12 +101,12 @@ export class WebhookDispatcher {
 
   private deliver(key: string, lane: Lane): void {
     // Skip updates confirmed meanwhile (e.g. dropped with drop_pending_updates).
-    while (lane.head < lane.slots.length && !this.bot.pending.has(lane.slots[lane.head] as number)) lane.head++;
+    while (lane.head < lane.slots.length && !this.bot.pending.has(lane.slots[lane.head])) lane.head++;
     if (lane.head >= lane.slots.length) {
       this.lanes.delete(key);
       return;
     }
-    const slot = lane.slots[lane.head] as number;
+    const slot = lane.slots[lane.head];
     const update = this.bot.pending.get(slot) as StoredUpdate;
     lane.state = 'busy';
     this.active++;

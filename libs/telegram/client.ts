@@ -145,7 +145,7 @@ export function createBotApiClient(opts: BotApiClientOptions): BotApiClient {
   function apiError(method: string, status: number, body: string, retryAfterHeader?: number): TelegramApiError {
     let env: { ok?: unknown; error_code?: unknown; description?: unknown; parameters?: unknown } | undefined;
     try {
-      env = JSON.parse(body);
+      env = JSON.parse(body) as typeof env; // every field is checked before use
     } catch {
       env = undefined;
     }
@@ -166,7 +166,7 @@ export function createBotApiClient(opts: BotApiClientOptions): BotApiClient {
     if (r.status < 200 || r.status >= 300) throw apiError(method, r.status, r.body, r.retryAfterHeader);
     let env: { ok?: unknown; result?: unknown };
     try {
-      env = JSON.parse(r.body);
+      env = JSON.parse(r.body) as typeof env; // `ok` is checked before use
     } catch (err) {
       throw new TelegramNetworkError(method, 'bad_response', `HTTP ${r.status} answer is not JSON`, true, { cause: err });
     }

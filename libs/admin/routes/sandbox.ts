@@ -25,6 +25,7 @@ const ChatId = Type.Integer({ minimum: 1, maximum: 2 ** 52, description: 'privat
  * API alone, which forwards to the sandbox's control API. Injecting is audited like every other
  * admin mutation (never with the text).
  */
+// eslint-disable-next-line @typescript-eslint/require-await -- a fastify plugin: async so that a route registration that throws rejects register() (a sync throw escapes avvio)
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandbox: SandboxPanelOptions }> = async (app, { ctx, sandbox }) => {
   const client = createSandboxClient(sandbox.url);
   const botId = sandbox.token.split(':')[0];
@@ -40,7 +41,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandb
         response: { 200: Type.Object({ enabled: Type.Boolean(), bot_id: Type.String(), chat_id: Type.Integer() }), ...errors(401) },
       },
     },
-    async () => ({ enabled: true, bot_id: botId, chat_id: sandbox.chatId ?? SANDBOX_PANEL_CHAT_DEFAULT }),
+    () => ({ enabled: true, bot_id: botId, chat_id: sandbox.chatId ?? SANDBOX_PANEL_CHAT_DEFAULT }),
   );
 
   app.post(

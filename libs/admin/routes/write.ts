@@ -1,13 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { PoolClient } from 'pg';
 import { parseDuration } from '../../config/duration';
 import { withTransaction } from '../../db/pool';
 import type { AdminContext } from '../context';
 import { AdminError, notFound } from '../errors';
 import { ITEM_KINDS, ItemKind, KINDS } from '../kinds';
-import { auditInsert, itemKeys, itemLock, itemsSelectFailed, quarantineLock, quarantineResolve } from '../queries';
+import { auditInsert, ListFilter, itemLock, itemsSelectFailed, quarantineLock, quarantineResolve } from '../queries';
 import { BotIdFilter, CHANNEL_PATTERN, CHAT_ID_PATTERN, chatFilterFor, ErrorText, errors, IdParams, TelegramId } from '../schemas';
 
 const Reason = Type.String({ minLength: 1, maxLength: 500, description: 'why (kept in the audit trail)' });
@@ -15,14 +15,19 @@ const ReasonBody = Type.Object({ reason: Type.Optional(Reason) }, { additionalPr
 const ActionResult = Type.Object({ id: Type.Integer(), state: Type.String(), audit_id: Type.Integer() }, { additionalProperties: true });
 
 /** Routes whose body is optional: an absent body counts as `{}`. */
-const emptyBodyIsObject = async (req: FastifyRequest) => {
+const emptyBodyIsObject = (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
   if (req.body === undefined || req.body === null) req.body = {};
+  done();
 };
 
 /** recover-stale's older_than: at most a year (an interval PostgreSQL and a JS number hold). */
 export const RECOVER_OLDER_THAN_MAX_MS = 365 * 24 * 3_600_000;
 
 type Refusal = { refused: AdminError; auditId: number };
+/** The bulk retry's body (the route's schema, whose chat filter exists for some kinds only). */
+type BulkRetryBody = ListFilter & { limit?: number; dry_run?: boolean; reason?: string };
+/** Typed as a Refusal (not an object literal) so `act` can tell it from the route's own result. */
+const refusal = (refused: AdminError, auditId: number): Refusal => ({ refused, auditId });
 
 /**
  * The write routes. Each runs one transaction that locks the rows, checks their state, calls the
@@ -30,6 +35,7 @@ type Refusal = { refused: AdminError; auditId: number };
  * change and its audit commit together. A refused call (404 unknown id, 409 wrong state) is
  * audited too, then answered with its error.
  */
+// eslint-disable-next-line @typescript-eslint/require-await -- a fastify plugin: async so that a route registration that throws rejects register() (a sync throw escapes avvio)
 export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = async (app, { ctx }) => {
   const audit = (db: PoolClient, req: FastifyRequest, startedAt: Date, action: string, a: { kind?: string; subjectId?: number | null; subjectKey?: string | null; details?: Record<string, unknown>; refused?: AdminError }) =>
     auditInsert(db, {
@@ -56,7 +62,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
     const row = await itemLock(db, kind, id);
     const spec = KINDS[kind];
     const refused = !row ? notFound(spec.noun, id) : row.state !== expected ? new AdminError(code, `${spec.noun} ${id} is ${row.state}, not ${expected}`, { id: String(id), state: row.state }) : undefined;
-    if (refused) return { refused, auditId: await audit(db, req, startedAt, action, { kind, subjectId: id, subjectKey: row?.key, refused }) } as Refusal;
+    if (refused) return refusal(refused, await audit(db, req, startedAt, action, { kind, subjectId: id, subjectKey: row?.key, refused }));
     return row!;
   };
 
@@ -125,7 +131,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       },
       async (req) => {
         const startedAt = ctx.clock();
-        const { limit = ctx.bulkLimit, dry_run = false, reason, state: _state, ...filter } = req.body as Record<string, any>;
+        const { limit = ctx.bulkLimit, dry_run = false, reason, state: _state, ...filter } = req.body as BulkRetryBody;
         return act(async (db) => {
           const { ids, more } = await itemsSelectFailed(db, kind, filter, limit, !dry_run);
           const moved = dry_run || ids.length === 0 ? [] : await ctx.actions.retryFailed(db, kind, ids, { actor: req.actor!, reason: reason ?? null });
@@ -196,7 +202,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       if (olderThanMs === undefined || olderThanMs < 1000 || olderThanMs > RECOVER_OLDER_THAN_MAX_MS) {
         throw new AdminError('RELAY_ADMIN_VALIDATION', 'body.older_than must be a duration from 1s to 365 days', { field: 'body.older_than' });
       }
-      const kinds = (req.body.kinds as ItemKind[] | undefined) ?? [...ITEM_KINDS];
+      const kinds = req.body.kinds ?? [...ITEM_KINDS];
       const recovered: Record<string, number> = {};
       for (const kind of kinds) recovered[kind] = await ctx.actions.recoverStale(kind, olderThanMs, ctx.instanceId);
       const total = Object.values(recovered).reduce((a, b) => a + b, 0);
@@ -241,7 +247,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
           let refused: AdminError | undefined;
           if (!row) refused = notFound('quarantined update', req.params.id);
           else if (row.state !== 'quarantined') refused = new AdminError('RELAY_ADMIN_NOT_QUARANTINED', `quarantined update ${row.id} is already ${row.state}`, { id: String(row.id), state: row.state });
-          if (refused) return { refused, auditId: await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: req.params.id, subjectKey: row?.sha256, refused }) } as Refusal;
+          if (refused) return refusal(refused, await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: req.params.id, subjectKey: row?.sha256, refused }));
           if (action === 'discard') {
             await quarantineResolve(db, row!.id, 'discarded');
             const auditId = await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: row!.id, subjectKey: row!.sha256, details: { reason } });
@@ -261,8 +267,8 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
             if (e.code === 'RELAY_QUARANTINE_UNDECODABLE') message = `the update still does not decode: ${e.message}`;
             else if (e.code === 'RELAY_CAPTURE_KEY_CONFLICT') message = 'its capture key is already stored with different data';
             else throw err;
-            const refusal = new AdminError('RELAY_ADMIN_RELEASE_FAILED', message, { id: String(row!.id), cause: e.code }, { cause: err });
-            return { refused: refusal, auditId: await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: row!.id, subjectKey: row!.sha256, refused: refusal }) } as Refusal;
+            const failed = new AdminError('RELAY_ADMIN_RELEASE_FAILED', message, { id: String(row!.id), cause: e.code }, { cause: err });
+            return refusal(failed, await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: row!.id, subjectKey: row!.sha256, refused: failed }));
           }
         });
       },
@@ -306,14 +312,14 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
         try {
           const r = await ctx.actions.enqueueMessage(db, body);
           const auditId = await audit(db, req, startedAt, 'enqueue', { kind: 'outbound', subjectId: r.id, subjectKey: body.msg_id, details: { created: r.created, chat_id: body.chat_id } });
-          const { rows } = await db.query('select state from relay.outbound where id = $1', [r.id]);
+          const { rows } = await db.query<{ state: string }>('select state from relay.outbound where id = $1', [r.id]);
           return { id: r.id, msg_id: body.msg_id, created: r.created, state: String(rows[0]?.state ?? 'pending'), audit_id: auditId };
         } catch (err) {
           const code = (err as { code?: string }).code;
           if (code !== 'RELAY_OUTBOUND_CONFLICT') throw err;
           await db.query('rollback to savepoint enqueue');
           const refused = new AdminError('RELAY_OUTBOUND_CONFLICT', `msg_id ${body.msg_id} was already enqueued with a different payload`, { msg_id: body.msg_id }, { cause: err });
-          return { refused, auditId: await audit(db, req, startedAt, 'enqueue', { kind: 'outbound', subjectKey: body.msg_id, refused }) } as Refusal;
+          return refusal(refused, await audit(db, req, startedAt, 'enqueue', { kind: 'outbound', subjectKey: body.msg_id, refused }));
         }
       });
       return reply.code(out.created ? 201 : 200).send(out);

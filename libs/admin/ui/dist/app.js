@@ -33,15 +33,16 @@
       } catch (err2) {
         throw new ApiError(0, "NETWORK", `the admin API did not answer (${err2.message})`);
       }
-      const text = await res.text();
-      let json = null;
+      const text2 = await res.text();
+      let json;
       try {
-        json = text ? JSON.parse(text) : null;
+        json = text2 ? JSON.parse(text2) : null;
       } catch {
         json = null;
       }
       if (!res.ok) {
-        const err2 = new ApiError(res.status, json?.code ?? `HTTP_${res.status}`, json?.message ?? `HTTP ${res.status}`, json ?? {});
+        const body2 = json && typeof json === "object" ? json : void 0;
+        const err2 = new ApiError(res.status, body2?.code ?? `HTTP_${res.status}`, body2?.message ?? `HTTP ${res.status}`, body2 ?? {});
         if (res.status === 401) onUnauthorized(err2);
         throw err2;
       }
@@ -177,6 +178,11 @@
     const d = new Date(value2);
     return Number.isNaN(d.getTime()) ? void 0 : d.toISOString();
   }
+  function text(value2) {
+    if (typeof value2 === "string") return value2;
+    if (typeof value2 === "number" || typeof value2 === "boolean" || typeof value2 === "bigint" || value2 === null || value2 === void 0) return String(value2);
+    return JSON.stringify(value2) ?? "";
+  }
   function pretty(value2) {
     return JSON.stringify(value2, null, 2);
   }
@@ -186,8 +192,8 @@
     return h("span", { class: `badge state-${state}` }, state);
   }
   var err = (row) => {
-    const text = row.failed_reason ?? row.last_error;
-    return text ? h("span", { class: "error-text", title: text }, text) : "—";
+    const text2 = row.failed_reason ?? row.last_error;
+    return text2 ? h("span", { class: "error-text", title: text2 }, text2) : "—";
   };
   var time = (iso) => h("time", { datetime: iso ?? "" }, fmtTime(iso));
   var KIND_VIEWS = {
@@ -298,7 +304,7 @@
     const d = a.details ?? {};
     const kind = LIST_KINDS.find((k) => k === d.kind);
     if (kind && a.subject_id) return h("a", { href: detailHash(kind, a.subject_id) }, `${kind} #${a.subject_id}`);
-    if (kind) return `${kind}${d.count !== void 0 ? ` (${d.count})` : ""}`;
+    if (kind) return `${kind}${d.count !== void 0 ? ` (${text(d.count)})` : ""}`;
     return a.subject_key ?? "—";
   }
   function auditView(ctx, params) {
@@ -326,8 +332,8 @@
             h("td", null, h("span", { class: "badge admin" }, a.action)),
             h("td", null, a.actor ?? "—"),
             h("td", null, subject(a)),
-            h("td", null, d.result === "refused" ? h("span", { class: "error-text" }, `refused: ${a.error_code ?? ""} ${a.error ?? ""}`) : String(d.result ?? "ok")),
-            h("td", null, d.reason ? String(d.reason) : "—")
+            h("td", null, d.result === "refused" ? h("span", { class: "error-text" }, `refused: ${a.error_code ?? ""} ${a.error ?? ""}`) : text(d.result ?? "ok")),
+            h("td", null, d.reason ? text(d.reason) : "—")
           );
         });
         replaceKeepingFocus(
@@ -414,12 +420,12 @@
   var isTimeKey = (k) => k.endsWith("_at") || k === "message_date";
   function value(k, v) {
     if (v === null || v === void 0 || v === "") return h("span", { class: "muted" }, "—");
-    if (k === "state") return stateBadge(String(v));
-    if (isTimeKey(k)) return h("time", { datetime: String(v), title: String(v) }, fmtTime(String(v)));
+    if (k === "state") return stateBadge(text(v));
+    if (isTimeKey(k)) return h("time", { datetime: text(v), title: text(v) }, fmtTime(text(v)));
     if (typeof v === "boolean") return v ? "yes" : "no";
     if (typeof v === "object") return h("code", null, JSON.stringify(v));
-    if (/error|reason/.test(k)) return h("span", { class: "error-text" }, String(v));
-    return String(v);
+    if (/error|reason/.test(k)) return h("span", { class: "error-text" }, text(v));
+    return text(v);
   }
   function timeline(history) {
     if (history.length === 0) return h("p", { class: "empty" }, "No attempt yet.");
@@ -427,7 +433,7 @@
       const admin = a.outcome.startsWith("admin.");
       const outcome = admin ? ADMIN_ACTIONS[a.outcome.slice("admin.".length)] ?? a.outcome.slice("admin.".length).replace(/_/g, " ") : a.outcome;
       const details = a.details && typeof a.details === "object" ? a.details : null;
-      const note = admin ? [details?.reason ? `reason: ${details.reason}` : null, details?.result === "refused" ? "refused" : null, details?.dry_run === true ? `matched ${details.matched ?? "?"}` : details?.count !== void 0 && details?.ids ? `bulk (${details.count})` : null].filter(Boolean).join(" · ") : null;
+      const note = admin ? [details?.reason ? `reason: ${text(details.reason)}` : null, details?.result === "refused" ? "refused" : null, details?.dry_run === true ? `matched ${text(details.matched ?? "?")}` : details?.count !== void 0 && details?.ids ? `bulk (${text(details.count)})` : null].filter(Boolean).join(" · ") : null;
       return h(
         "tr",
         { class: admin ? `admin-row${a.outcome.endsWith("_dry_run") ? " dry-run" : ""}` : "", "data-outcome": a.outcome },
@@ -472,7 +478,7 @@
       if (!confirmed) return;
       try {
         const r = await ctx.api.post(`v1/${kind}/${id}/${action}`, reason ? { reason } : {});
-        setStatus(status, "ok", `${copy.label}: done — now ${r.state}${r.outcome ? ` (${r.outcome})` : ""}, audit #${r.audit_id}`);
+        setStatus(status, "ok", `${copy.label}: done — now ${r.state}${r.outcome ? ` (${text(r.outcome)})` : ""}, audit #${r.audit_id}`);
       } catch (err2) {
         setStatus(status, "error", `${copy.label} refused: ${describeError(err2)}`);
       }
@@ -721,7 +727,7 @@
       button,
       error
     );
-    form.addEventListener("submit", async (ev) => {
+    const submit = async (ev) => {
       ev.preventDefault();
       button.disabled = true;
       error.textContent = "";
@@ -733,7 +739,8 @@
         input.select();
         input.focus();
       }
-    });
+    };
+    form.addEventListener("submit", (ev) => void submit(ev));
     queueMicrotask(() => input.focus());
     return form;
   }
@@ -851,7 +858,7 @@
       h("button", { type: "submit" }, "Recover stale…"),
       recoverStatus
     );
-    recoverForm.addEventListener("submit", async (ev) => {
+    const recoverStale = async (ev) => {
       ev.preventDefault();
       const older = olderThan.value.trim();
       const { confirmed, reason } = await confirmDialog({
@@ -868,20 +875,21 @@
       } catch (err2) {
         setStatus(recoverStatus, "error", `Recover failed: ${describeError(err2)}`);
       }
-    });
+    };
+    recoverForm.addEventListener("submit", (ev) => void recoverStale(ev));
     const chat = h("input", { id: "send-chat", name: "chat_id", type: "text", required: true, pattern: "^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$", size: 14, autocomplete: "off" });
-    const text = h("input", { id: "send-text", name: "text", type: "text", required: true, maxlength: 4096, value: "Test message from the tg-relay dashboard", autocomplete: "off" });
+    const text2 = h("input", { id: "send-text", name: "text", type: "text", required: true, maxlength: 4096, value: "Test message from the tg-relay dashboard", autocomplete: "off" });
     const sendForm = h(
       "form",
       { class: "inline-form", "aria-labelledby": "send-title" },
       h("h3", { id: "send-title" }, "Send a test message"),
       h("p", { class: "muted small" }, "Enqueued as an outbound message (POST /v1/messages) with a fresh msg_id."),
       h("p", { class: "field" }, h("label", { for: chat.id }, "Chat id"), chat),
-      h("p", { class: "field grow" }, h("label", { for: text.id }, "Text"), text),
+      h("p", { class: "field grow" }, h("label", { for: text2.id }, "Text"), text2),
       h("button", { type: "submit" }, "Send"),
       sendStatus
     );
-    sendForm.addEventListener("submit", async (ev) => {
+    const sendMessage = async (ev) => {
       ev.preventDefault();
       const msgId = `dashboard-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
       const chatValue = chat.value.trim();
@@ -889,13 +897,14 @@
         const r = await ctx.api.post("v1/messages", {
           msg_id: msgId,
           chat_id: /^-?[0-9]+$/.test(chatValue) ? Number(chatValue) : chatValue,
-          text: text.value
+          text: text2.value
         });
         setStatus(sendStatus, "ok", "Enqueued ", h("a", { href: detailHash("outbound", r.id) }, `outbound #${r.id}`), ` (${r.msg_id}), ${r.state} — audit #${r.audit_id}`);
       } catch (err2) {
         setStatus(sendStatus, "error", `Not sent: ${describeError(err2)}`);
       }
-    });
+    };
+    sendForm.addEventListener("submit", (ev) => void sendMessage(ev));
     const el = h(
       "div",
       { class: "overview" },
@@ -944,35 +953,36 @@
   function sandboxView(ctx) {
     const info = ctx.sandbox;
     const chat = h("input", { id: "sb-chat", name: "chat_id", type: "number", min: 1, value: info.chat_id, required: true });
-    const text = h("input", { id: "sb-text", name: "text", type: "text", maxlength: 4096, autocomplete: "off", placeholder: "Write a message as the user…" });
+    const text2 = h("input", { id: "sb-text", name: "text", type: "text", maxlength: 4096, autocomplete: "off", placeholder: "Write a message as the user…" });
     const status = statusRegion();
     const log = h("ol", { class: "chat-log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
     const form = h(
       "form",
       { class: "chat-form", "aria-label": "Send a message as a user" },
       h("p", { class: "field" }, h("label", { for: chat.id }, "From chat"), chat),
-      h("p", { class: "field grow" }, h("label", { for: text.id }, "Message"), text),
+      h("p", { class: "field grow" }, h("label", { for: text2.id }, "Message"), text2),
       h("button", { type: "submit", class: "primary" }, "Send")
     );
-    form.addEventListener("submit", async (ev) => {
+    const send = async (ev) => {
       ev.preventDefault();
       const chatId = Number(chat.value);
-      if (!text.value.trim()) {
+      if (!text2.value.trim()) {
         setStatus(status, "error", "Write a message first.");
-        text.focus();
+        text2.focus();
         return;
       }
       try {
-        const r = await ctx.api.post("v1/sandbox/messages", { chat_id: chatId, text: text.value });
-        sentByTab.push({ update_id: r.update_id, chat_id: r.chat_id, message_id: r.message_id, text: text.value, at: new Date(r.date * 1e3).toISOString() });
-        text.value = "";
+        const r = await ctx.api.post("v1/sandbox/messages", { chat_id: chatId, text: text2.value });
+        sentByTab.push({ update_id: r.update_id, chat_id: r.chat_id, message_id: r.message_id, text: text2.value, at: new Date(r.date * 1e3).toISOString() });
+        text2.value = "";
         setStatus(status, "ok", `Sent as update ${r.update_id}; the poller picks it up on its next getUpdates.`);
         await view.refresh();
       } catch (err2) {
         setStatus(status, "error", `Not sent: ${describeError(err2)}`);
       }
-      text.focus();
-    });
+      text2.focus();
+    };
+    form.addEventListener("submit", (ev) => void send(ev));
     const flow = (m) => h(
       "p",
       { class: "flow small" },

@@ -44,14 +44,16 @@ export function createApi(token: string, onUnauthorized: (err: ApiError) => void
       throw new ApiError(0, 'NETWORK', `the admin API did not answer (${(err as Error).message})`);
     }
     const text = await res.text();
-    let json: any = null;
+    let json: unknown;
     try {
       json = text ? JSON.parse(text) : null;
     } catch {
       json = null;
     }
     if (!res.ok) {
-      const err = new ApiError(res.status, json?.code ?? `HTTP_${res.status}`, json?.message ?? `HTTP ${res.status}`, json ?? {});
+      // the admin API's error body: { code, message, ...details }
+      const body = json && typeof json === 'object' ? (json as { code?: string; message?: string } & Record<string, unknown>) : undefined;
+      const err = new ApiError(res.status, body?.code ?? `HTTP_${res.status}`, body?.message ?? `HTTP ${res.status}`, body ?? {});
       if (res.status === 401) onUnauthorized(err);
       throw err;
     }

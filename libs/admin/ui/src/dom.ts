@@ -3,7 +3,7 @@
  * shows strings that Telegram users and remote servers wrote.
  */
 export type Child = Node | string | number | null | undefined | false | Child[];
-export type Attrs = Record<string, string | number | boolean | null | undefined | ((ev: any) => void)>;
+export type Attrs = Record<string, string | number | boolean | null | undefined | ((ev: Event) => void)>;
 
 function append(el: Element, children: Child[]): void {
   for (const c of children) {

@@ -44,6 +44,13 @@ export function localInputToIso(value: string): string | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
 
+/** A JSON value as text: scalars as String() writes them, lists and objects as JSON. */
+export function text(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value === null || value === undefined) return String(value);
+  return JSON.stringify(value) ?? '';
+}
+
 export function pretty(value: unknown): string {
   return JSON.stringify(value, null, 2);
 }

@@ -1,6 +1,6 @@
 import { describeError } from '../api';
 import { h, replaceKeepingFocus } from '../dom';
-import { fmtTime } from '../format';
+import { fmtTime, text } from '../format';
 import { detailHash, LIST_KINDS } from '../router';
 import type { AuditRow, Page } from '../../api-types';
 import type { View, ViewContext } from '../view';
@@ -9,7 +9,7 @@ function subject(a: AuditRow): HTMLElement | string {
   const d = (a.details ?? {}) as Record<string, unknown>;
   const kind = LIST_KINDS.find((k) => k === d.kind);
   if (kind && a.subject_id) return h('a', { href: detailHash(kind, a.subject_id) }, `${kind} #${a.subject_id}`);
-  if (kind) return `${kind}${d.count !== undefined ? ` (${d.count})` : ''}`;
+  if (kind) return `${kind}${d.count !== undefined ? ` (${text(d.count)})` : ''}`;
   return a.subject_key ?? '—';
 }
 
@@ -39,8 +39,8 @@ export function auditView(ctx: ViewContext, params: URLSearchParams): View {
           h('td', null, h('span', { class: 'badge admin' }, a.action)),
           h('td', null, a.actor ?? '—'),
           h('td', null, subject(a)),
-          h('td', null, d.result === 'refused' ? h('span', { class: 'error-text' }, `refused: ${a.error_code ?? ''} ${a.error ?? ''}`) : String(d.result ?? 'ok')),
-          h('td', null, d.reason ? String(d.reason) : '—'),
+          h('td', null, d.result === 'refused' ? h('span', { class: 'error-text' }, `refused: ${a.error_code ?? ''} ${a.error ?? ''}`) : text(d.result ?? 'ok')),
+          h('td', null, d.reason ? text(d.reason) : '—'),
         );
       });
       replaceKeepingFocus(

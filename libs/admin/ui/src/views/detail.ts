@@ -1,7 +1,7 @@
 import { ApiError, describeError } from '../api';
 import { confirmDialog } from '../dialog';
 import { Child, h, replaceKeepingFocus, setStatus, statusRegion } from '../dom';
-import { fmtMs, fmtTime, pretty } from '../format';
+import { fmtMs, fmtTime, pretty, text } from '../format';
 import { KIND_VIEWS, stateBadge } from '../kinds';
 import { listHash } from '../router';
 import type { ActionResult, AttemptRow, Details, ListKind } from '../../api-types';
@@ -49,12 +49,12 @@ const isTimeKey = (k: string) => k.endsWith('_at') || k === 'message_date';
 
 function value(k: string, v: unknown): Child {
   if (v === null || v === undefined || v === '') return h('span', { class: 'muted' }, '—');
-  if (k === 'state') return stateBadge(String(v));
-  if (isTimeKey(k)) return h('time', { datetime: String(v), title: String(v) }, fmtTime(String(v)));
+  if (k === 'state') return stateBadge(text(v));
+  if (isTimeKey(k)) return h('time', { datetime: text(v), title: text(v) }, fmtTime(text(v)));
   if (typeof v === 'boolean') return v ? 'yes' : 'no';
   if (typeof v === 'object') return h('code', null, JSON.stringify(v));
-  if (/error|reason/.test(k)) return h('span', { class: 'error-text' }, String(v));
-  return String(v);
+  if (/error|reason/.test(k)) return h('span', { class: 'error-text' }, text(v));
+  return text(v);
 }
 
 function timeline(history: AttemptRow[]): HTMLElement {
@@ -63,7 +63,7 @@ function timeline(history: AttemptRow[]): HTMLElement {
     const admin = a.outcome.startsWith('admin.');
     const outcome = admin ? (ADMIN_ACTIONS[a.outcome.slice('admin.'.length)] ?? a.outcome.slice('admin.'.length).replace(/_/g, ' ')) : a.outcome;
     const details = a.details && typeof a.details === 'object' ? (a.details as Record<string, unknown>) : null;
-    const note = admin ? [details?.reason ? `reason: ${details.reason}` : null, details?.result === 'refused' ? 'refused' : null, details?.dry_run === true ? `matched ${details.matched ?? '?'}` : details?.count !== undefined && details?.ids ? `bulk (${details.count})` : null].filter(Boolean).join(' · ') : null;
+    const note = admin ? [details?.reason ? `reason: ${text(details.reason)}` : null, details?.result === 'refused' ? 'refused' : null, details?.dry_run === true ? `matched ${text(details.matched ?? '?')}` : details?.count !== undefined && details?.ids ? `bulk (${text(details.count)})` : null].filter(Boolean).join(' · ') : null;
     return h(
       'tr',
       { class: admin ? `admin-row${a.outcome.endsWith('_dry_run') ? ' dry-run' : ''}` : '', 'data-outcome': a.outcome },
@@ -110,7 +110,7 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
     if (!confirmed) return;
     try {
       const r = await ctx.api.post<ActionResult>(`v1/${kind}/${id}/${action}`, reason ? { reason } : {});
-      setStatus(status, 'ok', `${copy.label}: done — now ${r.state}${r.outcome ? ` (${r.outcome})` : ''}, audit #${r.audit_id}`);
+      setStatus(status, 'ok', `${copy.label}: done — now ${r.state}${r.outcome ? ` (${text(r.outcome)})` : ''}, audit #${r.audit_id}`);
     } catch (err) {
       setStatus(status, 'error', `${copy.label} refused: ${describeError(err)}`);
     }

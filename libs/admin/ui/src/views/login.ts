@@ -15,7 +15,7 @@ export function loginView(opts: { message?: string; onSubmit: (token: string) =>
     button,
     error,
   );
-  form.addEventListener('submit', async (ev) => {
+  const submit = async (ev: SubmitEvent): Promise<void> => {
     ev.preventDefault();
     button.disabled = true;
     error.textContent = '';
@@ -27,7 +27,8 @@ export function loginView(opts: { message?: string; onSubmit: (token: string) =>
       input.select();
       input.focus();
     }
-  });
+  };
+  form.addEventListener('submit', (ev) => void submit(ev));
   queueMicrotask(() => input.focus());
   return form;
 }

@@ -96,7 +96,7 @@ export function overviewView(ctx: ViewContext): View {
     h('button', { type: 'submit' }, 'Recover stale…'),
     recoverStatus,
   );
-  recoverForm.addEventListener('submit', async (ev) => {
+  const recoverStale = async (ev: SubmitEvent): Promise<void> => {
     ev.preventDefault();
     const older = olderThan.value.trim();
     const { confirmed, reason } = await confirmDialog({
@@ -113,7 +113,8 @@ export function overviewView(ctx: ViewContext): View {
     } catch (err) {
       setStatus(recoverStatus, 'error', `Recover failed: ${describeError(err)}`);
     }
-  });
+  };
+  recoverForm.addEventListener('submit', (ev) => void recoverStale(ev));
 
   const chat = h('input', { id: 'send-chat', name: 'chat_id', type: 'text', required: true, pattern: '^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$', size: 14, autocomplete: 'off' });
   const text = h('input', { id: 'send-text', name: 'text', type: 'text', required: true, maxlength: 4096, value: 'Test message from the tg-relay dashboard', autocomplete: 'off' });
@@ -127,7 +128,7 @@ export function overviewView(ctx: ViewContext): View {
     h('button', { type: 'submit' }, 'Send'),
     sendStatus,
   );
-  sendForm.addEventListener('submit', async (ev) => {
+  const sendMessage = async (ev: SubmitEvent): Promise<void> => {
     ev.preventDefault();
     const msgId = `dashboard-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     const chatValue = chat.value.trim();
@@ -141,7 +142,8 @@ export function overviewView(ctx: ViewContext): View {
     } catch (err) {
       setStatus(sendStatus, 'error', `Not sent: ${describeError(err)}`);
     }
-  });
+  };
+  sendForm.addEventListener('submit', (ev) => void sendMessage(ev));
 
   const el = h(
     'div',

@@ -43,7 +43,7 @@ export function sandboxView(ctx: ViewContext): View {
     h('p', { class: 'field grow' }, h('label', { for: text.id }, 'Message'), text),
     h('button', { type: 'submit', class: 'primary' }, 'Send'),
   );
-  form.addEventListener('submit', async (ev) => {
+  const send = async (ev: SubmitEvent): Promise<void> => {
     ev.preventDefault();
     const chatId = Number(chat.value);
     if (!text.value.trim()) {
@@ -61,7 +61,8 @@ export function sandboxView(ctx: ViewContext): View {
       setStatus(status, 'error', `Not sent: ${describeError(err)}`);
     }
     text.focus();
-  });
+  };
+  form.addEventListener('submit', (ev) => void send(ev));
 
   const flow = (m: Sent) =>
     h(
