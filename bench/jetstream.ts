@@ -38,7 +38,7 @@ const SECONDS = Number(arg('seconds', '10'));
 const CHATS = Number(arg('chats', '500'));
 const CLI = path.resolve(__dirname, '../bin/tg-relay.js');
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -92,7 +92,7 @@ async function scenario(batch: number) {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       outputs[b] = '';
-      child.stdout!.on('data', (d) => (outputs[b] += d));
+      child.stdout.on('data', (d) => (outputs[b] += d));
       bridges.push(child);
     }
     // the clock starts when the first bridge consumes
@@ -159,7 +159,7 @@ async function scenario(batch: number) {
       batch,
       bridges: BRIDGES,
       throughput,
-      latency: { messages: total, ratePerS: RATE, p50: pct(lat, 50), p99: pct(lat, 99), max: lat[lat.length - 1]! },
+      latency: { messages: total, ratePerS: RATE, p50: pct(lat, 50), p99: pct(lat, 99), max: lat[lat.length - 1] },
       check: { rows, expected: MESSAGES + total, duplicates: dup, jobs },
       // batches rolled back and naked (deadlocks between bridges, database errors)
       naked: outputs.reduce((n, o) => n + o.split('\n').filter((l) => l.includes('jetstream batch not committed')).length, 0),

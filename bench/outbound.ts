@@ -93,7 +93,7 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
     const wallSeconds = (performance.now() - t0) / 1000;
     const sent = sandbox.sent(token);
     const times = sent.map((m) => m.time).sort((a, b) => a - b);
-    const span = (times[times.length - 1]! - times[0]!) / 1000;
+    const span = (times[times.length - 1] - times[0]) / 1000;
     const rate = (sent.length - 1) / span;
     // per-chat order and duplicates, from what the sandbox accepted
     let orderOk = true;

@@ -120,7 +120,7 @@ async function ourLoop(url: string, pool: Pool, n: number, concurrency: number):
 
 async function bossWork(boss: PgBoss, pool: Pool, n: number, workers: number, batchSize: number): Promise<number> {
   const queue = `bench.work.${workers}.${batchSize}`;
-  await boss.createQueue(queue, { name: queue, retryLimit: 0 } as PgBoss.Queue);
+  await boss.createQueue(queue, { name: queue, retryLimit: 0 });
   await bulkBossJobs(pool, queue, n);
   await pool.query('analyze tg_relay_boss.job');
   let count = 0;
@@ -144,7 +144,7 @@ async function bossWork(boss: PgBoss, pool: Pool, n: number, workers: number, ba
 
 async function tightLoop(boss: PgBoss, pool: Pool, n: number): Promise<number> {
   const queue = 'bench.tight';
-  await boss.createQueue(queue, { name: queue, retryLimit: 0 } as PgBoss.Queue);
+  await boss.createQueue(queue, { name: queue, retryLimit: 0 });
   await bulkBossJobs(pool, queue, n);
   await pool.query('analyze tg_relay_boss.job');
   let count = 0;

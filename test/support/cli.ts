@@ -42,8 +42,8 @@ export function runCli(args: string[], env: Record<string, string | undefined>, 
 export function startCli(args: string[], env: Record<string, string | undefined>, opts: { cwd?: string } = {}): ChildProcess & { output: () => string } {
   const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env), cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
   return Object.assign(child, { output: () => out });
 }
 

@@ -5,7 +5,7 @@ export async function waitFor<T>(check: () => T | Promise<T>, opts: { timeoutMs?
   for (;;) {
     try {
       const v = await check();
-      if (v) return v as NonNullable<T>;
+      if (v) return v;
     } catch (err) {
       last = err;
     }

@@ -40,7 +40,7 @@ async function legacyInstall(url: string, pool: Pool): Promise<PgBoss> {
   boss.on('error', () => undefined);
   await boss.start();
   for (const name of Object.values(QUEUES)) {
-    await boss.createQueue(name, { name, policy: 'standard', retryLimit: 0, expireInSeconds: 23 * 3600, retentionMinutes: 30 * 24 * 60 } as PgBoss.Queue);
+    await boss.createQueue(name, { name, policy: 'standard', retryLimit: 0, expireInSeconds: 23 * 3600, retentionMinutes: 30 * 24 * 60 });
   }
   return boss;
 }

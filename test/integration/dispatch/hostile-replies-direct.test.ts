@@ -43,6 +43,6 @@ it.each(Object.keys(REPLIES))('a %s reply fails its update after one attempt; th
   const row = (await inboxRows(db.pool)).find((r) => r.id === bad)!;
   expect(row).toMatchObject({ state: 'failed', attempts: 1 });
   expect(row.last_error).toMatch(/^RELAY_INVALID_REPLY: reply 1 \(sendMessage\) refused/);
-  expect((await attemptsOf(db.pool, bad!)).map((a) => [a.outcome, a.error_code])).toEqual([['failed', 'RELAY_INVALID_REPLY']]);
+  expect((await attemptsOf(db.pool, bad)).map((a) => [a.outcome, a.error_code])).toEqual([['failed', 'RELAY_INVALID_REPLY']]);
   expect(sandbox.sent(TOKEN).filter((s) => s.resolved_chat_id === chat).map((s) => s.text)).toEqual(['echo: after']);
 });

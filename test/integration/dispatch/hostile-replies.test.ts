@@ -65,7 +65,7 @@ async function storeUpdates(items: { chatId: number; text: string }[]): Promise<
   const ids = items.map(() => ++updateSeq);
   await withTransaction(db.pool, async (c) => {
     for (const [i, it] of items.entries()) {
-      const updateId = ids[i]!;
+      const updateId = ids[i];
       const update = { update_id: updateId, message: { message_id: updateId, date: 1_700_000_000, chat: { id: it.chatId, type: 'private', first_name: 'U' }, from: { id: it.chatId, is_bot: false, first_name: 'U' }, text: it.text } };
       const jobId = newJobId();
       const { rows } = await c.query(
@@ -111,18 +111,18 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       { chatId: 62, text: 'hi' },
       { chatId: 62, text: 'again' },
     ]);
-    await waitFor(async () => (await replies(good2!))[0]?.state === 'delivered', { what: 'the other chat answered', timeoutMs: 15_000 });
+    await waitFor(async () => (await replies(good2))[0]?.state === 'delivered', { what: 'the other chat answered', timeoutMs: 15_000 });
     expect(sentTo(62)).toEqual(['echo: hi', 'echo: again']);
-    expect((await inbox(good1!))!.state).toBe('handled');
+    expect((await inbox(good1))!.state).toBe('handled');
     const row = await waitFor(async () => {
-      const r = await inbox(bad!);
+      const r = await inbox(bad);
       return r?.state === 'failed' ? r : undefined;
     }, { what: 'the bad update failed' });
     expect(row.attempts).toBe(1);
     expect(row.last_error).toMatch(/RELAY_INVALID_REPLY/);
     expect(row.last_error).toMatch(/text must be 1\.\.4096 characters, got 5000/);
     expect(await audit(row.id)).toEqual([expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_INVALID_REPLY' })]);
-    expect(await replies(bad!)).toEqual([]);
+    expect(await replies(bad)).toEqual([]);
     expect(sentTo(61)).toEqual([]);
   });
 
@@ -134,14 +134,14 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       { chatId: chat, text: 'after' },
       { chatId: 69, text: `other-${kind}` },
     ]);
-    await waitFor(async () => (await replies(next!))[0]?.state === 'delivered' && (await replies(other!))[0]?.state === 'delivered', {
+    await waitFor(async () => (await replies(next))[0]?.state === 'delivered' && (await replies(other))[0]?.state === 'delivered', {
       what: 'the next update and the other chat answered',
       timeoutMs: 15_000,
     });
-    const row = (await inbox(bad!))!;
+    const row = (await inbox(bad))!;
     expect(row).toMatchObject({ state: 'failed', attempts: 1 });
     expect(row.last_error).toMatch(/^RELAY_INVALID_REPLY: reply 1 \(sendMessage\) refused/);
-    expect(await replies(bad!)).toEqual([]);
+    expect(await replies(bad)).toEqual([]);
     expect(sentTo(chat)).toEqual(['echo: after']);
   });
 
@@ -157,8 +157,8 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       });
     });
     const [u] = await storeUpdates([{ chatId: 80, text: 'x' }]);
-    await waitFor(async () => (await replies(u!))[0]?.state === 'delivered', { what: 'fallback reply delivered' });
-    expect((await inbox(u!))!.state).toBe('handled');
+    await waitFor(async () => (await replies(u))[0]?.state === 'delivered', { what: 'fallback reply delivered' });
+    expect((await inbox(u))!.state).toBe('handled');
     expect(sentTo(80)).toEqual(['too long (RELAY_INVALID_REPLY)']);
   });
 
@@ -177,8 +177,8 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       { chatId: 82, text: 'nul-error' },
       { chatId: 83, text: 'fine' },
     ]);
-    await waitFor(async () => (await replies(good!))[0]?.state === 'delivered', { what: 'the other chat answered', timeoutMs: 15_000 });
-    for (const id of [e1!, e2!]) {
+    await waitFor(async () => (await replies(good))[0]?.state === 'delivered', { what: 'the other chat answered', timeoutMs: 15_000 });
+    for (const id of [e1, e2]) {
       const row = await waitFor(async () => {
         const r = await inbox(id);
         return r?.state === 'failed' ? r : undefined;
@@ -187,8 +187,8 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       expect(row.last_error).not.toMatch(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
       expect((await audit(row.id)).map((a) => a.outcome)).toEqual(['retry', 'retry', 'failed']);
     }
-    expect((await inbox(e1!))!.last_error).toContain(EMOJI.repeat(10));
-    expect((await inbox(e2!))!.last_error).toMatch(/bad\uFFFDvalue \uFFFD/);
+    expect((await inbox(e1))!.last_error).toContain(EMOJI.repeat(10));
+    expect((await inbox(e2))!.last_error).toMatch(/bad\uFFFDvalue \uFFFD/);
   });
 
   it('defence in depth: a reply the outcome transaction refuses is isolated by the outcome writer; the batch and other chats land', async () => {
@@ -199,9 +199,9 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       { chatId: 98, text: 'nul' },
     ];
     const ids = await storeUpdates(items);
-    const good = ids.filter((_, i) => items[i]!.text.startsWith('fine'));
+    const good = ids.filter((_, i) => items[i].text.startsWith('fine'));
     await waitFor(async () => (await Promise.all(good.map(replies))).every((r) => r[0]?.state === 'delivered'), { what: 'every good update answered', timeoutMs: 15_000 });
-    for (const id of [ids[0]!, ids[ids.length - 1]!]) {
+    for (const id of [ids[0], ids[ids.length - 1]]) {
       const row = await waitFor(async () => {
         const r = await inbox(id);
         return r?.state === 'failed' ? r : undefined;
@@ -227,7 +227,7 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       await enqueueJobs(c, boss, QUEUES.dispatch, [{ id: jobId, data: { id: Number(rows[0].id) } }]);
     });
     const [good] = await storeUpdates([{ chatId: 84, text: 'fine' }]);
-    await waitFor(async () => (await replies(good!))[0]?.state === 'delivered', { what: 'the other update answered' });
+    await waitFor(async () => (await replies(good))[0]?.state === 'delivered', { what: 'the other update answered' });
     const row = await waitFor(async () => {
       const r = await inbox(pollId);
       return r?.state === 'failed' ? r : undefined;

@@ -77,7 +77,7 @@ describe('tg-relay worker and BOT_HANDLERS', () => {
     await workerStarted(w);
     await waitFor(() => w.output().includes('bot handlers ready'), { what: 'getMe answered' });
     const update = sandbox.injectMessage(TOKEN, { chatId: 78, text: 'via the relay' });
-    await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), [update as never]);
+    await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), [update]);
     const row = await waitFor(
       async () => (await db.pool.query(`select msg_id, kind, state, source_update_id::int as src from relay.outbound where source_update_id = $1`, [update.update_id])).rows.find((r) => r.state === 'delivered'),
       { what: 'reply delivered by outbound.send' },

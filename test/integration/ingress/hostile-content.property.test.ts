@@ -174,7 +174,7 @@ describe('ingress boundary: hostile user content', () => {
         const claimed = await inboxClaim(db.pool, { botId: BOT_ID, limit: 100, workerId: 'property', now: null, ordered: false, queue: QUEUES.dispatch });
         expect(claimed.rows.map((r) => Number(r.update_id)).sort((a, b) => a - b)).toEqual(ids);
         for (const r of claimed.rows) {
-          const out = await runner.runUpdate(r.payload as any, { timeoutMs: 5_000 });
+          const out = await runner.runUpdate(r.payload, { timeoutMs: 5_000 });
           expect(out.kind).toBe('handled');
         }
         for (const u of updates) {

@@ -88,7 +88,7 @@ async function runnerFor(token: string, botId: string, seen: string[]): Promise<
 async function dispatchAll(botId: string, runner: UpdateRunner): Promise<number> {
   const { rows } = await inboxClaim(db.pool, { botId, limit: 100, workerId: 'test', now: null, ordered: false, queue: QUEUES.dispatch });
   for (const r of rows) {
-    const out = await runner.runUpdate(r.payload as any, { timeoutMs: 5_000 });
+    const out = await runner.runUpdate(r.payload, { timeoutMs: 5_000 });
     expect(out.kind).toBe('handled');
   }
   return rows.length;

@@ -135,9 +135,9 @@ describe('handler replies through the outbound relay', () => {
     const u = await storeUpdate(35, 'x');
     await waitFor(async () => (await replies(u))[0]?.state === 'delivered', { what: 'reply delivered' });
     const [direct] = sb.sent(TOKEN).filter((m) => m.chat_id === 35 && m.text === 'direct');
-    expect(direct!.message_id).toBeGreaterThan(0);
-    expect((await replies(u)).map((r) => r.text)).toEqual([`relayed after direct #${direct!.message_id}`]); // only the relayed one is a row
-    expect(sentTo(35)).toEqual(['direct', `relayed after direct #${direct!.message_id}`]);
+    expect(direct.message_id).toBeGreaterThan(0);
+    expect((await replies(u)).map((r) => r.text)).toEqual([`relayed after direct #${direct.message_id}`]); // only the relayed one is a row
+    expect(sentTo(35)).toEqual(['direct', `relayed after direct #${direct.message_id}`]);
   });
 
   it('writing the same replies again (a replayed update) enqueues nothing twice, whatever the handler said', async () => {

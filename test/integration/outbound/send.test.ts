@@ -85,10 +85,10 @@ describe('outbound.send', () => {
     const r = await settled('ok-1');
     const [sent] = sentTo(11);
     expect(sent).toMatchObject({ text: '<i>hi</i>', parse_mode: 'HTML', disable_notification: true, reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] } });
-    expect(r).toMatchObject({ attempts: 1, telegram_message_id: String(sent!.message_id), last_status: 200, claim_id: null });
+    expect(r).toMatchObject({ attempts: 1, telegram_message_id: String(sent.message_id), last_status: 200, claim_id: null });
     expect(await jobState(r.job_id)).toBe('completed');
     expect(await audit('ok-1')).toEqual([
-      { attempt: 1, outcome: 'delivered', http_status: 200, error_code: null, error: null, details: { chatId: '11', messageId: sent!.message_id } },
+      { attempt: 1, outcome: 'delivered', http_status: 200, error_code: null, error: null, details: { chatId: '11', messageId: sent.message_id } },
     ]);
   });
 
@@ -147,9 +147,9 @@ describe('outbound.send', () => {
     expect(alert).toMatchObject({ kind: 'alert', target_chat_id: OPS });
     const opsSent = sentTo(Number(OPS));
     expect(opsSent).toHaveLength(1);
-    expect(opsSent[0]!.text).toContain('msg_id: blocked-1');
-    expect(opsSent[0]!.text).toContain('Forbidden: bot was blocked by the user');
-    expect(opsSent[0]!.text).not.toContain('private user text');
+    expect(opsSent[0].text).toContain('msg_id: blocked-1');
+    expect(opsSent[0].text).toContain('Forbidden: bot was blocked by the user');
+    expect(opsSent[0].text).not.toContain('private user text');
   });
 
   it('loop guard: an alert that fails raises no alert; each failed message raises exactly one', async () => {
@@ -268,7 +268,7 @@ describe('outbound.send', () => {
     );
     worker = startWorker();
     await worker.start();
-    await worker.kinds[0]!.recoverStaleNow();
+    await worker.kinds[0].recoverStaleNow();
     expect(await settled('stale-amo', 'failed')).toMatchObject({ failed_reason: 'ambiguous' });
     await settled('stale-alo');
     expect(sentTo(24)).toHaveLength(0);
@@ -291,7 +291,7 @@ describe('outbound.send', () => {
     worker = startWorker({ staleAfterMs: 500 });
     await worker.start();
     await new Promise((r) => setTimeout(r, 500));
-    await worker.kinds[0]!.recoverStaleNow();
+    await worker.kinds[0].recoverStaleNow();
     expect(await settled('stop-amo', 'failed')).toMatchObject({ failed_reason: 'ambiguous' });
     await settled('stop-alo');
     expect(sentTo(27)).toHaveLength(1);

@@ -22,8 +22,8 @@ describe('tg-relay sandbox (subprocess)', () => {
       timeoutMs: 30_000,
       what: 'sandbox URLs',
     });
-    const apiRoot = /TELEGRAM_API_ROOT=(http:\/\/\S+)/.exec(out)![1]!;
-    const captureUrl = /CAPTURE_URL=(http:\/\/\S+)/.exec(out)![1]!;
+    const apiRoot = /TELEGRAM_API_ROOT=(http:\/\/\S+)/.exec(out)![1];
+    const captureUrl = /CAPTURE_URL=(http:\/\/\S+)/.exec(out)![1];
     expect(apiRoot).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(captureUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/capture$/);
     expect(out).toContain(`TELEGRAM_BOT_TOKEN=${SANDBOX_DEFAULT_TOKEN}`);

@@ -38,7 +38,7 @@ describe('sandbox messaging', () => {
       ['sendMessage', -20, 1, 'group'],
     ]);
     expect(sent[0]).toMatchObject({ parse_mode: 'HTML', disable_notification: true });
-    expect(sent[1]!.reply_markup).toEqual({ inline_keyboard: [[{ text: 'ok', callback_data: 'y' }]] });
+    expect(sent[1].reply_markup).toEqual({ inline_keyboard: [[{ text: 'ok', callback_data: 'y' }]] });
   });
 
   it('shares the message_id sequence of a chat with injected user messages and supports replies', async () => {

@@ -51,9 +51,9 @@ describe('sandbox webhooks', () => {
     await tg(api, TOKEN, 'setWebhook', { url: r.url, secret_token: 'S3cret_-x' });
     const u = sb.injectMessage(TOKEN, { chatId: 42, text: 'hello hook' });
     await waitFor(() => r.received.length === 1 && sb.pendingCount(TOKEN) === 0, { what: 'delivery' });
-    expect(r.received[0]!.headers['x-telegram-bot-api-secret-token']).toBe('S3cret_-x');
-    expect(r.received[0]!.headers['content-type']).toBe('application/json');
-    expect(r.received[0]!.json).toEqual(u);
+    expect(r.received[0].headers['x-telegram-bot-api-secret-token']).toBe('S3cret_-x');
+    expect(r.received[0].headers['content-type']).toBe('application/json');
+    expect(r.received[0].json).toEqual(u);
     expect(sb.stats().webhook).toEqual({ delivered: 1, failed: 0 });
   });
 
@@ -73,7 +73,7 @@ describe('sandbox webhooks', () => {
     expect(sb.pendingCount(TOKEN)).toBe(0);
     sb.injectMessage(TOKEN, { chatId: 1, text: 'new' });
     await waitFor(() => r.received.length === 1);
-    expect(r.received[0]!.json.message.text).toBe('new');
+    expect(r.received[0].json.message.text).toBe('new');
   });
 
   it('keeps one chat in order: the next update only after a 2xx for the previous, retrying failures with backoff', async () => {
@@ -97,8 +97,8 @@ describe('sandbox webhooks', () => {
     expect(texts.indexOf('c8-0')).toBeLessThan(texts.lastIndexOf('c7-0'));
     // Backoff: second retry waited at least about 2x base.
     const c7 = r.received.filter((h) => h.json.message.text === 'c7-0').map((h) => h.at);
-    expect(c7[1]! - c7[0]!).toBeGreaterThanOrEqual(30);
-    expect(c7[2]! - c7[1]!).toBeGreaterThanOrEqual(70);
+    expect(c7[1] - c7[0]).toBeGreaterThanOrEqual(30);
+    expect(c7[2] - c7[1]).toBeGreaterThanOrEqual(70);
     expect(sb.stats().webhook).toEqual({ delivered: 4, failed: 2 });
   });
 
@@ -119,7 +119,7 @@ describe('sandbox webhooks', () => {
     sb.injectMessage(TOKEN, { chatId: 1, text: 'later' });
     await waitFor(() => r.received.length === 2, { what: 'redelivery' });
     // Backoff alone would retry after 40 ms; Retry-After: 1 asks for a second.
-    expect(r.received[1]!.at - r.received[0]!.at).toBeGreaterThanOrEqual(950);
+    expect(r.received[1].at - r.received[0].at).toBeGreaterThanOrEqual(950);
   });
 
   it('treats a response slower than the timeout as a failure and redelivers', async () => {
@@ -150,7 +150,7 @@ describe('sandbox webhooks', () => {
     sb.injectMessage(TOKEN, { chatId: 3, text: 'ping' });
     await waitFor(() => sb.sent(TOKEN).length === 1, { what: 'webhook reply' });
     expect(sb.sent(TOKEN)[0]).toMatchObject({ chat_id: 3, text: 'replied inline' });
-    expect(sb.calls(TOKEN, { method: 'sendMessage' })[0]!.via).toBe('webhook_reply');
+    expect(sb.calls(TOKEN, { method: 'sendMessage' })[0].via).toBe('webhook_reply');
   });
 
   it('validates secret_token characters', async () => {

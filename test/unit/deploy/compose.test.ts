@@ -107,7 +107,7 @@ describe('docker-compose.yml', () => {
     expect(dockerfile.match(/^FROM /gm)?.length).toBeGreaterThanOrEqual(2);
     expect(dockerfile).toMatch(/ENTRYPOINT \["node", "bin\/tg-relay.js"\]/);
     for (const m of dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)) {
-      const sources = m[1]!.trim().split(/\s+/).slice(0, -1);
+      const sources = m[1].trim().split(/\s+/).slice(0, -1);
       for (const src of sources) expect([src, fs.existsSync(path.join(ROOT, src))]).toEqual([src, true]);
     }
     for (const [, s] of [...relayServices, ['migrate', services.migrate] as const]) expect(s.build).toBe('.');
@@ -153,7 +153,7 @@ describe('docker-compose.yml', () => {
     for (const entry of ['node_modules', 'dist', '.data', '.git', 'test']) expect(ignored).toContain(entry);
     // and nothing the Dockerfile copies is ignored
     for (const m of dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)) {
-      for (const src of m[1]!.trim().split(/\s+/).slice(0, -1)) expect([src, ignored.includes(src.split('/')[0]!)]).toEqual([src, false]);
+      for (const src of m[1].trim().split(/\s+/).slice(0, -1)) expect([src, ignored.includes(src.split('/')[0])]).toEqual([src, false]);
     }
   });
 });
