@@ -14,13 +14,7 @@ import { startWorkerRuntime } from '../../libs/runtime/worker';
 export async function run(): Promise<number> {
   const config = loadConfig();
   const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'worker' });
-  let startup: Promise<{ stop(): Promise<void> }> | undefined;
-  onShutdownSignal(async () => {
-    // a startup that failed has closed what it opened; run() reports its error and exits with its code
-    const started = await startup!.catch(() => new Promise<never>(() => undefined));
-    await started.stop();
-  }, logger);
-  startup = (async () => {
+  const startup: Promise<{ stop(): Promise<void> }> = (async () => {
     const db = await resolveDatabase(config, logger);
     let worker;
     try {
@@ -36,6 +30,12 @@ export async function run(): Promise<number> {
       },
     };
   })();
+  // installed in the same tick (a signal is only handled on a later turn of the event loop)
+  onShutdownSignal(async () => {
+    // a startup that failed has closed what it opened; run() reports its error and exits with its code
+    const started = await startup.catch(() => new Promise<never>(() => undefined));
+    await started.stop();
+  }, logger);
   await startup;
   return new Promise<never>(() => undefined); // the shutdown handler exits the process
 }

@@ -65,7 +65,7 @@ it('SIGTERM while getMe keeps failing and updates wait: the worker drains and ex
 
   // work is announced (the poller's transaction NOTIFYs) while the bot is not ready
   const boss = createBoss(db.url, { max: 1 });
-  await storeUpdates(db.pool, boss, [sandbox.injectMessage(TOKEN, { chatId: 91, text: 'waiting for getMe' }) as never]);
+  await storeUpdates(db.pool, boss, [sandbox.injectMessage(TOKEN, { chatId: 91, text: 'waiting for getMe' })]);
   // the worker keeps living: getMe is retried (a starved event loop would never retry it)
   const calls = () => sandbox.calls(TOKEN, { method: 'getMe' }).length;
   const before = calls();
