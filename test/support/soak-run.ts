@@ -374,7 +374,7 @@ async function feedAll(ctx: SoakContext, adminPort: number): Promise<void> {
     if (n > 0 && options.poison) {
       // one by one, round-robin over the chats: the hostile users' messages carry hostile text
       for (let i = 0; i < n; i++) {
-        const chatId = userChats[(injected + i) % userChats.length]!;
+        const chatId = userChats[(injected + i) % userChats.length];
         const text = ctx.hostileChats.has(chatId) ? hostileText(injected + i) : `w${w}-${i}`;
         const u = sandbox.injectMessage(token, { chatId, text });
         if (ctx.hostileChats.has(chatId)) ctx.hostile.set(u.update_id, text);
