@@ -11,10 +11,17 @@
  * size the test suite runs. Uses its own embedded PostgreSQL (in a temp directory, or --dir), or the
  * server at DATABASE_URL (a database soak_<random> is created there), which it restarts with
  * SOAK_PG_RESTART_CMD or, for a local Debian/Ubuntu cluster, pg_ctlcluster (test/support/soak-postgres.ts).
+ *
+ * Variants: by default the plain soak, then the poison one (issue 12: the same chaos while 20% of the
+ * users send hostile text and one handler call in 25 replies invalid content); `--poison` (or
+ * `npm run soak:poison`, SOAK_VARIANT=poison) runs only the poison one, `--plain` (SOAK_VARIANT=plain)
+ * only the plain one. `--hostile-share 0.2 --poison-every 25` (SOAK_HOSTILE_SHARE, SOAK_POISON_EVERY)
+ * set the poison shares. Exits 1 if any invariant of any variant failed.
  */
 import { parseDuration } from '../libs/config/duration';
 import { formatReport } from '../test/support/soak-checks';
-import { FULL_SOAK, newSeed, runSoak, SHORT_SOAK, SoakOptions } from '../test/support/soak-run';
+import { FULL_SOAK, newSeed, runSoak, SHORT_POISON_SOAK, SHORT_SOAK, SoakOptions } from '../test/support/soak-run';
+import { POISON_DEFAULTS } from '../test/fixtures/soak-poison';
 
 function flags(argv: string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -38,7 +45,13 @@ async function main(): Promise<number> {
     if (!/^\d+$/.test(v)) throw new Error(`--${flag} / ${env}: expected a non-negative integer, got "${v}"`);
     return Number(v);
   };
-  const base = f.has('short') ? SHORT_SOAK : FULL_SOAK;
+  const variant = f.has('poison') ? 'poison' : f.has('plain') ? 'plain' : (process.env.SOAK_VARIANT ?? 'both');
+  if (!['plain', 'poison', 'both'].includes(variant)) throw new Error(`SOAK_VARIANT: expected plain, poison or both, got "${variant}"`);
+  const poisonOnly = variant === 'poison';
+  const base = f.has('short') ? (poisonOnly ? SHORT_POISON_SOAK : SHORT_SOAK) : FULL_SOAK;
+  const share = get('hostile-share', 'SOAK_HOSTILE_SHARE');
+  const hostileUserShare = share === undefined ? POISON_DEFAULTS.hostileUserShare : Number(share);
+  if (!(hostileUserShare > 0 && hostileUserShare <= 1)) throw new Error(`--hostile-share / SOAK_HOSTILE_SHARE: expected a share in (0, 1], got "${share}"`);
   const feed = get('feed', 'SOAK_FEED');
   const feedMs = feed === undefined ? base.feedMs : parseDuration(feed);
   if (feedMs === undefined) throw new Error(`--feed / SOAK_FEED: expected a duration like 90s, got "${feed}"`);
@@ -57,14 +70,25 @@ async function main(): Promise<number> {
     dir: get('dir', 'SOAK_DIR'),
     databaseUrl: process.env.DATABASE_URL || undefined,
     pgRestartCommand: process.env.SOAK_PG_RESTART_CMD || undefined,
+    hostileUserShare,
+    poisonReplyEvery: int('poison-every', 'SOAK_POISON_EVERY', POISON_DEFAULTS.poisonReplyEvery),
   };
-  console.log(
-    `soak: ${options.updates} updates over ${options.chats} chats, ${options.outbound} outbound, ${options.pollers} pollers, ${options.workers} workers, admin; ` +
-      `Bot API faults ${options.botFaultRate * 100}%, collector failing ${options.collectorFailRate * 100}%, kills every ${options.killEveryMs.join('-')} ms, ${options.pgRestarts} PostgreSQL restart(s)`,
-  );
-  const report = await runSoak(options);
-  console.log(formatReport(report));
-  return report.failures.length === 0 ? 0 : 1;
+  const runs: SoakOptions[] = [];
+  if (variant !== 'poison') runs.push({ ...options, poison: false });
+  // the poison run after a plain one gets a seed of its own (and its own database and directory)
+  if (variant !== 'plain') runs.push({ ...options, poison: true, seed: variant === 'both' ? newSeed() : options.seed, dir: variant === 'both' && options.dir ? `${options.dir}-poison` : options.dir });
+  let failed = 0;
+  for (const o of runs) {
+    console.log(
+      `soak${o.poison ? ' (poison)' : ''}: ${o.updates} updates over ${o.chats} chats, ${o.outbound} outbound, ${o.pollers} pollers, ${o.workers} workers, admin; ` +
+        `Bot API faults ${o.botFaultRate * 100}%, collector failing ${o.collectorFailRate * 100}%, kills every ${o.killEveryMs.join('-')} ms, ${o.pgRestarts} PostgreSQL restart(s)` +
+        (o.poison ? `; ${Math.round(hostileUserShare * 100)}% of the users send hostile text, one handler call in ${o.poisonReplyEvery} replies invalid content` : ''),
+    );
+    const report = await runSoak(o);
+    console.log(formatReport(report));
+    if (report.failures.length > 0) failed++;
+  }
+  return failed === 0 ? 0 : 1;
 }
 
 main().then(

@@ -7,21 +7,35 @@ import { startWorkerRuntime } from '../../libs/runtime/worker';
 /**
  * `tg-relay worker`: claim loops for every enabled job kind until SIGTERM/SIGINT, then drain
  * (stop claiming, finish in-flight work within SHUTDOWN_TIMEOUT, release the rest) and exit 0.
+ * The signal handlers are installed before anything starts: a SIGTERM during startup (database,
+ * handlers module) lets the startup finish, then drains as usual, instead of killing the process
+ * mid-start (a second signal still forces exit 1).
  */
 export async function run(): Promise<number> {
   const config = loadConfig();
   const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'worker' });
-  const db = await resolveDatabase(config, logger);
-  let worker;
-  try {
-    worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger });
-  } catch (err) {
-    await db.stop();
-    throw err;
-  }
+  const startup: Promise<{ stop(): Promise<void> }> = (async () => {
+    const db = await resolveDatabase(config, logger);
+    let worker;
+    try {
+      worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger });
+    } catch (err) {
+      await db.stop();
+      throw err;
+    }
+    return {
+      stop: async () => {
+        await worker.stop(config.SHUTDOWN_TIMEOUT);
+        await db.stop();
+      },
+    };
+  })();
+  // installed in the same tick (a signal is only handled on a later turn of the event loop)
   onShutdownSignal(async () => {
-    await worker.stop(config.SHUTDOWN_TIMEOUT);
-    await db.stop();
+    // a startup that failed has closed what it opened; run() reports its error and exits with its code
+    const started = await startup.catch(() => new Promise<never>(() => undefined));
+    await started.stop();
   }, logger);
+  await startup;
   return new Promise<never>(() => undefined); // the shutdown handler exits the process
 }

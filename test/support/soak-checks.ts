@@ -3,9 +3,10 @@
  * Bot API sandbox and the collector recorded, and turns every invariant of issue 8 into a printed
  * figure. A figure with `ok: false` is a failed invariant; `ok: undefined` is information.
  */
-import type { DrainState, SoakContext } from './soak-run';
+import type { DrainState, SoakContext, SoakOptions } from './soak-run';
 import type { ExitRecord } from './soak-fleet';
 import { soakEchoes } from '../fixtures/soak-echo';
+import { fromUtf16, POISON_DEFAULTS, soakPoisons } from '../fixtures/soak-poison';
 
 export interface Figure {
   label: string;
@@ -33,12 +34,31 @@ export const MIGRATED_TO = -1_009_900_003;
 export const TERMINAL_PER_CHAT = 3;
 export const MIGRATED_MESSAGES = 2;
 
+/** How often the soak bot replies invalid content (0: not the poison variant). */
+function poisonEveryOf(options: Pick<SoakOptions, 'poison' | 'poisonReplyEvery'>): number {
+  return options.poison ? (options.poisonReplyEvery ?? POISON_DEFAULTS.poisonReplyEvery) : 0;
+}
+
+/** Whether the soak bot echoes this update (an update whose attempt failed on an invalid reply queues none of its replies). */
+function echoed(u: number, options: SoakOptions): boolean {
+  return soakEchoes(u, options.echoEvery) && !soakPoisons(u, poisonEveryOf(options));
+}
+
 /** How many of the injected updates the soak bot echoes (see soakEchoes). */
 export function expectedEchoes(ctx: Pick<SoakContext, 'injected' | 'options'>): number {
   let n = 0;
   if (ctx.injected.count === 0) return 0;
-  for (let u = ctx.injected.first; u <= ctx.injected.last; u++) if (soakEchoes(u, ctx.options.echoEvery)) n++;
+  for (let u = ctx.injected.first; u <= ctx.injected.last; u++) if (echoed(u, ctx.options)) n++;
   return n;
+}
+
+/** The update_ids the soak bot answers with an invalid reply (poison variant). */
+export function expectedPoisoned(ctx: Pick<SoakContext, 'injected' | 'options'>): Set<number> {
+  const out = new Set<number>();
+  const every = poisonEveryOf(ctx.options);
+  if (ctx.injected.count === 0 || every === 0) return out;
+  for (let u = ctx.injected.first; u <= ctx.injected.last; u++) if (soakPoisons(u, every)) out.add(u);
+  return out;
 }
 
 const pct = (a: number, b: number) => (b === 0 ? 'n/a' : `${((100 * a) / b).toFixed(a === b ? 0 : 2)}%`);
@@ -106,7 +126,8 @@ export async function checkSoak(
 
   // ---- captures ----------------------------------------------------------------------------------
   section('captures');
-  const captures = (await pool.query(`select capture_key, update_id, state, payload from relay.captures where bot_id = $1`, [botId])).rows as Array<{
+  // the exact document POSTed (payload_raw); the jsonb copy has U+FFFD where jsonb cannot hold a code point
+  const captures = (await pool.query(`select capture_key, update_id, state, coalesce(payload_raw, payload::json) as payload from relay.captures where bot_id = $1`, [botId])).rows as Array<{
     capture_key: string;
     update_id: string;
     state: string;
@@ -172,7 +193,13 @@ export async function checkSoak(
     if (n > 1) rerun++;
   }
   const handled = inboxStates.handled ?? 0;
-  fig('updates handled', `${handled} of ${inbox.n} (${pct(handled, inbox.n)}; states ${JSON.stringify(inboxStates)})`, handled === inbox.n && inbox.n > 0);
+  const poisoned = expectedPoisoned(ctx);
+  const toHandle = inbox.n - poisoned.size;
+  fig(
+    poisoned.size ? 'updates handled (all but the poison-reply ones)' : 'updates handled',
+    `${handled} of ${toHandle} (${pct(handled, toHandle)}; states ${JSON.stringify(inboxStates)})`,
+    handled === toHandle && (inboxStates.failed ?? 0) === poisoned.size && inbox.n > 0,
+  );
   fig('handler runs recorded', `${runs.length} (${flaked} scripted flaky failures, retried)`);
   fig('updates with a successful handler run recorded', `${inbox.n - neverRun} (${pct(inbox.n - neverRun, inbox.n)})`, neverRun === 0);
   fig('updates whose handler succeeded more than once (at-least-once after a crash)', rerun);
@@ -195,7 +222,7 @@ export async function checkSoak(
   const expectedReplies = expectedEchoes(ctx);
   const replyIdsOk = replies.every((r) => {
     const m = /^update:(\d+):(\d+):1$/.exec(r.msg_id);
-    return !!m && m[1] === botId && soakEchoes(Number(m[2]), options.echoEvery) && Number(m[2]) >= first && Number(m[2]) <= last;
+    return !!m && m[1] === botId && echoed(Number(m[2]), options) && Number(m[2]) >= first && Number(m[2]) <= last;
   });
   fig('outbound messages enqueued (SQL function + admin API)', `${messages.length} of ${options.outbound}`, messages.length === options.outbound);
   fig('handler replies enqueued (exactly once per echoed update)', `${replies.length} of ${expectedReplies}`, replies.length === expectedReplies && replyIdsOk);
@@ -298,6 +325,8 @@ export async function checkSoak(
   fig('duplicate sends', `${dupRows} messages sent more than once, ${dupExtraSends} extra sends (${dupAfterDrop} after a dropped connection, ${dupAfterDeath} after a SIGKILLed worker)`);
   fig('duplicate sends not preceded by as many recorded ambiguous attempts', dupUnexplained + (unexplainedExamples.length ? ` (${unexplainedExamples.join('; ')})` : ''), dupUnexplained === 0);
 
+  if (options.poison) await checkPoison(ctx, poisoned, fig, section);
+
   // ---- rows and their pg-boss jobs ---------------------------------------------------------------
   section('consistency');
   const mirror = (
@@ -358,4 +387,97 @@ export function formatReport(r: SoakReport): string {
   lines.push('');
   lines.push(r.failures.length === 0 ? `soak PASSED (seed ${r.seed})` : `soak FAILED (seed ${r.seed}): ${r.failures.length} invariant(s)\n${r.failures.map((f) => `  - ${f}`).join('\n')}`);
   return lines.join('\n');
+}
+
+type Fig = (label: string, value: string | number, ok?: boolean, why?: string) => void;
+
+/**
+ * The poison variant's own invariants (issue 12): every hostile text stored exactly (raw round-trip),
+ * handled with the exact text and captured with the exact text; every poison reply's update failed at
+ * once with RELAY_INVALID_REPLY, and nothing else failed (no other update, chat or worker held up).
+ * A failed update raises no alert (alerts are about failed outbound messages, docs/outbound.md): the
+ * outbound section already requires exactly one alert per failed message and none about anything else.
+ */
+async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, section: (title: string) => void): Promise<void> {
+  const { pool, botId, collector, hostile } = ctx;
+  section('poison: hostile text and invalid replies');
+  const ids = [...hostile.keys()];
+  fig('hostile-text updates sent', `${ids.length} from ${ctx.hostileChats.size} of ${ctx.userChats.length} users`, ids.length > 0);
+
+  const stored = (
+    await pool.query(`select update_id::text, state, coalesce(raw, payload::json)::text as raw from relay.inbox where bot_id = $1 and update_id = any($2::bigint[])`, [botId, ids])
+  ).rows as Array<{ update_id: string; state: string; raw: string }>;
+  let exact = 0;
+  const inexact: string[] = [];
+  for (const r of stored) {
+    const text = (JSON.parse(r.raw) as { message?: { text?: string } }).message?.text;
+    if (text === hostile.get(Number(r.update_id))) exact++;
+    else if (inexact.length < 5) inexact.push(r.update_id);
+  }
+  fig('hostile texts stored exactly (raw round-trip)', `${exact} of ${ids.length}${inexact.length ? ` (differ: ${inexact.join(', ')})` : ''}`, exact === ids.length && stored.length === ids.length);
+
+  const runs = (
+    await pool.query(`select update_id::text, text_utf16 from soak.handler_runs where not flaked and update_id = any($1::bigint[])`, [ids])
+  ).rows as Array<{ update_id: string; text_utf16: Buffer | null }>;
+  const sawExact = new Set<number>();
+  let sawOther = 0;
+  for (const r of runs) {
+    const u = Number(r.update_id);
+    if (r.text_utf16 && fromUtf16(r.text_utf16) === hostile.get(u)) sawExact.add(u);
+    else sawOther++;
+  }
+  const stateOf = new Map(stored.map((r) => [Number(r.update_id), r.state]));
+  const hostileToHandle = ids.filter((u) => !poisoned.has(u));
+  const handledExact = hostileToHandle.filter((u) => stateOf.get(u) === 'handled' && sawExact.has(u)).length;
+  fig(
+    'hostile-text updates handled, the handler saw the exact text',
+    `${handledExact} of ${hostileToHandle.length}${sawOther ? ` (${sawOther} runs saw other text)` : ''}`,
+    handledExact === hostileToHandle.length && sawOther === 0,
+  );
+
+  const keyOf = new Map(
+    ((await pool.query(`select update_id::text, capture_key from relay.captures where bot_id = $1 and update_id = any($2::bigint[])`, [botId, ids])).rows as Array<{ update_id: string; capture_key: string }>).map((r) => [
+      Number(r.update_id),
+      r.capture_key,
+    ]),
+  );
+  const byKey = collector.byKey();
+  let capturedExact = 0;
+  for (const u of ids) {
+    const receipts = byKey.get(keyOf.get(u) ?? '') ?? [];
+    if (receipts.length > 0 && receipts.every((r) => (r.body as { text?: unknown }).text === hostile.get(u))) capturedExact++;
+  }
+  fig('hostile-text updates captured, the collector got the exact text', `${capturedExact} of ${ids.length}`, capturedExact === ids.length);
+
+  const outcome = (
+    await pool.query(
+      `select i.update_id::text, i.state, i.chat_id::text, left(i.last_error, 40) as last_error,
+              (select count(*)::int from relay.attempts a where a.subject = 'inbox' and a.subject_id = i.id and a.outcome = 'failed' and a.error_code = 'RELAY_INVALID_REPLY') as failed_invalid,
+              (select count(*)::int from relay.attempts a where a.subject = 'inbox' and a.subject_id = i.id and a.outcome <> 'failed' and a.error_code = 'RELAY_INVALID_REPLY') as retried_invalid
+         from relay.inbox i where i.bot_id = $1 and (i.state = 'failed' or i.update_id = any($2::bigint[]))`,
+      [botId, [...poisoned]],
+    )
+  ).rows as Array<{ update_id: string; state: string; chat_id: string; last_error: string | null; failed_invalid: number; retried_invalid: number }>;
+  const poisonRows = outcome.filter((r) => poisoned.has(Number(r.update_id)));
+  const failedAtOnce = poisonRows.filter((r) => r.state === 'failed' && r.last_error?.startsWith('RELAY_INVALID_REPLY') && r.failed_invalid === 1 && r.retried_invalid === 0);
+  const kinds = new Map<number, number>();
+  for (const u of poisoned) kinds.set(u % 4, (kinds.get(u % 4) ?? 0) + 1);
+  fig(
+    'poison-reply updates failed at once with RELAY_INVALID_REPLY',
+    `${failedAtOnce.length} of ${poisoned.size} (5,000 chars ${kinds.get(0) ?? 0}, whitespace only ${kinds.get(1) ?? 0}, lone surrogate ${kinds.get(2) ?? 0}, NUL ${kinds.get(3) ?? 0}; ${[...new Set(poisonRows.map((r) => r.chat_id))].length} chats)`,
+    failedAtOnce.length === poisoned.size && poisoned.size > 0,
+  );
+  const otherFailed = outcome.filter((r) => r.state === 'failed' && !poisoned.has(Number(r.update_id)));
+  fig('other updates failed (must be none: no other update or chat held up)', otherFailed.length + (otherFailed.length ? ` (${otherFailed.slice(0, 5).map((r) => `${r.update_id}: ${r.last_error}`).join('; ')})` : ''), otherFailed.length === 0);
+  const chatsWithPoison = new Set(poisonRows.map((r) => r.chat_id));
+  const after = (
+    await pool.query(
+      `select count(*)::int as n, count(*) filter (where i.state = 'handled')::int as handled from relay.inbox i
+        where i.bot_id = $1 and i.chat_id = any($2::bigint[]) and not (i.update_id = any($3::bigint[]))
+          and i.update_id > (select min(p.update_id) from relay.inbox p where p.bot_id = $1 and p.chat_id = i.chat_id and p.update_id = any($3::bigint[]))`,
+      [botId, [...chatsWithPoison], [...poisoned]],
+    )
+  ).rows[0] as { n: number; handled: number };
+  fig('later updates of the chats with a failed update, handled', `${after.handled} of ${after.n}`, after.handled === after.n);
+  fig('alerts about failed updates', '0 (none promised: alerts are about failed outbound messages; checked in the outbound section)');
 }

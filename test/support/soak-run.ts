@@ -18,6 +18,7 @@ import { BotApiSandbox, Collector, createBotApiSandbox, createCollector } from '
 import { runCli } from './cli';
 import { BLOCKED_CHAT, CHAT_NOT_FOUND, checkSoak, expectedEchoes, MIGRATED_GROUP, MIGRATED_MESSAGES, MIGRATED_TO, OPS_CHAT, SOAK_TOKEN_SECRET, SoakReport, TERMINAL_PER_CHAT } from './soak-checks';
 import { Fleet, Role } from './soak-fleet';
+import { hostileText, POISON_DEFAULTS } from '../fixtures/soak-poison';
 import { externalSoakPostgres, SoakPostgres, startEmbeddedSoakPostgres } from './soak-postgres';
 
 export interface SoakOptions {
@@ -46,6 +47,14 @@ export interface SoakOptions {
   handlerFailRate: number;
   /** About one update in echoEvery is echoed through the outbound relay (test/fixtures/soak-echo.ts). */
   echoEvery: number;
+  /**
+   * The poison variant (issue 12, test/fixtures/soak-poison.ts): a share of the users (hostileUserShare
+   * of the chats) send hostile text — NUL, lone surrogates, `C:\u0000`-looking text, RTL marks, 4096+
+   * characters —, and about one handler call in poisonReplyEvery replies invalid content.
+   */
+  poison?: boolean;
+  hostileUserShare?: number;
+  poisonReplyEvery?: number;
   /** Bound on the final drain. */
   drainTimeoutMs: number;
   staleAfter: string;
@@ -93,6 +102,21 @@ export const SHORT_SOAK: Omit<SoakOptions, 'seed'> = {
   drainTimeoutMs: 75_000,
 };
 
+/** The short poison soak (test/integration/soak/poison-soak.test.ts): smaller than the short soak, same chaos. */
+export const SHORT_POISON_SOAK: Omit<SoakOptions, 'seed'> = {
+  ...SHORT_SOAK,
+  poison: true,
+  updates: 1_000,
+  outbound: 120,
+  feedMs: 12_000,
+  minKills: 3,
+};
+
+/** How often the soak bot replies invalid content (0: not the poison variant). */
+export function poisonEvery(options: Pick<SoakOptions, 'poison' | 'poisonReplyEvery'>): number {
+  return options.poison ? (options.poisonReplyEvery ?? POISON_DEFAULTS.poisonReplyEvery) : 0;
+}
+
 const USER_CHAT_BASE = 5_001;
 const ADMIN_TOKEN = 'soak-admin-token-0123456789';
 
@@ -108,6 +132,9 @@ export interface SoakContext {
   /** msg_ids expected to fail (scripted terminal chats). */
   expectedFailures: Set<string>;
   injected: { first: number; last: number; count: number };
+  /** Poison variant: the chats of the hostile users, and the hostile text of each of their updates by update_id. */
+  hostileChats: Set<number>;
+  hostile: Map<number, string>;
   outboundEnqueued: number;
   pgRestartsDone: number;
   /** How PostgreSQL is restarted (embedded or external server). */
@@ -181,7 +208,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await pool.query(`create schema soak;
       create table soak.handler_runs (
         id bigserial primary key, chat_id bigint, update_id bigint not null, pid integer not null,
-        flaked boolean not null, at timestamptz not null default clock_timestamp())`);
+        flaked boolean not null, text_utf16 bytea, at timestamptz not null default clock_timestamp())`);
     mark('database ready');
 
     // ---- sandbox and collector (in this process: their records are the ground truth) ------------
@@ -222,6 +249,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         SOAK_DB_URL: dbUrl,
         SOAK_HANDLER_FAIL_RATE: String(options.handlerFailRate),
         SOAK_ECHO_EVERY: String(options.echoEvery),
+        SOAK_POISON_EVERY: String(poisonEvery(options)),
       };
     };
     fleet = new Fleet({ env, logDir: path.join(dir, 'logs') });
@@ -233,6 +261,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     log(`soak: fleet up (${options.pollers} pollers, ${options.workers} workers, admin) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
     const userChats = Array.from({ length: options.chats }, (_, i) => USER_CHAT_BASE + i);
+    const hostileUsers = options.poison ? Math.max(1, Math.ceil(options.chats * (options.hostileUserShare ?? POISON_DEFAULTS.hostileUserShare))) : 0;
     const ctx: SoakContext = {
       options,
       token,
@@ -244,6 +273,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       userChats,
       expectedFailures: new Set(),
       injected: { first: 0, last: 0, count: 0 },
+      hostileChats: new Set(userChats.slice(0, hostileUsers)),
+      hostile: new Map(),
       outboundEnqueued: 0,
       pgRestartsDone: 0,
       pgDescribe: pg.describe,
@@ -340,7 +371,19 @@ async function feedAll(ctx: SoakContext, adminPort: number): Promise<void> {
   const start = Date.now();
   for (let w = 0; w < waves && (injected < options.updates || enqueued < plan.length); w++) {
     const n = Math.min(updatesPerWave, options.updates - injected);
-    if (n > 0) {
+    if (n > 0 && options.poison) {
+      // one by one, round-robin over the chats: the hostile users' messages carry hostile text
+      for (let i = 0; i < n; i++) {
+        const chatId = userChats[(injected + i) % userChats.length];
+        const text = ctx.hostileChats.has(chatId) ? hostileText(injected + i) : `w${w}-${i}`;
+        const u = sandbox.injectMessage(token, { chatId, text });
+        if (ctx.hostileChats.has(chatId)) ctx.hostile.set(u.update_id, text);
+        if (injected + i === 0) ctx.injected.first = u.update_id;
+        ctx.injected.last = u.update_id;
+      }
+      injected += n;
+      ctx.injected.count = injected;
+    } else if (n > 0) {
       const r = sandbox.injectMessages(token, n, { chats: userChats, textPrefix: `w${w}-` });
       if (injected === 0) ctx.injected.first = r.first_update_id!;
       ctx.injected.last = r.last_update_id!;
