@@ -26,11 +26,11 @@ import { POISON_DEFAULTS } from '../test/fixtures/soak-poison';
 function flags(argv: string[]): Map<string, string> {
   const out = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
+    const a = argv[i];
     if (!a.startsWith('--')) throw new Error(`unexpected argument "${a}"`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
     if (inline !== undefined) out.set(k, inline);
-    else if (argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) out.set(k, argv[++i]!);
+    else if (argv[i + 1] !== undefined && !argv[i + 1].startsWith('--')) out.set(k, argv[++i]);
     else out.set(k, 'true');
   }
   return out;

@@ -89,7 +89,7 @@ export async function checkSoak(
   const section = (title: string) => figures.push({ label: `— ${title}`, value: '' });
 
   section('run');
-  fig('duration', `${((Date.now() - ctx.startedAt) / 1000).toFixed(0)} s (fleet up ${(ctx.phases['fleet up']! / 1000).toFixed(0)} s, fed ${((ctx.phases.fed ?? 0) / 1000).toFixed(0)} s, drained ${((ctx.phases.drained ?? 0) / 1000).toFixed(0)} s)`);
+  fig('duration', `${((Date.now() - ctx.startedAt) / 1000).toFixed(0)} s (fleet up ${(ctx.phases['fleet up'] / 1000).toFixed(0)} s, fed ${((ctx.phases.fed ?? 0) / 1000).toFixed(0)} s, drained ${((ctx.phases.drained ?? 0) / 1000).toFixed(0)} s)`);
   fig('processes', `${options.pollers} pollers, ${options.workers} workers, 1 admin`);
   fig('SIGKILLs (then restarted)', `${fleet.kills.poller + fleet.kills.worker} (${fleet.kills.poller} pollers, ${fleet.kills.worker} workers)`);
   fig('PostgreSQL restarts', `${ctx.pgRestartsDone} (${ctx.pgDescribe})`, ctx.pgRestartsDone >= options.pgRestarts);
@@ -247,7 +247,7 @@ export async function checkSoak(
     const k = a.msg_id.replace(/^alert:/, '');
     alertsByMsg.set(k, [...(alertsByMsg.get(k) ?? []), a]);
   }
-  const failedWithOneAlert = failed.filter((r) => (alertsByMsg.get(r.msg_id) ?? []).length === 1 && alertsByMsg.get(r.msg_id)![0]!.state === 'delivered').length;
+  const failedWithOneAlert = failed.filter((r) => (alertsByMsg.get(r.msg_id) ?? []).length === 1 && alertsByMsg.get(r.msg_id)![0].state === 'delivered').length;
   const strayAlerts = alerts.filter((a) => !failed.some((r) => `alert:${r.msg_id}` === a.msg_id)).length;
   fig('alerts: failed messages with exactly one alert, delivered', `${failedWithOneAlert} of ${failed.length} (${alerts.length} alert rows, ${strayAlerts} about no failure)`, failedWithOneAlert === failed.length && strayAlerts === 0 && alerts.length === failed.length);
   const migrated = messages.filter((r) => Number(r.chat_id) === MIGRATED_GROUP);

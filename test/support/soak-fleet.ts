@@ -90,8 +90,8 @@ export class Fleet {
         onReady();
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     member.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         log.end(`\n==== exit code=${code} signal=${signal}\n`);

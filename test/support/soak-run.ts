@@ -350,7 +350,7 @@ function outboundPlan(ctx: SoakContext): OutboundSpec[] {
   for (const s of special) if (s.chat_id !== MIGRATED_GROUP) ctx.expectedFailures.add(s.msg_id);
   const regular = Math.max(0, options.outbound - special.length);
   const plan: OutboundSpec[] = Array.from({ length: regular }, (_, i) => {
-    const chat = userChats[i % userChats.length]!;
+    const chat = userChats[i % userChats.length];
     return { msg_id: `soak-${i}`, chat_id: chat, text: `soak out ${i} to ${chat}` };
   });
   // the scripted ones go out early, spread over the first part of the run
@@ -455,13 +455,13 @@ async function runChaos(
   for (;;) {
     const [lo, hi] = options.killEveryMs;
     await sleep(lo + Math.floor(random() * (hi - lo)));
-    if (ctx.pgRestartsDone < pgAt.length && Date.now() >= pgAt[ctx.pgRestartsDone]!) {
+    if (ctx.pgRestartsDone < pgAt.length && Date.now() >= pgAt[ctx.pgRestartsDone]) {
       await restartPostgres();
       continue;
     }
     const done = !feeding() && kills >= options.minKills && ctx.pgRestartsDone >= options.pgRestarts && Date.now() - start >= options.feedMs;
     if (done) return;
-    const victim = victims[Math.floor(random() * victims.length)]!;
+    const victim = victims[Math.floor(random() * victims.length)];
     const t = Date.now();
     try {
       await fleet.restart(victim);
@@ -498,7 +498,7 @@ async function drainState(ctx: SoakContext): Promise<DrainState> {
   const s: DrainState = { inbox: {}, captures: {}, outbound: {}, replies: 0, sandboxPending: ctx.sandbox.pendingCount(ctx.token) };
   for (const r of rows) {
     if (r.t === 'replies') s.replies = r.n;
-    else (s as any)[r.t][r.state] = r.n;
+    else (s[r.t as 'inbox' | 'captures' | 'outbound'])[r.state] = r.n;
   }
   return s;
 }
