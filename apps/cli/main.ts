@@ -15,6 +15,7 @@ export const COMMANDS: Record<string, Command> = {
   admin: { describe: 'serve the admin API', load: async () => require('../admin/main') },
   start: { describe: 'everything in one process (embedded PostgreSQL unless DATABASE_URL is set)', load: async () => require('../start/main') },
   sandbox: { describe: 'run the local Bot API sandbox and collector', load: async () => require('../sandbox/main') },
+  prune: { describe: 'one retention pass (RETENTION, RETENTION_FAILED); --dry-run counts only', load: async () => require('../prune/main') },
 };
 
 function usage(): string {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from './duration';
+import { pruneEvery, retention } from './retention';
 
 /**
  * Every environment variable tg-relay reads, with its default. The README's configuration table
@@ -148,6 +149,11 @@ export const configSchema = z.object({
   SANDBOX_HOST: z.string().min(1).default('127.0.0.1'),
   SANDBOX_PORT: int('a TCP port', 0, 65535).default('8081'),
   SANDBOX_COLLECTOR_PORT: int('a TCP port', 0, 65535).default('8082'),
+
+  // retention (docs/retention.md): finished work older than RETENTION, failed/resolved/audit rows older than RETENTION_FAILED are deleted
+  RETENTION: retention('how long delivered/handled work is kept').default('14d'),
+  RETENTION_FAILED: retention('how long failed work, resolved quarantine and audit rows are kept').default('90d'),
+  PRUNE_EVERY: pruneEvery.default('10m'),
 });
 
 export type Config = z.output<typeof configSchema>;
