@@ -105,7 +105,7 @@ describe('tg-relay prune', () => {
           expect(live.rows[0].n).toBe(seededLive);
         },
       ),
-      { numRuns: 25 },
+      { numRuns: 15 },
     );
   }, 60_000);
 
