@@ -34,7 +34,11 @@ export interface PruneOptions {
   dryRun?: boolean;
   /** Rows of one class per transaction. */
   batchSize?: number;
-  /** Pause between batches (spreads a big backlog out; 0 = none). */
+  /**
+   * Pause between batches. Default: as long as the batch took (prune uses at most about half of
+   * one connection's time, so a big backlog is spread out instead of competing with the fleet for
+   * CPU and I/O: measured in docs/retention.md). 0 = none (tests, maintenance windows).
+   */
   pauseMs?: number;
   /** "Now" for the cutoffs; the database clock when absent. */
   now?: Date | null;
@@ -71,17 +75,21 @@ export async function runPrune(pool: Pool, opts: PruneOptions): Promise<PruneRes
   const deleted = emptyCounts();
   const cut = await pruneCutoffs(pool, opts.now ?? null, opts.retentionMs, opts.retentionFailedMs);
   let batches = 0;
-  const pause = () => (opts.pauseMs ? new Promise((r) => setTimeout(r, opts.pauseMs)) : undefined);
+  const pause = (batchMs: number) => {
+    const ms = opts.pauseMs ?? batchMs;
+    return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : undefined;
+  };
 
   /** Runs `step` in its own transaction until it returns less than a full batch of primary rows. */
   const drain = async (step: (c: import('pg').PoolClient) => Promise<Partial<PruneCounts>>, primary: keyof PruneCounts) => {
     for (;;) {
       if (opts.signal?.aborted) return;
+      const b0 = Date.now();
       const part = await withTransaction(pool, step);
       batches++;
       add(deleted, part);
       if ((part[primary] ?? 0) < batch) return;
-      await pause();
+      await pause(Date.now() - b0);
     }
   };
 

@@ -165,7 +165,7 @@ it('a month with prune on: table rows and sizes stay bounded once the retention 
     await bulkDay(dayStart, day);
 
     // periodic prune at the end of the simulated day (PRUNE_EVERY = 1 simulated day)
-    const r = await runPrune(pool, { retentionMs: RETENTION_DAYS * DAY, retentionFailedMs: FAILED_DAYS * DAY, now: dayEnd });
+    const r = await runPrune(pool, { retentionMs: RETENTION_DAYS * DAY, retentionFailedMs: FAILED_DAYS * DAY, now: dayEnd, pauseMs: 0 });
     await pool.query(`vacuum relay.captures, relay.outbound, relay.inbox, relay.attempts, relay.quarantine, ${BOSS_SCHEMA}.job`);
     const s = await sizes();
     history.push({ day: day + 1, ...s, claimMs, pruned: r.total });
