@@ -6,7 +6,7 @@
  * once: batches take rows with FOR UPDATE SKIP LOCKED, so two passes split the work and never
  * delete a row twice.
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import {
@@ -81,7 +81,7 @@ export async function runPrune(pool: Pool, opts: PruneOptions): Promise<PruneRes
   };
 
   /** Runs `step` in its own transaction until it returns less than a full batch of primary rows. */
-  const drain = async (step: (c: import('pg').PoolClient) => Promise<Partial<PruneCounts>>, primary: keyof PruneCounts) => {
+  const drain = async (step: (c: PoolClient) => Promise<Partial<PruneCounts>>, primary: keyof PruneCounts) => {
     for (;;) {
       if (opts.signal?.aborted) return;
       const b0 = Date.now();

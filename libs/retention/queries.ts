@@ -70,7 +70,7 @@ function itemCascade(c: ItemClass, dryRun: boolean): string {
        a as (${dryRun ? 'select 1 from relay.attempts x' : 'delete from relay.attempts x'}
               where x.subject = '${c.subject}' and x.subject_id in (select id from d) ${dryRun ? '' : 'returning 1'}),
        ${jobs}
-       done as (select 1)
+       audit_done as (select 1)
      select (select count(*) from d) as ${c.table},
             (select count(*) from a) as attempts
             ${c.queue ? ', (select count(*) from s) as superseded_jobs, (select count(*) from j) as boss_job, (select count(*) from ar) as boss_archive' : ''}`;
