@@ -133,6 +133,17 @@ export const COMMANDS: Record<string, Command> = {
     ],
     load: () => loaded(require('../jetstream/main')),
   },
+  prune: {
+    describe: 'one retention pass (RETENTION, RETENTION_FAILED), then exit; --dry-run counts only',
+    options: { 'dry-run': { type: 'boolean' } },
+    variables: [
+      ...DB_VARS,
+      'RETENTION           how long delivered/handled work is kept (default 14d; 0/off keeps it)',
+      'RETENTION_FAILED    how long failed work, resolved quarantine and audit rows are kept (default 90d; 0/off keeps them)',
+      ...LOG_VARS,
+    ],
+    load: () => loaded(require('../prune/main')),
+  },
 };
 
 export function usage(): string {

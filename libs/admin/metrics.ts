@@ -4,6 +4,7 @@ import type { Logger } from '../observability/logger';
 import type { Readiness } from './health';
 import { attemptsMaxId, attemptsSince } from './queries';
 import type { Stats } from './stats';
+import { pruneStatus, PruneStatus } from '../retention/queries';
 
 const SUBJECT_KIND: Record<string, string> = { capture: 'captures', outbound: 'outbound', inbox: 'inbox', quarantine: 'quarantine', cursor: 'cursor' };
 
@@ -91,6 +92,22 @@ export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; log
   const halted = new Gauge({ name: 'tg_relay_poller_halted', help: '1 when polling halted (decode policy stop)', labelNames: ['bot_id'], registers: r });
   const quarantine = new Gauge({ name: 'tg_relay_quarantine_items', help: 'Quarantined updates by state', labelNames: ['state'], registers: r });
   const ready = new Gauge({ name: 'tg_relay_ready', help: '1 when /health/ready passes (database, migrations, poller progressing)', registers: r });
+  // retention (docs/retention.md): read from relay.prune_runs, so every replica's passes show here
+  const pruneLast = new Gauge({ name: 'tg_relay_prune_last_run_timestamp_seconds', help: 'When the last prune pass (periodic or CLI) started (0: never)', registers: r });
+  const pruneLastDuration = new Gauge({ name: 'tg_relay_prune_last_run_duration_seconds', help: 'Duration of the last prune pass', registers: r });
+  const pruneLastDeleted = new Gauge({ name: 'tg_relay_prune_last_run_deleted_rows', help: 'Rows the last prune pass deleted, per table', labelNames: ['table'], registers: r });
+  const pruneDeleted24h = new Gauge({ name: 'tg_relay_prune_deleted_rows_24h', help: 'Rows deleted by prune passes during the last 24 h, per table', labelNames: ['table'], registers: r });
+  const pruneRuns24h = new Gauge({ name: 'tg_relay_prune_runs_24h', help: 'Prune passes recorded during the last 24 h', registers: r });
+  const setPrune = (p: PruneStatus | undefined) => {
+    if (!p) return;
+    pruneLast.set(p.last ? p.last.started_at.getTime() / 1000 : 0);
+    pruneLastDuration.set(p.last ? p.last.duration_ms / 1000 : 0);
+    pruneLastDeleted.reset();
+    for (const [table, n] of Object.entries(p.last?.deleted ?? {})) pruneLastDeleted.set({ table }, n ?? 0);
+    pruneDeleted24h.reset();
+    for (const [table, n] of Object.entries(p.deleted_24h)) pruneDeleted24h.set({ table }, n ?? 0);
+    pruneRuns24h.set(p.runs_24h);
+  };
 
   const feed = new AttemptFeed(
     opts.db,
@@ -112,7 +129,13 @@ export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; log
 
   let scraping: Promise<string> | undefined;
   const scrape = async (snapshot: () => Promise<{ stats: Stats; readiness: Readiness }>): Promise<string> => {
-    const [{ stats, readiness }] = await Promise.all([snapshot(), feed.poll()]);
+    const [{ stats, readiness }, , prune] = await Promise.all([
+      snapshot(),
+      feed.poll(),
+      // a database not yet migrated to 0010 has no prune history: the other metrics still answer
+      pruneStatus(opts.db).catch((err) => void opts.logger.debug({ err }, 'prune status unavailable')),
+    ]);
+    setPrune(prune ?? undefined);
     depth.reset();
     for (const [kind, k] of Object.entries(stats.kinds)) {
       for (const [state, c] of Object.entries(k.states)) depth.set({ kind, state }, c.count);

@@ -1,4 +1,5 @@
 export * from './errors';
 export * from './duration';
+export * from './retention';
 export * from './schema';
 export * from './load';

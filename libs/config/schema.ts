@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseDuration } from './duration';
 import { DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT, DB_LOCK_TIMEOUT_MS_DEFAULT, DB_STATEMENT_TIMEOUT_MS_DEFAULT } from '../db/pool';
+import { pruneEvery, retention } from './retention';
 
 /**
  * Every environment variable tg-relay reads, with its default. The README's configuration table
@@ -247,6 +248,10 @@ export const configSchema = z.object({
   DB_IDLE_IN_TRANSACTION_TIMEOUT: dbLimit('idle_in_transaction_session_timeout: how long the server keeps a session idle inside a transaction', 1_000).default(
     String(DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT),
   ),
+  // retention (docs/retention.md): finished work older than RETENTION, failed/resolved/audit rows older than RETENTION_FAILED are deleted
+  RETENTION: retention('how long delivered/handled work is kept').default('14d'),
+  RETENTION_FAILED: retention('how long failed work, resolved quarantine and audit rows are kept').default('90d'),
+  PRUNE_EVERY: pruneEvery.default('10m'),
 });
 
 export type Config = z.output<typeof configSchema>;

@@ -10,6 +10,7 @@ import { createCaptureKind } from '../captures/deliver';
 import { createWorker, JobKind, newWorkerId } from '../queue';
 import { createOutboundKindFromConfig } from '../outbound/worker-kind';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
+import { createPeriodicPrune } from '../retention/periodic';
 
 export interface WorkerRuntime {
   workerId: string;
@@ -74,6 +75,11 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
       },
     });
     await worker.start();
+    // retention (docs/retention.md): one replica at a time prunes every PRUNE_EVERY
+    const prune = config.PRUNE_EVERY
+      ? createPeriodicPrune({ pool, logger, everyMs: config.PRUNE_EVERY, prune: { retentionMs: config.RETENTION, retentionFailedMs: config.RETENTION_FAILED, workerId } })
+      : undefined;
+    prune?.start();
     const queues = kinds.map((k) => k.queue);
     logger.info(
       { workerId, queues, concurrency: config.WORKER_CONCURRENCY, staleAfterMs: config.STALE_AFTER },
@@ -86,7 +92,7 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
       died,
       stop: (timeoutMs) =>
         (stopping ??= (async () => {
-          await worker.stop({ timeoutMs });
+          await Promise.all([worker.stop({ timeoutMs }), prune?.stop()]);
           await closeAll();
         })()),
     };

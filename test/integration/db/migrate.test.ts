@@ -2,7 +2,7 @@ import { listMigrations, migrate, migrateAll, migrationStatus, Pool, createPool 
 import { createTestDatabase } from '../../support/db';
 import { runCli } from '../../support/cli';
 
-const TABLES = ['attempts', 'captures', 'config_problems', 'cursor', 'inbox', 'jetstream_alert_cursor', 'jetstream_rejects', 'outbound', 'outbound_bot_rate', 'outbound_chat_rate', 'outbound_settings', 'quarantine', 'schema_migrations'];
+const TABLES = ['attempts', 'captures', 'config_problems', 'cursor', 'inbox', 'jetstream_alert_cursor', 'jetstream_rejects', 'outbound', 'outbound_bot_rate', 'outbound_chat_rate', 'outbound_settings', 'prune_runs', 'quarantine', 'schema_migrations', 'superseded_jobs'];
 
 async function schemaSnapshot(pool: Pool): Promise<string> {
   const { rows } = await pool.query(

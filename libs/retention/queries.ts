@@ -1,0 +1,224 @@
+/**
+ * The SQL of retention (docs/retention.md). Each batch statement takes at most `$2` of the oldest
+ * rows of one class past the cutoff `$1` with `FOR UPDATE SKIP LOCKED` (a row another transaction
+ * holds — a worker finishing it, an operator retrying it, another prune — is left for the next
+ * pass), and deletes them together with their relay.attempts rows, their pg-boss job (the job named
+ * by the row's job_id and any job an operator retry superseded) and its archived copy, in one short
+ * transaction. Each dry-run statement counts the same rows with the same predicates.
+ *
+ * pg-boss tables are addressed only by primary key (name, id) — the key pg-boss's own
+ * deleteJob/getJobById use — through BOSS_SCHEMA.
+ */
+import type { Queryable } from '../db/pool';
+import { BOSS_SCHEMA, QUEUES, QueueName } from '../db/boss';
+
+/** The tables prune reports on, in the order of its JSON line. */
+export const PRUNE_TABLES = ['captures', 'outbound', 'inbox', 'quarantine', 'attempts', 'boss_job', 'boss_archive', 'superseded_jobs', 'prune_runs'] as const;
+export type PruneTable = (typeof PRUNE_TABLES)[number];
+export type PruneCounts = Record<PruneTable, number>;
+
+export const emptyCounts = (): PruneCounts => Object.fromEntries(PRUNE_TABLES.map((t) => [t, 0])) as PruneCounts;
+
+/** One class of items: a relay table, the state that makes a row eligible and the time it is aged by. */
+export interface ItemClass {
+  table: 'captures' | 'outbound' | 'inbox' | 'quarantine';
+  /** SQL predicate on the table's alias `t` selecting eligible (terminal) rows; never a pending state. */
+  stateSql: string;
+  /** The terminal timestamp column (indexed for this predicate in sql/0010). */
+  timeColumn: string;
+  /** relay.attempts.subject of its attempt rows. */
+  subject: string;
+  /** Its pg-boss queue; undefined for tables without jobs. */
+  queue?: QueueName;
+  retention: 'finished' | 'failed';
+}
+
+export const ITEM_CLASSES: ItemClass[] = [
+  { table: 'captures', stateSql: `t.state = 'delivered'`, timeColumn: 'delivered_at', subject: 'capture', queue: QUEUES.capture, retention: 'finished' },
+  { table: 'outbound', stateSql: `t.state = 'delivered'`, timeColumn: 'delivered_at', subject: 'outbound', queue: QUEUES.outbound, retention: 'finished' },
+  { table: 'inbox', stateSql: `t.state = 'handled'`, timeColumn: 'handled_at', subject: 'inbox', queue: QUEUES.dispatch, retention: 'finished' },
+  { table: 'captures', stateSql: `t.state = 'failed'`, timeColumn: 'updated_at', subject: 'capture', queue: QUEUES.capture, retention: 'failed' },
+  { table: 'outbound', stateSql: `t.state = 'failed'`, timeColumn: 'updated_at', subject: 'outbound', queue: QUEUES.outbound, retention: 'failed' },
+  { table: 'inbox', stateSql: `t.state = 'failed'`, timeColumn: 'updated_at', subject: 'inbox', queue: QUEUES.dispatch, retention: 'failed' },
+  { table: 'quarantine', stateSql: `t.state in ('released', 'discarded')`, timeColumn: 'resolved_at', subject: 'quarantine', retention: 'failed' },
+];
+
+const JOB = `${BOSS_SCHEMA}.job`;
+const ARCHIVE = `${BOSS_SCHEMA}.archive`;
+const QUEUE_OF: Record<string, QueueName> = { captures: QUEUES.capture, outbound: QUEUES.outbound, inbox: QUEUES.dispatch };
+
+/** Counts deleted by one statement, as numbers keyed by table. */
+function counts(row: Record<string, string | number>): Partial<PruneCounts> {
+  const out: Partial<PruneCounts> = {};
+  for (const [k, v] of Object.entries(row)) out[k as PruneTable] = Number(v);
+  return out;
+}
+
+/**
+ * The rows selected by `victims` (id, job_id), deleted with their attempts, superseded jobs and
+ * pg-boss rows. `d` re-checks the state: a row that changed since the snapshot is not deleted.
+ */
+function itemCascade(c: ItemClass, dryRun: boolean): string {
+  const jobs = c.queue
+    ? `s as (${dryRun ? `select s.job_id from relay.superseded_jobs s` : `delete from relay.superseded_jobs s`}
+               where s.source = '${c.table}' and s.row_id in (select id from d) ${dryRun ? '' : 'returning s.job_id'}),
+       ids as (select job_id from d where job_id is not null union all select job_id from s),
+       j as (${dryRun ? `select 1 from ${JOB} x` : `delete from ${JOB} x`} where x.name = '${c.queue}' and x.id in (select job_id from ids) ${dryRun ? '' : 'returning 1'}),
+       ar as (${dryRun ? `select 1 from ${ARCHIVE} x` : `delete from ${ARCHIVE} x`} where x.name = '${c.queue}' and x.id in (select job_id from ids) ${dryRun ? '' : 'returning 1'}),`
+    : '';
+  return `
+       a as (${dryRun ? 'select 1 from relay.attempts x' : 'delete from relay.attempts x'}
+              where x.subject = '${c.subject}' and x.subject_id in (select id from d) ${dryRun ? '' : 'returning 1'}),
+       ${jobs}
+       audit_done as (select 1)
+     select (select count(*) from d) as ${c.table},
+            (select count(*) from a) as attempts
+            ${c.queue ? ', (select count(*) from s) as superseded_jobs, (select count(*) from j) as boss_job, (select count(*) from ar) as boss_archive' : ''}`;
+}
+
+/** Deletes one batch of class `c` older than `cutoff`; returns what it deleted. */
+export async function pruneItemBatch(q: Queryable, c: ItemClass, cutoff: Date, limit: number): Promise<Partial<PruneCounts>> {
+  const jobCol = c.queue ? 't.job_id' : 'null::uuid as job_id';
+  const { rows } = await q.query(
+    `with victims as (
+       select t.id from relay.${c.table} t
+        where ${c.stateSql} and t.${c.timeColumn} < $1
+        order by t.${c.timeColumn}
+        limit $2
+        for update skip locked),
+     d as (delete from relay.${c.table} t using victims v where t.id = v.id and ${c.stateSql} returning t.id, ${jobCol}),
+     ${itemCascade(c, false)}`,
+    [cutoff, limit],
+  );
+  return counts(rows[0]);
+}
+
+/** What pruneItemBatch would delete, all batches together. */
+export async function pruneItemCount(q: Queryable, c: ItemClass, cutoff: Date): Promise<Partial<PruneCounts>> {
+  const jobCol = c.queue ? 't.job_id' : 'null::uuid as job_id';
+  const { rows } = await q.query(
+    `with d as (select t.id, ${jobCol} from relay.${c.table} t where ${c.stateSql} and t.${c.timeColumn} < $1),
+     ${itemCascade(c, true)}`,
+    [cutoff],
+  );
+  return counts(rows[0]);
+}
+
+/** Audit rows that belong to no item: admin actions and poller lease events. */
+const AUDIT = `x.subject in ('admin', 'cursor')`;
+
+export async function pruneAuditBatch(q: Queryable, cutoff: Date, limit: number): Promise<Partial<PruneCounts>> {
+  const { rows } = await q.query(
+    `with v as (select x.id from relay.attempts x where ${AUDIT} and x.started_at < $1 order by x.started_at limit $2 for update skip locked),
+          d as (delete from relay.attempts x using v where x.id = v.id returning 1)
+     select count(*) as attempts from d`,
+    [cutoff, limit],
+  );
+  return counts(rows[0]);
+}
+
+export async function pruneAuditCount(q: Queryable, cutoff: Date): Promise<Partial<PruneCounts>> {
+  const { rows } = await q.query(`select count(*) as attempts from relay.attempts x where ${AUDIT} and x.started_at < $1`, [cutoff]);
+  return counts(rows[0]);
+}
+
+/**
+ * Jobs an operator retry superseded (failed pg-boss jobs whose row now has a new job), after
+ * RETENTION_FAILED. Only finished jobs (completed, cancelled, failed) are deleted.
+ */
+export async function pruneSupersededBatch(q: Queryable, cutoff: Date, limit: number, dryRun = false): Promise<Partial<PruneCounts>> {
+  const sources = Object.entries(QUEUE_OF);
+  const byQueue = (table: string) =>
+    sources
+      .map(([source, queue]) => `select 1 from ${table} x where x.name = '${queue}' and x.id in (select job_id from s where source = '${source}') and x.state > 'active'`)
+      .join(' union all ');
+  if (dryRun) {
+    const { rows } = await q.query(
+      `with s as (select s.source, s.job_id from relay.superseded_jobs s where s.superseded_at < $1)
+       select (select count(*) from s) as superseded_jobs,
+              (select count(*) from (${byQueue(JOB)}) z) as boss_job,
+              (select count(*) from (${byQueue(ARCHIVE)}) z) as boss_archive`,
+      [cutoff],
+    );
+    return counts(rows[0]);
+  }
+  const del = (table: string, alias: string) =>
+    sources.map(([source, queue], i) => `${alias}${i} as (delete from ${table} x where x.name = '${queue}' and x.id in (select job_id from s where source = '${source}') and x.state > 'active' returning 1)`).join(',\n');
+  const sum = (alias: string) => sources.map((_, i) => `(select count(*) from ${alias}${i})`).join(' + ');
+  const { rows } = await q.query(
+    `with v as (select s.id from relay.superseded_jobs s where s.superseded_at < $1 order by s.superseded_at limit $2 for update skip locked),
+          s as (delete from relay.superseded_jobs s using v where s.id = v.id returning s.source, s.job_id),
+          ${del(JOB, 'j')},
+          ${del(ARCHIVE, 'ar')}
+     select (select count(*) from s) as superseded_jobs, ${sum('j')} as boss_job, ${sum('ar')} as boss_archive`,
+    [cutoff, limit],
+  );
+  return counts(rows[0]);
+}
+
+/** Prune's own history: a month is plenty for /metrics and for an operator's look back. */
+export const PRUNE_RUNS_KEEP_MS = 30 * 86_400_000;
+
+export async function pruneRunsBatch(q: Queryable, cutoff: Date, limit: number, dryRun = false): Promise<Partial<PruneCounts>> {
+  const { rows } = dryRun
+    ? await q.query(`select count(*) as prune_runs from relay.prune_runs where started_at < $1`, [cutoff])
+    : await q.query(
+        `with v as (select id from relay.prune_runs where started_at < $1 order by started_at limit $2 for update skip locked),
+              d as (delete from relay.prune_runs r using v where r.id = v.id returning 1)
+         select count(*) as prune_runs from d`,
+        [cutoff, limit],
+      );
+  return counts(rows[0]);
+}
+
+/** The cutoffs of one pass, by the database clock unless a time is given (tests, backdated runs). */
+export async function pruneCutoffs(
+  q: Queryable,
+  now: Date | null,
+  retentionMs: number | null,
+  retentionFailedMs: number | null,
+): Promise<{ now: Date; finished: Date | null; failed: Date | null; runs: Date }> {
+  const { rows } = await q.query(
+    `select n as now,
+            case when $2::float8 is null then null else n - $2::float8 * interval '1 millisecond' end as finished,
+            case when $3::float8 is null then null else n - $3::float8 * interval '1 millisecond' end as failed,
+            n - $4::float8 * interval '1 millisecond' as runs
+       from (select coalesce($1::timestamptz, now()) as n) x`,
+    [now, retentionMs, retentionFailedMs, PRUNE_RUNS_KEEP_MS],
+  );
+  return rows[0];
+}
+
+export async function pruneRunInsert(
+  q: Queryable,
+  run: { startedAt: Date; durationMs: number; trigger: 'cli' | 'periodic' | 'api'; workerId: string | null; deleted: PruneCounts; total: number; error: string | null },
+): Promise<void> {
+  await q.query(
+    `insert into relay.prune_runs (started_at, duration_ms, trigger, worker_id, deleted, total, error) values ($1, $2, $3, $4, $5, $6, $7)`,
+    [run.startedAt, run.durationMs, run.trigger, run.workerId, JSON.stringify(run.deleted), run.total, run.error],
+  );
+}
+
+export interface PruneStatus {
+  last: { started_at: Date; duration_ms: number; deleted: Partial<PruneCounts>; total: number; error: string | null } | null;
+  runs_24h: number;
+  deleted_24h: Partial<PruneCounts>;
+}
+
+/** For /metrics: the last pass and the last 24 hours. */
+export async function pruneStatus(q: Queryable): Promise<PruneStatus> {
+  const { rows } = await q.query(
+    `select (select row_to_json(r) from (select started_at, duration_ms, deleted, total, error from relay.prune_runs order by started_at desc limit 1) r) as last,
+            (select count(*)::int from relay.prune_runs where started_at > now() - interval '24 hours') as runs_24h,
+            (select coalesce(jsonb_object_agg(k, s), '{}'::jsonb) from (
+               select e.key as k, sum(e.value::bigint) as s
+                 from relay.prune_runs r, jsonb_each_text(r.deleted) e
+                where r.started_at > now() - interval '24 hours' group by e.key) z) as deleted_24h`,
+  );
+  const last = rows[0].last;
+  return {
+    last: last ? { ...last, started_at: new Date(last.started_at) } : null,
+    runs_24h: rows[0].runs_24h,
+    deleted_24h: Object.fromEntries(Object.entries(rows[0].deleted_24h as Record<string, string>).map(([k, v]) => [k, Number(v)])),
+  };
+}
