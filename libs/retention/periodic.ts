@@ -36,7 +36,7 @@ export function createPeriodicPrune(opts: {
     const onError = () => (broken = true);
     lock.on('error', onError);
     try {
-      const { rows } = await lock.query('select pg_try_advisory_lock($1) as got', [PRUNE_LOCK_KEY]);
+      const { rows } = await lock.query<{ got: boolean }>('select pg_try_advisory_lock($1) as got', [PRUNE_LOCK_KEY]);
       if (!rows[0].got) return null;
       try {
         return await runPrune(opts.pool, { ...opts.prune, trigger: 'periodic', logger: opts.logger, signal });

@@ -48,7 +48,9 @@ const ARCHIVE = `${BOSS_SCHEMA}.archive`;
 const QUEUE_OF: Record<string, QueueName> = { captures: QUEUES.capture, outbound: QUEUES.outbound, inbox: QUEUES.dispatch };
 
 /** Counts deleted by one statement, as numbers keyed by table. */
-function counts(row: Record<string, string | number>): Partial<PruneCounts> {
+type CountRow = Record<string, string | number>;
+
+function counts(row: CountRow): Partial<PruneCounts> {
   const out: Partial<PruneCounts> = {};
   for (const [k, v] of Object.entries(row)) out[k as PruneTable] = Number(v);
   return out;
@@ -79,7 +81,7 @@ function itemCascade(c: ItemClass, dryRun: boolean): string {
 /** Deletes one batch of class `c` older than `cutoff`; returns what it deleted. */
 export async function pruneItemBatch(q: Queryable, c: ItemClass, cutoff: Date, limit: number): Promise<Partial<PruneCounts>> {
   const jobCol = c.queue ? 't.job_id' : 'null::uuid as job_id';
-  const { rows } = await q.query(
+  const { rows } = await q.query<CountRow>(
     `with victims as (
        select t.id from relay.${c.table} t
         where ${c.stateSql} and t.${c.timeColumn} < $1
@@ -96,7 +98,7 @@ export async function pruneItemBatch(q: Queryable, c: ItemClass, cutoff: Date, l
 /** What pruneItemBatch would delete, all batches together. */
 export async function pruneItemCount(q: Queryable, c: ItemClass, cutoff: Date): Promise<Partial<PruneCounts>> {
   const jobCol = c.queue ? 't.job_id' : 'null::uuid as job_id';
-  const { rows } = await q.query(
+  const { rows } = await q.query<CountRow>(
     `with d as (select t.id, ${jobCol} from relay.${c.table} t where ${c.stateSql} and t.${c.timeColumn} < $1),
      ${itemCascade(c, true)}`,
     [cutoff],
@@ -108,7 +110,7 @@ export async function pruneItemCount(q: Queryable, c: ItemClass, cutoff: Date): 
 const AUDIT = `x.subject in ('admin', 'cursor')`;
 
 export async function pruneAuditBatch(q: Queryable, cutoff: Date, limit: number): Promise<Partial<PruneCounts>> {
-  const { rows } = await q.query(
+  const { rows } = await q.query<CountRow>(
     `with v as (select x.id from relay.attempts x where ${AUDIT} and x.started_at < $1 order by x.started_at limit $2 for update skip locked),
           d as (delete from relay.attempts x using v where x.id = v.id returning 1)
      select count(*) as attempts from d`,
@@ -118,7 +120,7 @@ export async function pruneAuditBatch(q: Queryable, cutoff: Date, limit: number)
 }
 
 export async function pruneAuditCount(q: Queryable, cutoff: Date): Promise<Partial<PruneCounts>> {
-  const { rows } = await q.query(`select count(*) as attempts from relay.attempts x where ${AUDIT} and x.started_at < $1`, [cutoff]);
+  const { rows } = await q.query<CountRow>(`select count(*) as attempts from relay.attempts x where ${AUDIT} and x.started_at < $1`, [cutoff]);
   return counts(rows[0]);
 }
 
@@ -133,7 +135,7 @@ export async function pruneSupersededBatch(q: Queryable, cutoff: Date, limit: nu
       .map(([source, queue]) => `select 1 from ${table} x where x.name = '${queue}' and x.id in (select job_id from s where source = '${source}') and x.state > 'active'`)
       .join(' union all ');
   if (dryRun) {
-    const { rows } = await q.query(
+    const { rows } = await q.query<CountRow>(
       `with s as (select s.source, s.job_id from relay.superseded_jobs s where s.superseded_at < $1)
        select (select count(*) from s) as superseded_jobs,
               (select count(*) from (${byQueue(JOB)}) z) as boss_job,
@@ -145,7 +147,7 @@ export async function pruneSupersededBatch(q: Queryable, cutoff: Date, limit: nu
   const del = (table: string, alias: string) =>
     sources.map(([source, queue], i) => `${alias}${i} as (delete from ${table} x where x.name = '${queue}' and x.id in (select job_id from s where source = '${source}') and x.state > 'active' returning 1)`).join(',\n');
   const sum = (alias: string) => sources.map((_, i) => `(select count(*) from ${alias}${i})`).join(' + ');
-  const { rows } = await q.query(
+  const { rows } = await q.query<CountRow>(
     `with v as (select s.id from relay.superseded_jobs s where s.superseded_at < $1 order by s.superseded_at limit $2 for update skip locked),
           s as (delete from relay.superseded_jobs s using v where s.id = v.id returning s.source, s.job_id),
           ${del(JOB, 'j')},
@@ -161,8 +163,8 @@ export const PRUNE_RUNS_KEEP_MS = 30 * 86_400_000;
 
 export async function pruneRunsBatch(q: Queryable, cutoff: Date, limit: number, dryRun = false): Promise<Partial<PruneCounts>> {
   const { rows } = dryRun
-    ? await q.query(`select count(*) as prune_runs from relay.prune_runs where started_at < $1`, [cutoff])
-    : await q.query(
+    ? await q.query<CountRow>(`select count(*) as prune_runs from relay.prune_runs where started_at < $1`, [cutoff])
+    : await q.query<CountRow>(
         `with v as (select id from relay.prune_runs where started_at < $1 order by started_at limit $2 for update skip locked),
               d as (delete from relay.prune_runs r using v where r.id = v.id returning 1)
          select count(*) as prune_runs from d`,
@@ -178,7 +180,7 @@ export async function pruneCutoffs(
   retentionMs: number | null,
   retentionFailedMs: number | null,
 ): Promise<{ now: Date; finished: Date | null; failed: Date | null; runs: Date }> {
-  const { rows } = await q.query(
+  const { rows } = await q.query<{ now: Date; finished: Date | null; failed: Date | null; runs: Date }>(
     `select n as now,
             case when $2::float8 is null then null else n - $2::float8 * interval '1 millisecond' end as finished,
             case when $3::float8 is null then null else n - $3::float8 * interval '1 millisecond' end as failed,
@@ -205,9 +207,15 @@ export interface PruneStatus {
   deleted_24h: Partial<PruneCounts>;
 }
 
+interface StatusRow {
+  last: (Omit<NonNullable<PruneStatus['last']>, 'started_at'> & { started_at: string }) | null;
+  runs_24h: number;
+  deleted_24h: Record<string, string>;
+}
+
 /** For /metrics: the last pass and the last 24 hours. */
 export async function pruneStatus(q: Queryable): Promise<PruneStatus> {
-  const { rows } = await q.query(
+  const { rows } = await q.query<StatusRow>(
     `select (select row_to_json(r) from (select started_at, duration_ms, deleted, total, error from relay.prune_runs order by started_at desc limit 1) r) as last,
             (select count(*)::int from relay.prune_runs where started_at > now() - interval '24 hours') as runs_24h,
             (select coalesce(jsonb_object_agg(k, s), '{}'::jsonb) from (
@@ -219,6 +227,6 @@ export async function pruneStatus(q: Queryable): Promise<PruneStatus> {
   return {
     last: last ? { ...last, started_at: new Date(last.started_at) } : null,
     runs_24h: rows[0].runs_24h,
-    deleted_24h: Object.fromEntries(Object.entries(rows[0].deleted_24h as Record<string, string>).map(([k, v]) => [k, Number(v)])),
+    deleted_24h: Object.fromEntries(Object.entries(rows[0].deleted_24h).map(([k, v]) => [k, Number(v)])),
   };
 }
