@@ -175,7 +175,7 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   const problems: OutboundProblem[] = [];
   const bad = (field: string, problem: string) => problems.push({ field, problem });
   if (!isPlainObject(input)) throw new OutboundValidationError([{ field: 'message', problem: 'must be an object' }]);
-  const m = input as Record<string, unknown>;
+  const m = input;
 
   const msgId = m.msg_id;
   if (typeof msgId !== 'string' || charLength(msgId) < 1 || charLength(msgId) > OUTBOUND_MSG_ID_MAX) {
