@@ -227,8 +227,10 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   }
 
   let botId: string | null = null;
-  if (m.bot_id !== undefined && m.bot_id !== null && m.bot_id !== '') {
-    const b = String(m.bot_id).trim();
+  const bi = m.bot_id;
+  if (bi !== undefined && bi !== null && bi !== '') {
+    // a number is taken as its digits; an object or array is never a bot id
+    const b = typeof bi === 'string' || typeof bi === 'number' || typeof bi === 'bigint' || typeof bi === 'boolean' ? String(bi).trim() : '';
     if (!/^\d{1,20}$/.test(b)) bad('bot_id', 'must be the numeric bot id (the part of the token before ":")');
     else botId = b;
   }
