@@ -12,7 +12,7 @@ export interface CaptureSource {
   /** message, edited_message, channel_post, … */
   type: string;
   /** The Telegram Message object as received. */
-  message: Record<string, any>;
+  message: Record<string, unknown>;
 }
 
 /** The document POSTed to the collector (`relay.captures.payload`). */

@@ -16,6 +16,13 @@ export interface CaptureInsertResult {
   conflicts: string[];
 }
 
+/** A row of INSERT_BATCH: `id` (bigint, as text) and `job_id` are both null when the key already existed. */
+type InsertBatchRow = {
+  capture_key: string;
+  existing_sha256: string | null;
+  payload_sha256: string;
+} & ({ id: string; job_id: string } | { id: null; job_id: null });
+
 const INSERT_BATCH = `
   with input as (
     select * from unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::text[], $11::uuid[], $12::text[])
@@ -41,7 +48,7 @@ export async function captureInsertBatch(client: PoolClient, botId: string, item
   const result: CaptureInsertResult = { inserted: [], unchanged: [], conflicts: [] };
   if (items.length === 0) return result;
   const r = items.map((i) => i.record);
-  const { rows } = await client.query({
+  const { rows } = await client.query<InsertBatchRow>({
     name: 'relay_capture_insert_batch',
     text: INSERT_BATCH,
     values: [

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Context } from 'telegraf';
 import type { Telegram } from 'telegraf';
 import type { Update, UserFromGetMe } from 'telegraf/types';
-import { DispatchAbortedError, DispatchClosedError } from './errors';
+import { abortReason, DispatchClosedError } from './errors';
 import type { DirectCall, ReplySession } from './reply-sink';
 
 /** Per-attempt state, carried to the context constructor and to `bot.telegram` through async context. */
@@ -31,7 +31,7 @@ const NEVER = new AbortController().signal;
 /** Routes one call through the current attempt's reply session (refusing it once the attempt is over). */
 export function callThroughSession(state: DispatchState, method: string, payload: unknown, signal: AbortSignal | undefined, direct: DirectCall): Promise<unknown> {
   if (state.settled) return Promise.reject(new DispatchClosedError(method));
-  if (state.signal.aborted) return Promise.reject(state.signal.reason ?? new DispatchAbortedError());
+  if (state.signal.aborted) return Promise.reject(abortReason(state.signal));
   if (method === 'answerCallbackQuery') state.callbackAnswered = true;
   const combined = signal && signal !== state.signal ? AbortSignal.any([signal, state.signal]) : state.signal;
   return state.session.call(method, (payload ?? {}) as Record<string, unknown>, combined, direct);
@@ -61,7 +61,7 @@ export function callApiDirect<T = unknown>(ctx: { telegram: Telegram } | Telegra
   const state = routed.state();
   if (!state) return direct(method, payload, opts) as Promise<T>;
   if (state.settled) return Promise.reject(new DispatchClosedError(method));
-  if (state.signal.aborted) return Promise.reject(state.signal.reason ?? new DispatchAbortedError());
+  if (state.signal.aborted) return Promise.reject(abortReason(state.signal));
   if (method === 'answerCallbackQuery') state.callbackAnswered = true;
   const signal = opts.signal && opts.signal !== state.signal ? AbortSignal.any([opts.signal, state.signal]) : state.signal;
   return direct(method, payload, { signal }) as Promise<T>;
@@ -70,7 +70,7 @@ export function callApiDirect<T = unknown>(ctx: { telegram: Telegram } | Telegra
 /** Replaces `telegram.callApi` on this instance so every call goes through the attempt's session. */
 export function routeTelegram(telegram: Telegram, state: () => DispatchState | undefined): void {
   const t = telegram as unknown as { callApi: CallApi };
-  const original = t.callApi.bind(telegram) as CallApi;
+  const original = t.callApi.bind(telegram);
   const direct: DirectCall = (method, payload, opts) => original(method, payload, opts);
   Object.defineProperty(telegram, DIRECT_CALL, { value: { direct, state } satisfies Routed, configurable: true });
   t.callApi = (method, payload, opts) => {

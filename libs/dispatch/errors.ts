@@ -21,6 +21,15 @@ export class DispatchAbortedError extends Error {
 }
 
 /**
+ * Why an attempt's signal was aborted, as an Error: the runner aborts it only with its own errors
+ * (DispatchAbortedError, HandlerTimeoutError); another reason would be wrapped, not passed on as is.
+ */
+export function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new DispatchAbortedError(reason);
+}
+
+/**
  * A handler called the Bot API after its dispatch was already decided (it kept running after a
  * timeout or abort). The call is refused so that a late reply cannot leave after the retry began.
  */

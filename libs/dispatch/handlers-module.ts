@@ -64,12 +64,21 @@ type Loose = Record<string, unknown>;
 const isMiddlewareObj = (v: unknown): v is { middleware: () => unknown } =>
   !!v && typeof v === 'object' && typeof (v as Loose).middleware === 'function';
 
-function asRegister(fn: Function, shape: string): BotHandlers {
+/** `fn`: a function (the caller checked), called as a register function. */
+function asRegister(fn: unknown, shape: string): BotHandlers {
   return { shape, install: async (bot, dispatch) => void (await (fn as RegisterHandlers)(bot, dispatch)) };
 }
 
 function asMiddleware(mw: unknown, shape: string): BotHandlers {
-  return { shape, install: async (bot) => void bot.use(mw as Middleware<DispatchContext>) };
+  // a promise, as install's callers expect: bot.use throwing rejects it (they keep the rejection)
+  return {
+    shape,
+    install: (bot) =>
+      new Promise((resolve) => {
+        bot.use(mw as Middleware<DispatchContext>);
+        resolve();
+      }),
+  };
 }
 
 /** Reduces a loaded module to `BotHandlers`, or throws a `ConfigError` naming BOT_HANDLERS. */

@@ -50,7 +50,7 @@ export interface Handled {
   /** The error an error handler accepted (via === 'error_handler'). */
   handledError?: ErrorInfo;
   durationMs: number;
-  commit(client: PoolClient): Promise<void>;
+  commit: (client: PoolClient) => Promise<void>;
 }
 
 /** The update is not handled: retry it with backoff (or fail it when the budget is spent). */

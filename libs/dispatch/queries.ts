@@ -44,7 +44,7 @@ export async function inboxClaim(
   db: Queryable,
   args: { botId: string; limit: number; workerId: string; now: Date | null; ordered: boolean; queue: string },
 ): Promise<{ rows: InboxClaimedRow[]; activated: number }> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<InboxClaimedRow & { activatedJobs?: number }>(
     `with picked as (
        select i.id from relay.inbox i
         where ${waiting(5, 4)}
@@ -69,12 +69,12 @@ export async function inboxClaim(
   );
   const activated = rows.length ? Number(rows[0].activatedJobs) : 0;
   for (const r of rows) delete r.activatedJobs;
-  return { rows: rows as InboxClaimedRow[], activated };
+  return { rows, activated };
 }
 
 /** Milliseconds until the earliest claimable row is due (0 when overdue), or null when none is waiting. */
 export async function inboxNextDueInMs(db: Queryable, args: { botId: string; now: Date | null; ordered: boolean }): Promise<number | null> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ ms: number | null }>(
     `select case when min(i.next_attempt_at) is null then null
                 else greatest(0, extract(epoch from (min(i.next_attempt_at) - ${now(2)})) * 1000)::float8 end as ms
        from relay.inbox i
@@ -110,7 +110,7 @@ export interface InboxSettledRow {
 /** Applies outcomes, fenced by claim id (a row re-claimed or recovered since is left alone). */
 export async function inboxSettle(db: Queryable, items: InboxSettlement[], at: Date | null): Promise<InboxSettledRow[]> {
   if (items.length === 0) return [];
-  const { rows } = await db.query(
+  const { rows } = await db.query<InboxSettledRow>(
     `update relay.inbox t
         set state = case x.state when 'delivered' then 'handled' else x.state end,
             next_attempt_at = case when x.state = 'pending' then ${now(2)} + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
@@ -132,7 +132,7 @@ export async function inboxSettle(db: Queryable, items: InboxSettlement[], at: D
       at,
     ],
   );
-  return rows as InboxSettledRow[];
+  return rows;
 }
 
 /**
@@ -157,14 +157,14 @@ export async function inboxDeferFollowers(db: Queryable, headIds: string[]): Pro
 /** Refreshes heartbeats; returns the claim ids still held. */
 export async function inboxHeartbeat(db: Queryable, claims: { id: string; claimId: string }[], at: Date | null): Promise<string[]> {
   if (claims.length === 0) return [];
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ claimId: string }>(
     `update relay.inbox t set heartbeat_at = ${now(3)}
        from unnest($1::bigint[], $2::uuid[]) as v(id, claim_id)
       where t.id = v.id and t.claim_id = v.claim_id and t.state = 'pending'
      returning v.claim_id::text as "claimId"`,
     [claims.map((c) => c.id), claims.map((c) => c.claimId), at],
   );
-  return rows.map((r) => r.claimId as string);
+  return rows.map((r) => r.claimId);
 }
 
 export interface InboxRecoveredRow {
@@ -188,7 +188,7 @@ export async function inboxRecoverStale(
   db: Queryable,
   args: { staleMs: number; now: Date | null; limit: number; maxAttempts: number },
 ): Promise<InboxRecoveredRow[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<InboxRecoveredRow>(
     `with stale as (
        select id, worker_id, started_at, heartbeat_at from relay.inbox
         where state = 'pending' and claim_id is not null
@@ -211,13 +211,13 @@ export async function inboxRecoverStale(
                t.next_attempt_at as "nextAttemptAt"`,
     [args.now, args.staleMs, args.limit, args.maxAttempts],
   );
-  return rows as InboxRecoveredRow[];
+  return rows;
 }
 
 /** Gives unfinished claims back (shutdown): unclaimed, due now, the interrupted attempt not counted. */
 export async function inboxRelease(db: Queryable, claims: { id: string; claimId: string }[], at: Date | null): Promise<InboxSettledRow[]> {
   if (claims.length === 0) return [];
-  const { rows } = await db.query(
+  const { rows } = await db.query<InboxSettledRow>(
     `update relay.inbox t
         set attempts = greatest(t.attempts - 1, 0), next_attempt_at = ${now(3)},
             last_error = 'released unfinished at worker shutdown', claim_id = null, heartbeat_at = null, updated_at = now()
@@ -227,5 +227,5 @@ export async function inboxRelease(db: Queryable, claims: { id: string; claimId:
                t.next_attempt_at as "nextAttemptAt", false as "hasFollowers"`,
     [claims.map((c) => c.id), claims.map((c) => c.claimId), at],
   );
-  return rows as InboxSettledRow[];
+  return rows;
 }

@@ -61,7 +61,7 @@ export function createDirectReplySink(): ReplySink {
           }
           return direct(method, payload, { signal });
         },
-        commit: async () => undefined,
+        commit: () => Promise.resolve(),
       };
     },
   };

@@ -10,7 +10,7 @@ import type { Update, UserFromGetMe } from 'telegraf/types';
 import type { Logger } from '../observability/logger';
 import { DispatchContext, dispatchStorage, routeTelegram, type DispatchState } from './context';
 import { ErrorHandlerRegistry } from './error-handlers';
-import { DispatchAbortedError, HandlerTimeoutError, InvalidReplyError, TelegrafRefusedError } from './errors';
+import { abortReason, DispatchAbortedError, HandlerTimeoutError, InvalidReplyError, TelegrafRefusedError } from './errors';
 import type { BotHandlers, DispatchApi, DispatchBot } from './handlers-module';
 import { errorInfo, type DispatchOutcome, type Retry } from './outcome';
 import type { ReplySink } from './reply-sink';
@@ -189,7 +189,7 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
     let timer: NodeJS.Timeout | undefined;
     let abortedBy: 'timeout' | 'outside' | undefined;
     const stopped = new Promise<never>((_, reject) => {
-      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+      controller.signal.addEventListener('abort', () => reject(abortReason(controller.signal)), { once: true });
     });
     const onOuterAbort = () => {
       abortedBy ??= 'outside';
@@ -215,7 +215,7 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
       return { kind: 'handled', via: 'handler', durationMs: elapsed(), commit: (c) => session.commit(c) };
     } catch (err) {
       state.settled = true;
-      const error = abortedBy && controller.signal.aborted ? controller.signal.reason : err;
+      const error: unknown = abortedBy && controller.signal.aborted ? controller.signal.reason : err;
       return retry(error, {
         timedOut: abortedBy === 'timeout',
         aborted: abortedBy === 'outside',
@@ -291,20 +291,25 @@ function fromTelegraf(err: unknown): unknown {
   return err;
 }
 
+/** `o.key` when `o` is an object, else undefined (what `o?.key` gives for the values JSON has). */
+const field = (o: unknown, key: string): unknown => (typeof o === 'object' && o !== null ? (o as Record<string, unknown>)[key] : undefined);
+/** `o?.chat?.id` */
+const chatIdIn = (o: unknown): unknown => field(field(o, 'chat'), 'id');
+
 /** The chat an update belongs to (message-like updates and callback queries), as text. */
 export function chatIdOf(update: unknown): string | null {
-  const u = update as Record<string, any>;
+  const u = (key: string) => field(update, key);
   const carrier =
-    u.message ?? u.edited_message ?? u.channel_post ?? u.edited_channel_post ?? u.business_message ?? u.edited_business_message;
+    u('message') ?? u('edited_message') ?? u('channel_post') ?? u('edited_channel_post') ?? u('business_message') ?? u('edited_business_message');
   const id =
-    carrier?.chat?.id ??
-    u.callback_query?.message?.chat?.id ??
-    u.my_chat_member?.chat?.id ??
-    u.chat_member?.chat?.id ??
-    u.chat_join_request?.chat?.id ??
-    u.message_reaction?.chat?.id ??
-    u.message_reaction_count?.chat?.id ??
-    u.chat_boost?.chat?.id ??
-    u.removed_chat_boost?.chat?.id;
+    chatIdIn(carrier) ??
+    chatIdIn(field(u('callback_query'), 'message')) ??
+    chatIdIn(u('my_chat_member')) ??
+    chatIdIn(u('chat_member')) ??
+    chatIdIn(u('chat_join_request')) ??
+    chatIdIn(u('message_reaction')) ??
+    chatIdIn(u('message_reaction_count')) ??
+    chatIdIn(u('chat_boost')) ??
+    chatIdIn(u('removed_chat_boost'));
   return typeof id === 'number' || typeof id === 'string' ? String(id) : null;
 }

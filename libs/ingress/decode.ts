@@ -30,7 +30,7 @@ export interface DecodedUpdate {
   /** The user who caused it, if any. */
   fromId: number | null;
   /** The Message object for message kinds (captures are built from it). */
-  message: Record<string, any> | null;
+  message: Record<string, unknown> | null;
 }
 
 export interface DecodeFailure {

@@ -18,7 +18,7 @@ import type PgBoss from 'pg-boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { storableText } from '../db/storable-json';
-import { BotApiClient, TelegramApiError, TelegramNetworkError } from '../telegram';
+import { BotApiClient, ResponseParameters, TelegramApiError, TelegramNetworkError } from '../telegram';
 import { BackoffPolicy, backoffDelay, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT, sleep } from './backoff';
 import { Episodes } from './episodes';
 import { LeaseLostError } from './errors';
@@ -192,7 +192,7 @@ export function createPoller(opts: PollerOptions): Poller {
 
   async function acquire(): Promise<void> {
     state = 'standby';
-    let got: { generation: number; nextOffset: number } | null = null;
+    let got: { generation: number; nextOffset: number } | null;
     try {
       got = await lease.tryAcquire();
       episodes.recover('lease-db', 'database reachable again');
@@ -366,13 +366,25 @@ export function createPoller(opts: PollerOptions): Poller {
       endTelegramEpisodes();
     }
     if (scanned.kind === 'not_ok') {
-      let env: any;
+      let env: unknown;
       try {
         env = JSON.parse(scanned.body);
       } catch {
         env = {};
       }
-      await handleTelegramError(new TelegramApiError('getUpdates', { errorCode: Number(env?.error_code) || 500, description: String(env?.description ?? 'ok is not true'), parameters: env?.parameters }), fence);
+      // the envelope's fields are the server's: read as unknown and narrowed
+      const e: { error_code?: unknown; description?: unknown; parameters?: unknown } = typeof env === 'object' && env !== null ? env : {};
+      const d = e.description ?? 'ok is not true';
+      const parameters = typeof e.parameters === 'object' && e.parameters !== null ? (e.parameters as ResponseParameters) : undefined;
+      await handleTelegramError(
+        new TelegramApiError('getUpdates', {
+          errorCode: Number(e.error_code) || 500,
+          // a description that is not a JSON primitive (never Telegram's) is not stringified: '[object Object]' says nothing
+          description: typeof d === 'string' || typeof d === 'number' || typeof d === 'boolean' ? String(d) : 'ok is not true',
+          parameters,
+        }),
+        fence,
+      );
       return;
     }
     const plan = planBatch(scanned.items, { policy: opts.decodePolicy, offset: requested, transport: 'polling' });

@@ -11,6 +11,9 @@ export interface Fence {
   generation: number;
 }
 
+/** bigint columns come back from pg as text. */
+type BigintText = string;
+
 export async function cursorEnsure(q: Queryable, botId: string): Promise<void> {
   await q.query('insert into relay.cursor (bot_id) values ($1) on conflict (bot_id) do nothing', [botId]);
 }
@@ -25,7 +28,7 @@ export async function cursorEnsure(q: Queryable, botId: string): Promise<void> {
 export async function cursorAcquire(q: Queryable, botId: string, owner: string, ttlMs: number): Promise<{ generation: number; nextOffset: number } | null> {
   // The takeover and its audit row are one statement: nobody can see the new owner without its
   // `lease_acquired` row (and an audit row is never lost to a failure between two statements).
-  const { rows } = await q.query(
+  const { rows } = await q.query<{ lease_generation: BigintText; next_offset: BigintText }>(
     `with acquired as (
        update relay.cursor
           set lease_owner = $2, lease_generation = lease_generation + 1,
@@ -48,7 +51,7 @@ export async function cursorAcquire(q: Queryable, botId: string, owner: string, 
 
 /** Who holds the lease and for how much longer (ms, by the database clock; ≤ 0 means expired). */
 export async function cursorLeaseState(q: Queryable, botId: string): Promise<{ owner: string | null; generation: number; remainingMs: number | null } | null> {
-  const { rows } = await q.query(
+  const { rows } = await q.query<{ lease_owner: string | null; lease_generation: BigintText; remaining_ms: number | null }>(
     `select lease_owner, lease_generation,
             (extract(epoch from (lease_expires_at - clock_timestamp())) * 1000)::float8 as remaining_ms
        from relay.cursor where bot_id = $1`,
@@ -71,7 +74,7 @@ export async function cursorRenew(q: Queryable, botId: string, fence: Fence, ttl
 
 /** Gives the lease up (graceful stop) so a standby takes over at once. */
 export async function cursorRelease(q: Queryable, botId: string, fence: Fence): Promise<boolean> {
-  const { rows } = await q.query(
+  const { rows } = await q.query<{ n: number }>(
     `with released as (
        update relay.cursor set lease_owner = null, lease_expires_at = clock_timestamp(), updated_at = clock_timestamp()
         where bot_id = $1 and lease_owner = $2 and lease_generation = $3
@@ -180,7 +183,7 @@ export async function inboxInsertBatch(
   rows: InboxRowInput[],
 ): Promise<Array<{ id: string; updateId: number; jobId: string | null }>> {
   if (rows.length === 0) return [];
-  const res = await client.query({
+  const res = await client.query<{ id: BigintText; update_id: BigintText; job_id: string | null }>({
     name: 'relay_inbox_insert_batch',
     text: INBOX_INSERT,
     values: [
@@ -215,7 +218,7 @@ export interface QuarantineInput {
  */
 export async function quarantineInsertBatch(q: Queryable, botId: string, fence: Fence, items: QuarantineInput[], transport: IngressTransport): Promise<number> {
   if (items.length === 0) return 0;
-  const { rows } = await q.query(
+  const { rows } = await q.query<{ n: number }>(
     `with q as (
        insert into relay.quarantine (bot_id, update_id, raw, sha256, error, json_path, generation, transport)
        select $1, u.update_id, decode(u.raw_b64, 'base64'), u.sha256, u.error, u.json_path, $3, $9
@@ -241,7 +244,7 @@ export async function quarantineInsertBatch(q: Queryable, botId: string, fence: 
       transport,
     ],
   );
-  return rows[0].n as number;
+  return rows[0].n;
 }
 
 /** One audit row about the cursor (lease acquired/lost/released, halted). */
@@ -270,8 +273,25 @@ export interface CursorRow {
   dbNow: Date;
 }
 
+/** relay.cursor as cursorRead selects it. */
+interface CursorDbRow {
+  bot_id: string;
+  next_offset: BigintText;
+  lease_owner: string | null;
+  lease_generation: BigintText;
+  lease_expires_at: Date | null;
+  progress_generation: BigintText | null;
+  progress_at: Date | null;
+  halted_reason: string | null;
+  halted_at: Date | null;
+  poll_error: string | null;
+  poll_error_kind: PollErrorKind | null;
+  poll_error_at: Date | null;
+  db_now: Date;
+}
+
 export async function cursorRead(q: Queryable, botId: string): Promise<CursorRow | null> {
-  const { rows } = await q.query(
+  const { rows } = await q.query<CursorDbRow>(
     `select bot_id, next_offset, lease_owner, lease_generation, lease_expires_at, progress_generation, progress_at,
             halted_reason, halted_at, poll_error, poll_error_kind, poll_error_at, clock_timestamp() as db_now
        from relay.cursor where bot_id = $1`,

@@ -85,7 +85,12 @@ async function waitForSchema(pool: ReturnType<typeof createPool>, logger: Logger
   return false;
 }
 
-export async function startIngress(opts: { config: IngressConfig; databaseUrl: string; logger: Logger; owner?: string }): Promise<IngressRuntime> {
+export function startIngress(opts: { config: IngressConfig; databaseUrl: string; logger: Logger; owner?: string }): Promise<IngressRuntime> {
+  // a configuration the checks refuse rejects the promise (callers await it), it does not throw
+  return new Promise((resolve) => resolve(createIngress(opts)));
+}
+
+function createIngress(opts: { config: IngressConfig; databaseUrl: string; logger: Logger; owner?: string }): IngressRuntime {
   const { config } = opts;
   checkIngressConfig(config);
   const token = config.TELEGRAM_BOT_TOKEN as string;
@@ -106,7 +111,7 @@ export async function startIngress(opts: { config: IngressConfig; databaseUrl: s
     await pool.end().catch(() => undefined);
   };
 
-  let stopComponent: () => Promise<void> = async () => undefined;
+  let stopComponent: () => Promise<void> = () => Promise.resolve();
   let webhookAddress: () => string | null = () => null;
   let resolveDone!: (e: IngressExit) => void;
   const done = new Promise<IngressExit>((r) => (resolveDone = r));

@@ -117,7 +117,11 @@ export function secretMatches(provided: unknown, expected: string): boolean {
   return crypto.timingSafeEqual(digest(provided), digest(expected));
 }
 
-export const webhookPlugin: FastifyPluginAsync<WebhookPluginOptions> = async (app: FastifyInstance, opts) => {
+// A promise, as an async plugin's: a registration that throws rejects it (avvio does not catch a synchronous throw).
+export const webhookPlugin: FastifyPluginAsync<WebhookPluginOptions> = (app: FastifyInstance, opts) =>
+  new Promise((resolve) => resolve(registerWebhookRoute(app, opts)));
+
+function registerWebhookRoute(app: FastifyInstance, opts: WebhookPluginOptions): void {
   const bodyLimit = opts.bodyLimit ?? WEBHOOK_BODY_LIMIT_BYTES;
   // Encapsulated: only routes of this plugin read JSON as text.
   if (app.hasContentTypeParser('application/json')) app.removeContentTypeParser('application/json');
@@ -132,4 +136,4 @@ export const webhookPlugin: FastifyPluginAsync<WebhookPluginOptions> = async (ap
     if (answer.headers) reply.headers(answer.headers);
     return reply.code(answer.status).send(answer.body);
   });
-};
+}

@@ -310,7 +310,8 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
       for (const m of buffer.splice(0)) m.nak();
       iter = undefined;
     }
-    if (endError && !stopping) throw endError;
+    // Boolean(): the same truthiness test, without narrowing what the iterator threw (rethrown as is) to `{}`
+    if (Boolean(endError) && !stopping) throw endError;
   }
 
   async function run(): Promise<void> {

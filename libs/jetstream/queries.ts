@@ -60,8 +60,8 @@ export async function jetstreamConflictAudit(db: Queryable, rows: { outboundId: 
 /** publisher_kind of existing rows (to tell a same-payload republish from one with another kind). */
 export async function outboundPublisherKinds(db: Queryable, ids: string[]): Promise<Map<string, string | null>> {
   if (ids.length === 0) return new Map();
-  const { rows } = await db.query('select id::text as id, publisher_kind from relay.outbound where id = any($1::bigint[])', [ids]);
-  return new Map(rows.map((r) => [r.id as string, (r.publisher_kind as string | null) ?? null]));
+  const { rows } = await db.query<{ id: string; publisher_kind: string | null }>('select id::text as id, publisher_kind from relay.outbound where id = any($1::bigint[])', [ids]);
+  return new Map(rows.map((r) => [r.id, r.publisher_kind ?? null]));
 }
 
 /** Sets publisher_kind on rows just created by the bridge. */
@@ -108,12 +108,35 @@ export async function jetstreamAlertCursorInit(db: Queryable, subject: string): 
   );
 }
 
+/** An alert as jetstreamAlertClaim selects it; the f_ columns are the failed message's (left join: all null without one). */
+type AlertDbRow = {
+  id: string;
+  msg_id: string;
+  bot_id: string;
+  chat_id: string;
+  text: string;
+  created_at: Date;
+} & (
+  | {
+      f_id: string;
+      f_msg_id: string;
+      f_chat_id: string;
+      f_target: string;
+      f_pkind: string | null;
+      f_attempts: number;
+      f_status: number | null;
+      f_reason: string | null;
+      f_at: Date;
+    }
+  | { f_id: null; f_msg_id: null; f_chat_id: null; f_target: null; f_pkind: null; f_attempts: null; f_status: null; f_reason: null; f_at: null }
+);
+
 export async function jetstreamAlertClaim(db: Queryable, subject: string, limit: number): Promise<{ after: string; alerts: AlertToPublish[] } | null> {
   await jetstreamAlertCursorInit(db, subject);
-  const cur = await db.query('select last_outbound_id::text as last from relay.jetstream_alert_cursor where subject = $1 for update skip locked', [subject]);
+  const cur = await db.query<{ last: string }>('select last_outbound_id::text as last from relay.jetstream_alert_cursor where subject = $1 for update skip locked', [subject]);
   if (cur.rows.length === 0) return null;
-  const after = cur.rows[0].last as string;
-  const { rows } = await db.query(
+  const after = cur.rows[0].last;
+  const { rows } = await db.query<AlertDbRow>(
     `select a.id::text as id, a.msg_id, a.bot_id, a.chat_id, a.text, a.created_at,
             f.id::text as f_id, f.msg_id as f_msg_id, f.chat_id as f_chat_id, f.target_chat_id as f_target, f.publisher_kind as f_pkind,
             f.attempts as f_attempts, f.last_status as f_status, coalesce(f.failed_reason, f.last_error) as f_reason, f.updated_at as f_at

@@ -63,7 +63,7 @@ export async function startJetStreamRuntime(opts: { config: Config; databaseUrl:
       boss,
       logger,
     });
-    health = await startHealthServer({ host: config.JETSTREAM_HEALTH_HOST, port: config.JETSTREAM_HEALTH_PORT, health: bridge.health, stats: () => bridge.stats });
+    health = await startHealthServer({ host: config.JETSTREAM_HEALTH_HOST, port: config.JETSTREAM_HEALTH_PORT, health: () => bridge.health(), stats: () => bridge.stats });
     await bridge.start();
     logger.info(
       { healthPort: health.port, stream: config.NATS_STREAM, subject: config.NATS_SUBJECT, consumer: config.NATS_CONSUMER, batch: config.NATS_BATCH, alerts: config.META_ALERT_ON_DROP },

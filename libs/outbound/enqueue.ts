@@ -44,7 +44,7 @@ export interface EnqueuedOutbound {
 /** Enqueues one message in the caller's transaction. See the module comment. */
 export async function enqueueOutbound(client: PoolClient, boss: PgBoss, msg: OutboundMessageInput, opts: EnqueueOptions = {}): Promise<EnqueuedOutbound> {
   const [r] = await enqueueOutboundBatch(client, boss, [msg], opts);
-  return r as EnqueuedOutbound;
+  return r;
 }
 
 /**

@@ -40,12 +40,12 @@ export const SQLSTATE_OUTBOUND_CONFLICT = 'TR409';
 export function fromSqlError(err: unknown, msgId?: string): unknown {
   const e = err as { code?: unknown; message?: unknown; detail?: unknown };
   if (e?.code === SQLSTATE_OUTBOUND_INVALID) {
-    const text = String(e.message ?? '').replace(/^RELAY_OUTBOUND_INVALID:\s*/, '');
+    const text = (typeof e.message === 'string' ? e.message : '').replace(/^RELAY_OUTBOUND_INVALID:\s*/, '');
     const field = /^([a-z_]+) /.exec(text)?.[1] ?? 'message';
     return new OutboundValidationError([{ field, problem: text }], { cause: err });
   }
   if (e?.code === SQLSTATE_OUTBOUND_CONFLICT) {
-    const m = /existing outbound id (\d+), state (\w+)/.exec(String(e.detail ?? ''));
+    const m = /existing outbound id (\d+), state (\w+)/.exec(typeof e.detail === 'string' ? e.detail : '');
     return new OutboundConflictError(msgId ?? '?', { id: m?.[1] ?? '?', state: m?.[2] ?? '?' }, { cause: err });
   }
   return err;

@@ -175,7 +175,7 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   const problems: OutboundProblem[] = [];
   const bad = (field: string, problem: string) => problems.push({ field, problem });
   if (!isPlainObject(input)) throw new OutboundValidationError([{ field: 'message', problem: 'must be an object' }]);
-  const m = input as Record<string, unknown>;
+  const m = input;
 
   const msgId = m.msg_id;
   if (typeof msgId !== 'string' || charLength(msgId) < 1 || charLength(msgId) > OUTBOUND_MSG_ID_MAX) {
@@ -227,8 +227,10 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   }
 
   let botId: string | null = null;
-  if (m.bot_id !== undefined && m.bot_id !== null && m.bot_id !== '') {
-    const b = String(m.bot_id).trim();
+  const bi = m.bot_id;
+  if (bi !== undefined && bi !== null && bi !== '') {
+    // a number is taken as its digits; an object or array is never a bot id
+    const b = typeof bi === 'string' || typeof bi === 'number' || typeof bi === 'bigint' || typeof bi === 'boolean' ? String(bi).trim() : '';
     if (!/^\d{1,20}$/.test(b)) bad('bot_id', 'must be the numeric bot id (the part of the token before ":")');
     else botId = b;
   }

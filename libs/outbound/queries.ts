@@ -5,6 +5,7 @@
 import type { Queryable } from '../db/pool';
 import { ACTIVATE_SQL } from '../queue/queries';
 import type { OutboundMessage, OutboundState } from './message';
+import type { OutboundRow } from './send-message';
 
 export interface UpsertedRow {
   id: string;
@@ -43,7 +44,7 @@ export async function outboundUpsertMany(
     max_attempts: m.maxAttempts,
     job_id: jobId,
   }));
-  const { rows } = await db.query(
+  const { rows } = await db.query<UpsertedRow>(
     `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
        from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
               disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
@@ -53,7 +54,7 @@ export async function outboundUpsertMany(
       order by x.n`,
     [JSON.stringify(items), defaultChatId],
   );
-  return rows as UpsertedRow[];
+  return rows;
 }
 
 /** Registers this deployment's bot and default chat for callers of relay.enqueue_outbound that omit them. */
@@ -69,7 +70,8 @@ export async function outboundSettingsSave(db: Queryable, s: { botId: string; de
 /** Alerts (kind=alert, msg_id alert:<msg_id>) for those of `ids` that are failed and not alerts themselves. */
 export async function outboundRaiseAlerts(db: Queryable, ids: string[], opsChatId: string | null): Promise<string[]> {
   if (ids.length === 0) return [];
-  const { rows } = await db.query('select relay.outbound_raise_alerts($1::bigint[], $2) as id', [ids, opsChatId]);
+  // bigint ids: pg returns them as text
+  const { rows } = await db.query<{ id: string }>('select relay.outbound_raise_alerts($1::bigint[], $2) as id', [ids, opsChatId]);
   return rows.map((r) => String(r.id));
 }
 
@@ -83,7 +85,7 @@ export async function outboundRateReserve(
   db: Queryable,
   a: { botId: string; chatId: string; intervalMs: number; burst: number; horizonMs: number },
 ): Promise<Reservation> {
-  const { rows } = await db.query('select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5)', [
+  const { rows } = await db.query<{ reserved: boolean | null; wait_ms: number | null }>('select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5)', [
     a.botId,
     a.chatId,
     a.intervalMs,
@@ -109,7 +111,7 @@ export async function outboundRateChargeChat(
 
 /** Returns true when the 429 was taken as bot-level (the whole bot was pushed back). */
 export async function outboundRatePenalize(db: Queryable, a: { botId: string; chatId: string; retryAfterMs: number; botToleranceMs: number }): Promise<boolean> {
-  const { rows } = await db.query('select relay.outbound_rate_penalize($1, $2, $3, $4) as bot_level', [a.botId, a.chatId, a.retryAfterMs, a.botToleranceMs]);
+  const { rows } = await db.query<{ bot_level: boolean | null }>('select relay.outbound_rate_penalize($1, $2, $3, $4) as bot_level', [a.botId, a.chatId, a.retryAfterMs, a.botToleranceMs]);
   return rows[0].bot_level === true;
 }
 
@@ -141,6 +143,9 @@ function claimable(b: number, rate: number | null): string {
                       where b.bot_id = $${b} and b.tat > clock_timestamp() + $${rate} * interval '1 millisecond')`;
 }
 
+/** A row outboundClaimHeads returns: the whole relay.outbound row (id as text) under its new claim. */
+export type OutboundClaimedRow = OutboundRow & { job_id: string | null; claim_id: string };
+
 /**
  * Claims up to `limit` due chat heads of the bot, oldest message first (outbound_pending_bot_id_idx)
  * → delivering under fresh claim
@@ -149,8 +154,8 @@ function claimable(b: number, rate: number | null): string {
 export async function outboundClaimHeads(
   db: Queryable,
   a: { botId: string; limit: number; workerId: string; now: Date | null; queue: string; rateLimited: boolean; horizonMs: number },
-): Promise<{ rows: Record<string, any>[]; activated: number }> {
-  const { rows } = await db.query(
+): Promise<{ rows: OutboundClaimedRow[]; activated: number }> {
+  const { rows } = await db.query<OutboundClaimedRow & { activatedJobs?: number }>(
     `with picked as (
        select o.id from relay.outbound o
         where ${claimable(4, a.rateLimited ? 6 : null)} and o.next_attempt_at <= ${NOW(3)}
@@ -187,7 +192,7 @@ export async function outboundNextDueInMs(db: Queryable, a: { botId: string; now
     ? `greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'),
                 coalesce((select b.tat - $3 * interval '1 millisecond' from relay.outbound_bot_rate b where b.bot_id = $1), '-infinity'))`
     : 'h.next_attempt_at';
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ ms: number | null }>(
     `with recursive heads as (
        (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
          where o.bot_id = $1 and o.state in ('pending', 'delivering') order by o.target_chat_id, o.id limit 1)
@@ -236,20 +241,20 @@ export async function outboundRetarget(db: Queryable, a: { id: string; fromChatI
 /** at_most_once rows a stale sweep just put back to pending: their dead worker may have sent them. */
 export async function outboundFailStaleAtMostOnce(db: Queryable, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ id: string }>(
     `update relay.outbound set state = 'failed', failed_reason = 'ambiguous',
             last_error = 'the worker stopped during an at_most_once attempt: the message may have been sent', updated_at = now()
       where id = any($1::bigint[]) and delivery = 'at_most_once' and state = 'pending'
      returning id::text as id`,
     [ids],
   );
-  return rows.map((r) => r.id as string);
+  return rows.map((r) => r.id);
 }
 
 /** Chats (bot, target) with a pending row after the given rows: a settled head unblocks them. */
 export async function outboundHasSuccessors(db: Queryable, ids: string[]): Promise<boolean> {
   if (ids.length === 0) return false;
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ yes: boolean }>(
     `select exists (select 1 from relay.outbound h join relay.outbound n
                       on n.bot_id = h.bot_id and n.target_chat_id = h.target_chat_id and n.state = 'pending' and n.id > h.id
                      where h.id = any($1::bigint[])) as yes`,
@@ -260,6 +265,6 @@ export async function outboundHasSuccessors(db: Queryable, ids: string[]): Promi
 
 /** How many 429 answers a message got (its audit rows), for OUTBOUND_MAX_429. */
 export async function outboundCount429(db: Queryable, id: string | number): Promise<number> {
-  const { rows } = await db.query(`select count(*)::int as n from relay.attempts where subject = 'outbound' and subject_id = $1 and http_status = 429`, [id]);
-  return rows[0].n as number;
+  const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from relay.attempts where subject = 'outbound' and subject_id = $1 and http_status = 429`, [id]);
+  return rows[0].n;
 }

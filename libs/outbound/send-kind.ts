@@ -97,7 +97,7 @@ export function createOutboundClaimStore(opts: {
           claimId: row.claim_id,
           attempt: Number(row.attempts),
           maxAttempts: row.max_attempts ?? null,
-          row: row as OutboundRow,
+          row,
         }),
       );
     },

@@ -141,7 +141,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
         error: shortError(err),
         details: { refusedOutcome: f.outcome.label ?? f.decision.auditOutcome, ...(f.outcome.errorCode ? { refusedErrorCode: f.outcome.errorCode } : {}) },
       });
-      return { ...f, outcome, decision: decideSettlement(f.job as ClaimedJob<unknown>, outcome, config.retry, deps.random) };
+      return { ...f, outcome, decision: decideSettlement(f.job, outcome, config.retry, deps.random) };
     },
   });
 
@@ -227,7 +227,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
       }
       if (h.phase === 'released') return; // given back at shutdown; its outcome is not ours to write
       h.phase = 'settling';
-      const decision = decideSettlement(job as ClaimedJob<unknown>, outcome, config.retry, deps.random);
+      const decision = decideSettlement(job, outcome, config.retry, deps.random);
       const durationMs = Math.round(performance.now() - t0);
       await writer.submit({ job, outcome, decision, startedAt, finishedAt: jsNow(clock), durationMs });
       held.delete(job.claimId);

@@ -6,7 +6,7 @@ import { claimTable, tableClaim, tableHeartbeat, tableNextDueInMs, tableRecoverS
  * The ClaimStore of a table with the standard claim columns (relay.captures, relay.outbound).
  * A kind with other needs (per-chat order, rate limits) can wrap it and replace `claim`.
  */
-export function createClaimTableStore<Row extends Record<string, any>>(opts: {
+export function createClaimTableStore<Row extends object>(opts: {
   subject: AttemptSubject;
   schema?: string;
   table: string;

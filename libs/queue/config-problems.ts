@@ -31,13 +31,30 @@ export interface ConfigProblemRow extends ConfigProblem {
   alertId: string | null;
 }
 
+/** A row of relay.config_problems as configProblemsList selects it. */
+interface ConfigProblemDbRow {
+  component: ConfigComponent;
+  bot_id: string;
+  code: string;
+  status: number | null;
+  reason: string;
+  since: Date;
+  last_seen_at: Date;
+  /** bigint, as text. */
+  occurrences: string;
+  worker_id: string | null;
+  /** bigint, as text. */
+  alert_id: string | null;
+}
+
 /** Records one occurrence; a new episode may raise its alert (see sql/0008). */
 export async function configProblemRecord(
   db: Queryable,
   p: ConfigProblem,
   opts: { workerId?: string | null; opsChatId?: string | null } = {},
 ): Promise<{ newEpisode: boolean; alertId: string | null }> {
-  const { rows } = await db.query('select new_episode, alert_id from relay.config_problem_record($1, $2, $3, $4, $5, $6, $7)', [
+  // alert_id is a bigint: pg returns it as text
+  const { rows } = await db.query<{ new_episode: boolean | null; alert_id: string | null }>('select new_episode, alert_id from relay.config_problem_record($1, $2, $3, $4, $5, $6, $7)', [
     p.component,
     p.botId,
     safeText(p.code, 40),
@@ -56,7 +73,7 @@ export async function configProblemClear(db: Queryable, component: ConfigCompone
 }
 
 export async function configProblemsList(db: Queryable): Promise<ConfigProblemRow[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<ConfigProblemDbRow>(
     `select component, bot_id, code, status, reason, since, last_seen_at, occurrences, worker_id, alert_id::text as alert_id
        from relay.config_problems order by since`,
   );

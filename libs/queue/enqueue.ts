@@ -32,7 +32,7 @@ export async function enqueueJobs(client: PoolClient, boss: PgBoss, queue: Queue
   let inserted = 0;
   const counting = {
     executeSql: async (text: string, values?: unknown[]) => {
-      const r = (await db.executeSql(text, values)) as { rows: any[]; rowCount?: number | null };
+      const r = (await db.executeSql(text, values)) as { rows: unknown[]; rowCount?: number | null };
       inserted = r.rowCount ?? 0;
       return r;
     },

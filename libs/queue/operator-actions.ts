@@ -75,7 +75,7 @@ export async function cancelPending(
   );
   const moved = byId(rows as OperatorMovedRow[]);
   const jobIds = moved.map((r) => r.jobId).filter((j): j is string => !!j);
-  if (jobIds.length) await boss.cancel(opts.queue, jobIds, { db: bossDb(db) } as PgBoss.ConnectionOptions);
+  if (jobIds.length) await boss.cancel(opts.queue, jobIds, { db: bossDb(db) });
   // a cancelled head of a chat (outbound FIFO) lets the chat's next message go: wake the workers
   if (moved.length) await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, opts.queue]);
   return moved;

@@ -31,6 +31,19 @@ export function claimTable(schema: string, table: string, keyColumn: string): Cl
 const NOW = 'coalesce($NOW::timestamptz, now())';
 const now = (n: number) => NOW.replace('$NOW', `$${n}`);
 
+/** A row `tableClaim` returns: the standard claim columns, then the kind's extra columns. */
+export interface ClaimedTableRow {
+  /** bigint, as text. */
+  id: string;
+  /** The table's business key column (capture_key, msg_id…). */
+  claimKey: string;
+  job_id: string | null;
+  claim_id: string;
+  attempts: number;
+  max_attempts: number | null;
+  [column: string]: unknown;
+}
+
 /**
  * Claims up to `limit` due pending rows, oldest due first, and activates their pg-boss jobs — one
  * statement, so one round trip and atomic without an explicit transaction. The range scan on the
@@ -42,8 +55,8 @@ export async function tableClaim(
   db: Queryable,
   t: ClaimTable,
   args: { limit: number; workerId: string; now: Date | null; queue: string; columns: string },
-): Promise<{ rows: Record<string, any>[]; activated: number }> {
-  const { rows } = await db.query(
+): Promise<{ rows: ClaimedTableRow[]; activated: number }> {
+  const { rows } = await db.query<ClaimedTableRow & { activatedJobs?: number }>(
     `with picked as (
        select id from ${t.sql}
         where state = 'pending' and next_attempt_at <= ${now(3)}
@@ -64,7 +77,7 @@ export async function tableClaim(
      select claimed.*, (select count(*) from activated)::int as "activatedJobs" from claimed`,
     [args.limit, args.workerId, args.now, args.queue],
   );
-  const activated = rows.length ? rows[0].activatedJobs : 0;
+  const activated = rows.length ? (rows[0].activatedJobs ?? 0) : 0;
   for (const r of rows) delete r.activatedJobs;
   return { rows, activated };
 }
@@ -81,7 +94,7 @@ export const ACTIVATE_SQL = (queueParam: string, idsExpr: string) => `
 
 /** Milliseconds until the earliest pending row is due (0 when overdue), or null when none is pending. */
 export async function tableNextDueInMs(db: Queryable, t: ClaimTable, at: Date | null): Promise<number | null> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ ms: number | null }>(
     `select case when min(next_attempt_at) is null then null
                 else greatest(0, extract(epoch from (min(next_attempt_at) - ${now(1)})) * 1000)::float8 end as ms
        from ${t.sql} where state = 'pending'`,
@@ -94,7 +107,7 @@ export async function tableNextDueInMs(db: Queryable, t: ClaimTable, at: Date | 
 /** Applies outcomes, fenced by claim id: a row re-claimed or recovered since is left untouched. */
 export async function tableSettle(db: Queryable, t: ClaimTable, items: Settlement[], at: Date | null): Promise<SettledRow[]> {
   if (items.length === 0) return [];
-  const { rows } = await db.query(
+  const { rows } = await db.query<SettledRow>(
     `update ${t.sql} t
         set state = x.state,
             next_attempt_at = case when x.state = 'pending' then ${now(2)} + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
@@ -123,20 +136,20 @@ export async function tableSettle(db: Queryable, t: ClaimTable, items: Settlemen
       at,
     ],
   );
-  return rows as SettledRow[];
+  return rows;
 }
 
 /** Refreshes heartbeats; returns the claim ids still held (the others were recovered or settled). */
 export async function tableHeartbeat(db: Queryable, t: ClaimTable, claims: { id: string; claimId: string }[], at: Date | null): Promise<string[]> {
   if (claims.length === 0) return [];
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ claimId: string }>(
     `update ${t.sql} t set heartbeat_at = ${now(3)}
        from unnest($1::bigint[], $2::uuid[]) as v(id, claim_id)
       where t.id = v.id and t.claim_id = v.claim_id and t.state = 'delivering'
      returning v.claim_id::text as "claimId"`,
     [claims.map((c) => c.id), claims.map((c) => c.claimId), at],
   );
-  return rows.map((r) => r.claimId as string);
+  return rows.map((r) => r.claimId);
 }
 
 /**
@@ -149,7 +162,7 @@ export async function tableRecoverStale(
   t: ClaimTable,
   args: { staleMs: number; now: Date | null; limit: number; maxAttempts: number },
 ): Promise<RecoveredRow[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<RecoveredRow>(
     `with stale as (
        select id, worker_id, started_at, heartbeat_at from ${t.sql}
         where state = 'delivering'
@@ -173,13 +186,13 @@ export async function tableRecoverStale(
                t.next_attempt_at as "nextAttemptAt"`,
     [args.now, args.staleMs, args.limit, args.maxAttempts],
   );
-  return rows as RecoveredRow[];
+  return rows;
 }
 
 /** Gives unfinished claims back (shutdown): pending, due now; the interrupted attempt is not counted. */
 export async function tableRelease(db: Queryable, t: ClaimTable, claims: { id: string; claimId: string }[], at: Date | null): Promise<SettledRow[]> {
   if (claims.length === 0) return [];
-  const { rows } = await db.query(
+  const { rows } = await db.query<SettledRow>(
     `update ${t.sql} t
         set state = 'pending', attempts = greatest(t.attempts - 1, 0), next_attempt_at = ${now(3)},
             last_error = 'released unfinished at worker shutdown', claim_id = null, heartbeat_at = null, updated_at = now()
@@ -188,7 +201,7 @@ export async function tableRelease(db: Queryable, t: ClaimTable, claims: { id: s
      returning t.id::text as id, v.claim_id::text as "claimId", t.job_id::text as "jobId", t.state, t.next_attempt_at as "nextAttemptAt"`,
     [claims.map((c) => c.id), claims.map((c) => c.claimId), at],
   );
-  return rows as SettledRow[];
+  return rows;
 }
 
 export interface AttemptRow {

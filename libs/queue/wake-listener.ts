@@ -92,7 +92,7 @@ export function createWakeListener(opts: { url: string; logger: Logger; channel?
       let set = subscribers.get(queue);
       if (!set) subscribers.set(queue, (set = new Set()));
       set.add(fn);
-      return () => set!.delete(fn);
+      return () => set.delete(fn);
     },
     async start() {
       stopped = false;

@@ -31,7 +31,7 @@ export function createWorker(opts: {
   logger: Logger;
   /** For the dedicated LISTEN connection. */
   databaseUrl: string;
-  kinds: JobKind<any>[];
+  kinds: JobKind<unknown>[];
   config: EngineConfig;
   workerId?: string;
   clock?: Clock;

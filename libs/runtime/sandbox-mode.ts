@@ -27,7 +27,7 @@ export interface SandboxMode {
  * stored next_offset) would confirm — and so lose — the new messages.
  */
 export async function startSandboxMode(config: Config, logger: Logger, pool: Pool): Promise<SandboxMode> {
-  const { rows } = await pool.query('select next_offset from relay.cursor where bot_id = $1', [botIdFromToken(SANDBOX_DEFAULT_TOKEN)]);
+  const { rows } = await pool.query<{ next_offset: string /* bigint, as text */ }>('select next_offset from relay.cursor where bot_id = $1', [botIdFromToken(SANDBOX_DEFAULT_TOKEN)]);
   const nextOffset = rows.length ? Number(rows[0].next_offset) : 0;
   const peers = await startSandboxPeers({
     host: config.SANDBOX_HOST,
@@ -46,5 +46,5 @@ export async function startSandboxMode(config: Config, logger: Logger, pool: Poo
     // handler replies go through the relay, so the echo shows up in relay.outbound and /v1/stats
     REPLY_MODE: 'outbound',
   };
-  return { sandbox, collector, config: effective, stop: peers.stop };
+  return { sandbox, collector, config: effective, stop: () => peers.stop() };
 }
