@@ -26,7 +26,7 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
   const workerId = newWorkerId();
   const timeouts = timeoutsFromConfig(config);
   const pool = createPool(opts.databaseUrl, { max: 10, applicationName: 'tg-relay:worker', timeouts });
-  const kinds: JobKind<any>[] = [];
+  const kinds: JobKind<unknown>[] = [];
   const closeAll = async () => {
     for (const k of kinds) (k as { close?: () => void }).close?.();
     await pool.end().catch(() => undefined);
