@@ -70,7 +70,7 @@ describe('tg-relay prune (CLI)', () => {
   it('rejects an unknown argument and a bad RETENTION with a message naming it', async () => {
     const bad = await runCli(['prune', '--force'], { DATABASE_URL: db.url });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/unknown argument "--force"/);
+    expect(bad.stderr).toMatch(/Unknown option '--force'/);
     const cfg = await runCli(['prune'], { DATABASE_URL: db.url, RETENTION: '2 weeks' });
     expect(cfg.code).toBe(78);
     expect(cfg.stderr).toMatch(/RETENTION/);
