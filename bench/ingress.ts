@@ -84,7 +84,7 @@ async function runTelegraf(url: string, latencyMs: number): Promise<number> {
   let t0 = 0;
   let finish!: (ms: number) => void;
   const finished = new Promise<number>((r) => (finish = r));
-  bot.use(async () => {
+  bot.use(() => {
     if (++seen === UPDATES) finish(performance.now() - t0);
   });
   t0 = performance.now();

@@ -122,7 +122,7 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
     };
   } finally {
     for (const w of workers) w.kill('SIGTERM');
-    await Promise.all(workers.map((w) => (w.exitCode !== null ? undefined : new Promise((r) => w.once('exit', r)))));
+    await Promise.all(workers.map((w) => (w.exitCode !== null ? Promise.resolve() : new Promise((r) => w.once('exit', r)))));
     await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
     await sandbox.stop();
     await db.close();

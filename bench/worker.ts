@@ -100,7 +100,7 @@ async function ourLoop(url: string, pool: Pool, n: number, concurrency: number):
     boss,
     logger: silentLogger(),
     databaseUrl: url,
-    kinds: [{ queue: QUEUES.capture, store, execute: async () => Outcome.delivered({ status: 200 }) }],
+    kinds: [{ queue: QUEUES.capture, store, execute: () => Promise.resolve(Outcome.delivered({ status: 200 })) }],
     config: { concurrency, staleAfterMs: 30_000, retry: { baseMs: 1_000, capMs: 300_000, maxAttempts: 12 } },
   });
   const t0 = performance.now();
@@ -130,9 +130,10 @@ async function bossWork(boss: PgBoss, pool: Pool, n: number, workers: number, ba
   const ids: string[] = [];
   for (let i = 0; i < workers; i++) {
     ids.push(
-      await boss.work(queue, { batchSize, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+      await boss.work(queue, { batchSize, pollingIntervalSeconds: 0.5 }, (jobs) => {
         count += jobs.length;
         if (count >= n) done();
+        return Promise.resolve();
       }),
     );
   }

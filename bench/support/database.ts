@@ -11,7 +11,7 @@ import { createPool, migrateAll, Pool, startEmbeddedPostgres } from '../../libs/
  */
 export async function benchDatabase(): Promise<{ url: string; pool: Pool; close(): Promise<void> }> {
   let adminUrl = process.env.DATABASE_URL;
-  let stopServer = async () => undefined as void;
+  let stopServer = (): Promise<void> => Promise.resolve();
   let dir: string | undefined;
   if (!adminUrl) {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-relay-bench-'));

@@ -22,8 +22,15 @@ export function newBotToken(): { token: string; botId: string } {
   return { token: `${botId}:test-${crypto.randomBytes(12).toString('hex')}`, botId };
 }
 
+/** A pino JSON log line: the fields tests read, the rest as parsed. */
+export interface LogLine {
+  [field: string]: unknown;
+  level: number;
+  msg?: string;
+}
+
 /** A pino logger whose JSON lines are kept for assertions. */
-export function memoryLogger(level = 'debug'): { logger: Logger; lines: () => Array<Record<string, any>>; text: () => string } {
+export function memoryLogger(level = 'debug'): { logger: Logger; lines: () => LogLine[]; text: () => string } {
   const chunks: string[] = [];
   const stream = new Writable({
     write(chunk, _enc, cb) {

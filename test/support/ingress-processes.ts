@@ -1,6 +1,7 @@
 /** Real `tg-relay poller` processes for the crash, fencing and takeover tests. */
 import type { ChildProcess } from 'node:child_process';
 import { exited, startCli } from './cli';
+import type { LogLine } from './ingress-harness';
 
 export type PollerProcess = ChildProcess & { output: () => string };
 
@@ -26,7 +27,7 @@ export function startPollerProcess(e: PollerEnv): PollerProcess {
 }
 
 /** The JSON log lines a process printed so far. */
-export function logLines(p: PollerProcess): Array<Record<string, any>> {
+export function logLines(p: PollerProcess): LogLine[] {
   return p
     .output()
     .split('\n')

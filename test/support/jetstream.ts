@@ -88,9 +88,15 @@ export async function bridgeBound(child: BridgeProcess, timeoutMs = 20_000): Pro
   return JSON.parse(line).healthPort as number;
 }
 
-export async function readiness(port: number): Promise<{ status: number; body: any }> {
+/** The parts of the bridge's /health/ready answer the tests read (the rest is matched with toMatchObject). */
+export interface BridgeReadiness {
+  ready: boolean;
+  stats: { skipped: number };
+}
+
+export async function readiness(port: number): Promise<{ status: number; body: BridgeReadiness }> {
   const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
-  return { status: res.status, body: await res.json() };
+  return { status: res.status, body: (await res.json()) as BridgeReadiness };
 }
 
 export async function killProcess(child: BridgeProcess | undefined): Promise<void> {

@@ -56,8 +56,8 @@ if (require.main === module) {
       await pg.stop().catch(() => undefined);
       process.exit(0);
     };
-    process.on('SIGTERM', stop);
-    process.stdin.on('end', stop);
+    process.on('SIGTERM', () => void stop());
+    process.stdin.on('end', () => void stop());
     process.stdin.resume();
     process.stdout.write(`${JSON.stringify({ url: pg.url, port: pg.port })}\n`);
   })().catch((err) => {

@@ -9,11 +9,27 @@ const TOKEN = '123456789:AAFakeTokenForTestsOnly_abcdefghij';
 const SECRET = 'AAFakeTokenForTestsOnly';
 const URL_WITH_TOKEN = `https://api.telegram.org/bot${TOKEN}/sendMessage`;
 
+/** A serialized error as pino writes it. */
+interface LoggedError {
+  message: string;
+  stack: string;
+  code?: string;
+  cause: LoggedError;
+}
+/** The fields of a JSON log line these tests read. */
+interface LogRecord {
+  [key: string]: unknown;
+  msg: string;
+  err: LoggedError;
+  error: LoggedError;
+  details: { errors: unknown[] };
+}
+
 function capture(level = 'trace') {
   const lines: string[] = [];
   const sink = new Writable({ write: (chunk, _e, cb) => (lines.push(String(chunk)), cb()) });
   const log = createLogger({ level, destination: sink });
-  return { log, lines, records: () => lines.map((l) => JSON.parse(l) as Record<string, any>) };
+  return { log, lines, records: () => lines.map((l) => JSON.parse(l) as LogRecord) };
 }
 
 function tokenError(): Error {

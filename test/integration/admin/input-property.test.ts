@@ -102,7 +102,7 @@ async function check(r: fc.RecordValue<{ route: number; params: string[]; query:
   if (res.statusCode >= 500 && !notReady) throw new Error(`5xx: ${where}`);
   if (res.statusCode >= 400 && !notReady) {
     if (!/^application\/json/.test(String(res.headers['content-type']))) throw new Error(`4xx without JSON: ${where}`);
-    const parsed = res.json() as { code?: unknown };
+    const parsed = res.json<{ code?: unknown }>();
     if (typeof parsed.code !== 'string' || !/^RELAY_[A-Z_]+$/.test(parsed.code)) throw new Error(`4xx without a code: ${where}`);
     const after = await dbFingerprint(db.pool);
     const compared = res.statusCode === 404 || res.statusCode === 409 ? ITEM_TABLES : [...ITEM_TABLES, 'relay.attempts', 'tg_relay_boss.job'];

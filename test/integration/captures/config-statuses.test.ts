@@ -49,7 +49,7 @@ let captureUrl: string;
 let worker: Worker | undefined;
 const boss = () => createBoss(db.url, { max: 1 });
 const readiness = () =>
-  readinessChecker({ pool: db.pool, clock: () => new Date(), pollTimeoutMs: 30_000, botIds: [], ingressHealth: async () => ({ ready: true, reasons: [], generation: 1, owner: 'x' }) })();
+  readinessChecker({ pool: db.pool, clock: () => new Date(), pollTimeoutMs: 30_000, botIds: [], ingressHealth: () => Promise.resolve({ ready: true, reasons: [], generation: 1, owner: 'x' }) })();
 
 beforeAll(async () => {
   db = await createMigratedDatabase('cap_cfg');

@@ -7,7 +7,7 @@ import { createBotApiSandbox, BotApiSandbox, SANDBOX_DEFAULT_TOKEN } from '../..
 import { DASHBOARD_DIST } from '../../../libs/admin/ui/serve';
 import { createMigratedDatabase } from '../../support/db';
 import { tg } from '../../support/sandbox-helpers';
-import { AUTH, buildTestApp, call, startBoss } from '../admin/support';
+import { buildTestApp, call, startBoss } from '../admin/support';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let boss: PgBoss;

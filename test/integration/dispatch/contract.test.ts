@@ -33,7 +33,7 @@ const contractBot: RegisterHandlers = (bot, dispatch) => {
     await ctx.reply(`sorry: ${err.message}`);
     return 'handled';
   });
-  dispatch.onError(Hopeless, async () => 'unhandled');
+  dispatch.onError(Hopeless, () => Promise.resolve('unhandled'));
 };
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;

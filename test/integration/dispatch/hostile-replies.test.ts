@@ -184,6 +184,7 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
         return r?.state === 'failed' ? r : undefined;
       }, { what: `update ${id} failed after its budget`, timeoutMs: 15_000 });
       expect(row.attempts).toBe(3);
+      // eslint-disable-next-line no-control-regex -- matches NUL on purpose: the stored error must never contain one
       expect(row.last_error).not.toMatch(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
       expect((await audit(row.id)).map((a) => a.outcome)).toEqual(['retry', 'retry', 'failed']);
     }

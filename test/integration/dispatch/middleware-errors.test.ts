@@ -40,13 +40,13 @@ const bot: RegisterHandlers = (b, dispatch) => {
     throw new Error('route error');
   });
   b.hears(['auth-fails', 'tx-fails'], (ctx) => ctx.reply('route ran'));
-  dispatch.onError(AuthDown, async (err, ctx) => {
+  dispatch.onError(AuthDown, (err, ctx) => {
     handled.push(`${ctx.text}: ${err.message}`);
-    return 'handled';
+    return Promise.resolve('handled');
   });
-  dispatch.onError(TxFailed, async (err, ctx) => {
+  dispatch.onError(TxFailed, (err, ctx) => {
     handled.push(`${ctx.text}: ${err.message}`);
-    return 'handled';
+    return Promise.resolve('handled');
   });
 };
 

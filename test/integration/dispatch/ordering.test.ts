@@ -67,7 +67,7 @@ it('3 workers, 50 chats × 40 updates, random handler failures: every chat is ha
   for (const r of runs) byChat.set(r.chat, [...(byChat.get(r.chat) ?? []), r]);
   expect(byChat.size).toBe(CHATS);
   for (const [chat, list] of byChat) {
-    const expected = updates.filter((u) => (u as any).message.chat.id === chat).map((u) => u.update_id);
+    const expected = updates.filter((u) => (u.message as { chat: { id: number } }).chat.id === chat).map((u) => u.update_id);
     // handled order = update_id order, each update handled once
     expect(list.filter((r) => r.ok).map((r) => r.u)).toEqual(expected);
     // and no run of a later update before the earlier one succeeded (retries included)

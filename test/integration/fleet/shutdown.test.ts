@@ -146,7 +146,7 @@ describe('tg-relay worker, outbound sends in flight', () => {
     for (const chat of [201, 202, 203]) await enqueue(`second-${chat}`, chat);
     const w = worker({ SHUTDOWN_TIMEOUT: '20s', OUTBOUND_SEND_TIMEOUT: '10s' });
     await workerStarted(w);
-    await waitFor(async () => Object.values(await outboundRows()).filter((r: any) => r.state === 'delivering').length === 3, { what: 'three sends in flight' });
+    await waitFor(async () => Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3, { what: 'three sends in flight' });
 
     w.kill('SIGTERM');
     const { value: exit, ms } = await timed(exited(w));
@@ -168,7 +168,7 @@ describe('tg-relay worker, outbound sends in flight', () => {
     await enqueue('amo-1', 303, 'at_most_once');
     const w = worker({ SHUTDOWN_TIMEOUT: '500ms', OUTBOUND_SEND_TIMEOUT: '60s' });
     await workerStarted(w);
-    await waitFor(async () => Object.values(await outboundRows()).filter((r: any) => r.state === 'delivering').length === 3, { what: 'three sends in flight' });
+    await waitFor(async () => Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3, { what: 'three sends in flight' });
     await waitFor(() => sb.calls(TOKEN, { method: 'sendMessage' }).length === 3, { what: 'the three requests reached the Bot API' });
 
     w.kill('SIGTERM');

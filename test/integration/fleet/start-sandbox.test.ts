@@ -4,6 +4,14 @@ import path from 'node:path';
 import { exited, runCli, startCli } from '../../support/cli';
 import { waitFor } from '../../support/wait-for';
 
+/** The parts of the admin API's /v1/stats and /v1/inbox answers this test reads. */
+interface Stats {
+  kinds: Record<string, { states: Record<string, { count: number }> }>;
+}
+interface InboxPage {
+  items: Array<{ update_id: string | number }>;
+}
+
 /**
  * The quick start as a user runs it: `tg-relay start` without TELEGRAM_BOT_TOKEN or DATABASE_URL
  * brings up embedded PostgreSQL, the sandbox and the example bot; `tg-relay sandbox send` injects
@@ -24,7 +32,7 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
 
   const procs: ReturnType<typeof startCli>[] = [];
 
-  afterAll(async () => {
+  afterAll(() => {
     // a failed run must not leave a relay or its embedded PostgreSQL behind
     for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
     try {
@@ -56,7 +64,7 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
       const auth = { authorization: `Bearer ${token}` };
       const stats = await waitFor(
         async () => {
-          const s = (await (await fetch(`${admin}/v1/stats`, { headers: auth })).json()) as any;
+          const s = (await (await fetch(`${admin}/v1/stats`, { headers: auth })).json()) as Stats;
           return s.kinds.outbound.states.delivered.count === expected && s.kinds.captures.states.delivered.count === expected ? s : null;
         },
         { timeoutMs: 60_000, what: 'capture delivered and echo sent' },
@@ -66,7 +74,7 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
       return { proc, stats, updateId, admin, auth };
     } catch (err) {
       proc.kill('SIGKILL');
-      throw new Error(`${(err as Error).message}\n--- output ---\n${proc.output()}`);
+      throw new Error(`${(err as Error).message}\n--- output ---\n${proc.output()}`, { cause: err });
     }
   }
 
@@ -94,8 +102,8 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
   it('runs the whole relay, stops cleanly on Ctrl-C and resumes from the stored cursor', async () => {
     const first = await startOnce('hello', 1);
     expect(first.stats.kinds.inbox.states.handled.count).toBe(1);
-    const inbox1 = (await (await fetch(`${first.admin}/v1/inbox`, { headers: first.auth })).json()) as any;
-    expect(inbox1.items.map((i: any) => Number(i.update_id))).toEqual([first.updateId]);
+    const inbox1 = (await (await fetch(`${first.admin}/v1/inbox`, { headers: first.auth })).json()) as InboxPage;
+    expect(inbox1.items.map((i) => Number(i.update_id))).toEqual([first.updateId]);
 
     first.proc.kill('SIGINT');
     expect(await exited(first.proc)).toEqual({ code: 0, signal: null });
@@ -104,8 +112,8 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
 
     const second = await startOnce('again', 2);
     expect(second.updateId).toBeGreaterThan(first.updateId); // the sandbox continues above the stored cursor
-    const inbox2 = (await (await fetch(`${second.admin}/v1/inbox`, { headers: second.auth })).json()) as any;
-    expect(inbox2.items.map((i: any) => Number(i.update_id)).sort()).toEqual([first.updateId, second.updateId]);
+    const inbox2 = (await (await fetch(`${second.admin}/v1/inbox`, { headers: second.auth })).json()) as InboxPage;
+    expect(inbox2.items.map((i) => Number(i.update_id)).sort()).toEqual([first.updateId, second.updateId]);
     expect(second.stats.kinds.inbox.states.handled.count).toBe(2);
     expect(second.stats.kinds.outbound.states.delivered.count).toBe(2);
 

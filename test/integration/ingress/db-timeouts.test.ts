@@ -49,7 +49,7 @@ async function lockWaiter(appName: string): Promise<number | null> {
   return rows[0]?.pid ?? null;
 }
 
-async function settings(q: { query: (sql: string) => Promise<{ rows: any[] }> }): Promise<Record<string, string>> {
+async function settings(q: { query: (sql: string) => Promise<{ rows: Record<string, string>[] }> }): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const s of ['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout']) out[s] = (await q.query(`show ${s}`)).rows[0][s];
   return out;
@@ -64,7 +64,7 @@ describe('database session limits', () => {
       expect(await settings(pool)).toEqual({ statement_timeout: '30s', lock_timeout: '10s', idle_in_transaction_session_timeout: '30s' });
       expect(await settings(tuned)).toEqual({ statement_timeout: '5s', lock_timeout: '1500ms', idle_in_transaction_session_timeout: '2s' });
       await boss.start();
-      const bossDb = boss.getDb() as unknown as { executeSql: (sql: string) => Promise<{ rows: any[] }>; pool: { options: Record<string, unknown> } };
+      const bossDb = boss.getDb() as unknown as { executeSql: (sql: string) => Promise<{ rows: Record<string, string>[] }>; pool: { options: Record<string, unknown> } };
       expect(await settings({ query: (sql) => bossDb.executeSql(sql) })).toEqual({
         statement_timeout: '7s',
         lock_timeout: '700ms',

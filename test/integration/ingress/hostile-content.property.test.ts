@@ -15,6 +15,7 @@ import { createBoss } from '../../../libs/db';
 import { QUEUES } from '../../../libs/db/boss';
 import { deliverCapture } from '../../../libs/captures/deliver';
 import { createDirectReplySink, createUpdateRunner, resolveBotHandlers, UpdateRunner } from '../../../libs/dispatch';
+import { defineBot } from '../../../libs/dispatch/handlers-module';
 import { inboxClaim } from '../../../libs/dispatch/queries';
 import { persistBatch } from '../../../libs/ingress/persist-batch';
 import { planBatch } from '../../../libs/ingress/plan-batch';
@@ -46,15 +47,15 @@ beforeAll(async () => {
     botId: BOT_ID,
     apiRoot: sandbox.url,
     handlers: resolveBotHandlers({
-      register: (bot: any) => {
-        bot.use((ctx: any, next: () => Promise<void>) => {
+      register: defineBot((bot) => {
+        bot.use((ctx, next) => {
           seen.set(ctx.update.update_id, { update: ctx.update });
           return next();
         });
-        bot.on(['message', 'edited_message', 'channel_post'], (ctx: any) => {
-          seen.get(ctx.update.update_id)!.text = ctx.msg.text ?? ctx.msg.caption;
+        bot.on(['message', 'edited_message', 'channel_post'], (ctx) => {
+          seen.get(ctx.update.update_id)!.text = ctx.text; // the message's text, else its caption
         });
-      },
+      }),
     }),
     replySink: createDirectReplySink(),
     logger: memoryLogger('silent').logger,
@@ -196,7 +197,7 @@ describe('ingress boundary: hostile user content', () => {
         for (const u of withMessage) {
           const kind = Object.keys(u).find((k) => k !== 'update_id')!;
           const m = u[kind] as { message_id: number; chat: { id: number }; text?: string; caption?: string };
-          const receipts = byKey.get(`telegram:${u.update_id}:${m.chat.id}:${m.message_id}`);
+          const receipts = byKey.get(`telegram:${String(u.update_id)}:${m.chat.id}:${m.message_id}`);
           expect(receipts).toHaveLength(1);
           const body = receipts![0].body as { text: string; message: unknown };
           expect(body.text).toBe(m.text ?? m.caption);

@@ -15,10 +15,12 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type PgBoss from 'pg-boss';
+import type { Message } from 'telegraf/types';
 import { createBoss, freePort, withTransaction } from '../../../libs/db';
 import { releaseQuarantinedUpdate } from '../../../libs/admin/quarantine-release';
 import { deliverCapture } from '../../../libs/captures/deliver';
 import { createDirectReplySink, createUpdateRunner, resolveBotHandlers, UpdateRunner } from '../../../libs/dispatch';
+import { defineBot } from '../../../libs/dispatch/handlers-module';
 import { inboxClaim } from '../../../libs/dispatch/queries';
 import { QUEUES } from '../../../libs/db/boss';
 import { ingressHealth } from '../../../libs/ingress/health';
@@ -66,7 +68,7 @@ const HOSTILE = {
 };
 const TEXTS = Object.values(HOSTILE);
 
-async function inboxExact(botId: string): Promise<Array<{ updateId: number; raw: any; payload: any; authorized: boolean }>> {
+async function inboxExact(botId: string): Promise<Array<{ updateId: number; raw: unknown; payload: { message?: { text?: string } }; authorized: boolean }>> {
   const { rows } = await db.pool.query(`select update_id, raw::text as raw, payload::text as payload, authorized from relay.inbox where bot_id = $1 order by update_id`, [botId]);
   return rows.map((r) => ({ updateId: Number(r.update_id), raw: JSON.parse(r.raw), payload: JSON.parse(r.payload), authorized: r.authorized }));
 }
@@ -76,7 +78,7 @@ async function runnerFor(token: string, botId: string, seen: string[]): Promise<
     token,
     botId,
     apiRoot: sandbox.url,
-    handlers: resolveBotHandlers({ register: (bot: any) => bot.on('message', (ctx: any) => void seen.push(ctx.message.text)) }),
+    handlers: resolveBotHandlers({ register: defineBot((bot) => void bot.on('message', (ctx) => void seen.push((ctx.message as Message.TextMessage).text))) }),
     replySink: createDirectReplySink(),
     logger: memoryLogger('silent').logger,
   });
@@ -121,8 +123,8 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
     const inbox = await inboxExact(botId);
     expect(inbox.map((r) => r.raw)).toEqual(sent); // the exact updates, NUL and lone surrogates included
     expect(inbox.map((r) => r.authorized)).toEqual([true, true, true, true, false, true]);
-    expect(inbox[1].payload.message.text).toBe('a\ufffdb'); // the jsonb copy: U+FFFD where jsonb cannot hold it
-    expect(inbox[0].payload.message.text).toBe(HOSTILE.escapeLookalike); // nothing to replace: exact
+    expect(inbox[1].payload.message?.text).toBe('a\ufffdb'); // the jsonb copy: U+FFFD where jsonb cannot hold it
+    expect(inbox[0].payload.message?.text).toBe(HOSTILE.escapeLookalike); // nothing to replace: exact
 
     // captures: exact document in payload_raw, readable copy in text/payload; none for the stranger
     const caps = (await db.pool.query(`select payload_raw::text as raw, text from relay.captures where bot_id = $1 order by update_id`, [botId])).rows;
@@ -137,7 +139,7 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
     await deliverAll(botId);
     const received = collector
       .received()
-      .map((r) => r.body as any)
+      .map((r) => r.body as { chat: { id: number }; update_id: number; text: string })
       .filter((b) => b.chat.id === chat)
       .sort((x, y) => x.update_id - y.update_id)
       .map((b) => b.text);

@@ -198,7 +198,6 @@ describe('persistBatch', () => {
 describe('ingressHealth', () => {
   it('is ready only after the current generation made progress, within 2 × POLL_TIMEOUT', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
     expect(await ingressHealth(pool, botId, { pollTimeoutMs: 1000 })).toMatchObject({ ready: false, reasons: [expect.stringMatching(/never started/)] });
 
     const g1 = await acquire(botId, 'owner-a', 200);
@@ -230,7 +229,6 @@ describe('ingressHealth', () => {
 
   it('reports a halt as not ready with its reason', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
     const fence = await acquire(botId);
     await persistBatch({ pool, boss }, plan(['nope'], 5), opts(botId, fence));
     const h = await ingressHealth(pool, botId, { pollTimeoutMs: 1000 });

@@ -194,7 +194,7 @@ describe('durable poller', () => {
     expect(health.reasons.join('\n')).toMatch(/getUpdates answered 401 .*TELEGRAM_BOT_TOKEN/);
     expect((await cursorOf(db.pool, botId))?.leaseOwner).not.toBeNull();
     expect(p.poller.status()).toMatchObject({ state: 'polling', generation });
-    const errors = p.logs.lines().filter((l) => l.level >= 50 && /401/.test(l.msg));
+    const errors = p.logs.lines().filter((l) => l.level >= 50 && /401/.test(l.msg ?? ''));
     expect(errors).toHaveLength(1); // once per episode
     expect(p.logs.text()).not.toContain(token.split(':')[1]);
     await Promise.race([p.poller.done.then((e) => Promise.reject(new Error(`poller ended: ${e.reason}`))), new Promise((r) => setTimeout(r, 100))]);

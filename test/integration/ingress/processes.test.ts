@@ -117,7 +117,7 @@ describe('poller processes', () => {
       expect(rows[0]).toEqual({ n: 5000, d: 5000 });
       expect(await jobCounts(db.pool, botId)).toEqual({ dispatch: 5000, capture: 5000 });
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n(KILL_SEED=${seed}; kills: ${JSON.stringify(kills)})`);
+      throw new Error(`${(err as Error).message}\n(KILL_SEED=${seed}; kills: ${JSON.stringify(kills)})`, { cause: err });
     }
   });
 

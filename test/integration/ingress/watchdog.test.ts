@@ -76,7 +76,7 @@ describe('poller watchdog', () => {
       const exit = await p.poller.done;
       expect(exit).toMatchObject({ reason: 'stalled' });
       expect((exit as { message: string }).message).toContain('made no progress');
-      expect(p.logs.lines().some((l) => l.level === 60 && /poller watchdog/.test(l.msg))).toBe(true);
+      expect(p.logs.lines().some((l) => l.level === 60 && /poller watchdog/.test(l.msg ?? ''))).toBe(true);
     } finally {
       await blocker.query('rollback').catch(() => undefined);
       await blocker.end();

@@ -8,7 +8,7 @@ import { itemList } from '../../../libs/admin/queries';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
 import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
-import { killWorker, startWorkerProcess, workerStarted, WorkerProcess } from '../../support/worker-process';
+import { startWorkerProcess, workerStarted, WorkerProcess } from '../../support/worker-process';
 import { seedStreamConfig } from '../../../libs/jetstream/bridge';
 import { BridgeProcess, bridgeBound, killProcess, natsScope, NatsScope, readiness, startBridge, startTcpProxy } from '../../support/jetstream';
 
@@ -249,8 +249,8 @@ it('binds to an existing stream without changing it', async () => {
 it('a 403 chat: the message fails, operators get one Telegram alert and one alert JSON on the alert subject; the alert does not come back in (loop guard)', async () => {
   // the consumed subject is a wildcard that also covers the alert subject: the alert reaches the bridge
   const wide = { ...scope, subject: scope.subject.replace(/\.outbound$/, '.>') };
-  const alerts: any[] = [];
-  const sub = scope.nc.subscribe(scope.alertSubject, { callback: (_e: unknown, m: any) => void alerts.push({ json: m.json(), alertHeader: m.headers?.get('Tg-Relay-Alert') }) });
+  const alerts: Array<{ json: { failed: { reason: string } }; alertHeader: string | undefined }> = [];
+  const sub = scope.nc.subscribe(scope.alertSubject, { callback: (_e, m) => void alerts.push({ json: m.json<{ failed: { reason: string } }>(), alertHeader: m.headers?.get('Tg-Relay-Alert') }) });
   sb.scriptChatError(TOKEN, 4343, 'blocked');
   const w = worker();
   await workerStarted(w);

@@ -61,7 +61,7 @@ function startWorker(token: string): Worker {
 const states = async () => (await db.pool.query(`select msg_id, state, kind from relay.outbound order by id`)).rows;
 const retries = async () => Number((await db.pool.query(`select count(*) from relay.attempts where subject = 'outbound' and error_code = 'TELEGRAM_401'`)).rows[0].count);
 const readiness = () =>
-  readinessChecker({ pool: db.pool, clock: () => new Date(), pollTimeoutMs: 30_000, botIds: [], ingressHealth: async () => ({ ready: true, reasons: [], generation: 1, owner: 'x' }) })();
+  readinessChecker({ pool: db.pool, clock: () => new Date(), pollTimeoutMs: 30_000, botIds: [], ingressHealth: () => Promise.resolve({ ready: true, reasons: [], generation: 1, owner: 'x' }) })();
 
 it('a wrong token (401): kept past the budget, reported, never alerted through Telegram; the right token delivers and clears it', async () => {
   await withTransaction(db.pool, async (c) => {

@@ -1,5 +1,5 @@
 import { createBoss, Pool, QUEUES } from '../../../libs/db';
-import { createCaptureStore } from '../../../libs/captures/deliver';
+import { createCaptureStore, type CaptureRow } from '../../../libs/captures/deliver';
 import { createWorker, JobKind, Outcome, Settlement, Worker } from '../../../libs/queue';
 import { attemptsOf, captureStates, inconsistentCaptures, insertCaptures } from '../../support/capture-fixtures';
 import { createMigratedDatabase } from '../../support/db';
@@ -23,8 +23,11 @@ afterAll(async () => {
   await db.drop();
 });
 
+/** The row type of the capture store (createCaptureStore's). */
+type CaptureJobRow = CaptureRow & Record<string, unknown>;
+
 /** A job kind on relay.captures whose attempts return scripted outcomes, recording what settle saw. */
-function scriptedKind(script: Outcome[], seen: Settlement[]): JobKind<any> {
+function scriptedKind(script: Outcome[], seen: Settlement[]): JobKind<CaptureJobRow> {
   const base = createCaptureStore();
   let i = 0;
   return {
@@ -36,11 +39,11 @@ function scriptedKind(script: Outcome[], seen: Settlement[]): JobKind<any> {
         return base.settle(c, items, now);
       },
     },
-    execute: async () => script[Math.min(i++, script.length - 1)],
+    execute: () => Promise.resolve(script[Math.min(i++, script.length - 1)]),
   };
 }
 
-function start(kind: JobKind<any>, maxAttempts = 2): Worker {
+function start(kind: JobKind<CaptureJobRow>, maxAttempts = 2): Worker {
   return createWorker({
     pool: db.pool,
     boss: createBoss(db.url, { max: 1 }),
@@ -86,9 +89,7 @@ describe('the job-kind seam', () => {
       {
         queue: QUEUES.capture,
         store: createCaptureStore(),
-        execute: async () => {
-          throw new Error('boom');
-        },
+        execute: () => Promise.reject(new Error('boom')),
       },
       2,
     );

@@ -83,7 +83,7 @@ describe('sandbox fault injection', () => {
     expect(sb.pendingCount(TOKEN)).toBe(2);
     // The sequence is used up: the next call is normal and returns the unconfirmed updates again.
     const again = await tg(api, TOKEN, 'getUpdates', { offset: 100001 });
-    expect(again.body.result.map((u: any) => u.update_id)).toEqual([100001, 100002]);
+    expect(again.body.result.map((u: { update_id: number }) => u.update_id)).toEqual([100001, 100002]);
   });
 
   it('plays a scripted sequence of outcomes for the matching methods', async () => {

@@ -84,7 +84,7 @@ describe('sandbox getUpdates', () => {
     const res = await pending;
     const elapsed = Date.now() - t0;
     expect(res.status).toBe(200);
-    expect(res.body.result.map((u: any) => u.message.text)).toEqual(['wake up']);
+    expect(res.body.result.map((u: { message: { text: string } }) => u.message.text)).toEqual(['wake up']);
     expect(elapsed).toBeGreaterThanOrEqual(100);
     expect(elapsed).toBeLessThan(2000);
   });

@@ -36,7 +36,7 @@ test('error-text filters match %, _ and \\ literally', () => {
 test('pending_update_count is served from cache and refreshed in the background once stale', async () => {
   let t = 0;
   let calls = 0;
-  const cache = pendingUpdatesCache(async () => ++calls * 10, { ttlMs: 1000, clock: () => new Date(t) });
+  const cache = pendingUpdatesCache(() => Promise.resolve(++calls * 10), { ttlMs: 1000, clock: () => new Date(t) });
   expect(cache.peek('1')).toBeUndefined(); // first peek starts a fetch, never waits
   await cache.refresh('1');
   expect(cache.peek('1')?.count).toBe(10);

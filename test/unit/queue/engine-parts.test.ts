@@ -45,18 +45,16 @@ describe('OutcomeWriter', () => {
 
   it('retries a failed write until it lands; the submitter waits for it', async () => {
     let calls = 0;
-    const w = new OutcomeWriter<string>(async () => {
+    const w = new OutcomeWriter<string>(() => {
       calls++;
-      if (calls < 3) throw new Error('connection terminated');
+      return calls < 3 ? Promise.reject(new Error('connection terminated')) : Promise.resolve();
     }, silentLogger());
     await w.submit('x');
     expect(calls).toBe(3);
   });
 
   it('abandon() releases waiters of a write that cannot land', async () => {
-    const w = new OutcomeWriter<string>(async () => {
-      throw new Error('down');
-    }, silentLogger());
+    const w = new OutcomeWriter<string>(() => Promise.reject(new Error('down')), silentLogger());
     const p = w.submit('x');
     await new Promise((r) => setTimeout(r, 20));
     w.abandon();

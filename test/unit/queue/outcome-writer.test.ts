@@ -37,10 +37,11 @@ describe('OutcomeWriter', () => {
     const landed: Item[] = [];
     let calls = 0;
     const writer = new OutcomeWriter<Item>(
-      async (batch) => {
+      (batch) => {
         calls++;
-        if (batch.some((i) => i.poison)) throw sqlError('22P05');
+        if (batch.some((i) => i.poison)) return Promise.reject(sqlError('22P05'));
         landed.push(...batch);
+        return Promise.resolve();
       },
       logger,
       1,
@@ -57,9 +58,10 @@ describe('OutcomeWriter', () => {
   it('an item whose failure cannot be written either is given up, the others land', async () => {
     const landed: number[] = [];
     const writer = new OutcomeWriter<Item>(
-      async (batch) => {
-        if (batch.some((i) => i.poison)) throw new TypeError('effect threw');
+      (batch) => {
+        if (batch.some((i) => i.poison)) return Promise.reject(new TypeError('effect threw'));
         landed.push(...batch.map((i) => i.id));
+        return Promise.resolve();
       },
       logger,
       1,
@@ -73,9 +75,10 @@ describe('OutcomeWriter', () => {
     let failures = 2;
     const batches: number[][] = [];
     const writer = new OutcomeWriter<Item>(
-      async (batch) => {
-        if (failures-- > 0) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      (batch) => {
+        if (failures-- > 0) return Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
         batches.push(batch.map((i) => i.id));
+        return Promise.resolve();
       },
       logger,
       1,
