@@ -99,7 +99,9 @@ async function measure(url: string, pool: Pool, apiRoot: string, workers: number
       await new Promise((r) => setTimeout(r, 25));
     }
     const seconds = (performance.now() - t0) / 1000;
-    const { rows } = await pool.query(`select count(*)::int as handled, (select count(*)::int from relay.attempts where subject = 'inbox') as audited from relay.inbox where state = 'handled'`);
+    const { rows } = await pool.query(
+      `select count(*)::int as handled, (select count(*)::int from relay.attempts where subject = 'inbox') as audited from relay.inbox where state = 'handled'`,
+    );
     if (rows[0].handled !== n || rows[0].audited !== n) throw new Error(`expected ${n} handled and audited, got ${JSON.stringify(rows[0])}`);
     return n / seconds;
   } finally {
@@ -152,12 +154,16 @@ async function claimLatency(pool: Pool): Promise<void> {
   if (head?.key !== '1') throw new Error('expected to claim the head of chat 42');
   await withTransaction(pool, (c) => store.settle(c, [{ id: head.id, claimId: head.claimId, state: 'pending', delayMs: 3_600_000, error: 'bench' }], null));
   await pool.query('analyze relay.inbox');
-  log(`| 1 chat blocked by a retry with 10,000 behind it, then ${fmt(CHATS)} heads | ${fmt(await claimMs(pool, false), 2)} ms | ${fmt(await claimMs(pool, true), 2)} ms |`);
+  log(
+    `| 1 chat blocked by a retry with 10,000 behind it, then ${fmt(CHATS)} heads | ${fmt(await claimMs(pool, false), 2)} ms | ${fmt(await claimMs(pool, true), 2)} ms |`,
+  );
   // the same chat with its head in flight (claimed, handler running): its backlog stays due and is walked
   await pool.query(`update relay.inbox set next_attempt_at = now() - interval '1 minute', claim_id = gen_random_uuid(), last_error = null where update_id = 1`);
   await pool.query(`update relay.inbox set next_attempt_at = now() - interval '1 minute' where chat_id = 42 and update_id > 1`);
   await pool.query('analyze relay.inbox');
-  log(`| 1 chat with its head in flight and 10,000 behind it, then ${fmt(CHATS)} heads | ${fmt(await claimMs(pool, false), 2)} ms | ${fmt(await claimMs(pool, true), 2)} ms |`);
+  log(
+    `| 1 chat with its head in flight and 10,000 behind it, then ${fmt(CHATS)} heads | ${fmt(await claimMs(pool, false), 2)} ms | ${fmt(await claimMs(pool, true), 2)} ms |`,
+  );
 }
 
 async function main(): Promise<void> {

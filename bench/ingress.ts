@@ -69,7 +69,7 @@ async function startSandboxProcess(): Promise<{ url: string; stop(): Promise<voi
 async function inject(url: string, token: string, n: number, latencyMs: number): Promise<void> {
   const client = createSandboxClient(url);
   if (latencyMs > 0) await client.setFaults({ latencyMs, methods: ['getUpdates'] }, token);
-  for (let done = 0; done < n; ) {
+  for (let done = 0; done < n;) {
     const k = Math.min(10_000, n - done);
     await client.injectMessages(token, k, { chats: CHATS });
     done += k;
@@ -150,7 +150,9 @@ async function main(): Promise<void> {
       }
       const t = median(tf);
       const d = median(du);
-      summary.push(`latency +${String(latency).padStart(3)} ms: telegraf (non-durable) ${t.toFixed(0).padStart(6)} updates/s, durable ${d.toFixed(0).padStart(6)} updates/s, ratio ${(d / t).toFixed(2)} (target ≥ 0.80)`);
+      summary.push(
+        `latency +${String(latency).padStart(3)} ms: telegraf (non-durable) ${t.toFixed(0).padStart(6)} updates/s, durable ${d.toFixed(0).padStart(6)} updates/s, ratio ${(d / t).toFixed(2)} (target ≥ 0.80)`,
+      );
     }
     console.log(`\n${summary.join('\n')}`);
   } finally {

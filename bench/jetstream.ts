@@ -145,14 +145,20 @@ async function scenario(batch: number) {
       pubs.push(js.publish(subject, JSON.stringify({ msg_id: msgId, chat_id: 20_000 + (i % CHATS), text: `latency ${i}` }), { msgID: msgId }));
     }
     await Promise.all(pubs);
-    await waitUntil(async () => {
-      await scan();
-      return seenAt.size >= total;
-    }, 120_000, 'latency messages committed');
+    await waitUntil(
+      async () => {
+        await scan();
+        return seenAt.size >= total;
+      },
+      120_000,
+      'latency messages committed',
+    );
     const lat = [...sentAt].map(([k, t]) => seenAt.get(k)! - t).sort((a, b) => a - b);
 
     // exactly once
-    const dup = Number((await db.pool.query('select count(*)::int as n from (select msg_id from relay.outbound group by msg_id having count(*) > 1) d')).rows[0].n);
+    const dup = Number(
+      (await db.pool.query('select count(*)::int as n from (select msg_id from relay.outbound group by msg_id having count(*) > 1) d')).rows[0].n,
+    );
     const rows = await count();
     const jobs = Number((await db.pool.query(`select count(*)::int as n from tg_relay_boss.job where name = 'outbound.send'`)).rows[0].n);
     return {

@@ -85,7 +85,9 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
       );
     }
     for (;;) {
-      const { rows } = await db.pool.query(`select count(*) filter (where state = 'delivered')::int as d, count(*) filter (where state = 'failed')::int as f from relay.outbound`);
+      const { rows } = await db.pool.query(
+        `select count(*) filter (where state = 'delivered')::int as d, count(*) filter (where state = 'failed')::int as f from relay.outbound`,
+      );
       if (rows[0].d + rows[0].f >= MESSAGES) break;
       if (performance.now() - t0 > 600_000) throw new Error(`${mode}: not done after 10 minutes (${rows[0].d} delivered)`);
       await new Promise((r) => setTimeout(r, 200));

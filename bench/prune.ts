@@ -104,7 +104,9 @@ async function partA(pool: Pool): Promise<void> {
   await pool.query(`create index captures_delivered_at_idx on relay.captures (delivered_at) where state = 'delivered'`);
   const build = performance.now() - t0;
   log(`  with the 0010 index: p50 ${fmt(withIdx, 1)} ms | without it (sequential scan): p50 ${fmt(without, 0)} ms`);
-  log(`  index size ${fmt(Number(sz[0].b) / 1048576, 1)} MiB; CREATE INDEX on ${fmt(ROWS)} rows took ${fmt(build / 1000, 1)} s (writes to the table wait that long)`);
+  log(
+    `  index size ${fmt(Number(sz[0].b) / 1048576, 1)} MiB; CREATE INDEX on ${fmt(ROWS)} rows took ${fmt(build / 1000, 1)} s (writes to the table wait that long)`,
+  );
 }
 
 interface Phase {
@@ -163,7 +165,9 @@ async function partB(url: string, pool: Pool): Promise<void> {
     return { lat, sent: enqueuedAt.size, received: lat.length, seconds };
   };
   const report = (name: string, p: Phase) =>
-    log(`  ${name}: ${fmt(p.received)}/${fmt(p.sent)} delivered over ${fmt(p.seconds, 1)} s; e2e p50 ${fmt(pct(p.lat, 50), 1)} ms, p99 ${fmt(pct(p.lat, 99), 1)} ms, max ${fmt(Math.max(...p.lat), 1)} ms`);
+    log(
+      `  ${name}: ${fmt(p.received)}/${fmt(p.sent)} delivered over ${fmt(p.seconds, 1)} s; e2e p50 ${fmt(pct(p.lat, 50), 1)} ms, p99 ${fmt(pct(p.lat, 99), 1)} ms, max ${fmt(Math.max(...p.lat), 1)} ms`,
+    );
 
   // warm-up at the full rate, not measured: a fresh worker process lags for its first seconds
   // (measured here: p50 2.5 s in its first 10 s on an empty database, 36 ms after)
@@ -179,7 +183,9 @@ async function partB(url: string, pool: Pool): Promise<void> {
   const result = await pruning;
   const pruneSecs = (performance.now() - t0) / 1000;
   report('while pruning  ', during);
-  log(`  prune pass: ${JSON.stringify(result.deleted)} in ${fmt(pruneSecs, 1)} s (${fmt(result.total / pruneSecs)} rows/s, ${fmt(result.deleted.captures / pruneSecs)} captures/s, ${result.batches} batches)`);
+  log(
+    `  prune pass: ${JSON.stringify(result.deleted)} in ${fmt(pruneSecs, 1)} s (${fmt(result.total / pruneSecs)} rows/s, ${fmt(result.deleted.captures / pruneSecs)} captures/s, ${result.batches} batches)`,
+  );
   log(`  p99 without ${fmt(pct(base.lat, 99), 1)} ms, with ${fmt(pct(during.lat, 99), 1)} ms (target ≤ 150 ms)`);
   await prunePool.end();
   child.kill('SIGTERM');

@@ -76,13 +76,21 @@ async function main(): Promise<number> {
   const runs: SoakOptions[] = [];
   if (variant !== 'poison') runs.push({ ...options, poison: false });
   // the poison run after a plain one gets a seed of its own (and its own database and directory)
-  if (variant !== 'plain') runs.push({ ...options, poison: true, seed: variant === 'both' ? newSeed() : options.seed, dir: variant === 'both' && options.dir ? `${options.dir}-poison` : options.dir });
+  if (variant !== 'plain')
+    runs.push({
+      ...options,
+      poison: true,
+      seed: variant === 'both' ? newSeed() : options.seed,
+      dir: variant === 'both' && options.dir ? `${options.dir}-poison` : options.dir,
+    });
   let failed = 0;
   for (const o of runs) {
     console.log(
       `soak${o.poison ? ' (poison)' : ''}: ${o.updates} updates over ${o.chats} chats, ${o.outbound} outbound, ${o.pollers} pollers, ${o.workers} workers, admin; ` +
         `Bot API faults ${o.botFaultRate * 100}%, collector failing ${o.collectorFailRate * 100}%, kills every ${o.killEveryMs.join('-')} ms, ${o.pgRestarts} PostgreSQL restart(s)` +
-        (o.poison ? `; ${Math.round(hostileUserShare * 100)}% of the users send hostile text, one handler call in ${o.poisonReplyEvery} replies invalid content` : ''),
+        (o.poison
+          ? `; ${Math.round(hostileUserShare * 100)}% of the users send hostile text, one handler call in ${o.poisonReplyEvery} replies invalid content`
+          : ''),
     );
     const report = await runSoak(o);
     console.log(formatReport(report));

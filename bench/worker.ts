@@ -153,7 +153,10 @@ async function tightLoop(boss: PgBoss, pool: Pool, n: number): Promise<number> {
   for (;;) {
     const jobs = await boss.fetch(queue, { batchSize: 100 });
     if (jobs.length === 0) break;
-    await boss.complete(queue, jobs.map((j) => j.id));
+    await boss.complete(
+      queue,
+      jobs.map((j) => j.id),
+    );
     count += jobs.length;
   }
   const secs = (performance.now() - t0) / 1000;
@@ -191,8 +194,10 @@ async function partA(url: string, pool: Pool): Promise<void> {
   const best = Math.max(...Object.values(ours));
   const bestWork = Math.max(...Object.values(work));
   log(`  ratios (best of each): ours/work() = ${fmt(best / bestWork, 2)}x (target >= 3x), ours/tight loop = ${fmt(best / tight, 2)}x (target >= 1x)`);
-  log(`  same jobs in flight: 200: ours ${fmt(ours[200])} vs work() x2 ${fmt(work['2x100'])} = ${fmt(ours[200] / work['2x100'], 1)}x; ` +
-      `1000: ours ${fmt(ours[1000])} vs work() x10 ${fmt(work['10x100'])} = ${fmt(ours[1000] / work['10x100'], 1)}x`);
+  log(
+    `  same jobs in flight: 200: ours ${fmt(ours[200])} vs work() x2 ${fmt(work['2x100'])} = ${fmt(ours[200] / work['2x100'], 1)}x; ` +
+      `1000: ours ${fmt(ours[1000])} vs work() x10 ${fmt(work['10x100'])} = ${fmt(ours[1000] / work['10x100'], 1)}x`,
+  );
 }
 
 // ---- (b) claim latency vs backlog ---------------------------------------------------------------
@@ -318,7 +323,9 @@ async function partC(url: string, pool: Pool): Promise<void> {
   await new Promise((r) => child.once('exit', r));
   await collector.stop();
   log(`  delivered ${fmt(received.size)}/${fmt(total)}; enqueued at ${fmt(total / enqueueSecs, 1)}/s; delivered at ${fmt(received.size / secs, 1)} captures/s`);
-  log(`  latency enqueue → collector receipt: p50 ${fmt(pct(lat, 50), 1)} ms, p90 ${fmt(pct(lat, 90), 1)} ms, p99 ${fmt(pct(lat, 99), 1)} ms, max ${fmt(Math.max(...lat), 1)} ms (target p50 <= 30, p99 <= 150)`);
+  log(
+    `  latency enqueue → collector receipt: p50 ${fmt(pct(lat, 50), 1)} ms, p90 ${fmt(pct(lat, 90), 1)} ms, p99 ${fmt(pct(lat, 99), 1)} ms, max ${fmt(Math.max(...lat), 1)} ms (target p50 <= 30, p99 <= 150)`,
+  );
   log(`  duplicates at the collector: ${collector.duplicates().length}`);
 }
 

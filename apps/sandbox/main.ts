@@ -39,7 +39,12 @@ async function serve(env: Env): Promise<number> {
   // the same validated variables (SANDBOX_HOST, SANDBOX_PORT, SANDBOX_COLLECTOR_PORT, LOG_LEVEL) as `tg-relay start`
   const config = loadConfig(env);
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'tg-relay-sandbox' });
-  const { sandbox, collector, stop } = await startSandboxPeers({ host: config.SANDBOX_HOST, port: config.SANDBOX_PORT, collectorPort: config.SANDBOX_COLLECTOR_PORT, logger });
+  const { sandbox, collector, stop } = await startSandboxPeers({
+    host: config.SANDBOX_HOST,
+    port: config.SANDBOX_PORT,
+    collectorPort: config.SANDBOX_COLLECTOR_PORT,
+    logger,
+  });
 
   const api = sandbox.url;
   const out = [

@@ -101,7 +101,10 @@ export function defaultActions(deps: ActionDeps): AdminActions {
         logger: deps.logger,
       }),
     releaseQuarantined: (db, row) =>
-      releaseQuarantinedUpdate(db, deps.boss, row, { allowedChatIds: new Set(deps.config.ALLOWED_CHAT_IDS.map(String)), dispatchUnauthorized: deps.config.DISPATCH_UNAUTHORIZED }),
+      releaseQuarantinedUpdate(db, deps.boss, row, {
+        allowedChatIds: new Set(deps.config.ALLOWED_CHAT_IDS.map(String)),
+        dispatchUnauthorized: deps.config.DISPATCH_UNAUTHORIZED,
+      }),
     async enqueueMessage(db, msg) {
       try {
         // bot and default chat: the configured bot, else relay.outbound_settings (written by workers)
@@ -110,7 +113,12 @@ export function defaultActions(deps: ActionDeps): AdminActions {
       } catch (err) {
         if (err instanceof OutboundValidationError) {
           const p = err.problems[0];
-          throw new AdminError('RELAY_ADMIN_VALIDATION', `body.${p.field} ${p.problem}`, { field: `body.${p.field}`, errors: err.problems.map((x) => ({ field: `body.${x.field}`, message: x.problem })) }, { cause: err });
+          throw new AdminError(
+            'RELAY_ADMIN_VALIDATION',
+            `body.${p.field} ${p.problem}`,
+            { field: `body.${p.field}`, errors: err.problems.map((x) => ({ field: `body.${x.field}`, message: x.problem })) },
+            { cause: err },
+          );
         }
         throw err;
       }

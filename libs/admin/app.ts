@@ -78,7 +78,10 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     // maxParamLength: answered before any route, so in the API's error format here
     frameworkErrors: (err, _req, r) => {
       const reply = r as unknown as FastifyReply;
-      void reply.code(400).type('application/json; charset=utf-8').send({ code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: (err as { code?: string }).code });
+      void reply
+        .code(400)
+        .type('application/json; charset=utf-8')
+        .send({ code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: (err as { code?: string }).code });
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -114,7 +117,10 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
   app.addHook('onRequest', bearerAuth(tokens, isPublic));
   app.addHook('preValidation', guardInput);
   app.addHook('onResponse', async (req, reply) => {
-    req.log.debug({ method: req.method, url: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), actor: req.actor }, 'admin request');
+    req.log.debug(
+      { method: req.method, url: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), actor: req.actor },
+      'admin request',
+    );
   });
   for (const s of SHARED_SCHEMAS) app.addSchema(s);
 

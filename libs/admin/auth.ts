@@ -27,7 +27,8 @@ export function tokensFromConfig(config: Pick<Config, 'ADMIN_TOKEN' | 'ADMIN_TOK
   const out: AdminToken[] = [];
   if (config.ADMIN_TOKEN) out.push({ label: ADMIN_TOKEN_LABEL, token: config.ADMIN_TOKEN });
   for (const t of config.ADMIN_TOKENS ?? []) {
-    if (out.some((o) => o.label === t.label)) throw new AdminStartError(`ADMIN_TOKENS: label "${t.label}" is used twice (ADMIN_TOKEN is labelled "${ADMIN_TOKEN_LABEL}")`);
+    if (out.some((o) => o.label === t.label))
+      throw new AdminStartError(`ADMIN_TOKENS: label "${t.label}" is used twice (ADMIN_TOKEN is labelled "${ADMIN_TOKEN_LABEL}")`);
     if (out.some((o) => o.token === t.token)) throw new AdminStartError(`ADMIN_TOKENS: the token labelled "${t.label}" is also used by another label`);
     out.push(t);
   }
@@ -36,7 +37,10 @@ export function tokensFromConfig(config: Pick<Config, 'ADMIN_TOKEN' | 'ADMIN_TOK
 
 /** True for addresses only this machine can reach: 127.0.0.0/8, ::1 and "localhost". */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '');
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '');
   if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
   if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
   if (/^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;

@@ -37,8 +37,7 @@ export class AdminError extends Error {
   }
 }
 
-export const notFound = (what: string, id: string | number) =>
-  new AdminError('RELAY_ADMIN_NOT_FOUND', `${what} ${id} does not exist`, { id: String(id) });
+export const notFound = (what: string, id: string | number) => new AdminError('RELAY_ADMIN_NOT_FOUND', `${what} ${id} does not exist`, { id: String(id) });
 
 interface AjvIssue {
   instancePath?: string;
@@ -53,7 +52,10 @@ interface AjvIssue {
  * are resolved to the property named in `params`.
  */
 export function fieldOf(context: string | undefined, issue: AjvIssue): string {
-  const segments = (issue.instancePath ?? '').split('/').filter(Boolean).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const segments = (issue.instancePath ?? '')
+    .split('/')
+    .filter(Boolean)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   const named = issue.params?.missingProperty ?? issue.params?.additionalProperty ?? issue.params?.propertyName;
   if (typeof named === 'string') segments.push(named);
   return [context ?? 'request', ...segments].join('.');

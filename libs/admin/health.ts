@@ -23,7 +23,16 @@ export interface Readiness {
      * Configuration problems workers recorded (relay.config_problems): a collector or the Bot API
      * answering as if the configuration were wrong. Items are kept and retried; fix the setting.
      */
-    delivery: { component: string; bot_id: string; code: string; status: number | null; reason: string; since: Date; last_seen_at: Date; occurrences: number }[];
+    delivery: {
+      component: string;
+      bot_id: string;
+      code: string;
+      status: number | null;
+      reason: string;
+      since: Date;
+      last_seen_at: Date;
+      occurrences: number;
+    }[];
   };
 }
 
@@ -58,7 +67,11 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
   let migrationsCurrent = false; // once current, they stay current for this process's SQL files
   return async () => {
     const now = deps.clock();
-    const out: Readiness = { ready: false, reasons: [], checks: { database: { ok: false }, migrations: { ok: false, pending: [] }, ingress: [], delivery: [] } };
+    const out: Readiness = {
+      ready: false,
+      reasons: [],
+      checks: { database: { ok: false }, migrations: { ok: false, pending: [] }, ingress: [], delivery: [] },
+    };
     try {
       await withTimeout(deps.pool.query('select 1'), READINESS_TIMEOUT_MS, 'the database');
       out.checks.database.ok = true;
@@ -81,7 +94,11 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
         if (bots.length === 0) out.reasons.push('no poller has recorded a cursor yet');
       }
       for (const botId of bots) {
-        const h = await withTimeout(deps.ingressHealth(deps.pool, botId, { pollTimeoutMs: deps.pollTimeoutMs, now }), READINESS_TIMEOUT_MS, 'the ingress health check');
+        const h = await withTimeout(
+          deps.ingressHealth(deps.pool, botId, { pollTimeoutMs: deps.pollTimeoutMs, now }),
+          READINESS_TIMEOUT_MS,
+          'the ingress health check',
+        );
         out.checks.ingress.push({ bot_id: botId, ready: h.ready, reasons: h.reasons, generation: h.generation, owner: h.owner });
         for (const r of h.reasons) out.reasons.push(`bot ${botId}: ${r}`);
         if (!h.ready && h.reasons.length === 0) out.reasons.push(`bot ${botId}: ingress not ready`);
@@ -89,7 +106,16 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
       if (migrationsCurrent) {
         const problems = await withTimeout(configProblemsList(deps.pool), READINESS_TIMEOUT_MS, 'the delivery check');
         for (const p of problems) {
-          out.checks.delivery.push({ component: p.component, bot_id: p.botId, code: p.code, status: p.status ?? null, reason: p.reason, since: p.since, last_seen_at: p.lastSeenAt, occurrences: p.occurrences });
+          out.checks.delivery.push({
+            component: p.component,
+            bot_id: p.botId,
+            code: p.code,
+            status: p.status ?? null,
+            reason: p.reason,
+            since: p.since,
+            last_seen_at: p.lastSeenAt,
+            occurrences: p.occurrences,
+          });
           const who = p.component === 'capture' ? 'capture delivery' : `outbound delivery${p.botId ? ` (bot ${p.botId})` : ''}`;
           out.reasons.push(`${who}: ${p.reason} (since ${p.since.toISOString()}, ${p.occurrences} attempts deferred)`);
         }

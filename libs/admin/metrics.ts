@@ -76,27 +76,102 @@ export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; log
   const registry = new Registry();
   if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'tg_relay_admin_' });
   const r = [registry];
-  const depth = new Gauge({ name: 'tg_relay_queue_depth', help: 'Items per kind and state (approximate above the exact-count cap, see /v1/stats)', labelNames: ['kind', 'state'], registers: r });
-  const oldest = new Gauge({ name: 'tg_relay_oldest_pending_age_seconds', help: 'Age of the oldest pending item per kind (0 when none)', labelNames: ['kind'], registers: r });
-  const rate = new Gauge({ name: 'tg_relay_delivered_last_minute', help: 'Successful attempts per kind during the last 60 s (all replicas)', labelNames: ['kind'], registers: r });
-  const attempts = new Counter({ name: 'tg_relay_attempts_total', help: 'Delivery attempts by kind and outcome (delivered, retry, failed, ambiguous, handled…) since this admin process started', labelNames: ['kind', 'outcome'], registers: r });
-  const latency = new Histogram({ name: 'tg_relay_attempt_duration_seconds', help: 'Attempt latency by kind and outcome, from relay.attempts.duration_ms', labelNames: ['kind', 'outcome'], buckets: ATTEMPT_BUCKETS, registers: r });
-  const status = new Counter({ name: 'tg_relay_attempt_http_responses_total', help: 'HTTP statuses received by attempts, by kind', labelNames: ['kind', 'status'], registers: r });
-  const limited = new Counter({ name: 'tg_relay_rate_limited_total', help: '429 Too Many Requests received, by kind (outbound: Telegram; captures: the collector)', labelNames: ['kind'], registers: r });
-  const admin = new Counter({ name: 'tg_relay_admin_actions_total', help: 'Admin API actions recorded in the audit trail', labelNames: ['action'], registers: r });
-  const generation = new Gauge({ name: 'tg_relay_poller_generation', help: 'Current lease generation of the poller per bot', labelNames: ['bot_id'], registers: r });
-  const progressGen = new Gauge({ name: 'tg_relay_poller_progress_generation', help: 'Generation that made the last progress', labelNames: ['bot_id'], registers: r });
-  const progressAge = new Gauge({ name: 'tg_relay_poller_progress_age_seconds', help: 'Seconds since the poller last made progress (poller lag in time)', labelNames: ['bot_id'], registers: r });
-  const lagUpdates = new Gauge({ name: 'tg_relay_poller_pending_updates', help: "Telegram's pending_update_count (getWebhookInfo; only for the configured bot)", labelNames: ['bot_id'], registers: r });
+  const depth = new Gauge({
+    name: 'tg_relay_queue_depth',
+    help: 'Items per kind and state (approximate above the exact-count cap, see /v1/stats)',
+    labelNames: ['kind', 'state'],
+    registers: r,
+  });
+  const oldest = new Gauge({
+    name: 'tg_relay_oldest_pending_age_seconds',
+    help: 'Age of the oldest pending item per kind (0 when none)',
+    labelNames: ['kind'],
+    registers: r,
+  });
+  const rate = new Gauge({
+    name: 'tg_relay_delivered_last_minute',
+    help: 'Successful attempts per kind during the last 60 s (all replicas)',
+    labelNames: ['kind'],
+    registers: r,
+  });
+  const attempts = new Counter({
+    name: 'tg_relay_attempts_total',
+    help: 'Delivery attempts by kind and outcome (delivered, retry, failed, ambiguous, handled…) since this admin process started',
+    labelNames: ['kind', 'outcome'],
+    registers: r,
+  });
+  const latency = new Histogram({
+    name: 'tg_relay_attempt_duration_seconds',
+    help: 'Attempt latency by kind and outcome, from relay.attempts.duration_ms',
+    labelNames: ['kind', 'outcome'],
+    buckets: ATTEMPT_BUCKETS,
+    registers: r,
+  });
+  const status = new Counter({
+    name: 'tg_relay_attempt_http_responses_total',
+    help: 'HTTP statuses received by attempts, by kind',
+    labelNames: ['kind', 'status'],
+    registers: r,
+  });
+  const limited = new Counter({
+    name: 'tg_relay_rate_limited_total',
+    help: '429 Too Many Requests received, by kind (outbound: Telegram; captures: the collector)',
+    labelNames: ['kind'],
+    registers: r,
+  });
+  const admin = new Counter({
+    name: 'tg_relay_admin_actions_total',
+    help: 'Admin API actions recorded in the audit trail',
+    labelNames: ['action'],
+    registers: r,
+  });
+  const generation = new Gauge({
+    name: 'tg_relay_poller_generation',
+    help: 'Current lease generation of the poller per bot',
+    labelNames: ['bot_id'],
+    registers: r,
+  });
+  const progressGen = new Gauge({
+    name: 'tg_relay_poller_progress_generation',
+    help: 'Generation that made the last progress',
+    labelNames: ['bot_id'],
+    registers: r,
+  });
+  const progressAge = new Gauge({
+    name: 'tg_relay_poller_progress_age_seconds',
+    help: 'Seconds since the poller last made progress (poller lag in time)',
+    labelNames: ['bot_id'],
+    registers: r,
+  });
+  const lagUpdates = new Gauge({
+    name: 'tg_relay_poller_pending_updates',
+    help: "Telegram's pending_update_count (getWebhookInfo; only for the configured bot)",
+    labelNames: ['bot_id'],
+    registers: r,
+  });
   const leaseValid = new Gauge({ name: 'tg_relay_poller_lease_valid', help: '1 when a poller holds an unexpired lease', labelNames: ['bot_id'], registers: r });
   const halted = new Gauge({ name: 'tg_relay_poller_halted', help: '1 when polling halted (decode policy stop)', labelNames: ['bot_id'], registers: r });
   const quarantine = new Gauge({ name: 'tg_relay_quarantine_items', help: 'Quarantined updates by state', labelNames: ['state'], registers: r });
   const ready = new Gauge({ name: 'tg_relay_ready', help: '1 when /health/ready passes (database, migrations, poller progressing)', registers: r });
   // retention (docs/retention.md): read from relay.prune_runs, so every replica's passes show here
-  const pruneLast = new Gauge({ name: 'tg_relay_prune_last_run_timestamp_seconds', help: 'When the last prune pass (periodic or CLI) started (0: never)', registers: r });
+  const pruneLast = new Gauge({
+    name: 'tg_relay_prune_last_run_timestamp_seconds',
+    help: 'When the last prune pass (periodic or CLI) started (0: never)',
+    registers: r,
+  });
   const pruneLastDuration = new Gauge({ name: 'tg_relay_prune_last_run_duration_seconds', help: 'Duration of the last prune pass', registers: r });
-  const pruneLastDeleted = new Gauge({ name: 'tg_relay_prune_last_run_deleted_rows', help: 'Rows the last prune pass deleted, per table', labelNames: ['table'], registers: r });
-  const pruneDeleted24h = new Gauge({ name: 'tg_relay_prune_deleted_rows_24h', help: 'Rows deleted by prune passes during the last 24 h, per table', labelNames: ['table'], registers: r });
+  const pruneLastDeleted = new Gauge({
+    name: 'tg_relay_prune_last_run_deleted_rows',
+    help: 'Rows the last prune pass deleted, per table',
+    labelNames: ['table'],
+    registers: r,
+  });
+  const pruneDeleted24h = new Gauge({
+    name: 'tg_relay_prune_deleted_rows_24h',
+    help: 'Rows deleted by prune passes during the last 24 h, per table',
+    labelNames: ['table'],
+    registers: r,
+  });
   const pruneRuns24h = new Gauge({ name: 'tg_relay_prune_runs_24h', help: 'Prune passes recorded during the last 24 h', registers: r });
   const setPrune = (p: PruneStatus | undefined) => {
     if (!p) return;

@@ -18,6 +18,7 @@ export function decodeCursor(cursor: string): Keyset {
   const m = /^(\d{1,17})\.(\d{1,17})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   const k = m ? { us: Number(m[1]), id: Number(m[2]) } : undefined;
   // a cursor this API returned holds a row's exact time and id: both safe integers
-  if (!k || !Number.isSafeInteger(k.us) || !Number.isSafeInteger(k.id)) throw new AdminError('RELAY_ADMIN_BAD_CURSOR', 'cursor is not one this API returned', { field: 'querystring.cursor' });
+  if (!k || !Number.isSafeInteger(k.us) || !Number.isSafeInteger(k.id))
+    throw new AdminError('RELAY_ADMIN_BAD_CURSOR', 'cursor is not one this API returned', { field: 'querystring.cursor' });
   return k;
 }

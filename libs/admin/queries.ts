@@ -160,13 +160,27 @@ export async function auditInsert(db: Queryable, e: AuditEntry): Promise<number>
     `insert into relay.attempts (subject, subject_id, subject_key, worker_id, started_at, finished_at, duration_ms, outcome, error_code, error, details, actor)
      values ('admin', $1, $2, $3, $4, clock_timestamp(), greatest(0, (extract(epoch from clock_timestamp() - $4::timestamptz) * 1000)::int), $5, $6, $7, $8, $9)
      returning id`,
-    [e.subjectId ?? null, e.subjectKey ?? null, e.workerId, e.startedAt, `admin.${e.action}`, e.errorCode ?? null, e.error ?? null, JSON.stringify(e.details), e.actor],
+    [
+      e.subjectId ?? null,
+      e.subjectKey ?? null,
+      e.workerId,
+      e.startedAt,
+      `admin.${e.action}`,
+      e.errorCode ?? null,
+      e.error ?? null,
+      JSON.stringify(e.details),
+      e.actor,
+    ],
   );
   return Number(rows[0].id);
 }
 
 /** Admin actions, newest first (GET /v1/audit). */
-export async function auditList(db: Queryable, f: { actor?: string; action?: string; since?: string; until?: string }, page: { limit: number; cursor?: string }): Promise<Page<Record<string, unknown>>> {
+export async function auditList(
+  db: Queryable,
+  f: { actor?: string; action?: string; since?: string; until?: string },
+  page: { limit: number; cursor?: string },
+): Promise<Page<Record<string, unknown>>> {
   const values: unknown[] = [];
   const where = [`subject = 'admin'`];
   if (f.actor) where.push(`actor = $${values.push(f.actor)}`);
@@ -233,7 +247,10 @@ export async function statsEstimates(db: Queryable): Promise<Record<string, { ro
     const freqs: Record<string, number> = {};
     const mcf = r.freqs;
     if (r.vals && mcf) {
-      const vals = r.vals.replace(/^\{|\}$/g, '').split(',').map((v) => v.replace(/^"|"$/g, ''));
+      const vals = r.vals
+        .replace(/^\{|\}$/g, '')
+        .split(',')
+        .map((v) => v.replace(/^"|"$/g, ''));
       vals.forEach((v, i) => (freqs[v] = Number(mcf[i])));
     }
     out[r.table] = { rows: Number(r.rows), freqs };
@@ -291,7 +308,12 @@ export async function cursorList(db: Queryable): Promise<CursorRow[]> {
 // Metrics feed
 
 /** Attempt rows after `afterId` (plus ids that were missing last time), oldest first. */
-export async function attemptsSince(db: Queryable, afterId: number, missing: number[], limit: number): Promise<{ id: number; subject: string; outcome: string; http_status: number | null; duration_ms: number | null }[]> {
+export async function attemptsSince(
+  db: Queryable,
+  afterId: number,
+  missing: number[],
+  limit: number,
+): Promise<{ id: number; subject: string; outcome: string; http_status: number | null; duration_ms: number | null }[]> {
   return read(
     db,
     `select id, subject, outcome, http_status, duration_ms from relay.attempts
@@ -312,7 +334,11 @@ export async function attemptsMaxId(db: Queryable): Promise<number> {
 /** One row, locked for the rest of the transaction. */
 export async function itemLock(db: Queryable, kind: ListKind, id: number): Promise<{ id: number; state: string; key: string } | undefined> {
   const spec = KINDS[kind];
-  const rows = await read<{ id: number; state: string; key: string }>(db, `select id, state, ${spec.keyColumn}::text as key from ${spec.table} where id = $1 for update`, [id]);
+  const rows = await read<{ id: number; state: string; key: string }>(
+    db,
+    `select id, state, ${spec.keyColumn}::text as key from ${spec.table} where id = $1 for update`,
+    [id],
+  );
   return rows[0];
 }
 
@@ -325,7 +351,11 @@ export async function itemsSelectFailed(db: Queryable, kind: ListKind, f: ListFi
   const values: unknown[] = [];
   const where = filterClause(kind, { ...f, state: 'failed' }, values);
   values.push(limit + 1);
-  const rows = await read<{ id: number }>(db, `select id from ${spec.table} where ${where} order by id limit $${values.length}${lock ? ' for update skip locked' : ''}`, values);
+  const rows = await read<{ id: number }>(
+    db,
+    `select id from ${spec.table} where ${where} order by id limit $${values.length}${lock ? ' for update skip locked' : ''}`,
+    values,
+  );
   const more = rows.length > limit;
   return { ids: rows.slice(0, limit).map((r) => r.id), more };
 }
@@ -348,7 +378,11 @@ export interface QuarantineLockRow {
 }
 
 export async function quarantineLock(db: Queryable, id: number): Promise<QuarantineLockRow | undefined> {
-  const rows = await read<QuarantineLockRow>(db, `select id, bot_id, update_id, sha256, state, raw, generation from relay.quarantine where id = $1 for update`, [id]);
+  const rows = await read<QuarantineLockRow>(
+    db,
+    `select id, bot_id, update_id, sha256, state, raw, generation from relay.quarantine where id = $1 for update`,
+    [id],
+  );
   return rows[0];
 }
 

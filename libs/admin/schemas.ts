@@ -107,7 +107,16 @@ const captureSummary = {
 };
 export const CaptureSummary = Type.Object(captureSummary, { $id: 'CaptureSummary' });
 export const CaptureDetail = Type.Object(
-  { ...captureSummary, from_id: NInt, message_date: NTime, payload: Type.Any(), payload_sha256: Type.String(), job_id: NStr, claim_id: NStr, history: Type.Array(Type.Ref('Attempt')) },
+  {
+    ...captureSummary,
+    from_id: NInt,
+    message_date: NTime,
+    payload: Type.Any(),
+    payload_sha256: Type.String(),
+    job_id: NStr,
+    claim_id: NStr,
+    history: Type.Array(Type.Ref('Attempt')),
+  },
   { $id: 'CaptureDetail' },
 );
 
@@ -155,7 +164,10 @@ const inboxSummary = {
   handled_at: NTime,
 };
 export const InboxSummary = Type.Object(inboxSummary, { $id: 'InboxSummary' });
-export const InboxDetail = Type.Object({ ...inboxSummary, payload: Type.Any(), job_id: NStr, claim_id: NStr, history: Type.Array(Type.Ref('Attempt')) }, { $id: 'InboxDetail' });
+export const InboxDetail = Type.Object(
+  { ...inboxSummary, payload: Type.Any(), job_id: NStr, claim_id: NStr, history: Type.Array(Type.Ref('Attempt')) },
+  { $id: 'InboxDetail' },
+);
 
 const quarantineSummary = {
   id: Int,
@@ -247,4 +259,19 @@ export const AuditEntryBody = Type.Object(
 );
 
 /** Shared schemas registered once with app.addSchema (referenced by $id). */
-export const SHARED_SCHEMAS = [ErrorBody, Attempt, CaptureSummary, CaptureDetail, OutboundSummary, OutboundDetail, InboxSummary, InboxDetail, QuarantineSummary, QuarantineDetail, StateCount, KindStats, BotStats, AuditEntryBody];
+export const SHARED_SCHEMAS = [
+  ErrorBody,
+  Attempt,
+  CaptureSummary,
+  CaptureDetail,
+  OutboundSummary,
+  OutboundDetail,
+  InboxSummary,
+  InboxDetail,
+  QuarantineSummary,
+  QuarantineDetail,
+  StateCount,
+  KindStats,
+  BotStats,
+  AuditEntryBody,
+];

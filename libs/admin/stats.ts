@@ -124,7 +124,10 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
       const spec = KINDS[kind];
       const r = recent.find((x) => x.subject === spec.subject);
       const states = counts[kind];
-      const total = Object.values(states).reduce((a, s) => ({ count: a.count + s.count, approximate: a.approximate || s.approximate }), { count: 0, approximate: false });
+      const total = Object.values(states).reduce((a, s) => ({ count: a.count + s.count, approximate: a.approximate || s.approximate }), {
+        count: 0,
+        approximate: false,
+      });
       const oldest = (raw[`${kind}.oldest`] as string | null) ?? null;
       out.kinds[kind] = {
         queue: spec.queue ?? null,
@@ -140,7 +143,9 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
     }
     out.bots = await Promise.all(
       cursors.map(async (c): Promise<BotStats> => {
-        const health = deps.ingressHealth ? await deps.ingressHealth(deps.pool, c.bot_id, { pollTimeoutMs: deps.pollTimeoutMs, now }).catch(() => undefined) : undefined;
+        const health = deps.ingressHealth
+          ? await deps.ingressHealth(deps.pool, c.bot_id, { pollTimeoutMs: deps.pollTimeoutMs, now }).catch(() => undefined)
+          : undefined;
         const pending = deps.pendingUpdates?.peek(c.bot_id);
         return {
           bot_id: c.bot_id,

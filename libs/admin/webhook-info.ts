@@ -18,7 +18,10 @@ export const PENDING_UPDATES_TTL_MS = 15_000;
  * on Telegram: a scrape reads the cache and, if it is older than the TTL, refreshes it for the
  * next one. Works for polling bots too (the field is filled either way).
  */
-export function pendingUpdatesCache(fetchCount: (botId: string) => Promise<number | undefined>, opts: { ttlMs?: number; clock?: () => Date; logger?: Logger } = {}): PendingUpdatesSource & { refresh(botId: string): Promise<void> } {
+export function pendingUpdatesCache(
+  fetchCount: (botId: string) => Promise<number | undefined>,
+  opts: { ttlMs?: number; clock?: () => Date; logger?: Logger } = {},
+): PendingUpdatesSource & { refresh(botId: string): Promise<void> } {
   const ttl = opts.ttlMs ?? PENDING_UPDATES_TTL_MS;
   const clock = opts.clock ?? (() => new Date());
   const cache = new Map<string, { value?: PendingUpdates; fetchedAt: number; inflight?: Promise<void> }>();

@@ -29,17 +29,16 @@ export interface CaptureConfigEffect {
  * collector answers 200 without having received anything.
  * `backoffStep` is the number of configuration problems in a row (the backoff grows with it).
  */
-export function classifyCaptureResponse(
-  status: number,
-  headers: { get(name: string): string | null },
-  now: Date,
-  backoffStep = 1,
-): Outcome {
+export function classifyCaptureResponse(status: number, headers: { get(name: string): string | null }, now: Date, backoffStep = 1): Outcome {
   if (status >= 200 && status < 300) return Outcome.delivered({ status });
   const errorCode = `HTTP_${status}`;
   if (status === 408 || status === 429 || status >= 500) {
     const afterMs = parseRetryAfter(headers.get('retry-after'), now);
-    return Outcome.retry(afterMs, { status, errorCode, error: `collector answered ${status}${afterMs !== undefined ? ` (Retry-After ${Math.round(afterMs / 1000)} s)` : ''}` });
+    return Outcome.retry(afterMs, {
+      status,
+      errorCode,
+      error: `collector answered ${status}${afterMs !== undefined ? ` (Retry-After ${Math.round(afterMs / 1000)} s)` : ''}`,
+    });
   }
   if ((status >= 300 && status < 400) || CAPTURE_CONFIG_STATUSES.has(status)) {
     const reason = captureConfigReason(status, headers.get('location'));
@@ -54,7 +53,8 @@ function captureConfigReason(status: number, location: string | null): string {
     const to = location ? ` to ${safeText(location, 200)}` : '';
     return `collector answered ${status} (a redirect${to}); redirects are not followed: set CAPTURE_URL to the URL that accepts the POST`;
   }
-  const what = status === 404 ? 'no such endpoint: check CAPTURE_URL' : status === 407 ? 'a proxy wants credentials' : 'check the collector credentials and CAPTURE_URL';
+  const what =
+    status === 404 ? 'no such endpoint: check CAPTURE_URL' : status === 407 ? 'a proxy wants credentials' : 'check the collector credentials and CAPTURE_URL';
   return `collector answered ${status} (${what}); captures are kept and retried with backoff`;
 }
 

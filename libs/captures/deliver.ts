@@ -17,7 +17,12 @@ export interface CaptureRow {
 
 /** relay.captures as a claim table (the engine's generic claim/settle/heartbeat/recovery SQL). */
 export function createCaptureStore(opts: { opsChatId?: string | null } = {}): ClaimStore<CaptureRow & Record<string, unknown>> {
-  const base = createClaimTableStore<CaptureRow & Record<string, unknown>>({ subject: 'capture', table: 'captures', keyColumn: 'capture_key', columns: ['capture_key', 'payload', 'payload_raw'] });
+  const base = createClaimTableStore<CaptureRow & Record<string, unknown>>({
+    subject: 'capture',
+    table: 'captures',
+    keyColumn: 'capture_key',
+    columns: ['capture_key', 'payload', 'payload_raw'],
+  });
   return {
     ...base,
     // in the outcome transaction: a configuration problem is recorded (a new episode alerts once),
@@ -100,7 +105,10 @@ export function createCaptureKind(opts: {
       });
       if (outcome.type === 'delivered') streak.succeeded();
       else if (outcome.details?.configProblem && streak.current === 1) {
-        ctx.logger.error({ status: outcome.status, errorCode: outcome.errorCode, reason: outcome.error }, 'the collector answers as if CAPTURE_URL or its credentials were wrong; captures are kept and retried with backoff');
+        ctx.logger.error(
+          { status: outcome.status, errorCode: outcome.errorCode, reason: outcome.error },
+          'the collector answers as if CAPTURE_URL or its credentials were wrong; captures are kept and retried with backoff',
+        );
       }
       return outcome;
     },

@@ -2,7 +2,9 @@
 export class CaptureKeyConflictError extends Error {
   readonly code = 'RELAY_CAPTURE_KEY_CONFLICT';
   constructor(readonly captureKeys: string[]) {
-    super(`capture key ${captureKeys[0]}${captureKeys.length > 1 ? ` (and ${captureKeys.length - 1} more)` : ''} already exists with different data; the batch was not committed`);
+    super(
+      `capture key ${captureKeys[0]}${captureKeys.length > 1 ? ` (and ${captureKeys.length - 1} more)` : ''} already exists with different data; the batch was not committed`,
+    );
     this.name = 'CaptureKeyConflictError';
   }
 }

@@ -30,9 +30,11 @@ export function describeConfig(config: Config): string[] {
     let shown: string;
     if (v === undefined || (Array.isArray(v) && v.length === 0 && k !== 'ALLOWED_CHAT_IDS')) shown = '(unset)';
     else if (k === 'DATABASE_URL' || k === 'NATS_URL') shown = printable(v).split(',').map(maskUrlPassword).join(',');
-    else if ((SECRET_VARIABLES as readonly string[]).includes(k)) shown = Array.isArray(v) ? v.map((t) => `${(t as { label?: string }).label ?? ''}:****`).join(',') : maskSecret(printable(v));
+    else if ((SECRET_VARIABLES as readonly string[]).includes(k))
+      shown = Array.isArray(v) ? v.map((t) => `${(t as { label?: string }).label ?? ''}:****`).join(',') : maskSecret(printable(v));
     else if (Array.isArray(v)) shown = v.join(',') || '(all)';
-    else if (v && typeof v === 'object' && 'count' in v && 'windowMs' in v) shown = `${(v as { count: number }).count}/${(v as { windowMs: number }).windowMs}ms`;
+    else if (v && typeof v === 'object' && 'count' in v && 'windowMs' in v)
+      shown = `${(v as { count: number }).count}/${(v as { windowMs: number }).windowMs}ms`;
     else shown = printable(v);
     return `${k}=${shown}`;
   });

@@ -20,7 +20,10 @@ export const retention = (what: string, min = 60_000) =>
   z.string().transform((v, ctx) => {
     const ms = parseRetention(v);
     if (ms === undefined || (ms !== null && ms < min)) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as a period of at least ${min / 1000}s like 14d, 36h or 90m, or 0/off to keep for good, got "${v}"` });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected ${what} as a period of at least ${min / 1000}s like 14d, 36h or 90m, or 0/off to keep for good, got "${v}"`,
+      });
       return z.NEVER;
     }
     return ms;

@@ -24,7 +24,12 @@ export const TIMER_MAX_MS = 2 ** 31 - 1;
 /** `1500` → "1.5s", `120000` → "2m": how a limit is shown in error messages. */
 export function formatMs(ms: number): string {
   if (ms === TIMER_MAX_MS) return `${ms}ms (the timer maximum, about 24.8 days)`;
-  for (const [unit, size] of [['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (ms >= size && ms % (size / 10) === 0) return `${ms / size}${unit}`;
+  for (const [unit, size] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const)
+    if (ms >= size && ms % (size / 10) === 0) return `${ms / size}${unit}`;
   return `${ms}ms`;
 }
 
@@ -38,7 +43,10 @@ export const durationVar = (what: string, opts: { min?: number; max?: number } =
   return z.string().transform((v, ctx) => {
     const ms = parseDuration(v);
     if (ms === undefined) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as a duration like 250ms, 5s, 2m or plain milliseconds, from ${formatMs(min)} to ${formatMs(max)}, got "${v}"` });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected ${what} as a duration like 250ms, 5s, 2m or plain milliseconds, from ${formatMs(min)} to ${formatMs(max)}, got "${v}"`,
+      });
       return z.NEVER;
     }
     if (ms < min || ms > max) {
@@ -101,10 +109,16 @@ const url = (what: string, protocols: readonly string[] = ['http:', 'https:']) =
   });
 
 const chatIdList = z.string().transform((v, ctx) => {
-  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = items.filter((s) => !/^-?\d{1,16}$/.test(s) || Math.abs(Number(s)) > MAX_CHAT_ID);
   if (bad.length) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected a comma-separated list of integer chat ids, got "${bad.join(', ')}" (each at most ${MAX_CHAT_ID} in absolute value)` });
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: `expected a comma-separated list of integer chat ids, got "${bad.join(', ')}" (each at most ${MAX_CHAT_ID} in absolute value)`,
+    });
     return z.NEVER;
   }
   return items.map((s) => BigInt(s).toString());
@@ -120,22 +134,33 @@ const rate = (what: string) =>
     const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(v);
     const windowMs = m ? parseDuration(/^\d/.test(m[2]) ? m[2] : `1${m[2]}`) : undefined;
     if (!m || !windowMs || Number(m[1]) < 1 || Number(m[1]) > RATE_COUNT_MAX || windowMs < RATE_WINDOW_MIN_MS || windowMs > RATE_WINDOW_MAX_MS) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as COUNT/WINDOW like 30/1s or 20/1m (COUNT from 1 to ${RATE_COUNT_MAX}, WINDOW from ${formatMs(RATE_WINDOW_MIN_MS)} to ${formatMs(RATE_WINDOW_MAX_MS)}), got "${v}"` });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected ${what} as COUNT/WINDOW like 30/1s or 20/1m (COUNT from 1 to ${RATE_COUNT_MAX}, WINDOW from ${formatMs(RATE_WINDOW_MIN_MS)} to ${formatMs(RATE_WINDOW_MAX_MS)}), got "${v}"`,
+      });
       return z.NEVER;
     }
     return { count: Number(m[1]), windowMs };
   });
 
-const chatId = z.string().refine((v) => (/^-?\d{1,16}$/.test(v.trim()) && Math.abs(Number(v)) <= MAX_CHAT_ID && Number(v) !== 0) || /^@[A-Za-z0-9_]{4,64}$/.test(v.trim()), {
-  message: `expected an integer chat id or @channelusername (a non-zero id, at most ${MAX_CHAT_ID} in absolute value)`,
-});
+const chatId = z
+  .string()
+  .refine((v) => (/^-?\d{1,16}$/.test(v.trim()) && Math.abs(Number(v)) <= MAX_CHAT_ID && Number(v) !== 0) || /^@[A-Za-z0-9_]{4,64}$/.test(v.trim()), {
+    message: `expected an integer chat id or @channelusername (a non-zero id, at most ${MAX_CHAT_ID} in absolute value)`,
+  });
 
 /** nats://host:port (also tls://, ws://, wss://, or host:port), comma-separated for a cluster. */
 const natsUrls = z.string().transform((v, ctx) => {
-  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const ok = items.length > 0 && items.every((s) => /^((nats|tls|ws|wss):\/\/)?([^\s/@:]+(:[^\s/@]*)?@)?[A-Za-z0-9.\-[\]:]+(:\d{1,5})?$/.test(s));
   if (!ok) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected NATS server URLs like nats://127.0.0.1:4222 (comma-separated), got "${v.replace(/\/\/[^@/]*@/, '//****@')}"` });
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: `expected NATS server URLs like nats://127.0.0.1:4222 (comma-separated), got "${v.replace(/\/\/[^@/]*@/, '//****@')}"`,
+    });
     return z.NEVER;
   }
   return items.join(',');
@@ -165,24 +190,39 @@ export const configSchema = z.object({
   ADMIN_PORT: int('a TCP port', 0, 65535).default(String(ADMIN_PORT_DEFAULT)),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   // admin API: more tokens with labels for the audit trail, `label:token,label:token` (ADMIN_TOKEN is labelled "admin")
-  ADMIN_TOKENS: z.string().transform((v, ctx) => {
-    const out: { label: string; token: string }[] = [];
-    for (const item of v.split(',').map((s) => s.trim()).filter(Boolean)) {
-      const i = item.indexOf(':');
-      const label = item.slice(0, i);
-      const token = item.slice(i + 1);
-      if (i < 1 || !/^[A-Za-z0-9_.-]{1,64}$/.test(label) || token.length < 16 || out.some((t) => t.label === label)) {
-        ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'expected label:token pairs separated by commas (labels of A-Z, a-z, 0-9, _ . -, unique; tokens of at least 16 characters)' });
-        return z.NEVER;
+  ADMIN_TOKENS: z
+    .string()
+    .transform((v, ctx) => {
+      const out: { label: string; token: string }[] = [];
+      for (const item of v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)) {
+        const i = item.indexOf(':');
+        const label = item.slice(0, i);
+        const token = item.slice(i + 1);
+        if (i < 1 || !/^[A-Za-z0-9_.-]{1,64}$/.test(label) || token.length < 16 || out.some((t) => t.label === label)) {
+          ctx.addIssue({
+            code: z.ZodIssueCode.custom,
+            message: 'expected label:token pairs separated by commas (labels of A-Z, a-z, 0-9, _ . -, unique; tokens of at least 16 characters)',
+          });
+          return z.NEVER;
+        }
+        out.push({ label, token });
       }
-      out.push({ label, token });
-    }
-    return out;
-  }).default(''),
-  ADMIN_DOCS_PUBLIC: z.enum(['true', 'false']).transform((v) => v === 'true').default('false'),
+      return out;
+    })
+    .default(''),
+  ADMIN_DOCS_PUBLIC: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .default('false'),
   WEBHOOK_SECRET: z
     .string()
-    .regex(new RegExp(`^[A-Za-z0-9_-]{${WEBHOOK_SECRET_MIN_LENGTH},256}$`), `expected ${WEBHOOK_SECRET_MIN_LENGTH} to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram secret_token; e.g. \`openssl rand -hex 24\`)`)
+    .regex(
+      new RegExp(`^[A-Za-z0-9_-]{${WEBHOOK_SECRET_MIN_LENGTH},256}$`),
+      `expected ${WEBHOOK_SECRET_MIN_LENGTH} to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram secret_token; e.g. \`openssl rand -hex 24\`)`,
+    )
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATA_DIR: z.string().min(1).default('.data'),
@@ -196,11 +236,16 @@ export const configSchema = z.object({
   WEBHOOK_HOST: z.string().min(1).default('0.0.0.0'),
   WEBHOOK_PUBLIC_URL: url('the public HTTPS base URL Telegram calls for the webhook').optional(),
   // ingress: also create update.dispatch jobs for updates from chats outside ALLOWED_CHAT_IDS (never captures)
-  DISPATCH_UNAUTHORIZED: z.enum(['true', 'false'], { message: 'expected true or false' }).transform((v) => v === 'true').default('false'),
+  DISPATCH_UNAUTHORIZED: z
+    .enum(['true', 'false'], { message: 'expected true or false' })
+    .transform((v) => v === 'true')
+    .default('false'),
 
   // workers
   WORKER_CONCURRENCY: int('the number of concurrent jobs per worker process', 1, 1000).default(String(WORKER_CONCURRENCY_DEFAULT)),
-  STALE_AFTER: duration('how long a claimed job may stay without heartbeat before it is recovered', { min: STALE_AFTER_MIN_MS }).default(String(STALE_AFTER_MS_DEFAULT)),
+  STALE_AFTER: duration('how long a claimed job may stay without heartbeat before it is recovered', { min: STALE_AFTER_MIN_MS }).default(
+    String(STALE_AFTER_MS_DEFAULT),
+  ),
   RETRY_BASE: duration('the first retry delay', { min: RETRY_BASE_MIN_MS }).default(String(RETRY_BASE_MS_DEFAULT)),
   RETRY_CAP: duration('the longest retry delay', { min: RETRY_BASE_MIN_MS }).default(String(RETRY_CAP_MS_DEFAULT)),
   RETRY_MAX_ATTEMPTS: int('the attempt budget', 1, 1000).default(String(RETRY_MAX_ATTEMPTS_DEFAULT)),
@@ -227,19 +272,31 @@ export const configSchema = z.object({
 
   // JetStream bridge, `tg-relay jetstream` (docs/jetstream.md); NATS_URL also enables it in `tg-relay start`
   NATS_URL: natsUrls.optional(),
-  NATS_STREAM: z.string().regex(/^[^\s.*>/\\]{1,255}$/, 'expected a stream name without spaces, ".", "*", ">", "/" or "\\"').default('TELEGRAM_OUTBOUND'),
+  NATS_STREAM: z
+    .string()
+    .regex(/^[^\s.*>/\\]{1,255}$/, 'expected a stream name without spaces, ".", "*", ">", "/" or "\\"')
+    .default('TELEGRAM_OUTBOUND'),
   NATS_SUBJECT: natsSubject('the subject publishers send TelegramOutbound JSON to').default('telegram.outbound'),
   NATS_ALERT_SUBJECT: natsSubject('the subject alerts about failed messages are published on').default('telegram.alerts'),
-  NATS_CONSUMER: z.string().regex(/^[A-Za-z0-9_-]{1,255}$/, 'expected a durable consumer name of A-Z, a-z, 0-9, _ and -').default('tg-relay'),
+  NATS_CONSUMER: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,255}$/, 'expected a durable consumer name of A-Z, a-z, 0-9, _ and -')
+    .default('tg-relay'),
   NATS_CREDS: z.string().min(1).optional(), // path to a .creds file (JWT + nkey seed)
-  NATS_NKEY_SEED: z.string().regex(/^SU[A-Z2-7]{54,}$/, 'expected an nkey user seed (starts with SU)').optional(),
+  NATS_NKEY_SEED: z
+    .string()
+    .regex(/^SU[A-Z2-7]{54,}$/, 'expected an nkey user seed (starts with SU)')
+    .optional(),
   NATS_ACK_WAIT: duration('how long NATS waits for an ack before redelivering').default('30s'),
   NATS_NAK_BACKOFF: duration('the first redelivery delay after a database error (doubles per redelivery, up to 5 minutes)').default('1s'),
   NATS_BATCH: int('how many fetched messages share one transaction', 1, 1000).default('100'),
   JETSTREAM_HEALTH_PORT: int('a TCP port (0 picks a free one)', 0, 65535).default('8091'),
   JETSTREAM_HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
   // alerts about terminally failed messages: to OPS_CHAT_ID and on NATS_ALERT_SUBJECT; false switches both off
-  META_ALERT_ON_DROP: z.enum(['true', 'false'], { message: 'expected true or false' }).transform((v) => v === 'true').default('true'),
+  META_ALERT_ON_DROP: z
+    .enum(['true', 'false'], { message: 'expected true or false' })
+    .transform((v) => v === 'true')
+    .default('true'),
   OUTBOUND_MAX_RETRY_AFTER: duration('the longest wait honoured for one 429 retry_after').default('60s'),
   OUTBOUND_MAX_429: int('how many 429 answers one message may take before it fails (0 = unlimited)', 0, 1_000_000).default('0'),
   // database session limits of every pool (libs/db/pool.ts); 0 leaves the server's own setting

@@ -121,7 +121,9 @@ export async function copyLegacyBossJobs(c: PoolClient, logger?: Logger): Promis
   if (!(await tableExists(c, `${LEGACY_BOSS_SCHEMA}.queue`))) return 0;
   await c.query('begin');
   try {
-    const present = (await c.query<{ name: string }>(`select name from ${LEGACY_BOSS_SCHEMA}.queue where name = any($1::text[]) for update`, [ours])).rows.map((r) => r.name);
+    const present = (await c.query<{ name: string }>(`select name from ${LEGACY_BOSS_SCHEMA}.queue where name = any($1::text[]) for update`, [ours])).rows.map(
+      (r) => r.name,
+    );
     if (present.length === 0) {
       await c.query('commit');
       return 0;

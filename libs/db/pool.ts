@@ -30,7 +30,9 @@ export const DB_TIMEOUTS_DEFAULT: DbTimeouts = {
 };
 
 /** The `pg` connection options for our session limits and TCP keepalive (also given to pg-boss's pool). */
-export function sessionOptions(t: Partial<DbTimeouts> = {}): Pick<PoolConfig, 'statement_timeout' | 'lock_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'> {
+export function sessionOptions(
+  t: Partial<DbTimeouts> = {},
+): Pick<PoolConfig, 'statement_timeout' | 'lock_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'> {
   const v = { ...DB_TIMEOUTS_DEFAULT, ...t };
   return {
     statement_timeout: v.statementMs,

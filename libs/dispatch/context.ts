@@ -29,7 +29,13 @@ export const dispatchStorage = new AsyncLocalStorage<DispatchState>();
 const NEVER = new AbortController().signal;
 
 /** Routes one call through the current attempt's reply session (refusing it once the attempt is over). */
-export function callThroughSession(state: DispatchState, method: string, payload: unknown, signal: AbortSignal | undefined, direct: DirectCall): Promise<unknown> {
+export function callThroughSession(
+  state: DispatchState,
+  method: string,
+  payload: unknown,
+  signal: AbortSignal | undefined,
+  direct: DirectCall,
+): Promise<unknown> {
   if (state.settled) return Promise.reject(new DispatchClosedError(method));
   if (state.signal.aborted) return Promise.reject(abortReason(state.signal));
   if (method === 'answerCallbackQuery') state.callbackAnswered = true;
@@ -53,7 +59,12 @@ interface Routed {
  * the outbound rate limiter. Inside a dispatch it still belongs to the attempt: it uses the
  * attempt's abort signal and is refused (RELAY_DISPATCH_CLOSED) once the attempt is over.
  */
-export function callApiDirect<T = unknown>(ctx: { telegram: Telegram } | Telegram, method: string, payload: Record<string, unknown> = {}, opts: { signal?: AbortSignal } = {}): Promise<T> {
+export function callApiDirect<T = unknown>(
+  ctx: { telegram: Telegram } | Telegram,
+  method: string,
+  payload: Record<string, unknown> = {},
+  opts: { signal?: AbortSignal } = {},
+): Promise<T> {
   const telegram = 'telegram' in ctx ? ctx.telegram : ctx;
   const routed = (telegram as unknown as { [DIRECT_CALL]?: Routed })[DIRECT_CALL];
   if (!routed) return (telegram as unknown as { callApi: CallApi }).callApi(method, payload, opts) as Promise<T>;
@@ -99,4 +110,3 @@ export class DispatchContext<U extends Update = Update> extends Context<U> {
 export function dispatchSignal(ctx: Context): AbortSignal {
   return (ctx as Partial<DispatchContext>).signal ?? dispatchStorage.getStore()?.signal ?? NEVER;
 }
-

@@ -48,17 +48,15 @@ export function createInboxClaimStore(opts: { botId: string; ordered: boolean })
       const { rows, activated } = await inboxClaim(db, { botId, limit: args.limit, workerId: args.workerId, now: args.now, ordered, queue: args.queue });
       const withJob = rows.filter((r) => r.job_id).length;
       if (activated !== withJob) args.onJobsOutOfStep?.(withJob, activated);
-      return rows.map(
-        (row): ClaimedJob<InboxClaimedRow> => ({
-          id: row.id,
-          key: row.update_id,
-          jobId: row.job_id,
-          claimId: row.claim_id,
-          attempt: Number(row.attempts),
-          maxAttempts: null,
-          row,
-        }),
-      );
+      return rows.map((row): ClaimedJob<InboxClaimedRow> => ({
+        id: row.id,
+        key: row.update_id,
+        jobId: row.job_id,
+        claimId: row.claim_id,
+        attempt: Number(row.attempts),
+        maxAttempts: null,
+        row,
+      }));
     },
     nextDueInMs: (db, now) => inboxNextDueInMs(db, { botId, now, ordered }),
     async settle(db, items, now) {
@@ -81,7 +79,10 @@ export function createInboxClaimStore(opts: { botId: string; ordered: boolean })
       }
       if (ordered) {
         // a head going back to wait for its retry: its followers wait at least as long
-        await inboxDeferFollowers(db, rows.filter((r) => r.state === 'pending' && r.hasFollowers).map((r) => r.id));
+        await inboxDeferFollowers(
+          db,
+          rows.filter((r) => r.state === 'pending' && r.hasFollowers).map((r) => r.id),
+        );
         // a handled (or failed) head lets its chat's next update go: wake every replica's claim loop
         // when this transaction commits (NOTIFY is transactional) instead of leaving it to a poll
         if (rows.some((r) => r.state !== 'pending' && r.hasFollowers)) await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, QUEUES.dispatch]);

@@ -42,10 +42,7 @@ export interface DispatchApi<C extends DispatchContext = DispatchContext> {
 
 export type DispatchBot<C extends DispatchContext = DispatchContext> = Telegraf<C>;
 
-export type RegisterHandlers<C extends DispatchContext = DispatchContext> = (
-  bot: DispatchBot<C>,
-  dispatch: DispatchApi<C>,
-) => void | Promise<void>;
+export type RegisterHandlers<C extends DispatchContext = DispatchContext> = (bot: DispatchBot<C>, dispatch: DispatchApi<C>) => void | Promise<void>;
 
 /** Identity helper that types a register function: `export default defineBot((bot, dispatch) => {…})`. */
 export function defineBot(register: RegisterHandlers): RegisterHandlers {
@@ -61,8 +58,7 @@ export interface BotHandlers {
 
 type Loose = Record<string, unknown>;
 
-const isMiddlewareObj = (v: unknown): v is { middleware: () => unknown } =>
-  !!v && typeof v === 'object' && typeof (v as Loose).middleware === 'function';
+const isMiddlewareObj = (v: unknown): v is { middleware: () => unknown } => !!v && typeof v === 'object' && typeof (v as Loose).middleware === 'function';
 
 /** `fn`: a function (the caller checked), called as a register function. */
 function asRegister(fn: unknown, shape: string): BotHandlers {

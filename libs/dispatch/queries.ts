@@ -127,7 +127,14 @@ export async function inboxSettle(db: Queryable, items: InboxSettlement[], at: D
                    where n.bot_id = t.bot_id and n.chat_id = t.chat_id and n.state = 'pending' and n.update_id > t.update_id)) as "hasFollowers"`,
     [
       JSON.stringify(
-        items.map((s) => ({ id: s.id, claim_id: s.claimId, state: s.state, delay_ms: s.delayMs ?? 0, error: s.error === null || s.error === undefined ? null : safeText(s.error, STORED_ERROR_MAX), uncounted: s.uncounted === true && s.state === 'pending' })),
+        items.map((s) => ({
+          id: s.id,
+          claim_id: s.claimId,
+          state: s.state,
+          delay_ms: s.delayMs ?? 0,
+          error: s.error === null || s.error === undefined ? null : safeText(s.error, STORED_ERROR_MAX),
+          uncounted: s.uncounted === true && s.state === 'pending',
+        })),
       ),
       at,
     ],

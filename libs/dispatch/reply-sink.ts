@@ -131,7 +131,9 @@ export function createOutboundReplySink(opts: { write: OutboundReplyWriter }): R
             problems = opts.write.validate?.(reply) ?? [];
           } catch (err) {
             // a payload that cannot even be read (a throwing getter, a value that is not JSON)
-            throw new InvalidReplyError(method, captured.length + 1, [{ field: 'payload', problem: `cannot be read: ${err instanceof Error ? err.name : typeof err}` }]);
+            throw new InvalidReplyError(method, captured.length + 1, [
+              { field: 'payload', problem: `cannot be read: ${err instanceof Error ? err.name : typeof err}` },
+            ]);
           }
           if (problems.length) throw new InvalidReplyError(method, captured.length + 1, problems);
           captured.push(reply);

@@ -233,8 +233,26 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
 
 /** Composer methods whose handler arguments are route handlers, and where those arguments start. */
 const ROUTE_METHODS: Record<string, number> = {
-  on: 1, hears: 1, command: 1, action: 1, inlineQuery: 1, reaction: 1, entity: 1, email: 1, url: 1, textLink: 1,
-  textMention: 1, mention: 1, phone: 1, hashtag: 1, cashtag: 1, spoiler: 1, gameQuery: 0, start: 0, help: 0, settings: 0,
+  on: 1,
+  hears: 1,
+  command: 1,
+  action: 1,
+  inlineQuery: 1,
+  reaction: 1,
+  entity: 1,
+  email: 1,
+  url: 1,
+  textLink: 1,
+  textMention: 1,
+  mention: 1,
+  phone: 1,
+  hashtag: 1,
+  cashtag: 1,
+  spoiler: 1,
+  gameQuery: 0,
+  start: 0,
+  help: 0,
+  settings: 0,
 };
 
 /**
@@ -250,7 +268,11 @@ function markRouteHandlers(bot: Telegraf<DispatchContext>): void {
     const original = target[method];
     if (typeof original !== 'function') continue;
     target[method] = function (this: unknown, ...args: unknown[]) {
-      const wrapped = args.map((a, i) => (i >= first && (typeof a === 'function' || (a && typeof (a as { middleware?: unknown }).middleware === 'function')) ? routeHandler(a as Middleware<DispatchContext>) : a));
+      const wrapped = args.map((a, i) =>
+        i >= first && (typeof a === 'function' || (a && typeof (a as { middleware?: unknown }).middleware === 'function'))
+          ? routeHandler(a as Middleware<DispatchContext>)
+          : a,
+      );
       return original.apply(bot, wrapped);
     };
   }
@@ -299,8 +321,7 @@ const chatIdIn = (o: unknown): unknown => field(field(o, 'chat'), 'id');
 /** The chat an update belongs to (message-like updates and callback queries), as text. */
 export function chatIdOf(update: unknown): string | null {
   const u = (key: string) => field(update, key);
-  const carrier =
-    u('message') ?? u('edited_message') ?? u('channel_post') ?? u('edited_channel_post') ?? u('business_message') ?? u('edited_business_message');
+  const carrier = u('message') ?? u('edited_message') ?? u('channel_post') ?? u('edited_channel_post') ?? u('business_message') ?? u('edited_business_message');
   const id =
     chatIdIn(carrier) ??
     chatIdIn(field(u('callback_query'), 'message')) ??

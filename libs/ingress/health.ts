@@ -32,12 +32,22 @@ export interface IngressHealth {
 export async function ingressHealth(pool: Pool, botId: string, opts: { pollTimeoutMs: number; now?: Date }): Promise<IngressHealth> {
   const row = await cursorRead(pool, botId);
   if (!row) {
-    return { ready: false, reasons: ['no cursor row: ingress never started for this bot'], generation: null, owner: null, progressAt: null, haltedReason: null, pollError: null, nextOffset: null };
+    return {
+      ready: false,
+      reasons: ['no cursor row: ingress never started for this bot'],
+      generation: null,
+      owner: null,
+      progressAt: null,
+      haltedReason: null,
+      pollError: null,
+      nextOffset: null,
+    };
   }
   const now = (opts.now ?? row.dbNow).getTime();
   const reasons: string[] = [];
   if (!row.leaseOwner) reasons.push('no replica holds the ingress lease');
-  else if (!row.leaseExpiresAt || row.leaseExpiresAt.getTime() <= now) reasons.push(`the lease of generation ${row.leaseGeneration} expired (owner stopped renewing)`);
+  else if (!row.leaseExpiresAt || row.leaseExpiresAt.getTime() <= now)
+    reasons.push(`the lease of generation ${row.leaseGeneration} expired (owner stopped renewing)`);
   if (row.haltedReason) reasons.push(`halted: ${row.haltedReason}`);
   const pollError = row.pollError ? `${row.pollError} (since ${row.pollErrorAt?.toISOString() ?? '?'})` : null;
   if (pollError && row.pollErrorKind === 'configuration') reasons.push(pollError);

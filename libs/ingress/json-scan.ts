@@ -22,7 +22,8 @@ function skipWs(s: string, i: number): number {
 function skipString(s: string, i: number): number {
   for (let j = i + 1; j < s.length; j++) {
     const c = s.charCodeAt(j);
-    if (c === 0x5c) j++; // backslash: skip the escaped char
+    if (c === 0x5c)
+      j++; // backslash: skip the escaped char
     else if (c === 0x22) return j + 1;
   }
   return -1;

@@ -71,7 +71,10 @@ export function planBatch(items: readonly string[], opts: PlanOptions): BatchPla
     }
     const f = r.failure;
     if (opts.policy === 'stop') {
-      const offsetNote = opts.transport === 'polling' ? `; DECODE_POLICY=stop halted polling at offset ${lastKnown === null ? opts.offset : lastKnown + 1}` : '; DECODE_POLICY=stop answered 500';
+      const offsetNote =
+        opts.transport === 'polling'
+          ? `; DECODE_POLICY=stop halted polling at offset ${lastKnown === null ? opts.offset : lastKnown + 1}`
+          : '; DECODE_POLICY=stop answered 500';
       halt = describe(f, lastKnown) + offsetNote;
       break;
     }

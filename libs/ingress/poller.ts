@@ -67,10 +67,7 @@ const WATCHDOG_RELEASE_TIMEOUT_MS = 2_000;
  * watchdog found the generation stalled (the process should exit non-zero and be restarted).
  */
 export type PollerExit =
-  | { reason: 'stopped' }
-  | { reason: 'unauthorized'; message: string }
-  | { reason: 'crashed'; message: string }
-  | { reason: 'stalled'; message: string };
+  { reason: 'stopped' } | { reason: 'unauthorized'; message: string } | { reason: 'crashed'; message: string } | { reason: 'stalled'; message: string };
 
 export interface PollerStatus {
   state: 'idle' | 'standby' | 'polling' | 'halted' | 'stopped';
@@ -168,7 +165,9 @@ export function createPoller(opts: PollerOptions): Poller {
     stopCtl.abort();
     interrupt();
     stopWatchdog();
-    void Promise.race([lease.release().catch(() => undefined), new Promise((r) => setTimeout(r, WATCHDOG_RELEASE_TIMEOUT_MS).unref())]).then(() => resolveDone(exit));
+    void Promise.race([lease.release().catch(() => undefined), new Promise((r) => setTimeout(r, WATCHDOG_RELEASE_TIMEOUT_MS).unref())]).then(() =>
+      resolveDone(exit),
+    );
   };
   const stopWatchdog = () => {
     if (watchdog) clearInterval(watchdog);
@@ -187,8 +186,7 @@ export function createPoller(opts: PollerOptions): Poller {
     },
   });
 
-  const fail = (kind: string, level: 'warn' | 'error', fields: Record<string, unknown>, message: string): number =>
-    episodes.fail(kind, level, fields, message);
+  const fail = (kind: string, level: 'warn' | 'error', fields: Record<string, unknown>, message: string): number => episodes.fail(kind, level, fields, message);
 
   async function acquire(): Promise<void> {
     state = 'standby';
@@ -253,7 +251,12 @@ export function createPoller(opts: PollerOptions): Poller {
         return;
       }
       if (err.errorCode === 409) {
-        const n = fail('conflict', 'warn', { description: err.description }, 'getUpdates conflict: another poller or a webhook is taking this bot\'s updates; backing off and re-checking the lease');
+        const n = fail(
+          'conflict',
+          'warn',
+          { description: err.description },
+          "getUpdates conflict: another poller or a webhook is taking this bot's updates; backing off and re-checking the lease",
+        );
         if (!(await lease.renewNow())) return;
         await sleep(backoffDelay(n, policy, random), wake.signal);
         return;
@@ -264,13 +267,23 @@ export function createPoller(opts: PollerOptions): Poller {
         await sleep(waitMs, wake.signal);
         return;
       }
-      const n = fail('telegram', err.errorCode >= 500 ? 'warn' : 'error', { errorCode: err.errorCode, description: err.description }, 'getUpdates failed; retrying the same offset');
+      const n = fail(
+        'telegram',
+        err.errorCode >= 500 ? 'warn' : 'error',
+        { errorCode: err.errorCode, description: err.description },
+        'getUpdates failed; retrying the same offset',
+      );
       if (n === 0) await recordPollError(fence, 'transport', `getUpdates answered ${err.errorCode} (${err.description}); retrying with backoff`);
       await sleep(backoffDelay(n, policy, random), wake.signal);
       return;
     }
     const n = fail('telegram', 'warn', { err }, 'getUpdates failed; retrying the same offset');
-    if (n === 0) await recordPollError(fence, 'transport', `getUpdates failed (${err instanceof TelegramNetworkError ? err.reason : 'error'}: ${(err as Error)?.message ?? String(err)}); retrying with backoff`);
+    if (n === 0)
+      await recordPollError(
+        fence,
+        'transport',
+        `getUpdates failed (${err instanceof TelegramNetworkError ? err.reason : 'error'}: ${(err as Error)?.message ?? String(err)}); retrying with backoff`,
+      );
     await sleep(backoffDelay(n, policy, random), wake.signal);
   }
 
@@ -297,25 +310,22 @@ export function createPoller(opts: PollerOptions): Poller {
    */
   async function commit(plan: BatchPlan, fence: Fence): Promise<boolean> {
     try {
-      const r = await persistBatch(
-        { pool: opts.pool, boss: opts.boss },
-        plan,
-        {
-          botId: opts.botId,
-          fence,
-          leaseTtlMs: opts.leaseTtlMs,
-          allowedChatIds: allowed,
-          dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
-          halt: null,
-        },
-      );
+      const r = await persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
+        botId: opts.botId,
+        fence,
+        leaseTtlMs: opts.leaseTtlMs,
+        allowedChatIds: allowed,
+        dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+        halt: null,
+      });
       episodes.recover('persist', 'batch persisted again');
       progressed();
       batches++;
       updatesStored += r.stored;
       if (plan.nextOffset !== null) offset = plan.nextOffset;
       logger.debug({ generation: fence.generation, offset, ...r }, 'batch committed');
-      if (r.quarantined > 0) logger.warn({ quarantined: r.quarantined, generation: fence.generation }, 'undecodable updates quarantined (DECODE_POLICY=quarantine)');
+      if (r.quarantined > 0)
+        logger.warn({ quarantined: r.quarantined, generation: fence.generation }, 'undecodable updates quarantined (DECODE_POLICY=quarantine)');
       if (plan.halt) {
         haltedReason = plan.halt;
         logger.error({ reason: plan.halt, offset }, 'ingress halted by DECODE_POLICY=stop; fix or set DECODE_POLICY=quarantine, then restart the poller');

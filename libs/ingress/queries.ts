@@ -58,7 +58,11 @@ export async function cursorLeaseState(q: Queryable, botId: string): Promise<{ o
     [botId],
   );
   if (rows.length === 0) return null;
-  return { owner: rows[0].lease_owner, generation: Number(rows[0].lease_generation), remainingMs: rows[0].remaining_ms === null ? null : Number(rows[0].remaining_ms) };
+  return {
+    owner: rows[0].lease_owner,
+    generation: Number(rows[0].lease_generation),
+    remainingMs: rows[0].remaining_ms === null ? null : Number(rows[0].remaining_ms),
+  };
 }
 
 /** Extends the lease; false when this (owner, generation) no longer holds it. */
@@ -248,7 +252,14 @@ export async function quarantineInsertBatch(q: Queryable, botId: string, fence: 
 }
 
 /** One audit row about the cursor (lease acquired/lost/released, halted). */
-export async function cursorAudit(q: Queryable, botId: string, fence: Fence, outcome: string, error?: string | null, details?: Record<string, unknown>): Promise<void> {
+export async function cursorAudit(
+  q: Queryable,
+  botId: string,
+  fence: Fence,
+  outcome: string,
+  error?: string | null,
+  details?: Record<string, unknown>,
+): Promise<void> {
   await q.query(
     `insert into relay.attempts (subject, subject_key, worker_id, finished_at, outcome, error, details)
      values ('cursor', $1, $2, clock_timestamp(), $3, $4, $5)`,

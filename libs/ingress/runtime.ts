@@ -60,8 +60,10 @@ export function checkIngressConfig(config: IngressConfig): void {
   const problems: { variable: string; problem: string }[] = [];
   if (!config.TELEGRAM_BOT_TOKEN) problems.push({ variable: 'TELEGRAM_BOT_TOKEN', problem: 'required by the poller (the bot token from @BotFather)' });
   if (config.INGRESS === 'webhook') {
-    if (!config.WEBHOOK_PUBLIC_URL) problems.push({ variable: 'WEBHOOK_PUBLIC_URL', problem: 'required when INGRESS=webhook (the public base URL Telegram calls)' });
-    if (!config.WEBHOOK_SECRET) problems.push({ variable: 'WEBHOOK_SECRET', problem: 'required when INGRESS=webhook (checked against X-Telegram-Bot-Api-Secret-Token)' });
+    if (!config.WEBHOOK_PUBLIC_URL)
+      problems.push({ variable: 'WEBHOOK_PUBLIC_URL', problem: 'required when INGRESS=webhook (the public base URL Telegram calls)' });
+    if (!config.WEBHOOK_SECRET)
+      problems.push({ variable: 'WEBHOOK_SECRET', problem: 'required when INGRESS=webhook (checked against X-Telegram-Bot-Api-Secret-Token)' });
   }
   if (problems.length) throw new ConfigError(`invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.problem}`).join('\n')}`, problems);
 }
@@ -138,7 +140,13 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
     }
     await assertBossSchemaVersion(pool);
     logger.info(
-      { ingress: config.INGRESS, decodePolicy: config.DECODE_POLICY, leaseTtlMs: config.LEASE_TTL, pollTimeoutMs: config.POLL_TIMEOUT, allowList: config.ALLOWED_CHAT_IDS.length || 'all' },
+      {
+        ingress: config.INGRESS,
+        decodePolicy: config.DECODE_POLICY,
+        leaseTtlMs: config.LEASE_TTL,
+        pollTimeoutMs: config.POLL_TIMEOUT,
+        allowList: config.ALLOWED_CHAT_IDS.length || 'all',
+      },
       'ingress starting (standby until the lease is free)',
     );
     health = startHealthLog({ pool, botId, pollTimeoutMs: config.POLL_TIMEOUT, intervalMs: Math.max(1000, Math.min(config.POLL_TIMEOUT, 15_000)), logger });

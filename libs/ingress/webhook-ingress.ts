@@ -53,7 +53,10 @@ export function webhookUrl(publicUrl: string, botId: string): string {
 
 export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngress {
   const logger = opts.logger;
-  const policy: BackoffPolicy = { baseMs: opts.backoff?.baseMs ?? INGRESS_BACKOFF_BASE_MS_DEFAULT, capMs: opts.backoff?.capMs ?? INGRESS_BACKOFF_CAP_MS_DEFAULT };
+  const policy: BackoffPolicy = {
+    baseMs: opts.backoff?.baseMs ?? INGRESS_BACKOFF_BASE_MS_DEFAULT,
+    capMs: opts.backoff?.capMs ?? INGRESS_BACKOFF_CAP_MS_DEFAULT,
+  };
   const episodes = new Episodes(logger);
   const url = webhookUrl(opts.publicUrl, opts.botId);
   let wake = new AbortController();

@@ -58,8 +58,18 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
   /** Not an update: 400, recorded (idempotent by sha256, so Telegram's retries add no rows). */
   async function reject(fence: Fence, raw: string, error: string, jsonPath: string): Promise<WebhookAnswer> {
     try {
-      const n = await quarantineInsertBatch(opts.pool, opts.botId, fence, [{ updateId: null, raw, sha256: sha256Hex(raw), error: `webhook body rejected (400): ${error}`, jsonPath }], 'webhook');
-      if (n > 0) opts.logger.warn({ error, jsonPath, bytes: Buffer.byteLength(raw) }, 'webhook body is not a Telegram update: answered 400 and recorded in relay.quarantine');
+      const n = await quarantineInsertBatch(
+        opts.pool,
+        opts.botId,
+        fence,
+        [{ updateId: null, raw, sha256: sha256Hex(raw), error: `webhook body rejected (400): ${error}`, jsonPath }],
+        'webhook',
+      );
+      if (n > 0)
+        opts.logger.warn(
+          { error, jsonPath, bytes: Buffer.byteLength(raw) },
+          'webhook body is not a Telegram update: answered 400 and recorded in relay.quarantine',
+        );
     } catch (err) {
       opts.logger.error({ err }, 'could not record a rejected webhook body; answered 500 so it is retried');
       return { status: 500, body: { ok: false, error: 'persist failed' } };
@@ -73,17 +83,13 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
     if (!envelope.ok && envelope.failure.updateId === null) return reject(fence, raw, envelope.failure.error, envelope.failure.jsonPath);
     const plan = planBatch([raw], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
     try {
-      const r = await persistBatch(
-        { pool: opts.pool, boss: opts.boss },
-        plan,
-        {
-          botId: opts.botId,
-          fence,
-          leaseTtlMs: opts.leaseTtlMs,
-          allowedChatIds: allowed,
-          dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
-        },
-      );
+      const r = await persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
+        botId: opts.botId,
+        fence,
+        leaseTtlMs: opts.leaseTtlMs,
+        allowedChatIds: allowed,
+        dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+      });
       if (plan.halt) {
         opts.logger.error({ reason: plan.halt }, 'webhook update rejected by DECODE_POLICY=stop (answered 500; Telegram will redeliver)');
         return { status: 500, body: { ok: false, error: 'undecodable update (DECODE_POLICY=stop)' } };
@@ -97,7 +103,10 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
       }
       const code = (err as { code?: string }).code;
       opts.logger.error({ err }, 'webhook batch transaction failed; answered 500 so Telegram redelivers');
-      return { status: 500, body: { ok: false, error: err instanceof CaptureKeyConflictError ? err.code : code && /^RELAY_/.test(code) ? code : 'persist failed' } };
+      return {
+        status: 500,
+        body: { ok: false, error: err instanceof CaptureKeyConflictError ? err.code : code && /^RELAY_/.test(code) ? code : 'persist failed' },
+      };
     }
   };
 }

@@ -117,11 +117,7 @@ function authenticator(o: JetStreamBridgeOptions): Authenticator | undefined {
 
 const isNotFound = (err: unknown) => {
   const e = err as { code?: unknown; api_error?: { err_code?: number }; message?: string } | null;
-  return (
-    e?.api_error?.err_code === 10059 ||
-    e?.api_error?.err_code === 10014 ||
-    /not found/i.test(String(e?.message ?? ''))
-  );
+  return e?.api_error?.err_code === 10059 || e?.api_error?.err_code === 10014 || /not found/i.test(String(e?.message ?? ''));
 };
 
 /** An error for logs: code and message only (never connection options: they may hold secrets). */
@@ -190,13 +186,19 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
     try {
       const info = await jsm.streams.info(o.stream);
       const subjects = info.config.subjects ?? [];
-      logger.info({ stream: o.stream, subjects, maxAgeMs: Number(info.config.max_age) / 1e6, duplicateWindowMs: Number(info.config.duplicate_window ?? 0) / 1e6 }, 'bound to existing stream (left as it is)');
+      logger.info(
+        { stream: o.stream, subjects, maxAgeMs: Number(info.config.max_age) / 1e6, duplicateWindowMs: Number(info.config.duplicate_window ?? 0) / 1e6 },
+        'bound to existing stream (left as it is)',
+      );
     } catch (err) {
       if (!isNotFound(err)) throw err;
       const cfg = seedStreamConfig(o.stream, o.subject);
       try {
         await jsm.streams.add(cfg);
-        logger.info({ stream: o.stream, subjects: cfg.subjects, maxAgeMs: STREAM_MAX_AGE_MS, duplicateWindowMs: STREAM_DUPLICATE_WINDOW_MS }, 'stream was absent: created with the seed settings');
+        logger.info(
+          { stream: o.stream, subjects: cfg.subjects, maxAgeMs: STREAM_MAX_AGE_MS, duplicateWindowMs: STREAM_DUPLICATE_WINDOW_MS },
+          'stream was absent: created with the seed settings',
+        );
       } catch (e2) {
         // another bridge created it meanwhile: bind to that one
         await jsm.streams.info(o.stream).catch(() => {
@@ -209,7 +211,10 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
   async function bindConsumer(jsm: JetStreamManager): Promise<void> {
     try {
       const info = await jsm.consumers.info(o.stream, o.consumer);
-      logger.info({ stream: o.stream, consumer: o.consumer, filter: info.config.filter_subject, pending: info.num_pending }, 'bound to existing durable consumer');
+      logger.info(
+        { stream: o.stream, consumer: o.consumer, filter: info.config.filter_subject, pending: info.num_pending },
+        'bound to existing durable consumer',
+      );
     } catch (err) {
       if (!isNotFound(err)) throw err;
       try {

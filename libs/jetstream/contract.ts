@@ -20,8 +20,7 @@ import { OutboundMessage, validateOutboundMessage } from '../outbound/message';
 export const PUBLISHER_KIND_MAX = 64;
 
 export type Decoded =
-  | { ok: true; message: OutboundMessage; publisherKind: string | null }
-  | { ok: false; reason: 'invalid_json' | 'invalid'; error: string; msgId: string | null };
+  { ok: true; message: OutboundMessage; publisherKind: string | null } | { ok: false; reason: 'invalid_json' | 'invalid'; error: string; msgId: string | null };
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 

@@ -71,12 +71,34 @@ export interface BatchResult {
   error?: unknown;
 }
 
-type Valid = { m: BridgeMessage; message: NonNullable<Extract<ReturnType<typeof decodeTelegramOutbound>, { ok: true }>['message']>; publisherKind: string | null };
+type Valid = {
+  m: BridgeMessage;
+  message: NonNullable<Extract<ReturnType<typeof decodeTelegramOutbound>, { ok: true }>['message']>;
+  publisherKind: string | null;
+};
 
 const sha256 = (b: Uint8Array) => crypto.createHash('sha256').update(b).digest('hex');
 
-function reject(deps: IngestDeps, m: BridgeMessage, reason: RejectRecord['reason'], error: string, msgId: string | null, outboundId: string | null = null): RejectRecord {
-  return { stream: deps.stream, subject: m.subject, streamSeq: m.seq, natsMsgId: m.natsMsgId, msgId, reason, error, outboundId, raw: m.data, sha256: sha256(m.data) };
+function reject(
+  deps: IngestDeps,
+  m: BridgeMessage,
+  reason: RejectRecord['reason'],
+  error: string,
+  msgId: string | null,
+  outboundId: string | null = null,
+): RejectRecord {
+  return {
+    stream: deps.stream,
+    subject: m.subject,
+    streamSeq: m.seq,
+    natsMsgId: m.natsMsgId,
+    msgId,
+    reason,
+    error,
+    outboundId,
+    raw: m.data,
+    sha256: sha256(m.data),
+  };
 }
 
 export function nakDelayMs(baseMs: number, deliveryCount: number): number {
@@ -110,15 +132,25 @@ export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Pro
   });
 
   try {
-    const outcome = await commit(deps, valid, invalid.map((i) => i.record));
+    const outcome = await commit(
+      deps,
+      valid,
+      invalid.map((i) => i.record),
+    );
     for (const i of invalid) {
-      deps.logger.warn({ seq: i.m.seq, natsMsgId: i.m.natsMsgId, subject: i.m.subject, reason: i.record.reason, error: i.record.error }, 'jetstream message refused (termed, recorded in relay.jetstream_rejects)');
+      deps.logger.warn(
+        { seq: i.m.seq, natsMsgId: i.m.natsMsgId, subject: i.m.subject, reason: i.record.reason, error: i.record.error },
+        'jetstream message refused (termed, recorded in relay.jetstream_rejects)',
+      );
       i.m.term(`${i.record.reason}: ${i.record.error}`.slice(0, 200));
     }
     for (const [n, v] of valid.entries()) {
       const o = outcome[n];
       if (o.kind === 'conflict') {
-        deps.logger.warn({ seq: v.m.seq, msgId: v.message.msgId, outboundId: o.outboundId }, 'jetstream message conflicts with an existing msg_id (acked, recorded)');
+        deps.logger.warn(
+          { seq: v.m.seq, msgId: v.message.msgId, outboundId: o.outboundId },
+          'jetstream message conflicts with an existing msg_id (acked, recorded)',
+        );
       }
       v.m.ack();
       if (o.kind === 'created') result.created++;
@@ -152,7 +184,10 @@ export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Pro
       } catch (e2) {
         return nakAll(deps, pending, result, e2);
       }
-      deps.logger.warn({ seq: v.m.seq, natsMsgId: v.m.natsMsgId, reason: 'invalid', error: text }, 'jetstream message refused by the database (termed, recorded in relay.jetstream_rejects)');
+      deps.logger.warn(
+        { seq: v.m.seq, natsMsgId: v.m.natsMsgId, reason: 'invalid', error: text },
+        'jetstream message refused by the database (termed, recorded in relay.jetstream_rejects)',
+      );
       v.m.term(`invalid: ${text}`.slice(0, 200));
       return { ...result, rejected: 1 };
     }
@@ -163,7 +198,10 @@ export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Pro
 function nakAll(deps: IngestDeps, msgs: BridgeMessage[], result: BatchResult, err: unknown): BatchResult {
   for (const m of msgs) m.nak(nakDelayMs(deps.nakBackoffMs, m.deliveryCount));
   const e = err as { code?: string; message?: string };
-  deps.logger.warn({ err: { code: e?.code, message: e?.message }, messages: msgs.length }, 'jetstream batch not committed (database error): naked with backoff, stays in the stream');
+  deps.logger.warn(
+    { err: { code: e?.code, message: e?.message }, messages: msgs.length },
+    'jetstream batch not committed (database error): naked with backoff, stays in the stream',
+  );
   return { ...result, naked: msgs.length, error: err };
 }
 

@@ -60,7 +60,10 @@ export async function jetstreamConflictAudit(db: Queryable, rows: { outboundId: 
 /** publisher_kind of existing rows (to tell a same-payload republish from one with another kind). */
 export async function outboundPublisherKinds(db: Queryable, ids: string[]): Promise<Map<string, string | null>> {
   if (ids.length === 0) return new Map();
-  const { rows } = await db.query<{ id: string; publisher_kind: string | null }>('select id::text as id, publisher_kind from relay.outbound where id = any($1::bigint[])', [ids]);
+  const { rows } = await db.query<{ id: string; publisher_kind: string | null }>(
+    'select id::text as id, publisher_kind from relay.outbound where id = any($1::bigint[])',
+    [ids],
+  );
   return new Map(rows.map((r) => [r.id, r.publisher_kind ?? null]));
 }
 
@@ -133,7 +136,10 @@ type AlertDbRow = {
 
 export async function jetstreamAlertClaim(db: Queryable, subject: string, limit: number): Promise<{ after: string; alerts: AlertToPublish[] } | null> {
   await jetstreamAlertCursorInit(db, subject);
-  const cur = await db.query<{ last: string }>('select last_outbound_id::text as last from relay.jetstream_alert_cursor where subject = $1 for update skip locked', [subject]);
+  const cur = await db.query<{ last: string }>(
+    'select last_outbound_id::text as last from relay.jetstream_alert_cursor where subject = $1 for update skip locked',
+    [subject],
+  );
   if (cur.rows.length === 0) return null;
   const after = cur.rows[0].last;
   const { rows } = await db.query<AlertDbRow>(

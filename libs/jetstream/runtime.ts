@@ -43,7 +43,9 @@ export async function startJetStreamRuntime(opts: { config: Config; databaseUrl:
   try {
     const status = await migrationStatus(pool);
     if (!status.current) {
-      throw Object.assign(new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`), { code: 'RELAY_QUEUE_NOT_MIGRATED' });
+      throw Object.assign(new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`), {
+        code: 'RELAY_QUEUE_NOT_MIGRATED',
+      });
     }
     const bridge = createJetStreamBridge({
       servers: natsUrl.split(','),
@@ -63,10 +65,22 @@ export async function startJetStreamRuntime(opts: { config: Config; databaseUrl:
       boss,
       logger,
     });
-    health = await startHealthServer({ host: config.JETSTREAM_HEALTH_HOST, port: config.JETSTREAM_HEALTH_PORT, health: () => bridge.health(), stats: () => bridge.stats });
+    health = await startHealthServer({
+      host: config.JETSTREAM_HEALTH_HOST,
+      port: config.JETSTREAM_HEALTH_PORT,
+      health: () => bridge.health(),
+      stats: () => bridge.stats,
+    });
     await bridge.start();
     logger.info(
-      { healthPort: health.port, stream: config.NATS_STREAM, subject: config.NATS_SUBJECT, consumer: config.NATS_CONSUMER, batch: config.NATS_BATCH, alerts: config.META_ALERT_ON_DROP },
+      {
+        healthPort: health.port,
+        stream: config.NATS_STREAM,
+        subject: config.NATS_SUBJECT,
+        consumer: config.NATS_CONSUMER,
+        batch: config.NATS_BATCH,
+        alerts: config.META_ALERT_ON_DROP,
+      },
       'jetstream bridge started',
     );
     let stopping: Promise<void> | undefined;

@@ -104,7 +104,12 @@ export function classifySendError(err: unknown): SendOutcome {
     if (code >= 500 || code === 408) return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
     if (SEND_CONFIG_STATUSES.has(code)) {
       const what = code === 401 ? 'the bot token is not accepted: check TELEGRAM_BOT_TOKEN' : 'check TELEGRAM_BOT_TOKEN and TELEGRAM_API_ROOT';
-      return { type: 'config', status: code, errorCode: `TELEGRAM_${code}`, reason: `Bot API answered ${code} to sendMessage (${description}): ${what}; messages are kept and retried with backoff` };
+      return {
+        type: 'config',
+        status: code,
+        errorCode: `TELEGRAM_${code}`,
+        reason: `Bot API answered ${code} to sendMessage (${description}): ${what}; messages are kept and retried with backoff`,
+      };
     }
     if (code >= 400) return { type: 'terminal', reason: description, status: code, errorCode: `TELEGRAM_${code}` };
     return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
@@ -113,7 +118,13 @@ export function classifySendError(err: unknown): SendOutcome {
     const cause = (err as { cause?: { code?: unknown } }).cause;
     const causeCode = typeof cause?.code === 'string' ? cause.code : undefined;
     const errorCode =
-      err.reason === 'timeout' ? 'ETIMEDOUT' : err.reason === 'bad_response' ? 'BAD_RESPONSE' : err.reason === 'aborted' ? 'ABORTED' : (causeCode ?? 'ECONNECTION');
+      err.reason === 'timeout'
+        ? 'ETIMEDOUT'
+        : err.reason === 'bad_response'
+          ? 'BAD_RESPONSE'
+          : err.reason === 'aborted'
+            ? 'ABORTED'
+            : (causeCode ?? 'ECONNECTION');
     const error = short(err.message);
     if (err.requestSent) return { type: 'ambiguous', errorCode, error: `${error} (after the request was written)` };
     return { type: 'retry', errorCode, error };

@@ -82,7 +82,8 @@ export function unicodeProblem(s: string): string | undefined {
       }
       return `contains a lone surrogate (U+${c.toString(16).toUpperCase()}) at index ${i}: not valid Unicode (an emoji cut in half?)`;
     }
-    if (c >= 0xdc00 && c <= 0xdfff) return `contains a lone surrogate (U+${c.toString(16).toUpperCase()}) at index ${i}: not valid Unicode (an emoji cut in half?)`;
+    if (c >= 0xdc00 && c <= 0xdfff)
+      return `contains a lone surrogate (U+${c.toString(16).toUpperCase()}) at index ${i}: not valid Unicode (an emoji cut in half?)`;
   }
   return undefined;
 }

@@ -85,13 +85,10 @@ export async function outboundRateReserve(
   db: Queryable,
   a: { botId: string; chatId: string; intervalMs: number; burst: number; horizonMs: number },
 ): Promise<Reservation> {
-  const { rows } = await db.query<{ reserved: boolean | null; wait_ms: number | null }>('select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5)', [
-    a.botId,
-    a.chatId,
-    a.intervalMs,
-    a.burst,
-    a.horizonMs,
-  ]);
+  const { rows } = await db.query<{ reserved: boolean | null; wait_ms: number | null }>(
+    'select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5)',
+    [a.botId, a.chatId, a.intervalMs, a.burst, a.horizonMs],
+  );
   return { reserved: rows[0].reserved === true, waitMs: Math.max(0, Number(rows[0].wait_ms)) };
 }
 
@@ -110,8 +107,16 @@ export async function outboundRateChargeChat(
 }
 
 /** Returns true when the 429 was taken as bot-level (the whole bot was pushed back). */
-export async function outboundRatePenalize(db: Queryable, a: { botId: string; chatId: string; retryAfterMs: number; botToleranceMs: number }): Promise<boolean> {
-  const { rows } = await db.query<{ bot_level: boolean | null }>('select relay.outbound_rate_penalize($1, $2, $3, $4) as bot_level', [a.botId, a.chatId, a.retryAfterMs, a.botToleranceMs]);
+export async function outboundRatePenalize(
+  db: Queryable,
+  a: { botId: string; chatId: string; retryAfterMs: number; botToleranceMs: number },
+): Promise<boolean> {
+  const { rows } = await db.query<{ bot_level: boolean | null }>('select relay.outbound_rate_penalize($1, $2, $3, $4) as bot_level', [
+    a.botId,
+    a.chatId,
+    a.retryAfterMs,
+    a.botToleranceMs,
+  ]);
   return rows[0].bot_level === true;
 }
 
@@ -187,7 +192,10 @@ export async function outboundClaimHeads(
  * Finds each chat's head with a skip scan of outbound_chat_fifo_idx (one probe per chat, not per
  * pending row): 20 ms for 100,000 pending rows over 1,000 chats, against 360 ms for an anti-join.
  */
-export async function outboundNextDueInMs(db: Queryable, a: { botId: string; now: Date | null; rateLimited: boolean; horizonMs: number }): Promise<number | null> {
+export async function outboundNextDueInMs(
+  db: Queryable,
+  a: { botId: string; now: Date | null; rateLimited: boolean; horizonMs: number },
+): Promise<number | null> {
   const ready = a.rateLimited
     ? `greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'),
                 coalesce((select b.tat - $3 * interval '1 millisecond' from relay.outbound_bot_rate b where b.bot_id = $1), '-infinity'))`
@@ -265,6 +273,9 @@ export async function outboundHasSuccessors(db: Queryable, ids: string[]): Promi
 
 /** How many 429 answers a message got (its audit rows), for OUTBOUND_MAX_429. */
 export async function outboundCount429(db: Queryable, id: string | number): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from relay.attempts where subject = 'outbound' and subject_id = $1 and http_status = 429`, [id]);
+  const { rows } = await db.query<{ n: number }>(
+    `select count(*)::int as n from relay.attempts where subject = 'outbound' and subject_id = $1 and http_status = 429`,
+    [id],
+  );
   return rows[0].n;
 }

@@ -89,17 +89,15 @@ export function createOutboundClaimStore(opts: {
       });
       const withJob = rows.filter((r) => r.job_id).length;
       if (activated !== withJob) args.onJobsOutOfStep?.(withJob, activated);
-      return rows.map(
-        (row): ClaimedJob<OutboundRow> => ({
-          id: String(row.id),
-          key: String(row.msg_id),
-          jobId: row.job_id ?? null,
-          claimId: row.claim_id,
-          attempt: Number(row.attempts),
-          maxAttempts: row.max_attempts ?? null,
-          row,
-        }),
-      );
+      return rows.map((row): ClaimedJob<OutboundRow> => ({
+        id: String(row.id),
+        key: String(row.msg_id),
+        jobId: row.job_id ?? null,
+        claimId: row.claim_id,
+        attempt: Number(row.attempts),
+        maxAttempts: row.max_attempts ?? null,
+        row,
+      }));
     },
     nextDueInMs: (db, now) => outboundNextDueInMs(db, { botId, now, rateLimited, horizonMs }),
     async settle(db, items, now) {
@@ -136,7 +134,12 @@ export function createOutboundClaimStore(opts: {
     },
     async recoverStale(db, args) {
       const rows = await base.recoverStale(db, args);
-      const failedNow = new Set(await outboundFailStaleAtMostOnce(db, rows.filter((r) => r.state === 'pending').map((r) => r.id)));
+      const failedNow = new Set(
+        await outboundFailStaleAtMostOnce(
+          db,
+          rows.filter((r) => r.state === 'pending').map((r) => r.id),
+        ),
+      );
       // The dead worker may have sent the message before it died: the recovered attempt's outcome is
       // unknown, so its audit row says `ambiguous` (a send after it can be a duplicate), as for a
       // connection dropped after the request was written.
@@ -177,7 +180,11 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
       const chatId = row.target_chat_id;
       const slot = await limiter.acquire(pool, row.bot_id, chatId, ctx.signal);
       if (!slot.ok) {
-        return Outcome.retry(slot.retryInMs, { uncounted: true, errorCode: 'RELAY_RATE_DEFERRED', error: 'no send slot within the reservation horizon; not sent' });
+        return Outcome.retry(slot.retryInMs, {
+          uncounted: true,
+          errorCode: 'RELAY_RATE_DEFERRED',
+          error: 'no send slot within the reservation horizon; not sent',
+        });
       }
       if (ctx.signal.aborted) return Outcome.retry(0, { uncounted: true, errorCode: 'RELAY_ABORTED', error: 'stopped before sending; not sent' });
       if (row.delivery === 'at_most_once') sendingAtMostOnce.add(job.claimId);
@@ -190,17 +197,28 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
       if (sent.type === 'rate_limited') {
         if (opts.maxRetryAfterMs !== undefined) sent = { ...sent, retryAfterMs: Math.min(sent.retryAfterMs, opts.maxRetryAfterMs) };
         if (opts.max429 && (await outboundCount429(pool, row.id)) + 1 >= opts.max429) {
-          sent = { type: 'terminal', status: 429, errorCode: 'RELAY_TOO_MANY_429', reason: `rate limited ${opts.max429} times (OUTBOUND_MAX_429): ${sent.description}` };
+          sent = {
+            type: 'terminal',
+            status: 429,
+            errorCode: 'RELAY_TOO_MANY_429',
+            reason: `rate limited ${opts.max429} times (OUTBOUND_MAX_429): ${sent.description}`,
+          };
         }
       }
       if (sent.type === 'delivered') streak.succeeded();
       const outcome = toEngineOutcome(sent, row, slot.waitedMs, sent.type === 'config' ? streak.failed() : undefined);
       if (sent.type === 'config' && streak.current === 1) {
-        ctx.logger.error({ status: sent.status, errorCode: sent.errorCode, reason: sent.reason }, 'the Bot API answers as if the bot token or TELEGRAM_API_ROOT were wrong; outbound messages are kept and retried with backoff');
+        ctx.logger.error(
+          { status: sent.status, errorCode: sent.errorCode, reason: sent.reason },
+          'the Bot API answers as if the bot token or TELEGRAM_API_ROOT were wrong; outbound messages are kept and retried with backoff',
+        );
       }
       if (sent.type !== 'delivered') {
         const level = sent.type === 'terminal' || sent.type === 'ambiguous' || sent.type === 'config' ? 'warn' : 'debug';
-        ctx.logger[level]({ msgId: row.msg_id, chatId, outcome: sent.type, status: outcome.status, errorCode: outcome.errorCode }, 'outbound send not delivered');
+        ctx.logger[level](
+          { msgId: row.msg_id, chatId, outcome: sent.type, status: outcome.status, errorCode: outcome.errorCode },
+          'outbound send not delivered',
+        );
       }
       return outcome;
     },
@@ -214,7 +232,11 @@ export function toEngineOutcome(sent: SendOutcome, row: Pick<OutboundRow, 'bot_i
   if (waitedMs > 0) details.rateWaitMs = Math.round(waitedMs);
   switch (sent.type) {
     case 'delivered':
-      return Outcome.delivered({ status: sent.status, details: { ...details, messageId: sent.messageId }, effects: { ...fx, charge: true, messageId: sent.messageId } });
+      return Outcome.delivered({
+        status: sent.status,
+        details: { ...details, messageId: sent.messageId },
+        effects: { ...fx, charge: true, messageId: sent.messageId },
+      });
     case 'rate_limited':
       return Outcome.retry(sent.retryAfterMs, {
         uncounted: true,

@@ -33,7 +33,9 @@ export function chatIdParam(chatId: string): number | string {
   return chatId;
 }
 
-export function sendMessageParams(row: Pick<OutboundRow, 'target_chat_id' | 'text' | 'parse_mode' | 'disable_notification' | 'reply_markup' | 'send_options'>): Record<string, unknown> {
+export function sendMessageParams(
+  row: Pick<OutboundRow, 'target_chat_id' | 'text' | 'parse_mode' | 'disable_notification' | 'reply_markup' | 'send_options'>,
+): Record<string, unknown> {
   const params: Record<string, unknown> = { ...(row.send_options ?? {}), chat_id: chatIdParam(row.target_chat_id), text: row.text };
   if (row.parse_mode) params.parse_mode = row.parse_mode;
   if (row.disable_notification) params.disable_notification = true;

@@ -41,7 +41,12 @@ export async function bossJobsActivate(db: PoolClient, queue: QueueName, jobIds:
 }
 
 /** Back to pg-boss's `retry` state, due at the row's next_attempt_at. */
-export async function bossJobsReschedule(db: PoolClient, queue: QueueName, jobs: { jobId: string; startAfter: Date }[], output: Record<string, unknown>): Promise<number> {
+export async function bossJobsReschedule(
+  db: PoolClient,
+  queue: QueueName,
+  jobs: { jobId: string; startAfter: Date }[],
+  output: Record<string, unknown>,
+): Promise<number> {
   if (jobs.length === 0) return 0;
   const { rowCount } = await db.query(
     `update ${JOB} j

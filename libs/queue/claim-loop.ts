@@ -251,7 +251,11 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
     const now = sqlNow(clock);
     let settled: SettledRow[] = [];
     await withTransaction(pool, async (db) => {
-      settled = await kind.store.settle(db, batch.map((f) => f.decision.settlement), now);
+      settled = await kind.store.settle(
+        db,
+        batch.map((f) => f.decision.settlement),
+        now,
+      );
       await mirrorJobs(db, settled, batch);
       const landed = new Set(settled.map((s) => s.claimId));
       const byClaim = new Map(settled.map((s) => [s.claimId, s]));
@@ -266,7 +270,10 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
     for (const f of batch) {
       if (!landed.has(f.job.claimId)) {
         stats.fenced++;
-        logger.warn({ id: f.job.id, jobId: f.job.jobId, outcome: f.decision.auditOutcome }, 'claim was lost before the outcome was written; the redelivery owns the row');
+        logger.warn(
+          { id: f.job.id, jobId: f.job.jobId, outcome: f.decision.auditOutcome },
+          'claim was lost before the outcome was written; the redelivery owns the row',
+        );
         continue;
       }
       if (f.decision.settlement.state === 'delivered') stats.delivered++;
@@ -279,7 +286,12 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
     const delivered = settled.filter((s) => s.state === 'delivered' && s.jobId).map((s) => s.jobId!);
     await bossJobsComplete(boss, db, kind.queue, delivered);
     const pending = settled.filter((s) => s.state === 'pending' && s.jobId);
-    await bossJobsReschedule(db, kind.queue, pending.map((s) => ({ jobId: s.jobId!, startAfter: s.nextAttemptAt! })), { outcome: 'retry' });
+    await bossJobsReschedule(
+      db,
+      kind.queue,
+      pending.map((s) => ({ jobId: s.jobId!, startAfter: s.nextAttemptAt! })),
+      { outcome: 'retry' },
+    );
     const reasons = new Map(batch.map((f) => [f.job.claimId, f.decision.settlement.failedReason ?? 'failed']));
     const failedByReason = new Map<string, string[]>();
     for (const s of settled) {
@@ -339,7 +351,8 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
       logger.warn({ err: { message: shortError(err) }, silentForMs: Math.round(silentFor) }, 'heartbeat failed');
       // Others will soon treat our claims as stale: stop working on them rather than deliver twice.
       if (silentFor > thresholdMs - tickMs) {
-        for (const h of held.values()) if (h.phase === 'running') h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'heartbeats failing; claim about to go stale'));
+        for (const h of held.values())
+          if (h.phase === 'running') h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'heartbeats failing; claim about to go stale'));
       }
     }
   }
@@ -380,8 +393,17 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
       const now = sqlNow(clock);
       const at = jsNow(clock);
       await withTransaction(pool, async (db) => {
-        const rows = await kind.store.release(db, toRelease.map((h) => ({ id: h.job.id, claimId: h.job.claimId })), now);
-        await bossJobsReschedule(db, kind.queue, rows.filter((r) => r.jobId).map((r) => ({ jobId: r.jobId!, startAfter: r.nextAttemptAt! })), { outcome: 'released' });
+        const rows = await kind.store.release(
+          db,
+          toRelease.map((h) => ({ id: h.job.id, claimId: h.job.claimId })),
+          now,
+        );
+        await bossJobsReschedule(
+          db,
+          kind.queue,
+          rows.filter((r) => r.jobId).map((r) => ({ jobId: r.jobId!, startAfter: r.nextAttemptAt! })),
+          { outcome: 'released' },
+        );
         const released = new Set(rows.map((r) => r.claimId));
         await attemptsInsert(
           db,

@@ -54,15 +54,10 @@ export async function configProblemRecord(
   opts: { workerId?: string | null; opsChatId?: string | null } = {},
 ): Promise<{ newEpisode: boolean; alertId: string | null }> {
   // alert_id is a bigint: pg returns it as text
-  const { rows } = await db.query<{ new_episode: boolean | null; alert_id: string | null }>('select new_episode, alert_id from relay.config_problem_record($1, $2, $3, $4, $5, $6, $7)', [
-    p.component,
-    p.botId,
-    safeText(p.code, 40),
-    p.status ?? null,
-    safeText(p.reason, 1_000),
-    opts.workerId ?? null,
-    opts.opsChatId ?? null,
-  ]);
+  const { rows } = await db.query<{ new_episode: boolean | null; alert_id: string | null }>(
+    'select new_episode, alert_id from relay.config_problem_record($1, $2, $3, $4, $5, $6, $7)',
+    [p.component, p.botId, safeText(p.code, 40), p.status ?? null, safeText(p.reason, 1_000), opts.workerId ?? null, opts.opsChatId ?? null],
+  );
   return { newEpisode: rows[0]?.new_episode === true, alertId: rows[0]?.alert_id == null ? null : String(rows[0].alert_id) };
 }
 

@@ -45,7 +45,10 @@ export async function requeueFailed(
   if (opts.ids.length === 0) return [];
   const jobIds = opts.ids.map(() => newJobId());
   const values: unknown[] = [opts.ids.map(String), jobIds, opts.now ?? null];
-  const reset = opts.table === 'inbox' ? 'attempts = 0, handled_at = null' : `max_attempts = t.attempts + $${values.push(opts.budget)}, failed_reason = null, delivered_at = null`;
+  const reset =
+    opts.table === 'inbox'
+      ? 'attempts = 0, handled_at = null'
+      : `max_attempts = t.attempts + $${values.push(opts.budget)}, failed_reason = null, delivered_at = null`;
   const { rows } = await db.query(
     `update relay.${opts.table} t
         set state = 'pending', ${reset}, next_attempt_at = coalesce($3::timestamptz, now()),
@@ -56,7 +59,12 @@ export async function requeueFailed(
     values,
   );
   const moved = byId(rows as OperatorMovedRow[]);
-  await enqueueJobs(db, boss, opts.queue, moved.map((r) => ({ id: r.jobId!, data: jobData(opts.table, r) })));
+  await enqueueJobs(
+    db,
+    boss,
+    opts.queue,
+    moved.map((r) => ({ id: r.jobId!, data: jobData(opts.table, r) })),
+  );
   return moved;
 }
 

@@ -135,7 +135,10 @@ export class OutcomeWriter<T> {
           continue;
         }
         if (items.length > 1) {
-          this.logger.warn({ err: { message: shortError(err), code: codeOf(err) }, outcomes: items.length }, 'writing outcomes failed on some item; writing them one by one');
+          this.logger.warn(
+            { err: { message: shortError(err), code: codeOf(err) }, outcomes: items.length },
+            'writing outcomes failed on some item; writing them one by one',
+          );
           for (const item of items) {
             if (this.abandoned) return;
             await this.writeIsolating([item]);
@@ -145,7 +148,10 @@ export class OutcomeWriter<T> {
         const [item] = items as [T];
         const instead = replaced ? undefined : this.opts.onUnwritable?.(item, err);
         if (instead === undefined) {
-          this.logger.error({ err: { message: shortError(err), code: codeOf(err) } }, 'an outcome cannot be written; giving it up (stale recovery will hand its item out again)');
+          this.logger.error(
+            { err: { message: shortError(err), code: codeOf(err) } },
+            'an outcome cannot be written; giving it up (stale recovery will hand its item out again)',
+          );
           return;
         }
         this.logger.warn({ err: { message: shortError(err), code: codeOf(err) } }, 'an outcome cannot be written; failing its item with the reason');

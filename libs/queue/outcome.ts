@@ -55,6 +55,10 @@ export type Outcome = Delivered | Retry | Terminal;
 
 export const Outcome = {
   delivered: (info: AttemptInfo = {}): Delivered => ({ type: 'delivered', ...info }),
-  retry: (afterMs?: number, info: AttemptInfo & { uncounted?: boolean; backoffStep?: number } = {}): Retry => ({ type: 'retry', ...(afterMs === undefined ? {} : { afterMs }), ...info }),
+  retry: (afterMs?: number, info: AttemptInfo & { uncounted?: boolean; backoffStep?: number } = {}): Retry => ({
+    type: 'retry',
+    ...(afterMs === undefined ? {} : { afterMs }),
+    ...info,
+  }),
   terminal: (reason: string, info: AttemptInfo = {}): Terminal => ({ type: 'terminal', reason, ...info }),
 };

@@ -230,6 +230,17 @@ export async function attemptsInsert(db: Queryable, rows: AttemptRow[]): Promise
        from json_to_recordset($1::json) as x(subject text, subject_id bigint, subject_key text, attempt integer, worker_id text,
             started_at timestamptz, finished_at timestamptz, duration_ms integer, outcome text, http_status integer,
             error_code text, error text, details jsonb)`,
-    [JSON.stringify(rows.map((r) => ({ ...r, subject_key: safeText(String(r.subject_key), STORED_ERROR_MAX), outcome: safeText(String(r.outcome), 40), error_code: safeError(r.error_code), error: safeError(r.error), details: r.details === null ? null : safeJson(r.details) })))],
+    [
+      JSON.stringify(
+        rows.map((r) => ({
+          ...r,
+          subject_key: safeText(String(r.subject_key), STORED_ERROR_MAX),
+          outcome: safeText(String(r.outcome), 40),
+          error_code: safeError(r.error_code),
+          error: safeError(r.error),
+          details: r.details === null ? null : safeJson(r.details),
+        })),
+      ),
+    ],
   );
 }

@@ -36,7 +36,12 @@ export function decideSettlement(job: ClaimedJob<unknown>, outcome: Outcome, pol
       const budget = job.maxAttempts ?? policy.maxAttempts;
       if (outcome.uncounted) {
         // not the item's failure: the delay is the remote side's (or at once), and the budget is untouched
-        const delayMs = retryDelayMs(policy, outcome.backoffStep ?? job.attempt, outcome.afterMs ?? (outcome.backoffStep !== undefined ? undefined : 0), random);
+        const delayMs = retryDelayMs(
+          policy,
+          outcome.backoffStep ?? job.attempt,
+          outcome.afterMs ?? (outcome.backoffStep !== undefined ? undefined : 0),
+          random,
+        );
         return { settlement: { ...base, state: 'pending', delayMs, uncounted: true }, auditOutcome: 'retry', delayMs, retryAfterMs: outcome.afterMs };
       }
       if (job.attempt >= budget) {

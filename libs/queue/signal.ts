@@ -25,10 +25,13 @@ export class WakeSignal {
       return Promise.resolve(true);
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        if (this.waiter === done) this.waiter = undefined;
-        resolve(false);
-      }, Math.max(0, timeoutMs));
+      const timer = setTimeout(
+        () => {
+          if (this.waiter === done) this.waiter = undefined;
+          resolve(false);
+        },
+        Math.max(0, timeoutMs),
+      );
       const done = () => {
         clearTimeout(timer);
         this.pending = false;

@@ -35,7 +35,12 @@ export async function recoverStaleOnce(opts: {
       const rows = await kind.store.recoverStale(db, { staleMs: opts.staleMs, now: sqlNow(opts.clock), limit: SWEEP_LIMIT, maxAttempts: opts.maxAttempts });
       if (rows.length === 0) return 0;
       const pending = rows.filter((r) => r.state === 'pending' && r.jobId);
-      await bossJobsReschedule(db, kind.queue, pending.map((r) => ({ jobId: r.jobId!, startAfter: r.nextAttemptAt! })), { outcome: 'stale' });
+      await bossJobsReschedule(
+        db,
+        kind.queue,
+        pending.map((r) => ({ jobId: r.jobId!, startAfter: r.nextAttemptAt! })),
+        { outcome: 'stale' },
+      );
       const failed = rows.filter((r) => r.state === 'failed' && r.jobId).map((r) => r.jobId!);
       await bossJobsFail(opts.boss, db, kind.queue, failed, { reason: 'attempt budget spent; the last attempt went stale' });
       const at = jsNow(opts.clock);

@@ -45,7 +45,12 @@ export function createWakeListener(opts: { url: string; logger: Logger; channel?
 
   const connect = async (): Promise<void> => {
     if (stopped) return;
-    const c = new Client({ connectionString: opts.url, application_name: opts.applicationName ?? 'tg-relay:listen', keepAlive: true, connectionTimeoutMillis: 5_000 });
+    const c = new Client({
+      connectionString: opts.url,
+      application_name: opts.applicationName ?? 'tg-relay:listen',
+      keepAlive: true,
+      connectionTimeoutMillis: 5_000,
+    });
     let lost = false;
     const onLost = (err?: Error) => {
       if (lost) return;

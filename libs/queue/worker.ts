@@ -47,7 +47,9 @@ export function createWorker(opts: {
   const workerId = opts.workerId ?? newWorkerId();
   const logger = opts.logger.child({ workerId });
   const listener: WakeListener | undefined =
-    opts.listen === false || opts.kinds.length === 0 ? undefined : createWakeListener({ url: opts.databaseUrl, logger, applicationName: 'tg-relay:worker-listen' });
+    opts.listen === false || opts.kinds.length === 0
+      ? undefined
+      : createWakeListener({ url: opts.databaseUrl, logger, applicationName: 'tg-relay:worker-listen' });
   const kinds = opts.kinds.map((kind) =>
     createKindWorker(kind, {
       pool: opts.pool,

@@ -122,7 +122,15 @@ export async function runPrune(pool: Pool, opts: PruneOptions): Promise<PruneRes
     cutoffs: { finished: cut.finished ? new Date(cut.finished).toISOString() : null, failed: cut.failed ? new Date(cut.failed).toISOString() : null },
   };
   if (!dryRun) {
-    await pruneRunInsert(pool, { startedAt, durationMs: result.duration_ms, trigger: opts.trigger ?? 'cli', workerId: opts.workerId ?? null, deleted, total, error: null });
+    await pruneRunInsert(pool, {
+      startedAt,
+      durationMs: result.duration_ms,
+      trigger: opts.trigger ?? 'cli',
+      workerId: opts.workerId ?? null,
+      deleted,
+      total,
+      error: null,
+    });
   }
   opts.logger?.info({ prune: { dry_run: dryRun, deleted, total, duration_ms: result.duration_ms, batches } }, dryRun ? 'prune dry run' : 'prune pass finished');
   return result;

@@ -132,7 +132,10 @@ export async function pruneSupersededBatch(q: Queryable, cutoff: Date, limit: nu
   const sources = Object.entries(QUEUE_OF);
   const byQueue = (table: string) =>
     sources
-      .map(([source, queue]) => `select 1 from ${table} x where x.name = '${queue}' and x.id in (select job_id from s where source = '${source}') and x.state > 'active'`)
+      .map(
+        ([source, queue]) =>
+          `select 1 from ${table} x where x.name = '${queue}' and x.id in (select job_id from s where source = '${source}') and x.state > 'active'`,
+      )
       .join(' union all ');
   if (dryRun) {
     const { rows } = await q.query<CountRow>(
@@ -145,7 +148,12 @@ export async function pruneSupersededBatch(q: Queryable, cutoff: Date, limit: nu
     return counts(rows[0]);
   }
   const del = (table: string, alias: string) =>
-    sources.map(([source, queue], i) => `${alias}${i} as (delete from ${table} x where x.name = '${queue}' and x.id in (select job_id from s where source = '${source}') and x.state > 'active' returning 1)`).join(',\n');
+    sources
+      .map(
+        ([source, queue], i) =>
+          `${alias}${i} as (delete from ${table} x where x.name = '${queue}' and x.id in (select job_id from s where source = '${source}') and x.state > 'active' returning 1)`,
+      )
+      .join(',\n');
   const sum = (alias: string) => sources.map((_, i) => `(select count(*) from ${alias}${i})`).join(' + ');
   const { rows } = await q.query<CountRow>(
     `with v as (select s.id from relay.superseded_jobs s where s.superseded_at < $1 order by s.superseded_at limit $2 for update skip locked),
@@ -193,12 +201,25 @@ export async function pruneCutoffs(
 
 export async function pruneRunInsert(
   q: Queryable,
-  run: { startedAt: Date; durationMs: number; trigger: 'cli' | 'periodic' | 'api'; workerId: string | null; deleted: PruneCounts; total: number; error: string | null },
+  run: {
+    startedAt: Date;
+    durationMs: number;
+    trigger: 'cli' | 'periodic' | 'api';
+    workerId: string | null;
+    deleted: PruneCounts;
+    total: number;
+    error: string | null;
+  },
 ): Promise<void> {
-  await q.query(
-    `insert into relay.prune_runs (started_at, duration_ms, trigger, worker_id, deleted, total, error) values ($1, $2, $3, $4, $5, $6, $7)`,
-    [run.startedAt, run.durationMs, run.trigger, run.workerId, JSON.stringify(run.deleted), run.total, run.error],
-  );
+  await q.query(`insert into relay.prune_runs (started_at, duration_ms, trigger, worker_id, deleted, total, error) values ($1, $2, $3, $4, $5, $6, $7)`, [
+    run.startedAt,
+    run.durationMs,
+    run.trigger,
+    run.workerId,
+    JSON.stringify(run.deleted),
+    run.total,
+    run.error,
+  ]);
 }
 
 export interface PruneStatus {

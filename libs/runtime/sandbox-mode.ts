@@ -27,7 +27,9 @@ export interface SandboxMode {
  * stored next_offset) would confirm — and so lose — the new messages.
  */
 export async function startSandboxMode(config: Config, logger: Logger, pool: Pool): Promise<SandboxMode> {
-  const { rows } = await pool.query<{ next_offset: string /* bigint, as text */ }>('select next_offset from relay.cursor where bot_id = $1', [botIdFromToken(SANDBOX_DEFAULT_TOKEN)]);
+  const { rows } = await pool.query<{ next_offset: string /* bigint, as text */ }>('select next_offset from relay.cursor where bot_id = $1', [
+    botIdFromToken(SANDBOX_DEFAULT_TOKEN),
+  ]);
   const nextOffset = rows.length ? Number(rows[0].next_offset) : 0;
   const peers = await startSandboxPeers({
     host: config.SANDBOX_HOST,

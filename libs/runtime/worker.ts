@@ -34,7 +34,9 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
   try {
     const status = await migrationStatus(pool);
     if (!status.current) {
-      throw Object.assign(new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`), { code: 'RELAY_QUEUE_NOT_MIGRATED' });
+      throw Object.assign(new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`), {
+        code: 'RELAY_QUEUE_NOT_MIGRATED',
+      });
     }
     await assertBossSchemaVersion(pool);
     const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker', timeouts });
@@ -77,7 +79,12 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
     await worker.start();
     // retention (docs/retention.md): one replica at a time prunes every PRUNE_EVERY
     const prune = config.PRUNE_EVERY
-      ? createPeriodicPrune({ pool, logger, everyMs: config.PRUNE_EVERY, prune: { retentionMs: config.RETENTION, retentionFailedMs: config.RETENTION_FAILED, workerId } })
+      ? createPeriodicPrune({
+          pool,
+          logger,
+          everyMs: config.PRUNE_EVERY,
+          prune: { retentionMs: config.RETENTION, retentionFailedMs: config.RETENTION_FAILED, workerId },
+        })
       : undefined;
     prune?.start();
     const queues = kinds.map((k) => k.queue);

@@ -142,7 +142,11 @@ export async function handleBotApiRequest(
   }
   if (fault.kind === 'truncated') {
     // processed, then a body cut in the middle that still ends cleanly (chunked, as a proxy may)
-    const full = error ? JSON.stringify(error.envelope()) : result instanceof RawJson ? `{"ok":true,"result":${result.text}}` : JSON.stringify({ ok: true, result });
+    const full = error
+      ? JSON.stringify(error.envelope())
+      : result instanceof RawJson
+        ? `{"ok":true,"result":${result.text}}`
+        : JSON.stringify({ ok: true, result });
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end(full.slice(0, Math.max(1, Math.floor(full.length / 2))));
     record(bot.id, def.name, 'glitch', 200, error);

@@ -186,9 +186,7 @@ class BotApiSandboxServer implements BotApiSandbox {
   injectMessages(token: string, count: number, input: InjectMessagesInput): InjectMessagesResult {
     if (!Number.isInteger(count) || count < 0) throw new Error('count must be a non-negative integer');
     const bot = this.bot(token);
-    const chats = Array.isArray(input.chats)
-      ? input.chats
-      : Array.from({ length: input.chats }, (_, i) => (input.chatBase ?? 1001) + i);
+    const chats = Array.isArray(input.chats) ? input.chats : Array.from({ length: input.chats }, (_, i) => (input.chatBase ?? 1001) + i);
     if (chats.length === 0 && count > 0) throw new Error('chats must name at least one chat');
     const prefix = input.textPrefix ?? 'message ';
     const added = [];
@@ -265,11 +263,7 @@ class BotApiSandboxServer implements BotApiSandbox {
     this.core.faults.set(faults, token === undefined ? undefined : this.bot(token).id);
   }
 
-  scriptChatError(
-    token: string | undefined,
-    chatId: number | string,
-    err: ScriptedChatError | ScriptedChatError['kind'] | null,
-  ): void {
+  scriptChatError(token: string | undefined, chatId: number | string, err: ScriptedChatError | ScriptedChatError['kind'] | null): void {
     const map = token === undefined ? this.core.globalChatErrors : this.bot(token).chatErrors;
     const key = String(chatId);
     if (err === null) map.delete(key);

@@ -2,15 +2,7 @@
  * Per-bot state of the Bot API sandbox: the unconfirmed update queue, webhook settings, what the
  * bot sent, message id counters per chat and the scripted errors of its chats.
  */
-import type {
-  ChatType,
-  ScriptedChatError,
-  SentMessage,
-  TgChat,
-  TgMessage,
-  TgUser,
-  WebhookInfo,
-} from './types';
+import type { ChatType, ScriptedChatError, SentMessage, TgChat, TgMessage, TgUser, WebhookInfo } from './types';
 import { TG_DESCRIPTIONS } from './constants';
 import { BotApiError } from './http-io';
 

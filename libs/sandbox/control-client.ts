@@ -65,8 +65,7 @@ export function createSandboxClient(baseUrl: string) {
     injectMessage: (token: string, input: InjectMessageInput) => call<TgUpdate>(baseUrl, 'POST', '/sandbox/inject/message', { token, ...input }),
     injectMessages: (token: string, count: number, input: InjectMessagesInput) =>
       call<InjectMessagesResult>(baseUrl, 'POST', '/sandbox/inject/messages', { token, count, ...input }),
-    injectCallbackQuery: (token: string, input: InjectCallbackInput) =>
-      call<TgUpdate>(baseUrl, 'POST', '/sandbox/inject/callback', { token, ...input }),
+    injectCallbackQuery: (token: string, input: InjectCallbackInput) => call<TgUpdate>(baseUrl, 'POST', '/sandbox/inject/callback', { token, ...input }),
     injectRawUpdate: (token: string, raw: unknown) =>
       call<{ slot: number }>(baseUrl, 'POST', '/sandbox/inject/raw', typeof raw === 'string' ? { token, rawText: raw } : { token, raw }),
     sent: (token: string) => call<SentMessage[]>(baseUrl, 'GET', `/sandbox/sent${q({ token })}`),

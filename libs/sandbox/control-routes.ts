@@ -133,7 +133,7 @@ const ROUTES: Record<string, Handler> = {
 };
 
 export async function handleControlRequest(sb: BotApiSandbox, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-  const method = req.method === 'HEAD' ? 'GET' : req.method ?? 'GET';
+  const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
   let handler = ROUTES[`${method} ${url.pathname}`];
   // Reads are also accepted as POST with a JSON body.
   if (!handler && method === 'POST') handler = ROUTES[`GET ${url.pathname}`];

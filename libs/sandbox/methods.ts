@@ -20,12 +20,7 @@ export interface RequestScope {
   onClientClose: (cb: () => void) => void;
 }
 
-export type MethodHandler = (
-  bot: BotState,
-  params: Record<string, unknown>,
-  env: MethodEnv,
-  scope: RequestScope,
-) => unknown; // the result, or a Promise of it
+export type MethodHandler = (bot: BotState, params: Record<string, unknown>, env: MethodEnv, scope: RequestScope) => unknown; // the result, or a Promise of it
 
 interface MethodDef {
   name: string;

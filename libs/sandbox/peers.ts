@@ -19,8 +19,19 @@ function listenError(err: unknown, what: string, variable: string, host: string,
   return new Error(`cannot start the ${what} on ${host}:${port} (${variable}): ${reason}; set ${variable} to another port, or 0 for any free one`);
 }
 
-export async function startSandboxPeers(opts: { host: string; port: number; collectorPort: number; firstUpdateId?: number; logger?: Logger }): Promise<SandboxPeers> {
-  const sandbox = createBotApiSandbox({ host: opts.host, port: opts.port, firstUpdateId: opts.firstUpdateId, logger: opts.logger?.child({ component: 'sandbox' }) });
+export async function startSandboxPeers(opts: {
+  host: string;
+  port: number;
+  collectorPort: number;
+  firstUpdateId?: number;
+  logger?: Logger;
+}): Promise<SandboxPeers> {
+  const sandbox = createBotApiSandbox({
+    host: opts.host,
+    port: opts.port,
+    firstUpdateId: opts.firstUpdateId,
+    logger: opts.logger?.child({ component: 'sandbox' }),
+  });
   const collector = createCollector({ host: opts.host, port: opts.collectorPort, logger: opts.logger?.child({ component: 'collector' }) });
   try {
     await sandbox.start();

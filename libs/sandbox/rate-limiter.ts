@@ -45,7 +45,7 @@ function mergeBucket(base: BucketLimit, patch: Partial<BucketLimit> | undefined)
   const count = patch?.count ?? base.count;
   const windowMs = patch?.windowMs ?? base.windowMs;
   // A new count without a new burst means "count per window": burst follows count.
-  const burst = patch?.burst ?? (patch?.count !== undefined ? count : base.burst ?? count);
+  const burst = patch?.burst ?? (patch?.count !== undefined ? count : (base.burst ?? count));
   if (!(count > 0) || !(windowMs > 0) || !(burst >= 1)) {
     throw new Error(`invalid rate limit bucket: count=${count} windowMs=${windowMs} burst=${burst}`);
   }

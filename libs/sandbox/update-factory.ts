@@ -42,11 +42,7 @@ export function buildMessageUpdate(bot: BotState, input: InjectMessageInput): { 
   return { stored: { slot, chatKey: String(input.chatId), type: kind, payload: update }, update };
 }
 
-export function buildCallbackUpdate(
-  bot: BotState,
-  input: InjectCallbackInput,
-  callbackId: string,
-): { stored: StoredUpdate; update: TgUpdate } {
+export function buildCallbackUpdate(bot: BotState, input: InjectCallbackInput, callbackId: string): { stored: StoredUpdate; update: TgUpdate } {
   if (!Number.isInteger(input.chatId) || input.chatId === 0) throw new Error('chatId must be a non-zero integer');
   if (typeof input.data !== 'string') throw new Error('data must be a string');
   const chat = bot.chat(input.chatId);

@@ -57,7 +57,10 @@ export interface BotApiClient {
   /** The raw text of a 2xx answer; non-2xx answers throw `TelegramApiError` like `callApi`. */
   callApiRaw(method: string, params?: Record<string, unknown>, opts?: CallOptions): Promise<RawAnswer>;
   getMe(opts?: CallOptions): Promise<BotUser>;
-  setWebhook(params: { url: string; secret_token?: string; max_connections?: number; allowed_updates?: string[]; drop_pending_updates?: boolean }, opts?: CallOptions): Promise<true>;
+  setWebhook(
+    params: { url: string; secret_token?: string; max_connections?: number; allowed_updates?: string[]; drop_pending_updates?: boolean },
+    opts?: CallOptions,
+  ): Promise<true>;
   deleteWebhook(params?: { drop_pending_updates?: boolean }, opts?: CallOptions): Promise<true>;
   getWebhookInfo(opts?: CallOptions): Promise<WebhookInfo>;
   /** Closes idle keep-alive sockets. Idempotent. */
@@ -86,7 +89,11 @@ export function createBotApiClient(opts: BotApiClientOptions): BotApiClient {
     return u;
   };
 
-  function send(method: string, params: Record<string, unknown> | undefined, co: CallOptions = {}): Promise<{ status: number; body: string; retryAfterHeader?: number }> {
+  function send(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    co: CallOptions = {},
+  ): Promise<{ status: number; body: string; retryAfterHeader?: number }> {
     return new Promise((resolve, reject) => {
       if (co.signal?.aborted) {
         reject(new TelegramNetworkError(method, 'aborted', 'request aborted', false));

@@ -23,7 +23,16 @@ import { startCaptureWorker, testLogger } from '../support/worker-harness';
 import { buildTestApp, startBoss, testConfig, TOKEN } from '../integration/admin/support';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 // the last run's screenshots stay for inspection (one folder, overwritten by the next run)
 const SHOTS = process.env.UPDATE_SCREENSHOTS ? path.resolve(__dirname, '../../docs') : path.join(os.tmpdir(), 'tg-relay-dashboard-screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
@@ -59,13 +68,21 @@ beforeAll(async () => {
 
   // captures the collector refuses (422: terminal, failed at the first attempt) …
   collector.setFaults({ rejectRate: 1, rejectStatus: 422 });
-  await insertCaptures(db.pool, boss, Array.from({ length: FAILED }, () => makeCapture({ chatId: 42, text: 'secret user text' })));
+  await insertCaptures(
+    db.pool,
+    boss,
+    Array.from({ length: FAILED }, () => makeCapture({ chatId: 42, text: 'secret user text' })),
+  );
   worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl: collector.captureUrl, pollIntervalMs: 200 });
   await worker.start();
   await waitFor(async () => (await countByState(db.pool)).failed === FAILED, { timeoutMs: 20_000, what: `${FAILED} failed captures` });
   // … and captures it accepts
   collector.setFaults(null);
-  await insertCaptures(db.pool, boss, Array.from({ length: DELIVERED }, () => makeCapture({ chatId: 43 })));
+  await insertCaptures(
+    db.pool,
+    boss,
+    Array.from({ length: DELIVERED }, () => makeCapture({ chatId: 43 })),
+  );
   await waitFor(async () => (await countByState(db.pool)).delivered === DELIVERED, { timeoutMs: 20_000, what: `${DELIVERED} delivered captures` });
   // a poller's cursor row, so the overview has a bot to show
   await db.pool.query(
@@ -177,7 +194,10 @@ describe('operator dashboard in headless Chromium', () => {
     await waitFor(async () => (await countByState(db.pool)).delivered === FAILED + DELIVERED, { timeoutMs: 20_000, what: 'the retried captures delivered' });
     await page.getByText('No captures match.').waitFor({ timeout: 10_000 });
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview' }).click();
-    await waitFor(async () => (await shownCount('captures', 'delivered')) === FAILED + DELIVERED, { timeoutMs: 10_000, what: 'the overview to show them delivered' });
+    await waitFor(async () => (await shownCount('captures', 'delivered')) === FAILED + DELIVERED, {
+      timeoutMs: 10_000,
+      what: 'the overview to show them delivered',
+    });
     expect(await shownCount('captures', 'failed')).toBe(0);
 
     // one of them: its first attempt failed, the bulk retry (and the dry runs that counted it) are
@@ -186,7 +206,13 @@ describe('operator dashboard in headless Chromium', () => {
     await page.goto(`${base}/?refresh=1000#/captures/${retried[0].id}`);
     const timeline = page.locator('table.timeline tbody tr');
     await waitFor(async () => (await timeline.count()) >= 5, { what: 'the history rows' }).catch(() => undefined);
-    expect(await timeline.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-outcome')))).toEqual(['failed', 'admin.retry_bulk_dry_run', 'admin.retry_bulk_dry_run', 'admin.retry_bulk', 'delivered']);
+    expect(await timeline.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-outcome')))).toEqual([
+      'failed',
+      'admin.retry_bulk_dry_run',
+      'admin.retry_bulk_dry_run',
+      'admin.retry_bulk',
+      'delivered',
+    ]);
     await expectText(timeline.nth(3), /admin: bulk retry.*reason: collector fixed/);
     await expectText(page.locator('dd[data-field="state"]'), /^delivered$/);
     await page.screenshot({ path: path.join(SHOTS, 'dashboard-detail.png'), fullPage: true });
@@ -236,7 +262,13 @@ describe('sandbox mode', () => {
 
   beforeAll(async () => {
     await sandbox.start();
-    const config = loadConfig({ TELEGRAM_BOT_TOKEN: SANDBOX_DEFAULT_TOKEN, TELEGRAM_API_ROOT: sandbox.url, POLL_TIMEOUT: '1s', LEASE_TTL: '5s', LOG_LEVEL: 'silent' });
+    const config = loadConfig({
+      TELEGRAM_BOT_TOKEN: SANDBOX_DEFAULT_TOKEN,
+      TELEGRAM_API_ROOT: sandbox.url,
+      POLL_TIMEOUT: '1s',
+      LEASE_TTL: '5s',
+      LOG_LEVEL: 'silent',
+    });
     ingress = await startIngress({ config, databaseUrl: db.url, logger: testLogger() });
     sandboxApp = await buildTestApp(db.pool, boss, { sandbox: { url: sandbox.url, token: SANDBOX_DEFAULT_TOKEN, chatId: 777 } });
     await sandboxApp.listen({ port: 0, host: '127.0.0.1' });
@@ -263,13 +295,20 @@ describe('sandbox mode', () => {
       await bubble.waitFor();
       const updateId = Number(await bubble.getAttribute('data-update-id'));
       // the poller stores it, the worker delivers its capture to the collector; the panel follows
-      await waitFor(() => collector.received().some((r) => (r.body as { update_id?: number }).update_id === updateId), { timeoutMs: 15_000, what: 'the capture at the collector' });
+      await waitFor(() => collector.received().some((r) => (r.body as { update_id?: number }).update_id === updateId), {
+        timeoutMs: 15_000,
+        what: 'the capture at the collector',
+      });
       await expectText(bubble.locator('.flow'), /capture #\d+ delivered/);
       await expectText(bubble.locator('.flow'), /inbox #\d+ (pending|handled)/);
       const { rows } = await db.pool.query(`select state from relay.inbox where update_id = $1 and chat_id = 777`, [updateId]);
       expect(rows).toHaveLength(1);
       // a bot reply in that chat shows up in the conversation
-      await fetch(`${sandbox.url}/bot${SANDBOX_DEFAULT_TOKEN}/sendMessage`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chat_id: 777, text: 'echo: hello relay' }) });
+      await fetch(`${sandbox.url}/bot${SANDBOX_DEFAULT_TOKEN}/sendMessage`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ chat_id: 777, text: 'echo: hello relay' }),
+      });
       await expectText(sbPage.locator('li.bubble.bot'), /echo: hello relay/);
       await sbPage.screenshot({ path: path.join(SHOTS, 'dashboard-sandbox.png') });
     } finally {

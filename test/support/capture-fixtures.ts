@@ -38,7 +38,13 @@ export async function insertCaptures(pool: Pool, boss: PgBoss, captures: Capture
   return withTransaction(pool, async (client) => {
     const docs = list.map((c) => {
       const key = keyOf(c);
-      const message = { message_id: c.messageId, date: c.date, chat: { id: c.chatId, type: 'private' }, from: { id: c.fromId, is_bot: false, first_name: 'T' }, text: c.text };
+      const message = {
+        message_id: c.messageId,
+        date: c.date,
+        chat: { id: c.chatId, type: 'private' },
+        from: { id: c.fromId, is_bot: false, first_name: 'T' },
+        text: c.text,
+      };
       const payload = { key, update_id: c.updateId, update_type: 'message', chat: message.chat, from: message.from, text: c.text, date: c.date, message };
       const json = JSON.stringify(payload);
       return {
@@ -63,7 +69,12 @@ export async function insertCaptures(pool: Pool, boss: PgBoss, captures: Capture
        returning id::text, capture_key, job_id::text`,
       [JSON.stringify(docs)],
     );
-    await enqueueJobs(client, boss, QUEUES.capture, rows.map((r) => ({ id: r.job_id, data: { id: r.id } })));
+    await enqueueJobs(
+      client,
+      boss,
+      QUEUES.capture,
+      rows.map((r) => ({ id: r.job_id, data: { id: r.id } })),
+    );
     return rows.map((r) => ({ id: r.id, key: r.capture_key, jobId: r.job_id }));
   });
 }

@@ -22,7 +22,11 @@ export function cleanEnv(env: Record<string, string | undefined>): NodeJS.Proces
 }
 
 /** Runs `tg-relay <args>` to completion. */
-export function runCli(args: string[], env: Record<string, string | undefined>, opts: { timeoutMs?: number; cwd?: string; cli?: string } = {}): Promise<RunResult> {
+export function runCli(
+  args: string[],
+  env: Record<string, string | undefined>,
+  opts: { timeoutMs?: number; cwd?: string; cli?: string } = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [opts.cli ?? CLI, ...args], { env: cleanEnv(env), cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

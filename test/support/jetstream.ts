@@ -61,7 +61,10 @@ export async function natsScope(prefix = 'T'): Promise<NatsScope> {
 export type BridgeProcess = ReturnType<typeof startCli>;
 
 /** Starts `tg-relay jetstream` for a scope; call bridgeBound() to wait until it consumes. */
-export function startBridge(scope: Pick<NatsScope, 'stream' | 'subject' | 'alertSubject' | 'consumer'>, env: Record<string, string | undefined>): BridgeProcess {
+export function startBridge(
+  scope: Pick<NatsScope, 'stream' | 'subject' | 'alertSubject' | 'consumer'>,
+  env: Record<string, string | undefined>,
+): BridgeProcess {
   return startCli(['jetstream'], {
     NATS_URL,
     NATS_STREAM: scope.stream,
@@ -84,7 +87,10 @@ export async function bridgeBound(child: BridgeProcess, timeoutMs = 20_000): Pro
     },
     { timeoutMs, what: 'jetstream bridge bound' },
   );
-  const line = child.output().split('\n').find((l) => l.includes('"jetstream bridge started"'))!;
+  const line = child
+    .output()
+    .split('\n')
+    .find((l) => l.includes('"jetstream bridge started"'))!;
   return JSON.parse(line).healthPort as number;
 }
 
@@ -109,7 +115,10 @@ export async function killProcess(child: BridgeProcess | undefined): Promise<voi
  * A TCP proxy on 127.0.0.1 to `target`. `cut()` destroys every connection and refuses new ones
  * until `restore()` (same port).
  */
-export async function startTcpProxy(target: { host: string; port: number }): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
+export async function startTcpProxy(target: {
+  host: string;
+  port: number;
+}): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
   let port = 0;

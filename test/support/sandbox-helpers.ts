@@ -35,7 +35,10 @@ export interface ReceivedWebhook {
   at: number;
 }
 
-export type WebhookResponder = (hook: ReceivedWebhook, index: number) => { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'drop';
+export type WebhookResponder = (
+  hook: ReceivedWebhook,
+  index: number,
+) => { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'drop';
 
 /** A webhook endpoint that records every delivery and answers what `responder` says (200 by default). */
 export async function startWebhookReceiver(responder: WebhookResponder = () => ({ status: 200 })) {

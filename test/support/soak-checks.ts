@@ -89,7 +89,10 @@ export async function checkSoak(
   const section = (title: string) => figures.push({ label: `— ${title}`, value: '' });
 
   section('run');
-  fig('duration', `${((Date.now() - ctx.startedAt) / 1000).toFixed(0)} s (fleet up ${(ctx.phases['fleet up'] / 1000).toFixed(0)} s, fed ${((ctx.phases.fed ?? 0) / 1000).toFixed(0)} s, drained ${((ctx.phases.drained ?? 0) / 1000).toFixed(0)} s)`);
+  fig(
+    'duration',
+    `${((Date.now() - ctx.startedAt) / 1000).toFixed(0)} s (fleet up ${(ctx.phases['fleet up'] / 1000).toFixed(0)} s, fed ${((ctx.phases.fed ?? 0) / 1000).toFixed(0)} s, drained ${((ctx.phases.drained ?? 0) / 1000).toFixed(0)} s)`,
+  );
   fig('processes', `${options.pollers} pollers, ${options.workers} workers, 1 admin`);
   fig('SIGKILLs (then restarted)', `${fleet.kills.poller + fleet.kills.worker} (${fleet.kills.poller} pollers, ${fleet.kills.worker} workers)`);
   fig('PostgreSQL restarts', `${ctx.pgRestartsDone} (${ctx.pgDescribe})`, ctx.pgRestartsDone >= options.pgRestarts);
@@ -103,7 +106,13 @@ export async function checkSoak(
   const colStats = collector.stats();
   const colFailed = colStats.attempts - (colStats.by_outcome.accepted ?? 0) - (colStats.by_outcome.duplicate ?? 0);
   fig('collector calls / failed', `${colStats.attempts} / ${colFailed} (${pct(colFailed, colStats.attempts)}: ${JSON.stringify(colStats.by_outcome)})`);
-  fig('drained within bound', end.drained.ok ? `yes, ${(end.drained.ms / 1000).toFixed(1)} s after the chaos` : `NO after ${(end.drained.ms / 1000).toFixed(0)} s: ${JSON.stringify(end.drained.last)}`, end.drained.ok);
+  fig(
+    'drained within bound',
+    end.drained.ok
+      ? `yes, ${(end.drained.ms / 1000).toFixed(1)} s after the chaos`
+      : `NO after ${(end.drained.ms / 1000).toFixed(0)} s: ${JSON.stringify(end.drained.last)}`,
+    end.drained.ok,
+  );
 
   // ---- ingress -----------------------------------------------------------------------------------
   section('ingress');
@@ -122,12 +131,18 @@ export async function checkSoak(
   fig('updates received by the sandbox', createdBySandbox, createdBySandbox === ctx.injected.count);
   fig('updates stored in the inbox', `${inbox.n} (distinct ${inbox.d}, update_id ${inbox.lo}..${inbox.hi})`, inboxOk, 'must equal the sandbox, each once');
   fig('inbox gaps', inbox.gaps, inbox.gaps === 0);
-  fig('confirmed to the sandbox (offset)', `${bot.confirmed_offset} (pending in the sandbox: ${bot.pending_count})`, bot.confirmed_offset === last + 1 && bot.pending_count === 0);
+  fig(
+    'confirmed to the sandbox (offset)',
+    `${bot.confirmed_offset} (pending in the sandbox: ${bot.pending_count})`,
+    bot.confirmed_offset === last + 1 && bot.pending_count === 0,
+  );
 
   // ---- captures ----------------------------------------------------------------------------------
   section('captures');
   // the exact document POSTed (payload_raw); the jsonb copy has U+FFFD where jsonb cannot hold a code point
-  const captures = (await pool.query(`select capture_key, update_id, state, coalesce(payload_raw, payload::json) as payload from relay.captures where bot_id = $1`, [botId])).rows as Array<{
+  const captures = (
+    await pool.query(`select capture_key, update_id, state, coalesce(payload_raw, payload::json) as payload from relay.captures where bot_id = $1`, [botId])
+  ).rows as Array<{
     capture_key: string;
     update_id: string;
     state: string;
@@ -157,7 +172,11 @@ export async function checkSoak(
   fig('captures delivered (state)', `${deliveredState} (${pct(deliveredState, captures.length)})`, deliveredState === captures.length);
   fig('captures received by the collector at least once', `${received} (${pct(received, captures.length)})`, received === captures.length);
   fig('captures delivered more than once', `${dupKeys} keys, ${dupExtra} extra POSTs`);
-  fig('duplicates carry the same Idempotency-Key and payload', payloadMismatch === 0 ? 'yes' : `NO: ${payloadMismatch} receipts differ from the stored capture`, payloadMismatch === 0);
+  fig(
+    'duplicates carry the same Idempotency-Key and payload',
+    payloadMismatch === 0 ? 'yes' : `NO: ${payloadMismatch} receipts differ from the stored capture`,
+    payloadMismatch === 0,
+  );
   fig('collector keys that are no capture', foreign, foreign === 0);
 
   // ---- dispatch ----------------------------------------------------------------------------------
@@ -165,7 +184,12 @@ export async function checkSoak(
   const inboxStates = Object.fromEntries(
     (await pool.query(`select state, count(*)::int as n from relay.inbox where bot_id = $1 group by state`, [botId])).rows.map((r) => [r.state, r.n]),
   ) as Record<string, number>;
-  const runs = (await pool.query(`select id, chat_id, update_id, flaked from soak.handler_runs order by id`)).rows as Array<{ id: string; chat_id: string; update_id: string; flaked: boolean }>;
+  const runs = (await pool.query(`select id, chat_id, update_id, flaked from soak.handler_runs order by id`)).rows as Array<{
+    id: string;
+    chat_id: string;
+    update_id: string;
+    flaked: boolean;
+  }>;
   const inboxIds = new Set<string>();
   for (let u = first; u <= last; u++) inboxIds.add(String(u));
   const okRuns = new Map<string, number>();
@@ -214,7 +238,17 @@ export async function checkSoak(
          from relay.outbound where bot_id = $1 order by id`,
       [botId],
     )
-  ).rows as Array<{ id: string; msg_id: string; kind: string; state: string; chat_id: string; target_chat_id: string; text: string; failed_reason: string | null; telegram_message_id: string | null }>;
+  ).rows as Array<{
+    id: string;
+    msg_id: string;
+    kind: string;
+    state: string;
+    chat_id: string;
+    target_chat_id: string;
+    text: string;
+    failed_reason: string | null;
+    telegram_message_id: string | null;
+  }>;
   const ofKind = (k: string) => rows.filter((r) => r.kind === k);
   const messages = ofKind('message');
   const replies = ofKind('reply');
@@ -249,9 +283,17 @@ export async function checkSoak(
   }
   const failedWithOneAlert = failed.filter((r) => (alertsByMsg.get(r.msg_id) ?? []).length === 1 && alertsByMsg.get(r.msg_id)![0].state === 'delivered').length;
   const strayAlerts = alerts.filter((a) => !failed.some((r) => `alert:${r.msg_id}` === a.msg_id)).length;
-  fig('alerts: failed messages with exactly one alert, delivered', `${failedWithOneAlert} of ${failed.length} (${alerts.length} alert rows, ${strayAlerts} about no failure)`, failedWithOneAlert === failed.length && strayAlerts === 0 && alerts.length === failed.length);
+  fig(
+    'alerts: failed messages with exactly one alert, delivered',
+    `${failedWithOneAlert} of ${failed.length} (${alerts.length} alert rows, ${strayAlerts} about no failure)`,
+    failedWithOneAlert === failed.length && strayAlerts === 0 && alerts.length === failed.length,
+  );
   const migrated = messages.filter((r) => Number(r.chat_id) === MIGRATED_GROUP);
-  fig('migrated group: retargeted and delivered', `${migrated.filter((r) => r.state === 'delivered' && Number(r.target_chat_id) === MIGRATED_TO).length} of ${migrated.length}`, migrated.every((r) => r.state === 'delivered' && Number(r.target_chat_id) === MIGRATED_TO));
+  fig(
+    'migrated group: retargeted and delivered',
+    `${migrated.filter((r) => r.state === 'delivered' && Number(r.target_chat_id) === MIGRATED_TO).length} of ${migrated.length}`,
+    migrated.every((r) => r.state === 'delivered' && Number(r.target_chat_id) === MIGRATED_TO),
+  );
 
   // Every sendMessage the sandbox accepted, mapped back to its row by text (unique by construction).
   const byText = new Map<string, (typeof rows)[number]>();
@@ -287,7 +329,11 @@ export async function checkSoak(
   fig('sends the sandbox accepted', `${sent.length} (to ${lastIdOfChat.size} chats)`);
   fig('sends of no outbound row / to the wrong chat', `${unknownSent} / ${wrongChat}`, unknownSent === 0 && wrongChat === 0 && textClashes === 0);
   fig('delivered rows Telegram never got / failed rows it got', `${deliveredNeverSent} / ${failedButSent}`, deliveredNeverSent === 0 && failedButSent === 0);
-  fig('per-chat send order violations', sendOrderViolations + (sendOrderExamples.length ? ` (${sendOrderExamples.join('; ')})` : ''), sendOrderViolations === 0);
+  fig(
+    'per-chat send order violations',
+    sendOrderViolations + (sendOrderExamples.length ? ` (${sendOrderExamples.join('; ')})` : ''),
+    sendOrderViolations === 0,
+  );
 
   // A second copy of a message is allowed only after an attempt recorded as `ambiguous`: a connection
   // dropped after the request was written, or a worker that died mid-attempt (stale recovery).
@@ -321,9 +367,19 @@ export async function checkSoak(
   }
   const ambiguousAttempts = uncertain.reduce((a, u) => a + u.ambiguous, 0);
   const staleAmbiguous = uncertain.reduce((a, u) => a + u.stale, 0);
-  fig('ambiguous send attempts recorded', `${ambiguousAttempts} (${ambiguousAttempts - staleAmbiguous} connection dropped after the request was written, ${staleAmbiguous} worker died mid-attempt)`);
-  fig('duplicate sends', `${dupRows} messages sent more than once, ${dupExtraSends} extra sends (${dupAfterDrop} after a dropped connection, ${dupAfterDeath} after a SIGKILLed worker)`);
-  fig('duplicate sends not preceded by as many recorded ambiguous attempts', dupUnexplained + (unexplainedExamples.length ? ` (${unexplainedExamples.join('; ')})` : ''), dupUnexplained === 0);
+  fig(
+    'ambiguous send attempts recorded',
+    `${ambiguousAttempts} (${ambiguousAttempts - staleAmbiguous} connection dropped after the request was written, ${staleAmbiguous} worker died mid-attempt)`,
+  );
+  fig(
+    'duplicate sends',
+    `${dupRows} messages sent more than once, ${dupExtraSends} extra sends (${dupAfterDrop} after a dropped connection, ${dupAfterDeath} after a SIGKILLed worker)`,
+  );
+  fig(
+    'duplicate sends not preceded by as many recorded ambiguous attempts',
+    dupUnexplained + (unexplainedExamples.length ? ` (${unexplainedExamples.join('; ')})` : ''),
+    dupUnexplained === 0,
+  );
 
   if (options.poison) await checkPoison(ctx, poisoned, fig, section);
 
@@ -341,7 +397,11 @@ export async function checkSoak(
       [botId],
     )
   ).rows as Array<{ t: string; state: string; js: string | null; n: number }>;
-  fig('rows out of step with their pg-boss job', mirror.length === 0 ? 0 : mirror.map((m) => `${m.t} ${m.state}/${m.js ?? 'no job'}: ${m.n}`).join(', '), mirror.length === 0);
+  fig(
+    'rows out of step with their pg-boss job',
+    mirror.length === 0 ? 0 : mirror.map((m) => `${m.t} ${m.state}/${m.js ?? 'no job'}: ${m.n}`).join(', '),
+    mirror.length === 0,
+  );
 
   // Each item's success is recorded once: a late result of a recovered claim is fenced (RELAY_CLAIM_LOST).
   const twice = (
@@ -368,9 +428,14 @@ export async function checkSoak(
     crashes.length === 0 ? 0 : `${crashes.length}: ${crashes.map((c) => `${c.name} life ${c.life} (code ${c.code}, signal ${c.signal})`).join(', ')}`,
     crashes.length === 0,
   );
-  for (const c of crashes) failures.push(`${c.name} (pid ${c.pid}) exited on its own with code ${c.code}, signal ${c.signal}; last output:\n${c.tail.slice(-1500)}`);
+  for (const c of crashes)
+    failures.push(`${c.name} (pid ${c.pid}) exited on its own with code ${c.code}, signal ${c.signal}; last output:\n${c.tail.slice(-1500)}`);
   const badStops = end.stops.filter((s) => s.code !== 0);
-  fig('final SIGTERM: processes exiting 0', `${end.stops.length - badStops.length} of ${end.stops.length}`, badStops.length === 0 && end.stops.length === options.pollers + options.workers + 1);
+  fig(
+    'final SIGTERM: processes exiting 0',
+    `${end.stops.length - badStops.length} of ${end.stops.length}`,
+    badStops.length === 0 && end.stops.length === options.pollers + options.workers + 1,
+  );
   for (const s of badStops) failures.push(`${s.name} exited ${s.code}/${s.signal} after SIGTERM; last output:\n${s.tail.slice(-1500)}`);
 
   return { seed: options.seed, durationMs: Date.now() - ctx.startedAt, figures, failures };
@@ -385,7 +450,11 @@ export function formatReport(r: SoakReport): string {
     return `${mark}  ${f.label.padEnd(width)}  ${f.value}`;
   });
   lines.push('');
-  lines.push(r.failures.length === 0 ? `soak PASSED (seed ${r.seed})` : `soak FAILED (seed ${r.seed}): ${r.failures.length} invariant(s)\n${r.failures.map((f) => `  - ${f}`).join('\n')}`);
+  lines.push(
+    r.failures.length === 0
+      ? `soak PASSED (seed ${r.seed})`
+      : `soak FAILED (seed ${r.seed}): ${r.failures.length} invariant(s)\n${r.failures.map((f) => `  - ${f}`).join('\n')}`,
+  );
   return lines.join('\n');
 }
 
@@ -405,7 +474,10 @@ async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, se
   fig('hostile-text updates sent', `${ids.length} from ${ctx.hostileChats.size} of ${ctx.userChats.length} users`, ids.length > 0);
 
   const stored = (
-    await pool.query(`select update_id::text, state, coalesce(raw, payload::json)::text as raw from relay.inbox where bot_id = $1 and update_id = any($2::bigint[])`, [botId, ids])
+    await pool.query(
+      `select update_id::text, state, coalesce(raw, payload::json)::text as raw from relay.inbox where bot_id = $1 and update_id = any($2::bigint[])`,
+      [botId, ids],
+    )
   ).rows as Array<{ update_id: string; state: string; raw: string }>;
   let exact = 0;
   const inexact: string[] = [];
@@ -414,11 +486,14 @@ async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, se
     if (text === hostile.get(Number(r.update_id))) exact++;
     else if (inexact.length < 5) inexact.push(r.update_id);
   }
-  fig('hostile texts stored exactly (raw round-trip)', `${exact} of ${ids.length}${inexact.length ? ` (differ: ${inexact.join(', ')})` : ''}`, exact === ids.length && stored.length === ids.length);
+  fig(
+    'hostile texts stored exactly (raw round-trip)',
+    `${exact} of ${ids.length}${inexact.length ? ` (differ: ${inexact.join(', ')})` : ''}`,
+    exact === ids.length && stored.length === ids.length,
+  );
 
-  const runs = (
-    await pool.query(`select update_id::text, text_utf16 from soak.handler_runs where not flaked and update_id = any($1::bigint[])`, [ids])
-  ).rows as Array<{ update_id: string; text_utf16: Buffer | null }>;
+  const runs = (await pool.query(`select update_id::text, text_utf16 from soak.handler_runs where not flaked and update_id = any($1::bigint[])`, [ids]))
+    .rows as Array<{ update_id: string; text_utf16: Buffer | null }>;
   const sawExact = new Set<number>();
   let sawOther = 0;
   for (const r of runs) {
@@ -436,10 +511,10 @@ async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, se
   );
 
   const keyOf = new Map(
-    ((await pool.query(`select update_id::text, capture_key from relay.captures where bot_id = $1 and update_id = any($2::bigint[])`, [botId, ids])).rows as Array<{ update_id: string; capture_key: string }>).map((r) => [
-      Number(r.update_id),
-      r.capture_key,
-    ]),
+    (
+      (await pool.query(`select update_id::text, capture_key from relay.captures where bot_id = $1 and update_id = any($2::bigint[])`, [botId, ids]))
+        .rows as Array<{ update_id: string; capture_key: string }>
+    ).map((r) => [Number(r.update_id), r.capture_key]),
   );
   const byKey = collector.byKey();
   let capturedExact = 0;
@@ -459,7 +534,9 @@ async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, se
     )
   ).rows as Array<{ update_id: string; state: string; chat_id: string; last_error: string | null; failed_invalid: number; retried_invalid: number }>;
   const poisonRows = outcome.filter((r) => poisoned.has(Number(r.update_id)));
-  const failedAtOnce = poisonRows.filter((r) => r.state === 'failed' && r.last_error?.startsWith('RELAY_INVALID_REPLY') && r.failed_invalid === 1 && r.retried_invalid === 0);
+  const failedAtOnce = poisonRows.filter(
+    (r) => r.state === 'failed' && r.last_error?.startsWith('RELAY_INVALID_REPLY') && r.failed_invalid === 1 && r.retried_invalid === 0,
+  );
   const kinds = new Map<number, number>();
   for (const u of poisoned) kinds.set(u % 4, (kinds.get(u % 4) ?? 0) + 1);
   fig(
@@ -468,7 +545,17 @@ async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, se
     failedAtOnce.length === poisoned.size && poisoned.size > 0,
   );
   const otherFailed = outcome.filter((r) => r.state === 'failed' && !poisoned.has(Number(r.update_id)));
-  fig('other updates failed (must be none: no other update or chat held up)', otherFailed.length + (otherFailed.length ? ` (${otherFailed.slice(0, 5).map((r) => `${r.update_id}: ${r.last_error}`).join('; ')})` : ''), otherFailed.length === 0);
+  fig(
+    'other updates failed (must be none: no other update or chat held up)',
+    otherFailed.length +
+      (otherFailed.length
+        ? ` (${otherFailed
+            .slice(0, 5)
+            .map((r) => `${r.update_id}: ${r.last_error}`)
+            .join('; ')})`
+        : ''),
+    otherFailed.length === 0,
+  );
   const chatsWithPoison = new Set(poisonRows.map((r) => r.chat_id));
   const after = (
     await pool.query(

@@ -62,10 +62,14 @@ export function externalSoakPostgres(url: string, restartCommand: string | undef
     describe: command ? `external server restarted with: ${command}` : 'external server (no restart command)',
     async restart() {
       if (!command) {
-        throw new Error('cannot restart the PostgreSQL at DATABASE_URL: set SOAK_PG_RESTART_CMD (e.g. "pg_ctlcluster 16 main restart -m fast") or run with --pg-restarts 0');
+        throw new Error(
+          'cannot restart the PostgreSQL at DATABASE_URL: set SOAK_PG_RESTART_CMD (e.g. "pg_ctlcluster 16 main restart -m fast") or run with --pg-restarts 0',
+        );
       }
       await new Promise<void>((resolve, reject) =>
-        execFile('/bin/sh', ['-c', command], { timeout: 120_000 }, (err, _out, stderr) => (err ? reject(new Error(`${command}: ${err.message} ${stderr}`)) : resolve())),
+        execFile('/bin/sh', ['-c', command], { timeout: 120_000 }, (err, _out, stderr) =>
+          err ? reject(new Error(`${command}: ${err.message} ${stderr}`)) : resolve(),
+        ),
       );
       // back when it accepts connections again
       const deadline = Date.now() + 60_000;

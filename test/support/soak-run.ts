@@ -16,7 +16,19 @@ import { Client } from 'pg';
 import { createPool, freePort, Pool } from '../../libs/db';
 import { BotApiSandbox, Collector, createBotApiSandbox, createCollector } from '../../libs/sandbox';
 import { runCli } from './cli';
-import { BLOCKED_CHAT, CHAT_NOT_FOUND, checkSoak, expectedEchoes, MIGRATED_GROUP, MIGRATED_MESSAGES, MIGRATED_TO, OPS_CHAT, SOAK_TOKEN_SECRET, SoakReport, TERMINAL_PER_CHAT } from './soak-checks';
+import {
+  BLOCKED_CHAT,
+  CHAT_NOT_FOUND,
+  checkSoak,
+  expectedEchoes,
+  MIGRATED_GROUP,
+  MIGRATED_MESSAGES,
+  MIGRATED_TO,
+  OPS_CHAT,
+  SOAK_TOKEN_SECRET,
+  SoakReport,
+  TERMINAL_PER_CHAT,
+} from './soak-checks';
 import { Fleet, Role } from './soak-fleet';
 import { hostileText, POISON_DEFAULTS } from '../fixtures/soak-poison';
 import { externalSoakPostgres, SoakPostgres, startEmbeddedSoakPostgres } from './soak-postgres';
@@ -288,17 +300,25 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       feeding = false;
       mark('fed');
     });
-    const chaos = runChaos(ctx, random, () => feeding, async () => {
-      await fleet!.allReady(); // no process is starting while the database goes away
-      const t = Date.now();
-      await pg!.restart();
-      ctx.pgRestartsDone++;
-      log(`soak: PostgreSQL restarted (down ${((Date.now() - t) / 1000).toFixed(1)} s)`);
-    }, log);
+    const chaos = runChaos(
+      ctx,
+      random,
+      () => feeding,
+      async () => {
+        await fleet!.allReady(); // no process is starting while the database goes away
+        const t = Date.now();
+        await pg!.restart();
+        ctx.pgRestartsDone++;
+        log(`soak: PostgreSQL restarted (down ${((Date.now() - t) / 1000).toFixed(1)} s)`);
+      },
+      log,
+    );
     await Promise.all([feed, chaos]);
     await fleet.allReady();
     mark('chaos over');
-    log(`soak: feeding and chaos over after ${((Date.now() - t0) / 1000).toFixed(0)} s (${fleet.kills.poller} poller and ${fleet.kills.worker} worker kills, ${ctx.pgRestartsDone} PostgreSQL restart(s)); draining`);
+    log(
+      `soak: feeding and chaos over after ${((Date.now() - t0) / 1000).toFixed(0)} s (${fleet.kills.poller} poller and ${fleet.kills.worker} worker kills, ${ctx.pgRestartsDone} PostgreSQL restart(s)); draining`,
+    );
 
     // ---- drain ---------------------------------------------------------------------------------
     const drained = await waitDrained(ctx, log);
@@ -472,7 +492,9 @@ async function runChaos(
     }
     kills++;
     if (kills % 5 === 0 || kills <= 2) {
-      log(`soak: kill ${kills}: ${victim} SIGKILLed and back up in ${((Date.now() - t) / 1000).toFixed(1)} s; ${ctx.injected.count} updates and ${ctx.outboundEnqueued} outbound fed`);
+      log(
+        `soak: kill ${kills}: ${victim} SIGKILLed and back up in ${((Date.now() - t) / 1000).toFixed(1)} s; ${ctx.injected.count} updates and ${ctx.outboundEnqueued} outbound fed`,
+      );
     }
   }
 }
@@ -498,7 +520,7 @@ async function drainState(ctx: SoakContext): Promise<DrainState> {
   const s: DrainState = { inbox: {}, captures: {}, outbound: {}, replies: 0, sandboxPending: ctx.sandbox.pendingCount(ctx.token) };
   for (const r of rows) {
     if (r.t === 'replies') s.replies = r.n;
-    else (s[r.t as 'inbox' | 'captures' | 'outbound'])[r.state] = r.n;
+    else s[r.t as 'inbox' | 'captures' | 'outbound'][r.state] = r.n;
   }
   return s;
 }

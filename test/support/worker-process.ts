@@ -14,7 +14,10 @@ export async function workerStarted(child: WorkerProcess, timeoutMs = 20_000): P
   const line = await waitFor(
     () => {
       if (child.exitCode !== null) throw new Error(`worker exited early (${child.exitCode}):\n${child.output()}`);
-      return child.output().split('\n').find((l) => l.includes('"worker started'));
+      return child
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"worker started'));
     },
     { timeoutMs, what: 'worker started' },
   );

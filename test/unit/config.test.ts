@@ -169,7 +169,9 @@ describe('values that can only hurt are refused, with the variable and the allow
   });
 
   it('ports that would collide are refused', () => {
-    expect(problemsOf({ INGRESS: 'webhook', WEBHOOK_PORT: '8080', ADMIN_PORT: '8080' })).toEqual(['WEBHOOK_PORT: must differ from ADMIN_PORT (8080) when INGRESS=webhook']);
+    expect(problemsOf({ INGRESS: 'webhook', WEBHOOK_PORT: '8080', ADMIN_PORT: '8080' })).toEqual([
+      'WEBHOOK_PORT: must differ from ADMIN_PORT (8080) when INGRESS=webhook',
+    ]);
     expect(problemsOf({ INGRESS: 'polling', WEBHOOK_PORT: '8080', ADMIN_PORT: '8080' })).toEqual([]);
     expect(problemsOf({ SANDBOX_PORT: '9000', SANDBOX_COLLECTOR_PORT: '9000' })).toEqual(['SANDBOX_COLLECTOR_PORT: must differ from SANDBOX_PORT (9000)']);
     expect(problemsOf({ SANDBOX_PORT: '0', SANDBOX_COLLECTOR_PORT: '0' })).toEqual([]);

@@ -70,7 +70,10 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asyn
           },
           { additionalProperties: false },
         ),
-        response: { 200: Type.Object({ items: Type.Array(Type.Ref('AuditEntry')), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errors(400, 401) },
+        response: {
+          200: Type.Object({ items: Type.Array(Type.Ref('AuditEntry')), next_cursor: Type.Union([Type.String(), Type.Null()]) }),
+          ...errors(400, 401),
+        },
       },
     },
     async (req) => {

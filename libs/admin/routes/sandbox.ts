@@ -30,7 +30,12 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandb
   const client = createSandboxClient(sandbox.url);
   const botId = sandbox.token.split(':')[0];
   const unavailable = (err: unknown) =>
-    new AdminError('RELAY_ADMIN_UNAVAILABLE', `the sandbox did not answer: ${err instanceof SandboxControlError ? err.message : 'unexpected error'}`, {}, { cause: err });
+    new AdminError(
+      'RELAY_ADMIN_UNAVAILABLE',
+      `the sandbox did not answer: ${err instanceof SandboxControlError ? err.message : 'unexpected error'}`,
+      {},
+      { cause: err },
+    );
 
   app.get(
     '/v1/sandbox',
@@ -68,10 +73,20 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandb
         actor: req.actor ?? 'unknown',
         workerId: ctx.instanceId,
         subjectKey: `update:${update.update_id}`,
-        details: { kind: 'sandbox', request_id: req.id, bot_id: botId, chat_id: req.body.chat_id, update_id: update.update_id, message_id: message.message_id, result: 'ok' },
+        details: {
+          kind: 'sandbox',
+          request_id: req.id,
+          bot_id: botId,
+          chat_id: req.body.chat_id,
+          update_id: update.update_id,
+          message_id: message.message_id,
+          result: 'ok',
+        },
         startedAt,
       });
-      return reply.code(201).send({ update_id: update.update_id, chat_id: req.body.chat_id, message_id: message.message_id, date: message.date, audit_id: auditId });
+      return reply
+        .code(201)
+        .send({ update_id: update.update_id, chat_id: req.body.chat_id, message_id: message.message_id, date: message.date, audit_id: auditId });
     },
   );
 
@@ -84,7 +99,14 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandb
         querystring: Type.Object({ chat_id: ChatId }, { additionalProperties: false }),
         response: {
           200: Type.Object({
-            items: Type.Array(Type.Object({ message_id: Type.Integer(), text: Type.String(), reply_to_message_id: Type.Union([Type.Integer(), Type.Null()]), sent_at: Type.String({ format: 'date-time' }) })),
+            items: Type.Array(
+              Type.Object({
+                message_id: Type.Integer(),
+                text: Type.String(),
+                reply_to_message_id: Type.Union([Type.Integer(), Type.Null()]),
+                sent_at: Type.String({ format: 'date-time' }),
+              }),
+            ),
           }),
           ...errors(400, 401, 503),
         },

@@ -7,7 +7,13 @@ import { errors, ReadinessBody, StatsBody } from '../schemas';
 /** Stats, health and metrics. */
 // eslint-disable-next-line @typescript-eslint/require-await -- a fastify plugin: async so that a route registration that throws rejects register() (a sync throw escapes avvio)
 export const statusRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = async (app, { ctx }) => {
-  const stats = statsCollector({ pool: ctx.pool, clock: ctx.clock, ingressHealth: ctx.ingressHealth, pendingUpdates: ctx.pendingUpdates, pollTimeoutMs: ctx.config.POLL_TIMEOUT });
+  const stats = statsCollector({
+    pool: ctx.pool,
+    clock: ctx.clock,
+    ingressHealth: ctx.ingressHealth,
+    pendingUpdates: ctx.pendingUpdates,
+    pollTimeoutMs: ctx.config.POLL_TIMEOUT,
+  });
 
   app.get(
     '/v1/stats',
@@ -25,7 +31,14 @@ export const statusRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = as
 
   app.get(
     '/health/live',
-    { schema: { tags: ['health'], summary: 'Liveness: the process answers (no token, no database)', security: [], response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
+    {
+      schema: {
+        tags: ['health'],
+        summary: 'Liveness: the process answers (no token, no database)',
+        security: [],
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
+    },
     () => ({ status: 'ok' as const }),
   );
 

@@ -15,7 +15,12 @@ export const TIMESERIES_BUCKET_SECONDS_DEFAULT = 60;
  * minutes of a bot at its 30 msg/s limit is ~27k index entries). Admin rows are not attempts.
  * Kept next to its only route rather than in queries.ts, which belongs to the core admin API.
  */
-export async function attemptsTimeseries(db: Queryable, from: Date, to: Date, bucketSeconds: number): Promise<{ subject: string; bucket: number; attempts: number; delivered: number; failed: number }[]> {
+export async function attemptsTimeseries(
+  db: Queryable,
+  from: Date,
+  to: Date,
+  bucketSeconds: number,
+): Promise<{ subject: string; bucket: number; attempts: number; delivered: number; failed: number }[]> {
   return read(
     db,
     `select subject,

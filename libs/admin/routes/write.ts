@@ -37,7 +37,13 @@ const refusal = (refused: AdminError, auditId: number): Refusal => ({ refused, a
  */
 // eslint-disable-next-line @typescript-eslint/require-await -- a fastify plugin: async so that a route registration that throws rejects register() (a sync throw escapes avvio)
 export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = async (app, { ctx }) => {
-  const audit = (db: PoolClient, req: FastifyRequest, startedAt: Date, action: string, a: { kind?: string; subjectId?: number | null; subjectKey?: string | null; details?: Record<string, unknown>; refused?: AdminError }) =>
+  const audit = (
+    db: PoolClient,
+    req: FastifyRequest,
+    startedAt: Date,
+    action: string,
+    a: { kind?: string; subjectId?: number | null; subjectKey?: string | null; details?: Record<string, unknown>; refused?: AdminError },
+  ) =>
     auditInsert(db, {
       action,
       actor: req.actor ?? 'unknown',
@@ -58,10 +64,23 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
   };
 
   /** Locks one row; unknown id or a state other than `expected` becomes an audited refusal. */
-  const lockOne = async (db: PoolClient, req: FastifyRequest, startedAt: Date, action: string, kind: ItemKind, id: number, expected: string, code: 'RELAY_ADMIN_NOT_FAILED' | 'RELAY_ADMIN_NOT_PENDING') => {
+  const lockOne = async (
+    db: PoolClient,
+    req: FastifyRequest,
+    startedAt: Date,
+    action: string,
+    kind: ItemKind,
+    id: number,
+    expected: string,
+    code: 'RELAY_ADMIN_NOT_FAILED' | 'RELAY_ADMIN_NOT_PENDING',
+  ) => {
     const row = await itemLock(db, kind, id);
     const spec = KINDS[kind];
-    const refused = !row ? notFound(spec.noun, id) : row.state !== expected ? new AdminError(code, `${spec.noun} ${id} is ${row.state}, not ${expected}`, { id: String(id), state: row.state }) : undefined;
+    const refused = !row
+      ? notFound(spec.noun, id)
+      : row.state !== expected
+        ? new AdminError(code, `${spec.noun} ${id} is ${row.state}, not ${expected}`, { id: String(id), state: row.state })
+        : undefined;
     if (refused) return refusal(refused, await audit(db, req, startedAt, action, { kind, subjectId: id, subjectKey: row?.key, refused }));
     return row!;
   };
@@ -138,7 +157,16 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
           const movedIds = dry_run ? [] : moved.map((m) => m.id);
           const auditId = await audit(db, req, startedAt, dry_run ? 'retry_bulk_dry_run' : 'retry_bulk', {
             kind,
-            details: { filter: { ...filter, state: 'failed' }, limit, dry_run, reason: reason ?? null, matched: ids.length, count: movedIds.length, more, ids: dry_run ? ids : movedIds },
+            details: {
+              filter: { ...filter, state: 'failed' },
+              limit,
+              dry_run,
+              reason: reason ?? null,
+              matched: ids.length,
+              count: movedIds.length,
+              more,
+              ids: dry_run ? ids : movedIds,
+            },
           });
           return { kind, dry_run, matched: ids.length, retried: movedIds.length, more, ids: dry_run ? ids : movedIds, audit_id: auditId };
         });
@@ -165,7 +193,12 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
             const row = await lockOne(db, req, startedAt, 'cancel', kind, req.params.id, 'pending', 'RELAY_ADMIN_NOT_PENDING');
             if ('refused' in row) return row;
             const moved = await ctx.actions.cancelPending(db, kind, [row.id], { actor: req.actor!, reason });
-            const auditId = await audit(db, req, startedAt, 'cancel', { kind, subjectId: row.id, subjectKey: row.key, details: { reason, count: moved.length } });
+            const auditId = await audit(db, req, startedAt, 'cancel', {
+              kind,
+              subjectId: row.id,
+              subjectKey: row.key,
+              details: { reason, count: moved.length },
+            });
             return { id: row.id, state: moved[0]?.state ?? 'failed', audit_id: auditId };
           });
         },
@@ -183,14 +216,21 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
         description: 'older_than: how long without a heartbeat (a duration like 30s, 5m, or milliseconds; at least 1s; default STALE_AFTER).',
         body: Type.Object(
           {
-            older_than: Type.Optional(Type.Union([Type.String({ pattern: '^[0-9]{1,15}(ms|s|m|h)?$' }), Type.Integer({ minimum: 1000, maximum: RECOVER_OLDER_THAN_MAX_MS })])),
+            older_than: Type.Optional(
+              Type.Union([Type.String({ pattern: '^[0-9]{1,15}(ms|s|m|h)?$' }), Type.Integer({ minimum: 1000, maximum: RECOVER_OLDER_THAN_MAX_MS })]),
+            ),
             kinds: Type.Optional(Type.Array(Type.Union(ITEM_KINDS.map((k) => Type.Literal(k))), { minItems: 1, uniqueItems: true })),
             reason: Type.Optional(Reason),
           },
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ older_than_ms: Type.Integer(), recovered: Type.Record(Type.String(), Type.Integer()), total: Type.Integer(), audit_id: Type.Integer() }),
+          200: Type.Object({
+            older_than_ms: Type.Integer(),
+            recovered: Type.Record(Type.String(), Type.Integer()),
+            total: Type.Integer(),
+            audit_id: Type.Integer(),
+          }),
           ...errors(400, 401),
         },
       },
@@ -207,7 +247,9 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       for (const kind of kinds) recovered[kind] = await ctx.actions.recoverStale(kind, olderThanMs, ctx.instanceId);
       const total = Object.values(recovered).reduce((a, b) => a + b, 0);
       const auditId = await withTransaction(ctx.pool, (db) =>
-        audit(db, req, startedAt, 'recover_stale', { details: { older_than_ms: olderThanMs, kinds, recovered, count: total, reason: req.body.reason ?? null } }),
+        audit(db, req, startedAt, 'recover_stale', {
+          details: { older_than_ms: olderThanMs, kinds, recovered, count: total, reason: req.body.reason ?? null },
+        }),
       );
       return { older_than_ms: olderThanMs, recovered, total, audit_id: auditId };
     },
@@ -246,8 +288,16 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
           const row = await quarantineLock(db, req.params.id);
           let refused: AdminError | undefined;
           if (!row) refused = notFound('quarantined update', req.params.id);
-          else if (row.state !== 'quarantined') refused = new AdminError('RELAY_ADMIN_NOT_QUARANTINED', `quarantined update ${row.id} is already ${row.state}`, { id: String(row.id), state: row.state });
-          if (refused) return refusal(refused, await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: req.params.id, subjectKey: row?.sha256, refused }));
+          else if (row.state !== 'quarantined')
+            refused = new AdminError('RELAY_ADMIN_NOT_QUARANTINED', `quarantined update ${row.id} is already ${row.state}`, {
+              id: String(row.id),
+              state: row.state,
+            });
+          if (refused)
+            return refusal(
+              refused,
+              await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: req.params.id, subjectKey: row?.sha256, refused }),
+            );
           if (action === 'discard') {
             await quarantineResolve(db, row!.id, 'discarded');
             const auditId = await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: row!.id, subjectKey: row!.sha256, details: { reason } });
@@ -258,7 +308,12 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
           try {
             const r = await ctx.actions.releaseQuarantined(db, { id: row!.id, bot_id: row!.bot_id, raw: row!.raw, generation: row!.generation });
             await quarantineResolve(db, row!.id, 'released');
-            const auditId = await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: row!.id, subjectKey: row!.sha256, details: { reason, ...r } });
+            const auditId = await audit(db, req, startedAt, action, {
+              kind: 'quarantine',
+              subjectId: row!.id,
+              subjectKey: row!.sha256,
+              details: { reason, ...r },
+            });
             return { id: row!.id, state: 'released', audit_id: auditId, ...r };
           } catch (err) {
             await db.query('rollback to savepoint release');
@@ -268,7 +323,10 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
             else if (e.code === 'RELAY_CAPTURE_KEY_CONFLICT') message = 'its capture key is already stored with different data';
             else throw err;
             const failed = new AdminError('RELAY_ADMIN_RELEASE_FAILED', message, { id: String(row!.id), cause: e.code }, { cause: err });
-            return refusal(failed, await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: row!.id, subjectKey: row!.sha256, refused: failed }));
+            return refusal(
+              failed,
+              await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: row!.id, subjectKey: row!.sha256, refused: failed }),
+            );
           }
         });
       },
@@ -281,7 +339,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       schema: {
         tags: ['outbound'],
         summary: 'Enqueue an outbound message, idempotent by msg_id: 201 new, 200 the same message again, 409 same msg_id with a different payload',
-        description: 'chat_id may be omitted for the operators\' chat (OPS_CHAT_ID). Text is sent verbatim (the caller owns escaping).',
+        description: "chat_id may be omitted for the operators' chat (OPS_CHAT_ID). Text is sent verbatim (the caller owns escaping).",
         body: Type.Object(
           {
             msg_id: Type.String({ minLength: 1, maxLength: 256, description: 'idempotency key, unique for good' }),
@@ -311,14 +369,24 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
         await db.query('savepoint enqueue');
         try {
           const r = await ctx.actions.enqueueMessage(db, body);
-          const auditId = await audit(db, req, startedAt, 'enqueue', { kind: 'outbound', subjectId: r.id, subjectKey: body.msg_id, details: { created: r.created, chat_id: body.chat_id } });
+          const auditId = await audit(db, req, startedAt, 'enqueue', {
+            kind: 'outbound',
+            subjectId: r.id,
+            subjectKey: body.msg_id,
+            details: { created: r.created, chat_id: body.chat_id },
+          });
           const { rows } = await db.query<{ state: string }>('select state from relay.outbound where id = $1', [r.id]);
           return { id: r.id, msg_id: body.msg_id, created: r.created, state: String(rows[0]?.state ?? 'pending'), audit_id: auditId };
         } catch (err) {
           const code = (err as { code?: string }).code;
           if (code !== 'RELAY_OUTBOUND_CONFLICT') throw err;
           await db.query('rollback to savepoint enqueue');
-          const refused = new AdminError('RELAY_OUTBOUND_CONFLICT', `msg_id ${body.msg_id} was already enqueued with a different payload`, { msg_id: body.msg_id }, { cause: err });
+          const refused = new AdminError(
+            'RELAY_OUTBOUND_CONFLICT',
+            `msg_id ${body.msg_id} was already enqueued with a different payload`,
+            { msg_id: body.msg_id },
+            { cause: err },
+          );
           return refusal(refused, await audit(db, req, startedAt, 'enqueue', { kind: 'outbound', subjectKey: body.msg_id, refused }));
         }
       });

@@ -44,6 +44,9 @@ export const dashboardRoutes: FastifyPluginAsync<{ dist?: string }> = async (app
     },
   });
   app.get('/', { schema: { hide: true } }, async (_req, reply) =>
-    reply.headers({ ...SECURITY_HEADERS, 'cache-control': 'no-cache' }).type('text/html; charset=utf-8').send(index),
+    reply
+      .headers({ ...SECURITY_HEADERS, 'cache-control': 'no-cache' })
+      .type('text/html; charset=utf-8')
+      .send(index),
   );
 };

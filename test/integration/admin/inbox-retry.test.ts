@@ -39,7 +39,13 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const row = async (id: string) => (await db.pool.query(`select i.state, i.attempts, j.state as job_state from relay.inbox i left join tg_relay_boss.job j on j.id = i.job_id where i.id = $1`, [id])).rows[0];
+const row = async (id: string) =>
+  (
+    await db.pool.query(
+      `select i.state, i.attempts, j.state as job_state from relay.inbox i left join tg_relay_boss.job j on j.id = i.job_id where i.id = $1`,
+      [id],
+    )
+  ).rows[0];
 
 test('an update whose handler kept throwing is failed; retried after the fix it is handled, with a fresh budget', async () => {
   const [a, b] = await storeUpdates(db.pool, boss, [makeUpdate(1, 501), makeUpdate(2, 502)]);

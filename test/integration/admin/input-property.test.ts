@@ -39,13 +39,63 @@ const LONE = ['\ud800', '\udfff', '\udbff\u0041', 'a\udc00'];
 const nasty = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 12 }),
   fc.constantFrom(...LONE, '\u0000', 'a\u0000b', '\\u0000', 'C:\\u0000dir', '\u200f\u202e', '😀', '', ' ', '%', '_', '\\'),
-  fc.constantFrom('0', '1', '-1', '1.5', '1e3', '0x10', ' 7', '9007199254740991', '9007199254740992', '9223372036854775807', '99999999999999999999', 'NaN', 'Infinity', '-0'),
+  fc.constantFrom(
+    '0',
+    '1',
+    '-1',
+    '1.5',
+    '1e3',
+    '0x10',
+    ' 7',
+    '9007199254740991',
+    '9007199254740992',
+    '9223372036854775807',
+    '99999999999999999999',
+    'NaN',
+    'Infinity',
+    '-0',
+  ),
   fc.constantFrom('failed', 'pending', 'delivering', 'delivered', 'captures', 'outbound', 'inbox', 'at_most_once', 'HTML', '@channelname'),
-  fc.constantFrom('2026-01-01T00:00:00Z', '2026-02-30T25:61:00Z', '99999-01-01T00:00:00Z', '0000-01-01T00:00:00Z', '2026-01-01T00:00:00+99:99', '30s', '999999999999h'),
+  fc.constantFrom(
+    '2026-01-01T00:00:00Z',
+    '2026-02-30T25:61:00Z',
+    '99999-01-01T00:00:00Z',
+    '0000-01-01T00:00:00Z',
+    '2026-01-01T00:00:00+99:99',
+    '30s',
+    '999999999999h',
+  ),
   fc.string({ unit: fc.constantFrom('1', '9', '-', '.', 'e', 'x', '\ud800', '\u0000', 'a'), maxLength: 30 }),
   fc.string({ unit: 'binary', minLength: 4090, maxLength: 4200 }),
 );
-const KEYS = ['state', 'chat', 'chat_id', 'update_id', 'bot_id', 'since', 'until', 'error', 'limit', 'cursor', 'actor', 'action', 'minutes', 'bucket_seconds', 'msg_id', 'text', 'parse_mode', 'reply_markup', 'send_options', 'delivery', 'max_attempts', 'dry_run', 'reason', 'older_than', 'kinds', 'disable_notification'];
+const KEYS = [
+  'state',
+  'chat',
+  'chat_id',
+  'update_id',
+  'bot_id',
+  'since',
+  'until',
+  'error',
+  'limit',
+  'cursor',
+  'actor',
+  'action',
+  'minutes',
+  'bucket_seconds',
+  'msg_id',
+  'text',
+  'parse_mode',
+  'reply_markup',
+  'send_options',
+  'delivery',
+  'max_attempts',
+  'dry_run',
+  'reason',
+  'older_than',
+  'kinds',
+  'disable_notification',
+];
 const key = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...KEYS) }, { weight: 1, arbitrary: nasty });
 
 /** Percent-encodes arbitrary bytes: invalid UTF-8 and lone surrogates (as CESU bytes) included. */
@@ -76,7 +126,23 @@ const body = fc.oneof(
   { weight: 5, arbitrary: fc.dictionary(key, json, { maxKeys: 6 }).map((o) => ({ type: 'application/json', payload: JSON.stringify(o) })) },
   { weight: 1, arbitrary: json.map((v) => ({ type: 'application/json', payload: JSON.stringify(v) ?? 'null' })) },
   { weight: 1, arbitrary: nasty.map((s) => ({ type: 'application/json', payload: s })) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data', 'application/json; charset=latin1', 'text/plain; charset=utf-16', ''), nasty).map(([type, payload]) => ({ type, payload })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(
+        fc.constantFrom(
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'application/xml',
+          'multipart/form-data',
+          'application/json; charset=latin1',
+          'text/plain; charset=utf-16',
+          '',
+        ),
+        nasty,
+      )
+      .map(([type, payload]) => ({ type, payload })),
+  },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => ({ type: 'application/json', payload: Buffer.from(b) })) },
   { weight: 1, arbitrary: fc.constant(undefined) },
 );
@@ -88,14 +154,22 @@ const request = fc.record({
   body,
 });
 
-async function check(r: fc.RecordValue<{ route: number; params: string[]; query: string; body: { type: string; payload: string | Buffer } | undefined }>, routesOf: { method: string; url: string }[]) {
+async function check(
+  r: fc.RecordValue<{ route: number; params: string[]; query: string; body: { type: string; payload: string | Buffer } | undefined }>,
+  routesOf: { method: string; url: string }[],
+) {
   const route = routesOf[r.route % routesOf.length];
   const path = route.url.replace(':id', r.params[0]).replace('*', r.params[1]);
   const url = `${path}${r.query}`;
   const before = await dbFingerprint(db.pool);
   const headers: Record<string, string> = { ...AUTH };
   if (r.body && r.body.type) headers['content-type'] = r.body.type;
-  const res = await app.inject({ method: route.method as 'GET' | 'POST', url, headers, ...(r.body && route.method !== 'GET' ? { payload: r.body.payload } : {}) });
+  const res = await app.inject({
+    method: route.method as 'GET' | 'POST',
+    url,
+    headers,
+    ...(r.body && route.method !== 'GET' ? { payload: r.body.payload } : {}),
+  });
   const where = `${route.method} ${url} → ${res.statusCode} ${res.body.slice(0, 300)}`;
   // readiness answers 503 by contract (no poller in this test), whatever the input
   const notReady = route.url === '/health/ready' && res.statusCode === 503 && res.json().code === 'RELAY_ADMIN_NOT_READY';
@@ -115,28 +189,40 @@ jest.setTimeout(240_000);
 
 test('GET routes: arbitrary path parameters and query strings', async () => {
   const gets = () => routes.filter((r) => r.method === 'GET');
-  await fc.assert(fc.asyncProperty(request, (r) => check({ ...r, body: undefined }, gets())), { numRuns: RUNS });
+  await fc.assert(
+    fc.asyncProperty(request, (r) => check({ ...r, body: undefined }, gets())),
+    { numRuns: RUNS },
+  );
 });
 
 test('POST routes: arbitrary path parameters, query strings, content types and bodies', async () => {
   const posts = () => routes.filter((r) => r.method === 'POST');
   expect(posts().length).toBeGreaterThanOrEqual(10);
-  await fc.assert(fc.asyncProperty(request, (r) => check(r, posts())), { numRuns: RUNS * 2 });
+  await fc.assert(
+    fc.asyncProperty(request, (r) => check(r, posts())),
+    { numRuns: RUNS * 2 },
+  );
 });
 
 test('POST /v1/messages: arbitrary strings in every string field', async () => {
   // mostly valid routing fields, so that the hostile strings reach the enqueue path
-  const mostly = <T,>(valid: fc.Arbitrary<T>, other: fc.Arbitrary<unknown>) => fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: other });
+  const mostly = <T>(valid: fc.Arbitrary<T>, other: fc.Arbitrary<unknown>) => fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: other });
   let n = 0;
   const fields = fc.record(
     {
-      msg_id: mostly(fc.constant('').map(() => `p${++n}`), nasty),
+      msg_id: mostly(
+        fc.constant('').map(() => `p${++n}`),
+        nasty,
+      ),
       chat_id: mostly(fc.constantFrom(7, -1001234567890, '42', '@channelname'), fc.oneof(nasty, fc.integer(), fc.constantFrom(1e21, 2 ** 53, -(2 ** 53)))),
       text: nasty,
       parse_mode: mostly(fc.constantFrom('HTML', 'MarkdownV2'), nasty),
       bot_id: mostly(fc.constant('1000000001'), nasty),
       delivery: mostly(fc.constantFrom('at_least_once', 'at_most_once'), nasty),
-      reply_markup: mostly(fc.record({ inline_keyboard: fc.array(fc.array(fc.record({ text: nasty, callback_data: nasty }), { maxLength: 2 }), { maxLength: 2 }) }), fc.dictionary(key, json, { maxKeys: 3 })),
+      reply_markup: mostly(
+        fc.record({ inline_keyboard: fc.array(fc.array(fc.record({ text: nasty, callback_data: nasty }), { maxLength: 2 }), { maxLength: 2 }) }),
+        fc.dictionary(key, json, { maxKeys: 3 }),
+      ),
       send_options: fc.dictionary(key, json, { maxKeys: 3 }),
     },
     { requiredKeys: ['text', 'msg_id', 'bot_id'] },

@@ -80,7 +80,9 @@ test.each(CASES.map(([m, u, b]) => [m, u, b] as const))('%s %s → 400 with a co
   const before = await dbFingerprint(db.pool);
   const res = await call(app, method, url, body === undefined ? {} : { body });
   expect([res.statusCode, res.headers['content-type']]).toEqual([400, expect.stringMatching(/^application\/json/)]);
-  expect(res.json()).toEqual(expect.objectContaining({ code: expect.stringMatching(/^RELAY_ADMIN_(VALIDATION|BAD_REQUEST|BAD_CURSOR)$/), message: expect.any(String) }));
+  expect(res.json()).toEqual(
+    expect.objectContaining({ code: expect.stringMatching(/^RELAY_ADMIN_(VALIDATION|BAD_REQUEST|BAD_CURSOR)$/), message: expect.any(String) }),
+  );
   expect(await dbFingerprint(db.pool)).toEqual(before);
 });
 

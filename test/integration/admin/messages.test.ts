@@ -20,7 +20,11 @@ afterAll(async () => {
 });
 
 const jobOf = async (id: number) =>
-  (await db.pool.query(`select o.state, j.state as job_state, j.name from relay.outbound o left join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [id])).rows[0];
+  (
+    await db.pool.query(`select o.state, j.state as job_state, j.name from relay.outbound o left join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [
+      id,
+    ])
+  ).rows[0];
 
 describe('POST /v1/messages', () => {
   const msg = { msg_id: 'order-42-shipped', chat_id: 123456, text: 'Your order has shipped', parse_mode: 'HTML' };
@@ -32,7 +36,13 @@ describe('POST /v1/messages', () => {
     expect(body).toMatchObject({ msg_id: 'order-42-shipped', created: true, state: 'pending' });
     expect(await jobOf(body.id)).toEqual({ state: 'pending', job_state: 'created', name: 'outbound.send' });
     const audit = (await db.pool.query(`select outcome, actor, subject_id, subject_key, details from relay.attempts where id = $1`, [body.audit_id])).rows[0];
-    expect(audit).toMatchObject({ outcome: 'admin.enqueue', actor: 'ops', subject_id: String(body.id), subject_key: 'order-42-shipped', details: { created: true, result: 'ok' } });
+    expect(audit).toMatchObject({
+      outcome: 'admin.enqueue',
+      actor: 'ops',
+      subject_id: String(body.id),
+      subject_key: 'order-42-shipped',
+      details: { created: true, result: 'ok' },
+    });
   });
 
   test('the same message again is 200 with the same id and no second job', async () => {
@@ -50,7 +60,8 @@ describe('POST /v1/messages', () => {
     expect(res.json()).toMatchObject({ code: 'RELAY_OUTBOUND_CONFLICT', msg_id: 'order-42-shipped' });
     const { rows } = await db.pool.query(`select text from relay.outbound where msg_id = 'order-42-shipped'`);
     expect(rows).toEqual([{ text: 'Your order has shipped' }]);
-    const audit = (await db.pool.query(`select error_code, details->>'result' as result from relay.attempts where subject = 'admin' order by id desc limit 1`)).rows[0];
+    const audit = (await db.pool.query(`select error_code, details->>'result' as result from relay.attempts where subject = 'admin' order by id desc limit 1`))
+      .rows[0];
     expect(audit).toEqual({ error_code: 'RELAY_OUTBOUND_CONFLICT', result: 'refused' });
   });
 
@@ -68,7 +79,12 @@ describe('POST /v1/messages', () => {
   });
 
   test('a body that is not JSON is 400 with a stable code', async () => {
-    const res = await app.inject({ method: 'POST', url: '/v1/messages', headers: { authorization: `Bearer ${OPS_TOKEN}`, 'content-type': 'application/json' }, payload: '{"msg_id":' });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/messages',
+      headers: { authorization: `Bearer ${OPS_TOKEN}`, 'content-type': 'application/json' },
+      payload: '{"msg_id":',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().code).toBe('RELAY_ADMIN_BAD_REQUEST');
   });

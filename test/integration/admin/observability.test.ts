@@ -38,7 +38,7 @@ describe('health', () => {
     expect(res.json().reasons.join('\n')).toMatch(/no poller has recorded a cursor/);
   });
 
-  test("ready is 200 once the current generation progresses, and 503 when only an old generation did", async () => {
+  test('ready is 200 once the current generation progresses, and 503 when only an old generation did', async () => {
     await setCursor(
       `insert into relay.cursor (bot_id, next_offset, lease_owner, lease_generation, lease_expires_at, progress_generation, progress_at)
        values ('77', 5, 'p1', 2, $1::timestamptz + interval '10 s', 2, $1::timestamptz - interval '1 s')`,
@@ -49,7 +49,7 @@ describe('health', () => {
     await setCursor(`update relay.cursor set lease_generation = 3, lease_owner = 'p2' where bot_id = '77'`);
     const stale = await call(app, 'GET', '/health/ready');
     expect(stale.statusCode).toBe(503);
-    expect(stale.json().reasons.join("\n")).toMatch(/generation 3 has not made progress/);
+    expect(stale.json().reasons.join('\n')).toMatch(/generation 3 has not made progress/);
     await setCursor(`update relay.cursor set progress_generation = 3 where bot_id = '77'`);
     now = new Date(now.getTime() + 60_000); // no progress for a minute (> POLL_TIMEOUT + 15 s)
     const old = await call(app, 'GET', '/health/ready');
@@ -60,7 +60,9 @@ describe('health', () => {
 
 describe('metrics', () => {
   test('the exposition parses and carries depth, attempts by outcome, latency histogram, 429s, poller and ready', async () => {
-    await db.pool.query(`insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_sha256, state) values ('k1', '77', 1, 1, 1, '{}', 'x', 'failed')`);
+    await db.pool.query(
+      `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_sha256, state) values ('k1', '77', 1, 1, 1, '{}', 'x', 'failed')`,
+    );
     await call(app, 'GET', '/metrics'); // the attempt feed counts from here on
     await db.pool.query(
       `insert into relay.attempts (subject, subject_id, outcome, http_status, duration_ms) values
@@ -113,7 +115,9 @@ describe('OpenAPI', () => {
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
       for (const m of Object.keys(ops)) documented.add(`${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`);
     }
-    const routes = adminRoutes(app).filter((r) => !r.hidden).map((r) => `${r.method} ${r.url}`);
+    const routes = adminRoutes(app)
+      .filter((r) => !r.hidden)
+      .map((r) => `${r.method} ${r.url}`);
     expect(routes.length).toBeGreaterThanOrEqual(25);
     expect([...documented].sort()).toEqual([...new Set(routes)].sort());
     expect(doc.components.securitySchemes.bearer).toEqual({ type: 'http', scheme: 'bearer' });

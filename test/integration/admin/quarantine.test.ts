@@ -30,7 +30,10 @@ async function quarantine(raw: string, updateId: number | null): Promise<number>
 }
 
 const message = (updateId: number) =>
-  JSON.stringify({ update_id: updateId, message: { message_id: 3, date: 1_700_000_000, chat: { id: 4242, type: 'private' }, from: { id: 4242, is_bot: false, first_name: 'A' }, text: 'hi' } });
+  JSON.stringify({
+    update_id: updateId,
+    message: { message_id: 3, date: 1_700_000_000, chat: { id: 4242, type: 'private' }, from: { id: 4242, is_bot: false, first_name: 'A' }, text: 'hi' },
+  });
 
 describe('release', () => {
   test('an update that decodes now is persisted through the ingress path: inbox row, dispatch job, capture and its job', async () => {
@@ -38,11 +41,18 @@ describe('release', () => {
     const res = await call(app, 'POST', `/v1/quarantine/${id}/release`, { body: { reason: 'decoder fixed' } });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ id, state: 'released', outcome: 'persisted', update_id: 7001 });
-    const inbox = (await db.pool.query(`select i.state, i.update_type, i.chat_id, j.name, j.state as job_state from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id where i.update_id = 7001`)).rows;
+    const inbox = (
+      await db.pool.query(
+        `select i.state, i.update_type, i.chat_id, j.name, j.state as job_state from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id where i.update_id = 7001`,
+      )
+    ).rows;
     expect(inbox).toEqual([{ state: 'pending', update_type: 'message', chat_id: '4242', name: 'update.dispatch', job_state: 'created' }]);
-    const cap = (await db.pool.query(`select c.capture_key, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.update_id = 7001`)).rows;
+    const cap = (await db.pool.query(`select c.capture_key, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.update_id = 7001`))
+      .rows;
     expect(cap).toEqual([{ capture_key: 'telegram:7001:4242:3', name: 'capture.deliver' }]);
-    const q = (await db.pool.query(`select state, resolved_at is not null as resolved, octet_length(raw) > 0 as kept from relay.quarantine where id = $1`, [id])).rows[0];
+    const q = (
+      await db.pool.query(`select state, resolved_at is not null as resolved, octet_length(raw) > 0 as kept from relay.quarantine where id = $1`, [id])
+    ).rows[0];
     expect(q).toEqual({ state: 'released', resolved: true, kept: true });
     const again = await call(app, 'POST', `/v1/quarantine/${id}/release`);
     expect([again.statusCode, again.json().code]).toEqual([409, 'RELAY_ADMIN_NOT_QUARANTINED']);
@@ -67,7 +77,9 @@ describe('release', () => {
     expect((await db.pool.query(`select state from relay.quarantine where id = $1`, [id])).rows[0].state).toBe('quarantined');
     expect((await db.pool.query(`select count(*)::int as n from relay.inbox where update_id = 7003`)).rows[0].n).toBe(0);
     const detail = (await call(app, 'GET', `/v1/quarantine/${id}`)).json();
-    expect(detail.history.map((h: { outcome: string; error_code: string }) => [h.outcome, h.error_code])).toEqual([['admin.release', 'RELAY_ADMIN_RELEASE_FAILED']]);
+    expect(detail.history.map((h: { outcome: string; error_code: string }) => [h.outcome, h.error_code])).toEqual([
+      ['admin.release', 'RELAY_ADMIN_RELEASE_FAILED'],
+    ]);
   });
 });
 

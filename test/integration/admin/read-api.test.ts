@@ -159,7 +159,9 @@ describe('lists and details', () => {
       `insert into relay.outbound (msg_id, bot_id, chat_id, target_chat_id, text, payload_sha256) values ('m-1', '1', '55', '55', 'hi', 'x')`,
     );
     await db.pool.query(`insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload) values ('1', 9, 'message', 55, '{"update_id":9}')`);
-    await db.pool.query(`insert into relay.quarantine (bot_id, update_id, raw, sha256, error, json_path) values ('1', 10, '\\x7b7d', 'abc', 'no message', '$.message')`);
+    await db.pool.query(
+      `insert into relay.quarantine (bot_id, update_id, raw, sha256, error, json_path) values ('1', 10, '\\x7b7d', 'abc', 'no message', '$.message')`,
+    );
     const out = (await call(app, 'GET', '/v1/outbound?chat=55')).json();
     expect(out.items).toEqual([expect.objectContaining({ msg_id: 'm-1', chat_id: '55', state: 'pending' })]);
     expect(out.items[0].text).toBeUndefined(); // lists carry no message text
@@ -192,6 +194,15 @@ describe('stats', () => {
        on conflict (bot_id) do nothing`,
     );
     const s = (await call(app, 'GET', '/v1/stats', { headers: AUTH })).json();
-    expect(s.bots).toEqual([expect.objectContaining({ bot_id: '1000000001', next_offset: 120, lease_owner: 'poller-a', lease_generation: 3, lease_valid: true, progress_generation: 3 })]);
+    expect(s.bots).toEqual([
+      expect.objectContaining({
+        bot_id: '1000000001',
+        next_offset: 120,
+        lease_owner: 'poller-a',
+        lease_generation: 3,
+        lease_valid: true,
+        progress_generation: 3,
+      }),
+    ]);
   });
 });

@@ -32,7 +32,20 @@ export function call(app: FastifyInstance, method: InjectOptions['method'], url:
 
 let seq = 0;
 /** A capture row as the ingress would store it (fixture with overrides). */
-export async function insertCapture(pool: Pool, o: Partial<{ chat_id: number; state: string; last_error: string | null; failed_reason: string | null; created_at: string; attempts: number; update_id: number; started_at: string | null; worker_id: string | null }> = {}): Promise<number> {
+export async function insertCapture(
+  pool: Pool,
+  o: Partial<{
+    chat_id: number;
+    state: string;
+    last_error: string | null;
+    failed_reason: string | null;
+    created_at: string;
+    attempts: number;
+    update_id: number;
+    started_at: string | null;
+    worker_id: string | null;
+  }> = {},
+): Promise<number> {
   const updateId = o.update_id ?? 500_000 + ++seq;
   const chat = o.chat_id ?? 42;
   const payload = { update_id: updateId, chat_id: chat, text: 'hello' };

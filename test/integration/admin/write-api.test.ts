@@ -50,13 +50,25 @@ const rowOf = async (id: string | number) =>
       [id],
     )
   ).rows[0];
-const statesOf = async (ids: string[]) => (await db.pool.query(`select state from relay.captures where id = any($1::bigint[]) order by id`, [ids])).rows.map((r) => r.state);
+const statesOf = async (ids: string[]) =>
+  (await db.pool.query(`select state from relay.captures where id = any($1::bigint[]) order by id`, [ids])).rows.map((r) => r.state);
 
 /** Captures that the worker tried once and failed for good (the collector answered 422). */
 async function failedCaptures(n: number, chatId = 42): Promise<InsertedCapture[]> {
   collector.setFaults({ rejectRate: 1 });
   await startWorker();
-  const list = await insertCaptures(db.pool, boss, Array.from({ length: n }, (_, i) => ({ updateId: 900_000 + Math.floor(Math.random() * 1e6), chatId, messageId: i + 1, fromId: 7, text: `t${i}`, date: 1_700_000_000 })));
+  const list = await insertCaptures(
+    db.pool,
+    boss,
+    Array.from({ length: n }, (_, i) => ({
+      updateId: 900_000 + Math.floor(Math.random() * 1e6),
+      chatId,
+      messageId: i + 1,
+      fromId: 7,
+      text: `t${i}`,
+      date: 1_700_000_000,
+    })),
+  );
   await waitFor(async () => (await statesOf(list.map((c) => c.id))).every((s) => s === 'failed'), { what: 'captures failed by the worker' });
   await worker!.stop({ timeoutMs: 2_000 });
   await worker!.boss.stop({ graceful: false, wait: true });
@@ -69,7 +81,10 @@ describe('retry one', () => {
   test('a failed capture goes back to pending with a renewed budget and a live job, the worker delivers it, the history shows both', async () => {
     const [c] = await failedCaptures(1);
     expect(await rowOf(c.id)).toMatchObject({ state: 'failed', attempts: 1, job_state: 'failed' });
-    const res = await call(app, 'POST', `/v1/captures/${c.id}/retry`, { body: { reason: 'collector fixed' }, headers: { authorization: `Bearer ${OPS_TOKEN}` } });
+    const res = await call(app, 'POST', `/v1/captures/${c.id}/retry`, {
+      body: { reason: 'collector fixed' },
+      headers: { authorization: `Bearer ${OPS_TOKEN}` },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ id: Number(c.id), state: 'pending' });
     expect(await rowOf(c.id)).toMatchObject({ state: 'pending', attempts: 1, max_attempts: 13, failed_reason: null, job_state: 'created' });
@@ -95,7 +110,11 @@ describe('retry one', () => {
     expect((await call(app, 'POST', '/v1/captures/987654321/retry')).statusCode).toBe(404);
     expect((await call(app, 'POST', '/v1/outbound/987654321/retry')).json().code).toBe('RELAY_ADMIN_NOT_FOUND');
     const audit = (await call(app, 'GET', '/v1/audit?action=retry&limit=3')).json().items;
-    expect(audit.slice(0, 3).map((a: { error_code: string }) => a.error_code)).toEqual(['RELAY_ADMIN_NOT_FOUND', 'RELAY_ADMIN_NOT_FOUND', 'RELAY_ADMIN_NOT_FAILED']);
+    expect(audit.slice(0, 3).map((a: { error_code: string }) => a.error_code)).toEqual([
+      'RELAY_ADMIN_NOT_FOUND',
+      'RELAY_ADMIN_NOT_FOUND',
+      'RELAY_ADMIN_NOT_FAILED',
+    ]);
     expect(audit[2]).toMatchObject({ actor: 'admin', subject_id: Number(c.id), details: { result: 'refused' } });
   });
 });
@@ -159,11 +178,16 @@ describe('cancel', () => {
     const msg = (await call(app, 'POST', '/v1/messages', { body: { msg_id: 'cancel-me', chat_id: 5, text: 'x', bot_id: '1' } })).json();
     const res = await call(app, 'POST', `/v1/outbound/${msg.id}/cancel`);
     expect(res.json()).toMatchObject({ id: msg.id, state: 'failed' });
-    const { rows } = await db.pool.query(`select o.failed_reason, j.state from relay.outbound o join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [msg.id]);
+    const { rows } = await db.pool.query(`select o.failed_reason, j.state from relay.outbound o join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [
+      msg.id,
+    ]);
     expect(rows[0]).toEqual({ failed_reason: 'cancelled', state: 'cancelled' });
     // and back: retry gives it a new job and a renewed budget
     expect((await call(app, 'POST', `/v1/outbound/${msg.id}/retry`)).json()).toMatchObject({ state: 'pending' });
-    const after = await db.pool.query(`select o.state, o.max_attempts, j.state as job_state, j.name from relay.outbound o join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [msg.id]);
+    const after = await db.pool.query(
+      `select o.state, o.max_attempts, j.state as job_state, j.name from relay.outbound o join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`,
+      [msg.id],
+    );
     expect(after.rows[0]).toEqual({ state: 'pending', max_attempts: 12, job_state: 'created', name: 'outbound.send' });
   });
 

@@ -49,7 +49,13 @@ let captureUrl: string;
 let worker: Worker | undefined;
 const boss = () => createBoss(db.url, { max: 1 });
 const readiness = () =>
-  readinessChecker({ pool: db.pool, clock: () => new Date(), pollTimeoutMs: 30_000, botIds: [], ingressHealth: () => Promise.resolve({ ready: true, reasons: [], generation: 1, owner: 'x' }) })();
+  readinessChecker({
+    pool: db.pool,
+    clock: () => new Date(),
+    pollTimeoutMs: 30_000,
+    botIds: [],
+    ingressHealth: () => Promise.resolve({ ready: true, reasons: [], generation: 1, owner: 'x' }),
+  })();
 
 beforeAll(async () => {
   db = await createMigratedDatabase('cap_cfg');
@@ -68,49 +74,53 @@ afterAll(async () => {
   await db.drop();
 });
 
-const configAttempts = async () => Number((await db.pool.query(`select count(*) from relay.attempts where subject = 'capture' and outcome = 'retry'`)).rows[0].count);
+const configAttempts = async () =>
+  Number((await db.pool.query(`select count(*) from relay.attempts where subject = 'capture' and outcome = 'retry'`)).rows[0].count);
 const problems = async () => (await db.pool.query('select component, bot_id, code, status, reason, occurrences from relay.config_problems')).rows;
 const alerts = async () => (await db.pool.query(`select msg_id, text, chat_id from relay.outbound where kind = 'alert'`)).rows;
 
 describe('collector answers that mean the configuration is wrong', () => {
-  it.each([302, 303, 307, 401, 403, 404])('HTTP %i: the backlog is kept past its budget, reported in /health/ready, alerted once; fixed → delivered', async (status) => {
-    collector.set(status);
-    await insertCaptures(db.pool, boss(), 4);
-    worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl, config: { retry: { baseMs: 10, capMs: 40, maxAttempts: 2 } } });
-    await worker.start();
-    // every capture tried at least three times with a budget of two: never failed, never delivered
-    await waitFor(async () => (await configAttempts()) >= 12, { what: 'repeated attempts', timeoutMs: 20_000 });
-    const states = await captureStates(db.pool);
-    expect(states.map((s) => s.state).filter((s) => s !== 'pending' && s !== 'delivering')).toEqual([]);
-    expect(states.every((s) => s.lastStatus === null || s.lastStatus === status)).toBe(true);
-    // a redirect was never followed (no GET to the Location), every request was the POST with its body
-    expect(collector.seen.filter((r) => r.method !== 'POST' || r.url !== '/capture')).toEqual([]);
-    expect(collector.seen.every((r) => r.bodyBytes > 0)).toBe(true);
+  it.each([302, 303, 307, 401, 403, 404])(
+    'HTTP %i: the backlog is kept past its budget, reported in /health/ready, alerted once; fixed → delivered',
+    async (status) => {
+      collector.set(status);
+      await insertCaptures(db.pool, boss(), 4);
+      worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl, config: { retry: { baseMs: 10, capMs: 40, maxAttempts: 2 } } });
+      await worker.start();
+      // every capture tried at least three times with a budget of two: never failed, never delivered
+      await waitFor(async () => (await configAttempts()) >= 12, { what: 'repeated attempts', timeoutMs: 20_000 });
+      const states = await captureStates(db.pool);
+      expect(states.map((s) => s.state).filter((s) => s !== 'pending' && s !== 'delivering')).toEqual([]);
+      expect(states.every((s) => s.lastStatus === null || s.lastStatus === status)).toBe(true);
+      // a redirect was never followed (no GET to the Location), every request was the POST with its body
+      expect(collector.seen.filter((r) => r.method !== 'POST' || r.url !== '/capture')).toEqual([]);
+      expect(collector.seen.every((r) => r.bodyBytes > 0)).toBe(true);
 
-    const [p, ...more] = await problems();
-    expect(more).toEqual([]);
-    expect(p).toMatchObject({ component: 'capture', code: `HTTP_${status}`, status });
-    expect(Number(p.occurrences)).toBeGreaterThanOrEqual(3);
-    const ready = await readiness();
-    expect(ready.ready).toBe(false);
-    expect(ready.reasons).toEqual([expect.stringMatching(new RegExp(`^capture delivery: collector answered ${status} `))]);
-    const a = await alerts();
-    expect(a).toHaveLength(1);
-    expect(a[0]).toMatchObject({ chat_id: '-100777', text: expect.stringContaining(`collector answered ${status}`) });
+      const [p, ...more] = await problems();
+      expect(more).toEqual([]);
+      expect(p).toMatchObject({ component: 'capture', code: `HTTP_${status}`, status });
+      expect(Number(p.occurrences)).toBeGreaterThanOrEqual(3);
+      const ready = await readiness();
+      expect(ready.ready).toBe(false);
+      expect(ready.reasons).toEqual([expect.stringMatching(new RegExp(`^capture delivery: collector answered ${status} `))]);
+      const a = await alerts();
+      expect(a).toHaveLength(1);
+      expect(a[0]).toMatchObject({ chat_id: '-100777', text: expect.stringContaining(`collector answered ${status}`) });
 
-    collector.set(200);
-    await waitFor(async () => (await captureStates(db.pool)).every((s) => s.state === 'delivered'), { what: 'all delivered once fixed', timeoutMs: 20_000 });
-    expect(await problems()).toEqual([]);
-    expect((await readiness()).ready).toBe(true);
-    expect(await alerts()).toHaveLength(1);
+      collector.set(200);
+      await waitFor(async () => (await captureStates(db.pool)).every((s) => s.state === 'delivered'), { what: 'all delivered once fixed', timeoutMs: 20_000 });
+      expect(await problems()).toEqual([]);
+      expect((await readiness()).ready).toBe(true);
+      expect(await alerts()).toHaveLength(1);
 
-    // the condition comes back (a flapping collector): reported again, but no second alert within the hour
-    collector.set(status);
-    await insertCaptures(db.pool, boss(), 1);
-    await waitFor(async () => (await problems()).length === 1, { what: 'a second episode recorded' });
-    expect((await readiness()).ready).toBe(false);
-    expect(await alerts()).toHaveLength(1);
-  });
+      // the condition comes back (a flapping collector): reported again, but no second alert within the hour
+      collector.set(status);
+      await insertCaptures(db.pool, boss(), 1);
+      await waitFor(async () => (await problems()).length === 1, { what: 'a second episode recorded' });
+      expect((await readiness()).ready).toBe(false);
+      expect(await alerts()).toHaveLength(1);
+    },
+  );
 
   it('other 4xx still fail the capture at once (the document itself is refused)', async () => {
     collector.set(422);

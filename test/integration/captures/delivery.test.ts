@@ -42,7 +42,14 @@ describe('capture delivery', () => {
     const states = await captureStates(db.pool);
     const { rows } = await db.pool.query(`select capture_key, payload from relay.captures`);
     for (const r of rows) expect(byKey.get(r.capture_key)![0].body).toEqual(r.payload);
-    for (const s of states) expect({ state: s.state, job: s.jobState, attempts: s.attempts, status: s.lastStatus, claim: s.claimId }).toEqual({ state: 'delivered', job: 'completed', attempts: 1, status: 200, claim: null });
+    for (const s of states)
+      expect({ state: s.state, job: s.jobState, attempts: s.attempts, status: s.lastStatus, claim: s.claimId }).toEqual({
+        state: 'delivered',
+        job: 'completed',
+        attempts: 1,
+        status: 200,
+        claim: null,
+      });
     expect(await inconsistentCaptures(db.pool)).toEqual([]);
 
     const audit = await attemptsOf(db.pool, inserted[0].id);
@@ -50,7 +57,9 @@ describe('capture delivery', () => {
     expect(audit[0]).toMatchObject({ attempt: 1, outcome: 'delivered', http_status: 200, error_code: null, worker_id: worker.workerId });
     expect(audit[0].duration_ms).toBeGreaterThanOrEqual(0);
     // the audit never holds the message text
-    const { rows: leaks } = await db.pool.query(`select count(*)::int as n from relay.attempts where coalesce(error, '') || coalesce(details::text, '') like '%hello%'`);
+    const { rows: leaks } = await db.pool.query(
+      `select count(*)::int as n from relay.attempts where coalesce(error, '') || coalesce(details::text, '') like '%hello%'`,
+    );
     expect(leaks[0].n).toBe(0);
   });
 

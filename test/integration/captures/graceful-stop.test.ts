@@ -48,7 +48,13 @@ describe('tg-relay worker on SIGTERM', () => {
   it('past SHUTDOWN_TIMEOUT gives unfinished deliveries back to pending (not counted) and exits 0', async () => {
     collector.setFaults({ timeoutRate: 1 }); // the collector never answers
     const inserted = await insertCaptures(db.pool, boss(), 3);
-    child = startWorkerProcess({ DATABASE_URL: db.url, CAPTURE_URL: collector.captureUrl, WORKER_CONCURRENCY: '4', SHUTDOWN_TIMEOUT: '500ms', CAPTURE_TIMEOUT: '60s' });
+    child = startWorkerProcess({
+      DATABASE_URL: db.url,
+      CAPTURE_URL: collector.captureUrl,
+      WORKER_CONCURRENCY: '4',
+      SHUTDOWN_TIMEOUT: '500ms',
+      CAPTURE_TIMEOUT: '60s',
+    });
     await workerStarted(child);
     await waitFor(async () => (await countByState(db.pool)).delivering === 3, { what: '3 in flight' });
     const t0 = Date.now();

@@ -35,10 +35,13 @@ async function one(): Promise<CaptureState> {
 
 /** Waits until the single capture has finished `attempts` attempts and is pending again. */
 async function pendingAfter(attempts: number): Promise<CaptureState> {
-  return waitFor(async () => {
-    const s = await one();
-    return s.state === 'pending' && s.attempts === attempts ? s : undefined;
-  }, { what: `pending after attempt ${attempts}` });
+  return waitFor(
+    async () => {
+      const s = await one();
+      return s.state === 'pending' && s.attempts === attempts ? s : undefined;
+    },
+    { what: `pending after attempt ${attempts}` },
+  );
 }
 
 describe('capture retries', () => {

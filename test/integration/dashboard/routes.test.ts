@@ -91,7 +91,11 @@ describe('GET /v1/stats/timeseries', () => {
       ['admin', 'admin.retry', 3],
     ];
     for (const [subject, outcome, ago] of rows) {
-      await db.pool.query(`insert into relay.attempts (subject, subject_id, attempt, outcome, started_at) values ($1, 1, 1, $2, $3)`, [subject, outcome, at(ago)]);
+      await db.pool.query(`insert into relay.attempts (subject, subject_id, attempt, outcome, started_at) values ($1, 1, 1, $2, $3)`, [
+        subject,
+        outcome,
+        at(ago),
+      ]);
     }
   });
 
@@ -111,7 +115,12 @@ describe('GET /v1/stats/timeseries', () => {
 
   test('window and bucket size are parameters, validated', async () => {
     const body = (await call(app, 'GET', '/v1/stats/timeseries?minutes=2&bucket_seconds=30')).json();
-    expect(body.kinds.captures.map((b: { at: string }) => b.at)).toEqual(['2031-05-05T12:29:00.000Z', '2031-05-05T12:29:30.000Z', '2031-05-05T12:30:00.000Z', '2031-05-05T12:30:30.000Z']);
+    expect(body.kinds.captures.map((b: { at: string }) => b.at)).toEqual([
+      '2031-05-05T12:29:00.000Z',
+      '2031-05-05T12:29:30.000Z',
+      '2031-05-05T12:30:00.000Z',
+      '2031-05-05T12:30:30.000Z',
+    ]);
     const bad = await call(app, 'GET', '/v1/stats/timeseries?minutes=0');
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toMatchObject({ code: 'RELAY_ADMIN_VALIDATION', field: 'querystring.minutes' });
@@ -149,7 +158,10 @@ describe('sandbox chat panel routes', () => {
   });
 
   test('bad input is a 400 and an unreachable sandbox a 503 with a stable code', async () => {
-    expect((await call(sandboxApp, 'POST', '/v1/sandbox/messages', { body: { chat_id: 4242, text: '' } })).json()).toMatchObject({ code: 'RELAY_ADMIN_VALIDATION', field: 'body.text' });
+    expect((await call(sandboxApp, 'POST', '/v1/sandbox/messages', { body: { chat_id: 4242, text: '' } })).json()).toMatchObject({
+      code: 'RELAY_ADMIN_VALIDATION',
+      field: 'body.text',
+    });
     const gone = await buildTestApp(db.pool, boss, { sandbox: { url: 'http://127.0.0.1:9', token: SANDBOX_DEFAULT_TOKEN } });
     try {
       const res = await call(gone, 'POST', '/v1/sandbox/messages', { body: { chat_id: 1, text: 'x' } });

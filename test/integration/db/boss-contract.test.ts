@@ -68,7 +68,8 @@ describe('pg-boss contract (pinned)', () => {
         if (t) tables.add(`${t} (${file})`);
       }
       // the old schema name appears only where the legacy move and its docs name it
-      if (!/boss-schema\.ts$|boss\.ts$|database\.ts$|0004_outbound\.sql$/.test(file)) expect({ file, pgboss: /\bpgboss\./.test(text) }).toEqual({ file, pgboss: false });
+      if (!/boss-schema\.ts$|boss\.ts$|database\.ts$|0004_outbound\.sql$/.test(file))
+        expect({ file, pgboss: /\bpgboss\./.test(text) }).toEqual({ file, pgboss: false });
     }
     const names = [...tables].map((t) => t.split(' ')[0]);
     const allowed = [...Object.keys(BOSS_CONTRACT.tables), 'job_state', 'create_queue', 'delete_queue', '%I'];

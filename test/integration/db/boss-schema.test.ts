@@ -160,7 +160,13 @@ describe('pg-boss schema', () => {
       await pool.query(`update ${BOSS_SCHEMA}.version set version = $1`, [older]);
       await expect(assertBossSchemaVersion(pool)).rejects.toMatchObject({ code: 'RELAY_BOSS_SCHEMA_MISMATCH', recorded: older, expected: BOSS_SCHEMA_VERSION });
 
-      const env = { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: '123456:refuse-test', TELEGRAM_API_ROOT: 'http://127.0.0.1:9', ADMIN_PORT: '0', CAPTURE_URL: 'http://127.0.0.1:9/capture' };
+      const env = {
+        DATABASE_URL: db.url,
+        TELEGRAM_BOT_TOKEN: '123456:refuse-test',
+        TELEGRAM_API_ROOT: 'http://127.0.0.1:9',
+        ADMIN_PORT: '0',
+        CAPTURE_URL: 'http://127.0.0.1:9/capture',
+      };
       for (const cmd of ['worker', 'admin', 'poller']) {
         const r = await runCli([cmd], env, { timeoutMs: 60_000 });
         expect({ cmd, code: r.code }).toEqual({ cmd, code: 65 });

@@ -2,7 +2,23 @@ import { listMigrations, migrate, migrateAll, migrationStatus, Pool, createPool 
 import { createTestDatabase } from '../../support/db';
 import { runCli } from '../../support/cli';
 
-const TABLES = ['attempts', 'captures', 'config_problems', 'cursor', 'inbox', 'jetstream_alert_cursor', 'jetstream_rejects', 'outbound', 'outbound_bot_rate', 'outbound_chat_rate', 'outbound_settings', 'prune_runs', 'quarantine', 'schema_migrations', 'superseded_jobs'];
+const TABLES = [
+  'attempts',
+  'captures',
+  'config_problems',
+  'cursor',
+  'inbox',
+  'jetstream_alert_cursor',
+  'jetstream_rejects',
+  'outbound',
+  'outbound_bot_rate',
+  'outbound_chat_rate',
+  'outbound_settings',
+  'prune_runs',
+  'quarantine',
+  'schema_migrations',
+  'superseded_jobs',
+];
 
 async function schemaSnapshot(pool: Pool): Promise<string> {
   const { rows } = await pool.query(
@@ -45,9 +61,9 @@ describe('migrations', () => {
         pool.query(`insert into relay.inbox (bot_id, update_id, update_type, payload, state) values ('1', 1, 'message', '{}', 'done')`),
       ).rejects.toMatchObject({ code: '23514' });
       await pool.query(`insert into relay.inbox (bot_id, update_id, update_type, payload) values ('1', 1, 'message', '{}')`);
-      await expect(
-        pool.query(`insert into relay.inbox (bot_id, update_id, update_type, payload) values ('1', 1, 'message', '{}')`),
-      ).rejects.toMatchObject({ code: '23505' });
+      await expect(pool.query(`insert into relay.inbox (bot_id, update_id, update_type, payload) values ('1', 1, 'message', '{}')`)).rejects.toMatchObject({
+        code: '23505',
+      });
       const capture = `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_sha256, state)
                        values ('telegram:1:2:3', '1', 1, 2, 3, '{}', 'x', $1)`;
       await expect(pool.query(capture, ['Pending'])).rejects.toMatchObject({ code: '23514' });

@@ -21,10 +21,18 @@ const contractBot: RegisterHandlers = (bot, dispatch) => {
     await next();
   });
   bot.hears('ok', (ctx) => ctx.reply('done'));
-  bot.hears('throw', () => { throw new Hopeless('handler failed'); });
-  bot.hears('recoverable', () => { throw new Recoverable('known condition'); });
-  bot.hears('declined', () => { throw new Hopeless('declined by its handler'); });
-  bot.hears('recovery-throws', () => { throw new Recoverable('needs recovery'); });
+  bot.hears('throw', () => {
+    throw new Hopeless('handler failed');
+  });
+  bot.hears('recoverable', () => {
+    throw new Recoverable('known condition');
+  });
+  bot.hears('declined', () => {
+    throw new Hopeless('declined by its handler');
+  });
+  bot.hears('recovery-throws', () => {
+    throw new Recoverable('needs recovery');
+  });
   bot.hears('slow', (ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', resolve)));
   bot.action('press', () => undefined);
   dispatch.autoAnswerCallbacks({ text: 'auto' });
@@ -68,7 +76,12 @@ describe('update.dispatch outcome contract', () => {
     const row = await settle('ok', 101, (r) => r.state === 'handled');
     expect(row).toMatchObject({ attempts: 1, claim_id: null, job_state: 'completed' });
     expect(row.handled_at).toBeInstanceOf(Date);
-    expect(sandbox.sent(TOKEN).filter((s) => s.resolved_chat_id === 101).map((s) => s.text)).toEqual(['done']);
+    expect(
+      sandbox
+        .sent(TOKEN)
+        .filter((s) => s.resolved_chat_id === 101)
+        .map((s) => s.text),
+    ).toEqual(['done']);
     const audit = await attemptsOf(db.pool, row.id);
     expect(audit).toEqual([expect.objectContaining({ attempt: 1, outcome: 'handled', error_code: null, error: null })]);
     expect(audit[0].duration_ms).toEqual(expect.any(Number));
@@ -95,7 +108,10 @@ describe('update.dispatch outcome contract', () => {
   it('handler throws → stays pending with attempts+1 and the error kept, retried with backoff, then failed after the budget', async () => {
     const update = msg('throw', 105);
     const [id] = await storeUpdates(db.pool, harness.boss, [update]);
-    const failed = await waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.state === 'failed'), { what: 'budget spent', timeoutMs: 10_000 });
+    const failed = await waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.state === 'failed'), {
+      what: 'budget spent',
+      timeoutMs: 10_000,
+    });
     expect(failed).toMatchObject({ attempts: 3, job_state: 'failed', claim_id: null });
     expect(failed.last_error).toMatch(/attempt budget spent \(3 of 3\); last error: handler failed/);
     const audit = await attemptsOf(db.pool, id);
@@ -121,7 +137,9 @@ describe('update.dispatch outcome contract', () => {
         config: { retry: { baseMs: 60_000, capMs: 60_000, maxAttempts: 3 } },
       });
       try {
-        const row = await waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.attempts === 1 && r.claim_id === null), { what: 'first attempt settled' });
+        const row = await waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.attempts === 1 && r.claim_id === null), {
+          what: 'first attempt settled',
+        });
         expect(row).toMatchObject({ state: 'pending', last_error: 'handler failed', job_state: 'retry' });
       } finally {
         await once.stop();
@@ -140,7 +158,12 @@ describe('update.dispatch outcome contract', () => {
   it('an error handler returns "handled" for that error type → handled', async () => {
     const row = await settle('recoverable', 108, (r) => r.state === 'handled');
     expect(row).toMatchObject({ attempts: 1, job_state: 'completed' });
-    expect(sandbox.sent(TOKEN).filter((s) => s.resolved_chat_id === 108).map((s) => s.text)).toEqual(['sorry: known condition']);
+    expect(
+      sandbox
+        .sent(TOKEN)
+        .filter((s) => s.resolved_chat_id === 108)
+        .map((s) => s.text),
+    ).toEqual(['sorry: known condition']);
     expect((await attemptsOf(db.pool, row.id))[0].details).toMatchObject({ via: 'error_handler', handledError: { errorClass: 'Recoverable' } });
   });
 

@@ -24,7 +24,12 @@ export function testLogger() {
 const updateType = (u: Record<string, unknown>) => Object.keys(u).find((k) => k !== 'update_id') ?? 'unknown';
 
 /** Stores updates the way ingress does: a pending inbox row and its update.dispatch job, in one transaction. */
-export async function storeUpdates(pool: Pool, boss: PgBoss, updates: Array<Record<string, unknown> & { update_id: number }>, botId = BOT_ID): Promise<string[]> {
+export async function storeUpdates(
+  pool: Pool,
+  boss: PgBoss,
+  updates: Array<Record<string, unknown> & { update_id: number }>,
+  botId = BOT_ID,
+): Promise<string[]> {
   return withTransaction(pool, async (client) => {
     const jobIds = updates.map(() => newJobId());
     const { rows } = await client.query(
@@ -32,17 +37,47 @@ export async function storeUpdates(pool: Pool, boss: PgBoss, updates: Array<Reco
        select $1, x.update_id, x.update_type, x.chat_id, x.payload, 'pending', x.job_id
          from jsonb_to_recordset($2::jsonb) as x(update_id bigint, update_type text, chat_id bigint, payload jsonb, job_id uuid)
        returning id::text`,
-      [botId, JSON.stringify(updates.map((u, i) => ({ update_id: u.update_id, update_type: updateType(u), chat_id: chatIdOf(u), payload: u, job_id: jobIds[i] })))],
+      [
+        botId,
+        JSON.stringify(updates.map((u, i) => ({ update_id: u.update_id, update_type: updateType(u), chat_id: chatIdOf(u), payload: u, job_id: jobIds[i] }))),
+      ],
     );
-    await enqueueJobs(client, boss, QUEUES.dispatch, rows.map((r, i) => ({ id: jobIds[i], data: { id: Number(r.id) } })));
+    await enqueueJobs(
+      client,
+      boss,
+      QUEUES.dispatch,
+      rows.map((r, i) => ({ id: jobIds[i], data: { id: Number(r.id) } })),
+    );
     return rows.map((r) => r.id as string);
   });
 }
 
 /** A message update without going through the sandbox (ordering tests need no Bot API calls). */
 export function makeUpdate(updateId: number, chatId: number | null, text = `u${updateId}`): Record<string, unknown> & { update_id: number } {
-  if (chatId === null) return { update_id: updateId, poll: { id: String(updateId), question: text, options: [], total_voter_count: 0, is_closed: false, is_anonymous: true, type: 'regular', allows_multiple_answers: false } };
-  return { update_id: updateId, message: { message_id: updateId, date: 1_700_000_000, chat: { id: chatId, type: 'private', first_name: 'U' }, from: { id: chatId, is_bot: false, first_name: 'U' }, text } };
+  if (chatId === null)
+    return {
+      update_id: updateId,
+      poll: {
+        id: String(updateId),
+        question: text,
+        options: [],
+        total_voter_count: 0,
+        is_closed: false,
+        is_anonymous: true,
+        type: 'regular',
+        allows_multiple_answers: false,
+      },
+    };
+  return {
+    update_id: updateId,
+    message: {
+      message_id: updateId,
+      date: 1_700_000_000,
+      chat: { id: chatId, type: 'private', first_name: 'U' },
+      from: { id: chatId, is_bot: false, first_name: 'U' },
+      text,
+    },
+  };
 }
 
 export const TEST_DISPATCH_ENGINE: EngineConfig = {

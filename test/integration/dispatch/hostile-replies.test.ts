@@ -6,7 +6,14 @@
  */
 import type PgBoss from 'pg-boss';
 import { createBoss, QUEUES, withTransaction } from '../../../libs/db';
-import { createDispatchKind, createOutboundReplySink, createUpdateRunner, InvalidReplyError, resolveBotHandlers, type RegisterHandlers } from '../../../libs/dispatch';
+import {
+  createDispatchKind,
+  createOutboundReplySink,
+  createUpdateRunner,
+  InvalidReplyError,
+  resolveBotHandlers,
+  type RegisterHandlers,
+} from '../../../libs/dispatch';
 import { createOutboundKind, createOutboundRateLimiter, createOutboundReplyWriter, OUTBOUND_RATE_LIMITS_DEFAULT } from '../../../libs/outbound';
 import { createWorker, enqueueJobs, newJobId, Worker } from '../../../libs/queue';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
@@ -45,7 +52,14 @@ async function start(register: RegisterHandlers, opts: { validateAtReply?: boole
   const logger = testLogger();
   const writer = createOutboundReplyWriter({ boss, defaults: { botId: BOT } });
   if (opts.validateAtReply === false) delete writer.validate; // the bad reply reaches the outcome transaction
-  const runner = createUpdateRunner({ token: TOKEN, botId: BOT, apiRoot: sb.url, handlers: resolveBotHandlers({ register }), replySink: createOutboundReplySink({ write: writer }), logger });
+  const runner = createUpdateRunner({
+    token: TOKEN,
+    botId: BOT,
+    apiRoot: sb.url,
+    handlers: resolveBotHandlers({ register }),
+    replySink: createOutboundReplySink({ write: writer }),
+    logger,
+  });
   await runner.start();
   const telegram = createBotApiClient({ token: TOKEN, apiRoot: sb.url });
   const limiter = createOutboundRateLimiter({ ...OUTBOUND_RATE_LIMITS_DEFAULT, mode: 'reactive' });
@@ -66,7 +80,16 @@ async function storeUpdates(items: { chatId: number; text: string }[]): Promise<
   await withTransaction(db.pool, async (c) => {
     for (const [i, it] of items.entries()) {
       const updateId = ids[i];
-      const update = { update_id: updateId, message: { message_id: updateId, date: 1_700_000_000, chat: { id: it.chatId, type: 'private', first_name: 'U' }, from: { id: it.chatId, is_bot: false, first_name: 'U' }, text: it.text } };
+      const update = {
+        update_id: updateId,
+        message: {
+          message_id: updateId,
+          date: 1_700_000_000,
+          chat: { id: it.chatId, type: 'private', first_name: 'U' },
+          from: { id: it.chatId, is_bot: false, first_name: 'U' },
+          text: it.text,
+        },
+      };
       const jobId = newJobId();
       const { rows } = await c.query(
         `insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload, job_id) values ($1, $2, 'message', $3, $4, $5) returning id`,
@@ -80,12 +103,16 @@ async function storeUpdates(items: { chatId: number; text: string }[]): Promise<
 
 const inbox = async (updateId: number) =>
   (await db.pool.query('select id::text, state, attempts, last_error from relay.inbox where update_id = $1', [updateId])).rows[0] as
-    | { id: string; state: string; attempts: number; last_error: string | null }
-    | undefined;
+    { id: string; state: string; attempts: number; last_error: string | null } | undefined;
 const audit = async (inboxId: string) =>
   (await db.pool.query(`select outcome, error_code, error from relay.attempts where subject = 'inbox' and subject_id = $1 order by id`, [inboxId])).rows;
-const replies = async (updateId: number) => (await db.pool.query('select text, state from relay.outbound where source_update_id = $1 order by id', [updateId])).rows;
-const sentTo = (chat: number) => sb.sent(TOKEN).filter((m) => m.chat_id === chat).map((m) => m.text);
+const replies = async (updateId: number) =>
+  (await db.pool.query('select text, state from relay.outbound where source_update_id = $1 order by id', [updateId])).rows;
+const sentTo = (chat: number) =>
+  sb
+    .sent(TOKEN)
+    .filter((m) => m.chat_id === chat)
+    .map((m) => m.text);
 
 /** The reply a message asks for: its text names a hostile case. */
 const HOSTILE: Record<string, () => string> = {
@@ -114,10 +141,13 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
     await waitFor(async () => (await replies(good2))[0]?.state === 'delivered', { what: 'the other chat answered', timeoutMs: 15_000 });
     expect(sentTo(62)).toEqual(['echo: hi', 'echo: again']);
     expect((await inbox(good1))!.state).toBe('handled');
-    const row = await waitFor(async () => {
-      const r = await inbox(bad);
-      return r?.state === 'failed' ? r : undefined;
-    }, { what: 'the bad update failed' });
+    const row = await waitFor(
+      async () => {
+        const r = await inbox(bad);
+        return r?.state === 'failed' ? r : undefined;
+      },
+      { what: 'the bad update failed' },
+    );
     expect(row.attempts).toBe(1);
     expect(row.last_error).toMatch(/RELAY_INVALID_REPLY/);
     expect(row.last_error).toMatch(/text must be 1\.\.4096 characters, got 5000/);
@@ -126,7 +156,7 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
     expect(sentTo(61)).toEqual([]);
   });
 
-  it.each(['blank', 'empty', 'surrogate', 'nul'])('a %s reply fails alone with a reason; the same chat\'s next update and other chats go on', async (kind) => {
+  it.each(['blank', 'empty', 'surrogate', 'nul'])("a %s reply fails alone with a reason; the same chat's next update and other chats go on", async (kind) => {
     await start(echoOrHostile);
     const chat = 70 + Object.keys(HOSTILE).indexOf(kind);
     const [bad, next, other] = await storeUpdates([
@@ -179,10 +209,13 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
     ]);
     await waitFor(async () => (await replies(good))[0]?.state === 'delivered', { what: 'the other chat answered', timeoutMs: 15_000 });
     for (const id of [e1, e2]) {
-      const row = await waitFor(async () => {
-        const r = await inbox(id);
-        return r?.state === 'failed' ? r : undefined;
-      }, { what: `update ${id} failed after its budget`, timeoutMs: 15_000 });
+      const row = await waitFor(
+        async () => {
+          const r = await inbox(id);
+          return r?.state === 'failed' ? r : undefined;
+        },
+        { what: `update ${id} failed after its budget`, timeoutMs: 15_000 },
+      );
       expect(row.attempts).toBe(3);
       // eslint-disable-next-line no-control-regex -- matches NUL on purpose: the stored error must never contain one
       expect(row.last_error).not.toMatch(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
@@ -194,19 +227,21 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
 
   it('defence in depth: a reply the outcome transaction refuses is isolated by the outcome writer; the batch and other chats land', async () => {
     await start(echoOrHostile, { validateAtReply: false });
-    const items = [
-      { chatId: 91, text: 'long' },
-      ...Array.from({ length: 6 }, (_, i) => ({ chatId: 92 + i, text: `fine ${i}` })),
-      { chatId: 98, text: 'nul' },
-    ];
+    const items = [{ chatId: 91, text: 'long' }, ...Array.from({ length: 6 }, (_, i) => ({ chatId: 92 + i, text: `fine ${i}` })), { chatId: 98, text: 'nul' }];
     const ids = await storeUpdates(items);
     const good = ids.filter((_, i) => items[i].text.startsWith('fine'));
-    await waitFor(async () => (await Promise.all(good.map(replies))).every((r) => r[0]?.state === 'delivered'), { what: 'every good update answered', timeoutMs: 15_000 });
+    await waitFor(async () => (await Promise.all(good.map(replies))).every((r) => r[0]?.state === 'delivered'), {
+      what: 'every good update answered',
+      timeoutMs: 15_000,
+    });
     for (const id of [ids[0], ids[ids.length - 1]]) {
-      const row = await waitFor(async () => {
-        const r = await inbox(id);
-        return r?.state === 'failed' ? r : undefined;
-      }, { what: `poison update ${id} failed`, timeoutMs: 15_000 });
+      const row = await waitFor(
+        async () => {
+          const r = await inbox(id);
+          return r?.state === 'failed' ? r : undefined;
+        },
+        { what: `poison update ${id} failed`, timeoutMs: 15_000 },
+      );
       expect(row.attempts).toBe(1);
       expect(row.last_error).toMatch(/outcome could not be written: invalid outbound message/);
       expect(await audit(row.id)).toEqual([expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_OUTCOME_UNWRITABLE' })]);
@@ -223,16 +258,34 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
     const pollId = ++updateSeq;
     await withTransaction(db.pool, async (c) => {
       const jobId = newJobId();
-      const poll = { update_id: pollId, poll: { id: 'p1', question: 'q', options: [], total_voter_count: 0, is_closed: false, is_anonymous: true, type: 'regular', allows_multiple_answers: false } };
-      const { rows } = await c.query(`insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload, job_id) values ($1, $2, 'poll', null, $3, $4) returning id`, [BOT, pollId, poll, jobId]);
+      const poll = {
+        update_id: pollId,
+        poll: {
+          id: 'p1',
+          question: 'q',
+          options: [],
+          total_voter_count: 0,
+          is_closed: false,
+          is_anonymous: true,
+          type: 'regular',
+          allows_multiple_answers: false,
+        },
+      };
+      const { rows } = await c.query(
+        `insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload, job_id) values ($1, $2, 'poll', null, $3, $4) returning id`,
+        [BOT, pollId, poll, jobId],
+      );
       await enqueueJobs(c, boss, QUEUES.dispatch, [{ id: jobId, data: { id: Number(rows[0].id) } }]);
     });
     const [good] = await storeUpdates([{ chatId: 84, text: 'fine' }]);
     await waitFor(async () => (await replies(good))[0]?.state === 'delivered', { what: 'the other update answered' });
-    const row = await waitFor(async () => {
-      const r = await inbox(pollId);
-      return r?.state === 'failed' ? r : undefined;
-    }, { what: 'the poll update failed' });
+    const row = await waitFor(
+      async () => {
+        const r = await inbox(pollId);
+        return r?.state === 'failed' ? r : undefined;
+      },
+      { what: 'the poll update failed' },
+    );
     expect(row.attempts).toBe(1);
     expect(row.last_error).toBe('RELAY_TELEGRAF_REFUSED: telegraf refused the call: "sendMessage" isn\'t available for "poll"');
     expect(await audit(row.id)).toEqual([expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_TELEGRAF_REFUSED' })]);

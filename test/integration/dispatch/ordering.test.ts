@@ -22,7 +22,9 @@ const children: WorkerProcess[] = [];
 
 beforeAll(async () => {
   db = await createMigratedDatabase('dsp_order');
-  await db.pool.query(`create table handler_runs (seq bigserial primary key, chat_id bigint, update_id bigint not null, ok boolean not null, pid integer not null, at timestamptz not null default clock_timestamp())`);
+  await db.pool.query(
+    `create table handler_runs (seq bigserial primary key, chat_id bigint, update_id bigint not null, ok boolean not null, pid integer not null, at timestamptz not null default clock_timestamp())`,
+  );
   sandbox = createBotApiSandbox();
   await sandbox.start();
 });
@@ -56,13 +58,19 @@ it('3 workers, 50 chats × 40 updates, random handler failures: every chat is ha
   for (let r = 0; r < PER_CHAT; r++) for (let c = 0; c < CHATS; c++) updates.push(makeUpdate(r * CHATS + c + 1, 9000 + c));
   await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), updates);
 
-  await waitFor(
-    async () => Number((await db.pool.query(`select count(*) from relay.inbox where state = 'handled'`)).rows[0].count) === CHATS * PER_CHAT,
-    { what: 'every update handled', timeoutMs: 90_000, intervalMs: 200 },
-  );
+  await waitFor(async () => Number((await db.pool.query(`select count(*) from relay.inbox where state = 'handled'`)).rows[0].count) === CHATS * PER_CHAT, {
+    what: 'every update handled',
+    timeoutMs: 90_000,
+    intervalMs: 200,
+  });
   await Promise.all(children.map(async (w) => (w.kill('SIGTERM'), expect(await exited(w)).toEqual({ code: 0, signal: null }))));
 
-  const runs = (await db.pool.query(`select chat_id::int as chat, update_id::int as u, ok, pid from handler_runs order by seq`)).rows as { chat: number; u: number; ok: boolean; pid: number }[];
+  const runs = (await db.pool.query(`select chat_id::int as chat, update_id::int as u, ok, pid from handler_runs order by seq`)).rows as {
+    chat: number;
+    u: number;
+    ok: boolean;
+    pid: number;
+  }[];
   const byChat = new Map<number, typeof runs>();
   for (const r of runs) byChat.set(r.chat, [...(byChat.get(r.chat) ?? []), r]);
   expect(byChat.size).toBe(CHATS);
@@ -85,7 +93,10 @@ it('3 workers, 50 chats × 40 updates, random handler failures: every chat is ha
     { outcome: 'handled', n: CHATS * PER_CHAT },
     { outcome: 'retry', n: failures },
   ]);
-  const handledAt = (await db.pool.query(`select chat_id::int as chat, update_id::int as u from relay.inbox order by handled_at, id`)).rows as { chat: number; u: number }[];
+  const handledAt = (await db.pool.query(`select chat_id::int as chat, update_id::int as u from relay.inbox order by handled_at, id`)).rows as {
+    chat: number;
+    u: number;
+  }[];
   for (const chat of byChat.keys()) {
     const seq = handledAt.filter((r) => r.chat === chat).map((r) => r.u);
     expect(seq).toEqual([...seq].sort((a, b) => a - b));

@@ -35,7 +35,11 @@ describe('tg-relay worker and BOT_HANDLERS', () => {
   });
 
   it('a BOT_HANDLERS module that cannot be found stops the worker with a configuration error', async () => {
-    const r = await runCli(['worker'], { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: sandbox.url, BOT_HANDLERS: './no/such-bot.ts' }, { timeoutMs: 30_000 });
+    const r = await runCli(
+      ['worker'],
+      { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: sandbox.url, BOT_HANDLERS: './no/such-bot.ts' },
+      { timeoutMs: 30_000 },
+    );
     expect(r.code).toBe(78);
     expect(r.stderr).toContain('BOT_HANDLERS: cannot find module "./no/such-bot.ts"');
   });
@@ -47,7 +51,13 @@ describe('tg-relay worker and BOT_HANDLERS', () => {
   });
 
   it('with the example bot and REPLY_MODE=direct: replies through the Bot API, marks the updates handled, answers the callback', async () => {
-    const w = startWorkerProcess({ DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: sandbox.url, BOT_HANDLERS: 'examples/echo-bot.ts', REPLY_MODE: 'direct' });
+    const w = startWorkerProcess({
+      DATABASE_URL: db.url,
+      TELEGRAM_BOT_TOKEN: TOKEN,
+      TELEGRAM_API_ROOT: sandbox.url,
+      BOT_HANDLERS: 'examples/echo-bot.ts',
+      REPLY_MODE: 'direct',
+    });
     children.push(w);
     await workerStarted(w);
     expect(w.output()).toContain('update dispatch enabled');
@@ -71,19 +81,33 @@ describe('tg-relay worker and BOT_HANDLERS', () => {
     expect(await exited(w)).toEqual({ code: 0, signal: null });
   });
 
-  it('REPLY_MODE=outbound (one variable): the same bot\'s replies go through relay.outbound, enqueued with the handled mark', async () => {
-    const w = startWorkerProcess({ DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: sandbox.url, BOT_HANDLERS: 'examples/echo-bot.ts', REPLY_MODE: 'outbound' });
+  it("REPLY_MODE=outbound (one variable): the same bot's replies go through relay.outbound, enqueued with the handled mark", async () => {
+    const w = startWorkerProcess({
+      DATABASE_URL: db.url,
+      TELEGRAM_BOT_TOKEN: TOKEN,
+      TELEGRAM_API_ROOT: sandbox.url,
+      BOT_HANDLERS: 'examples/echo-bot.ts',
+      REPLY_MODE: 'outbound',
+    });
     children.push(w);
     await workerStarted(w);
     await waitFor(() => w.output().includes('bot handlers ready'), { what: 'getMe answered' });
     const update = sandbox.injectMessage(TOKEN, { chatId: 78, text: 'via the relay' });
     await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), [update]);
     const row = await waitFor(
-      async () => (await db.pool.query(`select msg_id, kind, state, source_update_id::int as src from relay.outbound where source_update_id = $1`, [update.update_id])).rows.find((r) => r.state === 'delivered'),
+      async () =>
+        (
+          await db.pool.query(`select msg_id, kind, state, source_update_id::int as src from relay.outbound where source_update_id = $1`, [update.update_id])
+        ).rows.find((r) => r.state === 'delivered'),
       { what: 'reply delivered by outbound.send' },
     );
     expect(row).toEqual({ msg_id: `update:${TOKEN.split(':')[0]}:${update.update_id}:1`, kind: 'reply', state: 'delivered', src: update.update_id });
-    expect(sandbox.sent(TOKEN).filter((s) => s.resolved_chat_id === 78).map((s) => s.text)).toEqual(['via the relay']);
+    expect(
+      sandbox
+        .sent(TOKEN)
+        .filter((s) => s.resolved_chat_id === 78)
+        .map((s) => s.text),
+    ).toEqual(['via the relay']);
     w.kill('SIGTERM');
     expect(await exited(w)).toEqual({ code: 0, signal: null });
   });

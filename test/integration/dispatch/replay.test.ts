@@ -16,7 +16,9 @@ const children: WorkerProcess[] = [];
 
 beforeAll(async () => {
   db = await createMigratedDatabase('dsp_replay');
-  await db.pool.query(`create table handler_runs (seq bigserial primary key, chat_id bigint, update_id bigint not null, ok boolean not null, pid integer not null, at timestamptz not null default clock_timestamp())`);
+  await db.pool.query(
+    `create table handler_runs (seq bigserial primary key, chat_id bigint, update_id bigint not null, ok boolean not null, pid integer not null, at timestamptz not null default clock_timestamp())`,
+  );
   sandbox = createBotApiSandbox();
   await sandbox.start();
 });
@@ -45,13 +47,21 @@ it('kill -9 of every worker mid-dispatch: a restart replays exactly the pending 
   await Promise.all(children.map((w) => waitFor(() => w.output().includes('bot handlers ready'), { what: 'getMe answered' })));
   await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), updates);
 
-  await waitFor(async () => (await count(`state = 'handled'`)) >= 10 && (await count(`claim_id is not null`)) > 0, { what: 'some handled, some in flight', timeoutMs: 20_000, intervalMs: 10 });
+  await waitFor(async () => (await count(`state = 'handled'`)) >= 10 && (await count(`claim_id is not null`)) > 0, {
+    what: 'some handled, some in flight',
+    timeoutMs: 20_000,
+    intervalMs: 10,
+  });
   for (const w of children.splice(0)) {
     w.kill('SIGKILL');
     expect(await exited(w)).toEqual({ code: null, signal: 'SIGKILL' });
   }
   const killedAt: Date = (await db.pool.query('select clock_timestamp() as t')).rows[0].t;
-  const before = (await db.pool.query(`select update_id::int as u, state, claim_id from relay.inbox order by update_id`)).rows as { u: number; state: string; claim_id: string | null }[];
+  const before = (await db.pool.query(`select update_id::int as u, state, claim_id from relay.inbox order by update_id`)).rows as {
+    u: number;
+    state: string;
+    claim_id: string | null;
+  }[];
   const handledBefore = new Set(before.filter((r) => r.state === 'handled').map((r) => r.u));
   const inFlight = before.filter((r) => r.claim_id !== null).map((r) => r.u);
   expect(handledBefore.size).toBeGreaterThanOrEqual(10);
@@ -63,7 +73,10 @@ it('kill -9 of every worker mid-dispatch: a restart replays exactly the pending 
   for (let i = 0; i < 2; i++) children.push(startWorkerProcess({ ...env, RECORDING_HANG_MS: '20', STALE_AFTER: '2s' }));
   await waitFor(async () => (await count(`state = 'handled'`)) === updates.length, { what: 'all handled after restart', timeoutMs: 30_000, intervalMs: 100 });
 
-  const after = (await db.pool.query(`select update_id::int as u, ok from handler_runs where at > $1 order by seq`, [killedAt])).rows as { u: number; ok: boolean }[];
+  const after = (await db.pool.query(`select update_id::int as u, ok from handler_runs where at > $1 order by seq`, [killedAt])).rows as {
+    u: number;
+    ok: boolean;
+  }[];
   const replayed = after.map((r) => r.u).sort((a, b) => a - b);
   const expected = updates.map((u) => u.update_id).filter((u) => !handledBefore.has(u));
   expect(replayed).toEqual(expected); // exactly the pending ones, each once
@@ -71,12 +84,17 @@ it('kill -9 of every worker mid-dispatch: a restart replays exactly the pending 
 
   // the claims of the dead workers were recovered as stale, with an audit row each
   const stale = (
-    await db.pool.query(`select subject_key::int as u from relay.attempts where subject = 'inbox' and error_code = 'RELAY_STALE_CLAIM' and worker_id = any($1) order by 1`, [victims])
+    await db.pool.query(
+      `select subject_key::int as u from relay.attempts where subject = 'inbox' and error_code = 'RELAY_STALE_CLAIM' and worker_id = any($1) order by 1`,
+      [victims],
+    )
   ).rows.map((r) => r.u);
   expect(stale).toEqual([...inFlight].sort((a, b) => a - b));
   // every handled update has exactly one 'handled' audit row
   const handledAudit = (
-    await db.pool.query(`select subject_key, count(*)::int as n from relay.attempts where subject = 'inbox' and outcome = 'handled' and error_code is null group by 1`)
+    await db.pool.query(
+      `select subject_key, count(*)::int as n from relay.attempts where subject = 'inbox' and outcome = 'handled' and error_code is null group by 1`,
+    )
   ).rows;
   expect(handledAudit).toHaveLength(updates.length);
   expect(handledAudit.every((r) => r.n === 1)).toBe(true);

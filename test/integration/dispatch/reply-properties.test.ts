@@ -46,7 +46,15 @@ beforeAll(async () => {
     token: TOKEN,
     botId: BOT,
     apiRoot: 'http://127.0.0.1:9', // never called: sendMessage is captured, botInfo is given
-    botInfo: { id: 4343, is_bot: true, first_name: 'Props', username: 'props_bot', can_join_groups: false, can_read_all_group_messages: false, supports_inline_queries: false },
+    botInfo: {
+      id: 4343,
+      is_bot: true,
+      first_name: 'Props',
+      username: 'props_bot',
+      can_join_groups: false,
+      can_read_all_group_messages: false,
+      supports_inline_queries: false,
+    },
     handlers: resolveBotHandlers({
       register: ((bot) => {
         bot.on('message', async (ctx) => {
@@ -78,8 +86,28 @@ afterAll(async () => {
 
 const EMOJI = '\u{1F600}';
 const hostilePieces = fc.constantFrom(
-  '', ' ', '\n\t ', '\u00a0', '\u200f', '\u202e', '\u0000', 'a\u0000b', '\\u0000', 'see C:\\u0000dir', '\\', '"',
-  EMOJI, EMOJI.slice(0, 1), EMOJI.slice(1), '\u0085', '\u3000', '\ufeff', '<b>', '*_[', 'é', '\u{10FFFF}',
+  '',
+  ' ',
+  '\n\t ',
+  '\u00a0',
+  '\u200f',
+  '\u202e',
+  '\u0000',
+  'a\u0000b',
+  '\\u0000',
+  'see C:\\u0000dir',
+  '\\',
+  '"',
+  EMOJI,
+  EMOJI.slice(0, 1),
+  EMOJI.slice(1),
+  '\u0085',
+  '\u3000',
+  '\ufeff',
+  '<b>',
+  '*_[',
+  'é',
+  '\u{10FFFF}',
 );
 const text = fc.oneof(
   { arbitrary: fc.string({ unit: 'binary', maxLength: 40 }), weight: 4 },
@@ -90,22 +118,29 @@ const text = fc.oneof(
   { arbitrary: fc.integer({ min: 5_000, max: 6_000 }).map((n) => 'é'.repeat(n)), weight: 1 },
   { arbitrary: fc.integer({ min: 0, max: 4095 }).map((n) => EMOJI.repeat(2048).slice(0, n * 2 + 1)), weight: 1 }, // ends in half an emoji
 );
-const optionKey = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 8 }), fc.constantFrom('protect_content', 'link_preview_options', 'entities'))
+const optionKey = fc
+  .oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 8 }), fc.constantFrom('protect_content', 'link_preview_options', 'entities'))
   .filter((k) => !RESERVED.has(k));
 const optionValue = fc.oneof(
   fc.boolean(),
   fc.integer(),
   fc.string({ unit: 'binary', maxLength: 12 }),
   hostilePieces,
-  fc.dictionary(fc.string({ unit: 'binary', maxLength: 4 }).filter((k) => k !== '__proto__'), fc.oneof(hostilePieces, fc.integer()), { maxKeys: 2 }),
+  fc.dictionary(
+    fc.string({ unit: 'binary', maxLength: 4 }).filter((k) => k !== '__proto__'),
+    fc.oneof(hostilePieces, fc.integer()),
+    { maxKeys: 2 },
+  ),
 );
 const reply: fc.Arbitrary<Reply> = fc.record({
   text,
-  extra: fc.tuple(fc.dictionary(optionKey, optionValue, { maxKeys: 3 }), fc.option(fc.constantFrom('HTML', 'MarkdownV2', 'markdown'), { nil: undefined })).map(([o, pm]) => {
-    const extra: Record<string, unknown> = { ...o };
-    if (pm) extra.parse_mode = pm;
-    return extra;
-  }),
+  extra: fc
+    .tuple(fc.dictionary(optionKey, optionValue, { maxKeys: 3 }), fc.option(fc.constantFrom('HTML', 'MarkdownV2', 'markdown'), { nil: undefined }))
+    .map(([o, pm]) => {
+      const extra: Record<string, unknown> = { ...o };
+      if (pm) extra.parse_mode = pm;
+      return extra;
+    }),
 });
 /** 2..6 updates over 1..3 chats, each with 0..3 replies. */
 const scenario = fc.array(fc.record({ chat: fc.integer({ min: 0, max: 2 }), replies: fc.array(reply, { maxLength: 3 }) }), { minLength: 2, maxLength: 6 });
@@ -131,7 +166,16 @@ function validReply(r: Reply): boolean {
 async function storeUpdates(updates: { updateId: number; chatId: number }[]): Promise<void> {
   await withTransaction(db.pool, async (c) => {
     for (const u of updates) {
-      const payload = { update_id: u.updateId, message: { message_id: u.updateId, date: 1_700_000_000, chat: { id: u.chatId, type: 'private', first_name: 'U' }, from: { id: u.chatId, is_bot: false, first_name: 'U' }, text: 'go' } };
+      const payload = {
+        update_id: u.updateId,
+        message: {
+          message_id: u.updateId,
+          date: 1_700_000_000,
+          chat: { id: u.chatId, type: 'private', first_name: 'U' },
+          from: { id: u.chatId, is_bot: false, first_name: 'U' },
+          text: 'go',
+        },
+      };
       const jobId = newJobId();
       const { rows } = await c.query(
         `insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload, job_id) values ($1, $2, 'message', $3, $4, $5) returning id`,
@@ -152,7 +196,10 @@ it('arbitrary handler replies: each invalid one fails its update alone with a re
       const ids = updates.map((u) => u.updateId);
       const rows = await waitFor(
         async () => {
-          const { rows: r } = await db.pool.query('select update_id::int as id, state, attempts, last_error from relay.inbox where update_id = any($1::bigint[])', [ids]);
+          const { rows: r } = await db.pool.query(
+            'select update_id::int as id, state, attempts, last_error from relay.inbox where update_id = any($1::bigint[])',
+            [ids],
+          );
           return r.length === ids.length && r.every((x) => x.state !== 'pending') ? r : undefined;
         },
         { what: 'every update of the run settled (no jam)', timeoutMs: 20_000 },

@@ -82,7 +82,13 @@ async function outboundRows() {
 }
 
 async function enqueue(msgId: string, chatId: number, delivery = 'at_least_once'): Promise<void> {
-  await db.pool.query(`select * from relay.enqueue_outbound($1, $2, $3, delivery => $4, bot_id => $5)`, [msgId, String(chatId), `text of ${msgId}`, delivery, BOT_ID]);
+  await db.pool.query(`select * from relay.enqueue_outbound($1, $2, $3, delivery => $4, bot_id => $5)`, [
+    msgId,
+    String(chatId),
+    `text of ${msgId}`,
+    delivery,
+    BOT_ID,
+  ]);
 }
 
 async function auditOf(subject: string, key: string) {
@@ -94,7 +100,12 @@ describe('tg-relay worker, update dispatch in flight', () => {
   it('SIGTERM: running handlers finish and are acknowledged, nothing new is claimed, exit 0', async () => {
     const boss = createBoss(db.url, { max: 1 });
     // three chat heads, each with a follower that may only run after its head was handled
-    await storeUpdates(db.pool, boss, [makeUpdate(1, 101), makeUpdate(2, 102), makeUpdate(3, 103), makeUpdate(4, 101), makeUpdate(5, 102), makeUpdate(6, 103)], BOT_ID);
+    await storeUpdates(
+      db.pool,
+      boss,
+      [makeUpdate(1, 101), makeUpdate(2, 102), makeUpdate(3, 103), makeUpdate(4, 101), makeUpdate(5, 102), makeUpdate(6, 103)],
+      BOT_ID,
+    );
     const w = dispatchWorker({ RECORDING_HANG_MS: '1500', SHUTDOWN_TIMEOUT: '20s', WORKER_CONCURRENCY: '8' });
     await workerStarted(w);
     await waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.claim_id).length === 3, { what: 'the three heads in flight' });
@@ -140,13 +151,15 @@ describe('tg-relay worker, update dispatch in flight', () => {
 });
 
 describe('tg-relay worker, outbound sends in flight', () => {
-  it('SIGTERM: sends on the wire finish and are recorded delivered; the chats\' next messages stay pending; exit 0', async () => {
+  it("SIGTERM: sends on the wire finish and are recorded delivered; the chats' next messages stay pending; exit 0", async () => {
     sb.setFaults({ latencyMs: 1_500, methods: ['sendMessage'] }, TOKEN);
     for (const chat of [201, 202, 203]) await enqueue(`first-${chat}`, chat);
     for (const chat of [201, 202, 203]) await enqueue(`second-${chat}`, chat);
     const w = worker({ SHUTDOWN_TIMEOUT: '20s', OUTBOUND_SEND_TIMEOUT: '10s' });
     await workerStarted(w);
-    await waitFor(async () => Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3, { what: 'three sends in flight' });
+    await waitFor(async () => Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3, {
+      what: 'three sends in flight',
+    });
 
     w.kill('SIGTERM');
     const { value: exit, ms } = await timed(exited(w));
@@ -158,7 +171,12 @@ describe('tg-relay worker, outbound sends in flight', () => {
       expect(rows[`first-${chat}`].telegram_message_id).not.toBeNull();
       expect(rows[`second-${chat}`]).toMatchObject({ state: 'pending', attempts: 0, claim_id: null, job_state: 'created' });
     }
-    expect(sb.sent(TOKEN).map((s) => s.text).sort()).toEqual(['text of first-201', 'text of first-202', 'text of first-203']);
+    expect(
+      sb
+        .sent(TOKEN)
+        .map((s) => s.text)
+        .sort(),
+    ).toEqual(['text of first-201', 'text of first-202', 'text of first-203']);
   });
 
   it('past SHUTDOWN_TIMEOUT: at-least-once sends are given back, an at-most-once send on the wire is left for stale recovery to fail as ambiguous', async () => {
@@ -168,7 +186,9 @@ describe('tg-relay worker, outbound sends in flight', () => {
     await enqueue('amo-1', 303, 'at_most_once');
     const w = worker({ SHUTDOWN_TIMEOUT: '500ms', OUTBOUND_SEND_TIMEOUT: '60s' });
     await workerStarted(w);
-    await waitFor(async () => Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3, { what: 'three sends in flight' });
+    await waitFor(async () => Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3, {
+      what: 'three sends in flight',
+    });
     await waitFor(() => sb.calls(TOKEN, { method: 'sendMessage' }).length === 3, { what: 'the three requests reached the Bot API' });
 
     w.kill('SIGTERM');
@@ -185,10 +205,13 @@ describe('tg-relay worker, outbound sends in flight', () => {
     sb.setFaults(null, TOKEN);
     const next = worker({ STALE_AFTER: '2s' });
     await workerStarted(next);
-    await waitFor(async () => {
-      rows = await outboundRows();
-      return rows['alo-1'].state === 'delivered' && rows['alo-2'].state === 'delivered' && rows['amo-1'].state === 'failed';
-    }, { what: 'given-back sends delivered, the at-most-once one failed', timeoutMs: 30_000 });
+    await waitFor(
+      async () => {
+        rows = await outboundRows();
+        return rows['alo-1'].state === 'delivered' && rows['alo-2'].state === 'delivered' && rows['amo-1'].state === 'failed';
+      },
+      { what: 'given-back sends delivered, the at-most-once one failed', timeoutMs: 30_000 },
+    );
     expect(rows['amo-1'].failed_reason).toBe('ambiguous');
   });
 });
@@ -250,7 +273,8 @@ describe('tg-relay admin', () => {
     expect(stats.status).toBe(200);
     const pid = admin.pid!;
     const backends = async () =>
-      (await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name like 'tg-relay:admin%'`)).rows[0].n as number;
+      (await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name like 'tg-relay:admin%'`))
+        .rows[0].n as number;
     expect(await backends()).toBeGreaterThan(0);
 
     admin.kill(signal);
@@ -277,7 +301,8 @@ describe('tg-relay poller', () => {
     await waitFor(() => hasLog(b, /ingress starting/), { what: 'B up as standby', timeoutMs: 30_000 });
     await new Promise((r) => setTimeout(r, 500));
     expect(ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, a)).toBe(true);
-    const expiresInMs = (await db.pool.query(`select extract(epoch from lease_expires_at - now()) * 1000 as ms from relay.cursor where bot_id = $1`, [botId])).rows[0].ms;
+    const expiresInMs = (await db.pool.query(`select extract(epoch from lease_expires_at - now()) * 1000 as ms from relay.cursor where bot_id = $1`, [botId]))
+      .rows[0].ms;
 
     const t = Date.now();
     a.kill('SIGINT');
@@ -290,7 +315,9 @@ describe('tg-relay poller', () => {
     // before the lease A held would have expired.
     expect(takeoverMs).toBeLessThan(Math.min(Number(expiresInMs), 5_000));
     const sent = sb.injectMessage(token, { chatId: 9, text: 'after the takeover' });
-    await waitFor(async () => (await db.pool.query('select 1 from relay.inbox where bot_id = $1 and update_id = $2', [botId, sent.update_id])).rowCount === 1, { what: 'B polls' });
+    await waitFor(async () => (await db.pool.query('select 1 from relay.inbox where bot_id = $1 and update_id = $2', [botId, sent.update_id])).rowCount === 1, {
+      what: 'B polls',
+    });
     b.kill('SIGTERM');
     expect(await exited(b)).toEqual({ code: 0, signal: null });
   });

@@ -48,7 +48,10 @@ describe('tg-relay start supervises its components', () => {
     });
     procs.push(proc);
     await waitFor(() => /Ctrl-C stops everything/.test(proc.output()), { timeoutMs: 90_000, what: 'the start banner' });
-    await waitFor(async () => (await cursorOf(db.pool, botId))?.leaseOwner?.split('/')[1] === String(proc.pid), { timeoutMs: 30_000, what: 'start owns the lease' });
+    await waitFor(async () => (await cursorOf(db.pool, botId))?.leaseOwner?.split('/')[1] === String(proc.pid), {
+      timeoutMs: 30_000,
+      what: 'start owns the lease',
+    });
 
     proxy.freeze();
     sandbox.injectMessages(token, 2, { chats: 1, chatBase: Number(botId) });

@@ -45,7 +45,9 @@ async function blocker(): Promise<Client> {
 
 /** The backend of `appName` that waits for a lock (the batch transaction stuck behind our blocker). */
 async function lockWaiter(appName: string): Promise<number | null> {
-  const { rows } = await db.pool.query(`select pid from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock' and state = 'active'`, [appName]);
+  const { rows } = await db.pool.query(`select pid from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock' and state = 'active'`, [
+    appName,
+  ]);
   return rows[0]?.pid ?? null;
 }
 
@@ -56,7 +58,7 @@ async function settings(q: { query: (sql: string) => Promise<{ rows: Record<stri
 }
 
 describe('database session limits', () => {
-  it('every pool, ours and pg-boss\'s, runs under the configured limits (defaults 30s / 10s / 30s) with TCP keepalive', async () => {
+  it("every pool, ours and pg-boss's, runs under the configured limits (defaults 30s / 10s / 30s) with TCP keepalive", async () => {
     const pool = createPool(db.url, { max: 1 });
     const tuned = createPool(db.url, { max: 1, timeouts: { statementMs: 5_000, lockMs: 1_500, idleInTransactionMs: 2_000 } });
     const boss = createBoss(db.url, { max: 1, timeouts: { statementMs: 7_000, lockMs: 700, idleInTransactionMs: 70_000 } });
@@ -64,7 +66,10 @@ describe('database session limits', () => {
       expect(await settings(pool)).toEqual({ statement_timeout: '30s', lock_timeout: '10s', idle_in_transaction_session_timeout: '30s' });
       expect(await settings(tuned)).toEqual({ statement_timeout: '5s', lock_timeout: '1500ms', idle_in_transaction_session_timeout: '2s' });
       await boss.start();
-      const bossDb = boss.getDb() as unknown as { executeSql: (sql: string) => Promise<{ rows: Record<string, string>[] }>; pool: { options: Record<string, unknown> } };
+      const bossDb = boss.getDb() as unknown as {
+        executeSql: (sql: string) => Promise<{ rows: Record<string, string>[] }>;
+        pool: { options: Record<string, unknown> };
+      };
       expect(await settings({ query: (sql) => bossDb.executeSql(sql) })).toEqual({
         statement_timeout: '7s',
         lock_timeout: '700ms',
@@ -98,7 +103,10 @@ describe('database session limits', () => {
       sandbox.injectMessages(token, 3, { chats: 1, chatBase: Number(botId) });
       const pid = await waitFor(() => lockWaiter(appName), { what: 'the batch transaction waiting on the inbox lock' });
       // it holds the cursor row: its fenced cursor update is the first statement of the batch
-      const held = await db.pool.query(`select count(*)::int as n from pg_locks l where l.pid = $1 and l.granted and l.relation = 'relay.cursor'::regclass and l.mode = 'RowExclusiveLock'`, [pid]);
+      const held = await db.pool.query(
+        `select count(*)::int as n from pg_locks l where l.pid = $1 and l.granted and l.relation = 'relay.cursor'::regclass and l.mode = 'RowExclusiveLock'`,
+        [pid],
+      );
       expect(held.rows[0].n).toBe(1);
 
       expect((await db.pool.query('select pg_terminate_backend($1) as ok', [pid])).rows[0].ok).toBe(true);

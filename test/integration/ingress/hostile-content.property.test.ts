@@ -74,7 +74,25 @@ afterAll(async () => {
 // Hostile strings
 
 const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c));
-const nasty = fc.constantFrom('\u0000', '\\u0000', '\\\\u0000', '\\', '"', '\u202e', '\u200f', '\u2066', '\ud83d', '\ude00', '😀', '\\ud800', '\ufeff', '\u2028', '\n', '</script>', '{"update_id":1}');
+const nasty = fc.constantFrom(
+  '\u0000',
+  '\\u0000',
+  '\\\\u0000',
+  '\\',
+  '"',
+  '\u202e',
+  '\u200f',
+  '\u2066',
+  '\ud83d',
+  '\ude00',
+  '😀',
+  '\\ud800',
+  '\ufeff',
+  '\u2028',
+  '\n',
+  '</script>',
+  '{"update_id":1}',
+);
 const piece = fc.oneof(
   { weight: 3, arbitrary: nasty },
   { weight: 2, arbitrary: fc.string16bits({ maxLength: 8 }) },
@@ -120,19 +138,33 @@ function build(kind: Kind, updateId: number, chatId: number, s: string[], useCap
     case 'channel_post':
       return { update_id: updateId, [kind]: message() };
     case 'callback_query':
-      return { update_id: updateId, callback_query: { id: s[0], from: user(chatId + 1, s), message: { message_id: 1, date: 1, chat, text: s[7] }, chat_instance: s[8], data: s[10] } };
+      return {
+        update_id: updateId,
+        callback_query: { id: s[0], from: user(chatId + 1, s), message: { message_id: 1, date: 1, chat, text: s[7] }, chat_instance: s[8], data: s[10] },
+      };
     case 'inline_query':
       return { update_id: updateId, inline_query: { id: s[0], from: user(chatId + 1, s), query: s[7], offset: s[8] } };
     case 'my_chat_member':
       return {
         update_id: updateId,
-        my_chat_member: { chat, from: user(chatId + 1, s), date: 1, old_chat_member: { status: 'left', user: user(chatId + 2, s.slice(3)) }, new_chat_member: { status: 'member', user: user(chatId + 2, s.slice(2)) }, invite_link: { invite_link: s[9], name: s[10] } },
+        my_chat_member: {
+          chat,
+          from: user(chatId + 1, s),
+          date: 1,
+          old_chat_member: { status: 'left', user: user(chatId + 2, s.slice(3)) },
+          new_chat_member: { status: 'member', user: user(chatId + 2, s.slice(2)) },
+          invite_link: { invite_link: s[9], name: s[10] },
+        },
       };
   }
 }
 
 const item = fc.record({ kind: fc.constantFrom(...KINDS), strings: fc.array(hostile, { minLength: 11, maxLength: 11 }), caption: fc.boolean() });
-const batch = fc.record({ items: fc.array(item, { minLength: 1, maxLength: 4 }), controlAt: fc.nat(), policy: fc.constantFrom('stop' as const, 'quarantine' as const) });
+const batch = fc.record({
+  items: fc.array(item, { minLength: 1, maxLength: 4 }),
+  controlAt: fc.nat(),
+  policy: fc.constantFrom('stop' as const, 'quarantine' as const),
+});
 
 let nextUpdateId = 1;
 let nextChat = 7_000_000;
@@ -144,7 +176,16 @@ describe('ingress boundary: hostile user content', () => {
       fc.asyncProperty(batch, async ({ items, controlAt, policy }) => {
         const chatId = (nextChat += 10);
         const makers: Array<(id: number) => Record<string, unknown>> = items.map((it) => (id) => build(it.kind, id, chatId, it.strings, it.caption));
-        const control = (id: number) => ({ update_id: id, message: { message_id: 1, date: 1_700_000_000, chat: { id: chatId + 5, type: 'private' }, from: { id: chatId + 5, is_bot: false, first_name: 'C' }, text: 'control' } });
+        const control = (id: number) => ({
+          update_id: id,
+          message: {
+            message_id: 1,
+            date: 1_700_000_000,
+            chat: { id: chatId + 5, type: 'private' },
+            from: { id: chatId + 5, is_bot: false, first_name: 'C' },
+            text: 'control',
+          },
+        });
         makers.splice(controlAt % (makers.length + 1), 0, control);
         const updates = makers.map((make) => make(nextUpdateId++));
         const raws = updates.map((u) => JSON.stringify(u));
@@ -166,7 +207,10 @@ describe('ingress boundary: hostile user content', () => {
         const again = await persistBatch({ pool: db.pool, boss }, planBatch(raws, { policy, offset, transport: 'polling' }), o);
         expect(again).toMatchObject({ stored: 0, duplicates: updates.length, captures: 0 });
 
-        const { rows } = await db.pool.query(`select update_id, raw::text as raw, payload::text as payload from relay.inbox where bot_id = $1 and update_id = any($2::bigint[]) order by update_id`, [BOT_ID, ids]);
+        const { rows } = await db.pool.query(
+          `select update_id, raw::text as raw, payload::text as payload from relay.inbox where bot_id = $1 and update_id = any($2::bigint[]) order by update_id`,
+          [BOT_ID, ids],
+        );
         expect(rows.map((r) => Number(r.update_id))).toEqual(ids); // exactly once each
         expect(rows.map((r) => r.raw)).toEqual(raws); // byte for byte
         for (const r of rows) expect(JSON.parse(r.payload).update_id).toBe(Number(r.update_id)); // the jsonb copy exists
@@ -189,7 +233,10 @@ describe('ingress boundary: hostile user content', () => {
         }
 
         // capture: the collector receives the exact text and message
-        const caps = await db.pool.query(`select id::text, capture_key, payload, payload_raw, update_id from relay.captures where update_id = any($1::bigint[]) order by update_id`, [ids]);
+        const caps = await db.pool.query(
+          `select id::text, capture_key, payload, payload_raw, update_id from relay.captures where update_id = any($1::bigint[]) order by update_id`,
+          [ids],
+        );
         const withMessage = updates.filter((u) => MESSAGE_KINDS.has(Object.keys(u).find((k) => k !== 'update_id')!));
         expect(caps.rows.map((c) => Number(c.update_id))).toEqual(withMessage.map((u) => u.update_id));
         for (const c of caps.rows) expect((await deliverCapture(c, { url: collector.captureUrl, timeoutMs: 5_000 })).type).toBe('delivered');

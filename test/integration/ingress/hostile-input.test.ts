@@ -69,7 +69,10 @@ const HOSTILE = {
 const TEXTS = Object.values(HOSTILE);
 
 async function inboxExact(botId: string): Promise<Array<{ updateId: number; raw: unknown; payload: { message?: { text?: string } }; authorized: boolean }>> {
-  const { rows } = await db.pool.query(`select update_id, raw::text as raw, payload::text as payload, authorized from relay.inbox where bot_id = $1 order by update_id`, [botId]);
+  const { rows } = await db.pool.query(
+    `select update_id, raw::text as raw, payload::text as payload, authorized from relay.inbox where bot_id = $1 order by update_id`,
+    [botId],
+  );
   return rows.map((r) => ({ updateId: Number(r.update_id), raw: JSON.parse(r.raw), payload: JSON.parse(r.payload), authorized: r.authorized }));
 }
 
@@ -103,65 +106,77 @@ async function deliverAll(botId: string): Promise<void> {
 }
 
 describe('finding 1: user content never halts ingress and is kept exactly', () => {
-  it.each(['stop', 'quarantine'] as const)('DECODE_POLICY=%s: stored, dispatched and captured exactly, from allowed and unauthorized users; a restart does not halt', async (decodePolicy) => {
-    const { token, botId } = newBotToken();
-    const chat = Number(botId);
-    const stranger = chat + 1;
-    const sent = [
-      ...TEXTS.map((text) => sandbox.injectMessage(token, { chatId: chat, text })),
-      sandbox.injectMessage(token, { chatId: stranger, text: HOSTILE.realNul }),
-      sandbox.injectMessage(token, { chatId: chat, text: 'plain' }),
-    ];
-    const p = poll({ token, botId, decodePolicy, allowedChatIds: [String(chat)] });
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === sent.length, { what: 'every update stored' });
+  it.each(['stop', 'quarantine'] as const)(
+    'DECODE_POLICY=%s: stored, dispatched and captured exactly, from allowed and unauthorized users; a restart does not halt',
+    async (decodePolicy) => {
+      const { token, botId } = newBotToken();
+      const chat = Number(botId);
+      const stranger = chat + 1;
+      const sent = [
+        ...TEXTS.map((text) => sandbox.injectMessage(token, { chatId: chat, text })),
+        sandbox.injectMessage(token, { chatId: stranger, text: HOSTILE.realNul }),
+        sandbox.injectMessage(token, { chatId: chat, text: 'plain' }),
+      ];
+      const p = poll({ token, botId, decodePolicy, allowedChatIds: [String(chat)] });
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === sent.length, { what: 'every update stored' });
 
-    const cursor = await cursorOf(db.pool, botId);
-    expect(cursor?.haltedReason).toBeNull();
-    expect(cursor?.nextOffset).toBe(sent[sent.length - 1].update_id + 1);
-    expect((await db.pool.query('select count(*)::int n from relay.quarantine where bot_id = $1', [botId])).rows[0].n).toBe(0);
+      const cursor = await cursorOf(db.pool, botId);
+      expect(cursor?.haltedReason).toBeNull();
+      expect(cursor?.nextOffset).toBe(sent[sent.length - 1].update_id + 1);
+      expect((await db.pool.query('select count(*)::int n from relay.quarantine where bot_id = $1', [botId])).rows[0].n).toBe(0);
 
-    const inbox = await inboxExact(botId);
-    expect(inbox.map((r) => r.raw)).toEqual(sent); // the exact updates, NUL and lone surrogates included
-    expect(inbox.map((r) => r.authorized)).toEqual([true, true, true, true, false, true]);
-    expect(inbox[1].payload.message?.text).toBe('a\ufffdb'); // the jsonb copy: U+FFFD where jsonb cannot hold it
-    expect(inbox[0].payload.message?.text).toBe(HOSTILE.escapeLookalike); // nothing to replace: exact
+      const inbox = await inboxExact(botId);
+      expect(inbox.map((r) => r.raw)).toEqual(sent); // the exact updates, NUL and lone surrogates included
+      expect(inbox.map((r) => r.authorized)).toEqual([true, true, true, true, false, true]);
+      expect(inbox[1].payload.message?.text).toBe('a\ufffdb'); // the jsonb copy: U+FFFD where jsonb cannot hold it
+      expect(inbox[0].payload.message?.text).toBe(HOSTILE.escapeLookalike); // nothing to replace: exact
 
-    // captures: exact document in payload_raw, readable copy in text/payload; none for the stranger
-    const caps = (await db.pool.query(`select payload_raw::text as raw, text from relay.captures where bot_id = $1 order by update_id`, [botId])).rows;
-    expect(caps.map((c) => JSON.parse(c.raw).text)).toEqual([...TEXTS, 'plain']);
-    expect(caps[2].text).toBe('cut \ufffd in half');
+      // captures: exact document in payload_raw, readable copy in text/payload; none for the stranger
+      const caps = (await db.pool.query(`select payload_raw::text as raw, text from relay.captures where bot_id = $1 order by update_id`, [botId])).rows;
+      expect(caps.map((c) => JSON.parse(c.raw).text)).toEqual([...TEXTS, 'plain']);
+      expect(caps[2].text).toBe('cut \ufffd in half');
 
-    // dispatch: a real telegraf handler sees the exact text; capture: the collector receives it
-    const seen: string[] = [];
-    const runner = await runnerFor(token, botId, seen);
-    expect(await dispatchAll(botId, runner)).toBe(5); // the stranger's update is stored handled, not dispatched
-    expect(seen).toEqual([...TEXTS, 'plain']);
-    await deliverAll(botId);
-    const received = collector
-      .received()
-      .map((r) => r.body as { chat: { id: number }; update_id: number; text: string })
-      .filter((b) => b.chat.id === chat)
-      .sort((x, y) => x.update_id - y.update_id)
-      .map((b) => b.text);
-    expect(received).toEqual([...TEXTS, 'plain']);
+      // dispatch: a real telegraf handler sees the exact text; capture: the collector receives it
+      const seen: string[] = [];
+      const runner = await runnerFor(token, botId, seen);
+      expect(await dispatchAll(botId, runner)).toBe(5); // the stranger's update is stored handled, not dispatched
+      expect(seen).toEqual([...TEXTS, 'plain']);
+      await deliverAll(botId);
+      const received = collector
+        .received()
+        .map((r) => r.body as { chat: { id: number }; update_id: number; text: string })
+        .filter((b) => b.chat.id === chat)
+        .sort((x, y) => x.update_id - y.update_id)
+        .map((b) => b.text);
+      expect(received).toEqual([...TEXTS, 'plain']);
 
-    // a restart (new generation, same stored cursor) keeps going through more hostile text
-    await p.stop();
-    running.splice(running.indexOf(p), 1);
-    const more = [sandbox.injectMessage(token, { chatId: chat, text: HOSTILE.mixed }), sandbox.injectMessage(token, { chatId: chat, text: 'after restart' })];
-    const again = poll({ token, botId, decodePolicy, allowedChatIds: [String(chat)] });
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === sent.length + 2, { what: 'updates after the restart stored' });
-    expect(again.poller.status().state).toBe('polling');
-    expect((await cursorOf(db.pool, botId))?.haltedReason).toBeNull();
-    expect((await inboxExact(botId)).slice(-2).map((r) => r.raw)).toEqual(more);
-    expect(p.logs.text() + again.logs.text()).not.toContain('C:\\\\u0000dir');
-  });
+      // a restart (new generation, same stored cursor) keeps going through more hostile text
+      await p.stop();
+      running.splice(running.indexOf(p), 1);
+      const more = [sandbox.injectMessage(token, { chatId: chat, text: HOSTILE.mixed }), sandbox.injectMessage(token, { chatId: chat, text: 'after restart' })];
+      const again = poll({ token, botId, decodePolicy, allowedChatIds: [String(chat)] });
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === sent.length + 2, { what: 'updates after the restart stored' });
+      expect(again.poller.status().state).toBe('polling');
+      expect((await cursorOf(db.pool, botId))?.haltedReason).toBeNull();
+      expect((await inboxExact(botId)).slice(-2).map((r) => r.raw)).toEqual(more);
+      expect(p.logs.text() + again.logs.text()).not.toContain('C:\\\\u0000dir');
+    },
+  );
 
   it('an update with a NUL quarantined by an older version is released through the admin API and kept exactly', async () => {
     const boss: PgBoss = await startBoss(db.url);
     const app: FastifyInstance = await buildTestApp(db.pool, boss);
     try {
-      const update = { update_id: 9_100_001, message: { message_id: 3, date: 1_700_000_000, chat: { id: 9_100_001, type: 'private' }, from: { id: 9_100_001, is_bot: false, first_name: 'A' }, text: 'C:\\u0000dir \u0000 \ud800' } };
+      const update = {
+        update_id: 9_100_001,
+        message: {
+          message_id: 3,
+          date: 1_700_000_000,
+          chat: { id: 9_100_001, type: 'private' },
+          from: { id: 9_100_001, is_bot: false, first_name: 'A' },
+          text: 'C:\\u0000dir \u0000 \ud800',
+        },
+      };
       const raw = JSON.stringify(update);
       const { rows } = await db.pool.query(
         `insert into relay.quarantine (bot_id, update_id, raw, sha256, error, json_path, generation) values ('1000000001', $1, $2, $3, '$: contains \\u0000, which PostgreSQL jsonb cannot store', '$', 1) returning id`,
@@ -189,7 +204,12 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
     const boss = createBoss(db.url, { max: 1 });
     const update = { update_id: 9_100_002, callback_query: { id: 'x', from: { id: 9_100_002 }, data: '\u0000\udfff' } };
     const r = await withTransaction(db.pool, (client) =>
-      releaseQuarantinedUpdate(client, boss, { bot_id: '1000000001', raw: Buffer.from(JSON.stringify(update)) }, { allowedChatIds: new Set(), dispatchUnauthorized: false }),
+      releaseQuarantinedUpdate(
+        client,
+        boss,
+        { bot_id: '1000000001', raw: Buffer.from(JSON.stringify(update)) },
+        { allowedChatIds: new Set(), dispatchUnauthorized: false },
+      ),
     );
     expect(r).toMatchObject({ outcome: 'persisted', update_id: update.update_id });
     const stored = (await db.pool.query(`select raw::text as raw from relay.inbox where update_id = $1`, [update.update_id])).rows;
@@ -197,30 +217,33 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
   });
 });
 
-describe('finding 4: an answer that is not the Bot API\'s is a transport glitch, never a halt', () => {
-  it.each(['stop', 'quarantine'] as const)('DECODE_POLICY=%s: HTML 200, truncated body and HTML 502 are retried with backoff; nothing lost or halted', async (decodePolicy) => {
-    const { token, botId } = newBotToken();
-    const chat = Number(botId);
-    const sequence = ['html_ok', 'truncated', 'html_error', 'none', 'truncated', 'html_ok'] as const;
-    sandbox.setFaults({ sequence: [...sequence], methods: ['getUpdates'] }, token);
-    const inj = sandbox.injectMessages(token, 30, { chats: [chat] });
-    const p = poll({ token, botId, decodePolicy });
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === 30, { what: 'the first updates stored despite glitches' });
-    const last = sandbox.injectMessages(token, 10, { chats: [chat] }); // answered by the long poll that gets the next glitches
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === 40, { what: 'all updates stored despite glitches' });
-    const outcomes = sandbox.calls(token, { method: 'getUpdates' }).map((c) => c.outcome);
-    expect(outcomes.slice(0, sequence.length)).toEqual(['glitch', 'glitch', 'glitch', 'ok', 'glitch', 'glitch']);
-    const cursor = await cursorOf(db.pool, botId);
-    expect(cursor?.haltedReason).toBeNull();
-    expect(cursor?.nextOffset).toBe(last.last_update_id! + 1);
-    expect(inj.first_update_id! + 40).toBe(last.last_update_id! + 1);
-    expect(cursor?.pollError).toBeNull(); // cleared by progress
-    expect(p.poller.status().state).toBe('polling');
-    expect((await db.pool.query('select count(*)::int n from relay.quarantine where bot_id = $1', [botId])).rows[0].n).toBe(0);
-    const glitchLogs = p.logs.lines().filter((l) => /not a Bot API answer/.test(l.msg ?? '') && l.level >= 40);
-    expect(glitchLogs.length).toBeGreaterThanOrEqual(1);
-    expect(glitchLogs.length).toBeLessThanOrEqual(2); // once per episode (two episodes in the sequence)
-  });
+describe("finding 4: an answer that is not the Bot API's is a transport glitch, never a halt", () => {
+  it.each(['stop', 'quarantine'] as const)(
+    'DECODE_POLICY=%s: HTML 200, truncated body and HTML 502 are retried with backoff; nothing lost or halted',
+    async (decodePolicy) => {
+      const { token, botId } = newBotToken();
+      const chat = Number(botId);
+      const sequence = ['html_ok', 'truncated', 'html_error', 'none', 'truncated', 'html_ok'] as const;
+      sandbox.setFaults({ sequence: [...sequence], methods: ['getUpdates'] }, token);
+      const inj = sandbox.injectMessages(token, 30, { chats: [chat] });
+      const p = poll({ token, botId, decodePolicy });
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === 30, { what: 'the first updates stored despite glitches' });
+      const last = sandbox.injectMessages(token, 10, { chats: [chat] }); // answered by the long poll that gets the next glitches
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === 40, { what: 'all updates stored despite glitches' });
+      const outcomes = sandbox.calls(token, { method: 'getUpdates' }).map((c) => c.outcome);
+      expect(outcomes.slice(0, sequence.length)).toEqual(['glitch', 'glitch', 'glitch', 'ok', 'glitch', 'glitch']);
+      const cursor = await cursorOf(db.pool, botId);
+      expect(cursor?.haltedReason).toBeNull();
+      expect(cursor?.nextOffset).toBe(last.last_update_id! + 1);
+      expect(inj.first_update_id! + 40).toBe(last.last_update_id! + 1);
+      expect(cursor?.pollError).toBeNull(); // cleared by progress
+      expect(p.poller.status().state).toBe('polling');
+      expect((await db.pool.query('select count(*)::int n from relay.quarantine where bot_id = $1', [botId])).rows[0].n).toBe(0);
+      const glitchLogs = p.logs.lines().filter((l) => /not a Bot API answer/.test(l.msg ?? '') && l.level >= 40);
+      expect(glitchLogs.length).toBeGreaterThanOrEqual(1);
+      expect(glitchLogs.length).toBeLessThanOrEqual(2); // once per episode (two episodes in the sequence)
+    },
+  );
 
   it('while getUpdates keeps answering HTML, readiness names the glitch once progress is overdue; it recovers by itself', async () => {
     const { token, botId } = newBotToken();
@@ -282,29 +305,35 @@ describe('finding 8 and 10: webhook bodies that are no update; transport on quar
     await waitFor(async () => (await cursorOf(db.pool, botId))?.leaseOwner != null);
     return { url, logs };
   }
-  const post = (url: string, body: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET }, body });
+  const post = (url: string, body: string) =>
+    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET }, body });
 
-  it.each(['stop', 'quarantine'] as const)('DECODE_POLICY=%s: not JSON, an array, no update_id, a string update_id → 400, recorded once each, no halt; updates keep flowing', async (decodePolicy) => {
-    const { token, botId } = newBotToken();
-    const { url, logs } = await startWebhook(token, botId, decodePolicy);
-    const bodies = ['<html>proxy</html>', '[1,2]', JSON.stringify({ message: { text: 'no id' } }), JSON.stringify({ update_id: '5', message: {} }), ''];
-    for (const b of bodies) {
-      const r = await post(url, b);
-      expect(r.status).toBe(400);
-      expect(await r.json()).toMatchObject({ ok: false, error: 'not a Telegram update' });
-    }
-    expect((await post(url, bodies[0])).status).toBe(400); // a retry adds no row
-    const q = (await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw, transport, error from relay.quarantine where bot_id = $1 order by id`, [botId])).rows;
-    expect(q.map((r) => r.raw)).toEqual(bodies);
-    expect(q.every((r) => r.update_id === null && r.transport === 'webhook' && /^webhook body rejected \(400\)/.test(r.error))).toBe(true);
+  it.each(['stop', 'quarantine'] as const)(
+    'DECODE_POLICY=%s: not JSON, an array, no update_id, a string update_id → 400, recorded once each, no halt; updates keep flowing',
+    async (decodePolicy) => {
+      const { token, botId } = newBotToken();
+      const { url, logs } = await startWebhook(token, botId, decodePolicy);
+      const bodies = ['<html>proxy</html>', '[1,2]', JSON.stringify({ message: { text: 'no id' } }), JSON.stringify({ update_id: '5', message: {} }), ''];
+      for (const b of bodies) {
+        const r = await post(url, b);
+        expect(r.status).toBe(400);
+        expect(await r.json()).toMatchObject({ ok: false, error: 'not a Telegram update' });
+      }
+      expect((await post(url, bodies[0])).status).toBe(400); // a retry adds no row
+      const q = (
+        await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw, transport, error from relay.quarantine where bot_id = $1 order by id`, [botId])
+      ).rows;
+      expect(q.map((r) => r.raw)).toEqual(bodies);
+      expect(q.every((r) => r.update_id === null && r.transport === 'webhook' && /^webhook body rejected \(400\)/.test(r.error))).toBe(true);
 
-    const good = { update_id: 77, message: { message_id: 1, date: 1, chat: { id: Number(botId), type: 'private' }, text: HOSTILE.realNul } };
-    expect((await post(url, JSON.stringify(good))).status).toBe(200);
-    expect((await inboxExact(botId)).map((r) => r.raw)).toEqual([good]);
-    expect((await cursorOf(db.pool, botId))?.haltedReason).toBeNull();
-    await waitFor(async () => (await ingressHealth(db.pool, botId, { pollTimeoutMs: 300 })).ready, { what: 'ready' });
-    expect(logs.text()).not.toContain('proxy</html>');
-  });
+      const good = { update_id: 77, message: { message_id: 1, date: 1, chat: { id: Number(botId), type: 'private' }, text: HOSTILE.realNul } };
+      expect((await post(url, JSON.stringify(good))).status).toBe(200);
+      expect((await inboxExact(botId)).map((r) => r.raw)).toEqual([good]);
+      expect((await cursorOf(db.pool, botId))?.haltedReason).toBeNull();
+      await waitFor(async () => (await ingressHealth(db.pool, botId, { pollTimeoutMs: 300 })).ready, { what: 'ready' });
+      expect(logs.text()).not.toContain('proxy</html>');
+    },
+  );
 
   it('quarantine rows say polling or webhook, and GET /v1/quarantine shows it', async () => {
     const { token, botId } = newBotToken();

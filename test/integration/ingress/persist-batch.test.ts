@@ -35,26 +35,46 @@ function opts(botId: string, fence: Fence, o: Partial<PersistOptions> = {}): Per
 
 const raw = (u: unknown) => JSON.stringify(u);
 const plan = (items: unknown[], offset: number, policy: 'stop' | 'quarantine' = 'stop') =>
-  planBatch(items.map((i) => (typeof i === 'string' ? i : raw(i))), { policy, offset, transport: 'polling' });
+  planBatch(
+    items.map((i) => (typeof i === 'string' ? i : raw(i))),
+    { policy, offset, transport: 'polling' },
+  );
 
 describe('persistBatch', () => {
   it('writes inbox rows, captures, their pg-boss jobs and the cursor in one transaction', async () => {
     const { botId } = newBotToken();
     const C = Number(botId); // chats unique to this test: capture keys are global
     const fence = await acquire(botId);
-    const r = await persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 10, chatId: C }), makeCallbackUpdate({ updateId: 11, chatId: C }), makeMessageUpdate({ updateId: 12, chatId: C + 1, text: 'bye' })], 10), opts(botId, fence));
+    const r = await persistBatch(
+      { pool, boss },
+      plan(
+        [
+          makeMessageUpdate({ updateId: 10, chatId: C }),
+          makeCallbackUpdate({ updateId: 11, chatId: C }),
+          makeMessageUpdate({ updateId: 12, chatId: C + 1, text: 'bye' }),
+        ],
+        10,
+      ),
+      opts(botId, fence),
+    );
     expect(r).toMatchObject({ stored: 3, duplicates: 0, captures: 2, dispatchJobs: 3, captureJobs: 2, nextOffset: 13 });
 
     expect(await inboxUpdateIds(pool, botId)).toEqual([10, 11, 12]);
     const cursor = await cursorOf(pool, botId);
     expect(cursor).toMatchObject({ nextOffset: 13, progressGeneration: fence.generation });
 
-    const { rows: inbox } = await pool.query(`select i.id, i.state, i.generation, j.data from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id where i.bot_id = $1 order by update_id`, [botId]);
+    const { rows: inbox } = await pool.query(
+      `select i.id, i.state, i.generation, j.data from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id where i.bot_id = $1 order by update_id`,
+      [botId],
+    );
     expect(inbox.map((x) => x.state)).toEqual(['pending', 'pending', 'pending']);
     for (const x of inbox) expect(x.data).toEqual({ id: String(x.id) });
     expect(inbox.every((x) => Number(x.generation) === fence.generation)).toBe(true);
 
-    const { rows: caps } = await pool.query(`select c.id, c.capture_key, c.text, c.payload, c.payload_sha256, j.data, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.bot_id = $1 order by c.update_id`, [botId]);
+    const { rows: caps } = await pool.query(
+      `select c.id, c.capture_key, c.text, c.payload, c.payload_sha256, j.data, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.bot_id = $1 order by c.update_id`,
+      [botId],
+    );
     expect(caps.map((c) => c.capture_key)).toEqual([`telegram:10:${C}:10`, `telegram:12:${C + 1}:12`]);
     expect(caps[1].text).toBe('bye');
     expect(caps[1].payload).toMatchObject({ key: `telegram:12:${C + 1}:12`, update_id: 12, text: 'bye', chat: { id: C + 1 }, message: { message_id: 12 } });
@@ -93,10 +113,17 @@ describe('persistBatch', () => {
     const { botId } = newBotToken();
     const C = Number(botId); // chats unique to this test: capture keys are global
     const fence = await acquire(botId);
-    const items = [makeMessageUpdate({ updateId: 1, chatId: C }), makeMessageUpdate({ updateId: 2, chatId: C + 2 }), makeCallbackUpdate({ updateId: 3, chatId: C + 2 })];
+    const items = [
+      makeMessageUpdate({ updateId: 1, chatId: C }),
+      makeMessageUpdate({ updateId: 2, chatId: C + 2 }),
+      makeCallbackUpdate({ updateId: 3, chatId: C + 2 }),
+    ];
     const r = await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence, { allowedChatIds: new Set([String(C)]) }));
     expect(r).toMatchObject({ stored: 3, unauthorized: 2, captures: 1, dispatchJobs: 1, nextOffset: 4 });
-    const { rows } = await pool.query('select update_id, authorized, state, job_id is not null as has_job, handled_at is not null as handled from relay.inbox where bot_id = $1 order by update_id', [botId]);
+    const { rows } = await pool.query(
+      'select update_id, authorized, state, job_id is not null as has_job, handled_at is not null as handled from relay.inbox where bot_id = $1 order by update_id',
+      [botId],
+    );
     expect(rows).toEqual([
       { update_id: '1', authorized: true, state: 'pending', has_job: true, handled: false },
       { update_id: '2', authorized: false, state: 'handled', has_job: false, handled: true },
@@ -109,7 +136,11 @@ describe('persistBatch', () => {
     const { botId } = newBotToken();
     const C = Number(botId); // chats unique to this test: capture keys are global
     const fence = await acquire(botId);
-    const r = await persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 1, chatId: C + 2 })], 1), opts(botId, fence, { allowedChatIds: new Set([String(C)]), dispatchUnauthorized: true }));
+    const r = await persistBatch(
+      { pool, boss },
+      plan([makeMessageUpdate({ updateId: 1, chatId: C + 2 })], 1),
+      opts(botId, fence, { allowedChatIds: new Set([String(C)]), dispatchUnauthorized: true }),
+    );
     expect(r).toMatchObject({ stored: 1, unauthorized: 1, captures: 0, dispatchJobs: 1 });
     expect(await jobCounts(pool, botId)).toEqual({ dispatch: 1, capture: 0 });
   });
@@ -156,7 +187,9 @@ describe('persistBatch', () => {
       client.release();
     }
     expect(await inboxUpdateIds(pool, botId)).toEqual([1]);
-    await expect(persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 2, chatId: C })], 2), opts(botId, old))).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 2, chatId: C })], 2), opts(botId, old))).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
     expect(await inboxUpdateIds(pool, botId)).toEqual([1]);
   });
 
@@ -164,16 +197,34 @@ describe('persistBatch', () => {
     const { botId } = newBotToken();
     const C = Number(botId); // chats unique to this test: capture keys are global
     const fence = await acquire(botId);
-    const items = [makeMessageUpdate({ updateId: 1, chatId: C }), '{"update_id":2,"message":{"message_id":"x"}}', 'not json', makeMessageUpdate({ updateId: 4, chatId: C })];
+    const items = [
+      makeMessageUpdate({ updateId: 1, chatId: C }),
+      '{"update_id":2,"message":{"message_id":"x"}}',
+      'not json',
+      makeMessageUpdate({ updateId: 4, chatId: C }),
+    ];
     const p = plan(items, 1, 'quarantine');
     expect((await persistBatch({ pool, boss }, p, opts(botId, fence))).quarantined).toBe(2);
     expect((await persistBatch({ pool, boss }, p, opts(botId, fence))).quarantined).toBe(0);
-    const { rows } = await pool.query(`select update_id, convert_from(raw, 'UTF8') as raw, sha256, error, json_path, state from relay.quarantine where bot_id = $1 order by id`, [botId]);
+    const { rows } = await pool.query(
+      `select update_id, convert_from(raw, 'UTF8') as raw, sha256, error, json_path, state from relay.quarantine where bot_id = $1 order by id`,
+      [botId],
+    );
     expect(rows).toEqual([
-      { update_id: '2', raw: '{"update_id":2,"message":{"message_id":"x"}}', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), error: '$.message.message_id: expected an integer', json_path: '$.message.message_id', state: 'quarantined' },
+      {
+        update_id: '2',
+        raw: '{"update_id":2,"message":{"message_id":"x"}}',
+        sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+        error: '$.message.message_id: expected an integer',
+        json_path: '$.message.message_id',
+        state: 'quarantined',
+      },
       { update_id: null, raw: 'not json', sha256: expect.any(String), error: 'not valid JSON', json_path: '$', state: 'quarantined' },
     ]);
-    const { rows: audit } = await pool.query(`select count(*)::int n from relay.attempts a join relay.quarantine q on a.subject = 'quarantine' and a.subject_id = q.id where q.bot_id = $1`, [botId]);
+    const { rows: audit } = await pool.query(
+      `select count(*)::int n from relay.attempts a join relay.quarantine q on a.subject = 'quarantine' and a.subject_id = q.id where q.bot_id = $1`,
+      [botId],
+    );
     expect(audit[0].n).toBe(2);
     expect(await inboxUpdateIds(pool, botId)).toEqual([1, 4]);
     expect((await cursorOf(pool, botId))?.nextOffset).toBe(5);
@@ -183,7 +234,10 @@ describe('persistBatch', () => {
     const { botId } = newBotToken();
     const C = Number(botId); // chats unique to this test: capture keys are global
     const fence = await acquire(botId);
-    const p = plan([makeMessageUpdate({ updateId: 1, chatId: C }), '{"update_id":2,"message":{"message_id":"x"}}', makeMessageUpdate({ updateId: 3, chatId: C })], 1);
+    const p = plan(
+      [makeMessageUpdate({ updateId: 1, chatId: C }), '{"update_id":2,"message":{"message_id":"x"}}', makeMessageUpdate({ updateId: 3, chatId: C })],
+      1,
+    );
     await persistBatch({ pool, boss }, p, opts(botId, fence));
     expect(await inboxUpdateIds(pool, botId)).toEqual([1]);
     const c = await cursorOf(pool, botId);
@@ -209,7 +263,10 @@ describe('ingressHealth', () => {
     expect(h).toMatchObject({ ready: true, reasons: [], generation: g1.generation });
     const later = new Date(h.progressAt!.getTime() + 2500);
     expect((await ingressHealth(pool, botId, { pollTimeoutMs: 1000, now: later })).reasons).toEqual(
-      expect.arrayContaining([expect.stringMatching(/lease .* expired/), expect.stringMatching(/no progress for 2500 ms \(limit 2 × POLL_TIMEOUT = 2000 ms\)/)]),
+      expect.arrayContaining([
+        expect.stringMatching(/lease .* expired/),
+        expect.stringMatching(/no progress for 2500 ms \(limit 2 × POLL_TIMEOUT = 2000 ms\)/),
+      ]),
     );
 
     // Takeover: generation 2 has recent progress of generation 1 on record, which proves nothing.

@@ -82,7 +82,10 @@ describe('durable poller', () => {
     expect((await cursorOf(db.pool, botId))?.nextOffset).toBe(failing);
     expect(sandbox.confirmedOffset(token)).toBe(failing);
     expect(sandbox.pendingCount(token)).toBe(5);
-    const times = sandbox.calls(token, { method: 'getUpdates' }).filter((c) => Number(c.params.offset) === failing).map((c) => c.time);
+    const times = sandbox
+      .calls(token, { method: 'getUpdates' })
+      .filter((c) => Number(c.params.offset) === failing)
+      .map((c) => c.time);
     // backoff 50 ms doubling (half jittered): at least 25 + 50 + 100 ms between the first and the fourth poll
     expect(times[3] - times[0]).toBeGreaterThanOrEqual(150);
     const failures = p.logs.lines().filter((l) => l.msg?.startsWith('batch transaction failed'));
@@ -98,7 +101,19 @@ describe('durable poller', () => {
 
   it('survives Bot API 5xx answers and dropped connections without loss or duplicates', async () => {
     const { token, botId } = newBotToken();
-    const sequence = ['server_error', 'drop_before', 'drop_after', 'none', 'server_error', 'drop_after', 'none', 'drop_after', 'drop_before', 'none', 'drop_after'] as const;
+    const sequence = [
+      'server_error',
+      'drop_before',
+      'drop_after',
+      'none',
+      'server_error',
+      'drop_after',
+      'none',
+      'drop_after',
+      'drop_before',
+      'none',
+      'drop_after',
+    ] as const;
     sandbox.setFaults({ sequence: [...sequence], methods: ['getUpdates'] }, token);
     const inj = sandbox.injectMessages(token, 600, { chats: 7, chatBase: Number(botId) });
     start({ token, botId });
@@ -106,7 +121,19 @@ describe('durable poller', () => {
     sandbox.setFaults(null, token);
     expect(await inboxUpdateIds(db.pool, botId)).toEqual(range(inj.first_update_id!, 600));
     const outcomes = sandbox.calls(token, { method: 'getUpdates' }).map((c) => c.outcome);
-    expect(outcomes.slice(0, sequence.length)).toEqual(['server_error', 'dropped_before', 'dropped_after', 'ok', 'server_error', 'dropped_after', 'ok', 'dropped_after', 'dropped_before', 'ok', 'dropped_after']);
+    expect(outcomes.slice(0, sequence.length)).toEqual([
+      'server_error',
+      'dropped_before',
+      'dropped_after',
+      'ok',
+      'server_error',
+      'dropped_after',
+      'ok',
+      'dropped_after',
+      'dropped_before',
+      'ok',
+      'dropped_after',
+    ]);
     expect((await cursorOf(db.pool, botId))?.nextOffset).toBe(inj.last_update_id! + 1);
   });
 
@@ -118,7 +145,9 @@ describe('durable poller', () => {
 
     // Another process sets a webhook: every getUpdates now answers 409.
     const call = (method: string, params: unknown) =>
-      fetch(`${sandbox.url}/bot${token}/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) }).then((r) => r.json() as Promise<{ ok: boolean; error_code?: number }>);
+      fetch(`${sandbox.url}/bot${token}/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) }).then(
+        (r) => r.json() as Promise<{ ok: boolean; error_code?: number }>,
+      );
     await call('setWebhook', { url: 'http://127.0.0.1:9/elsewhere' });
     await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).filter((c) => c.status === 409).length >= 4, { what: 'repeated 409s' });
     const during = sandbox.calls(token, { method: 'getUpdates' }).filter((c) => c.status === 409);
@@ -144,7 +173,9 @@ describe('durable poller', () => {
     expect(during[3].time - during[0].time).toBeGreaterThanOrEqual(150);
     expect(p.poller.status().generation).toBe(generation);
     // The two pollers really overlapped: Telegram's "terminated by other getUpdates request" was answered.
-    const overlap = sandbox.calls(token, { method: 'getUpdates' }).filter((c) => c.status === 409 && /terminated by other getUpdates/.test(c.description ?? ''));
+    const overlap = sandbox
+      .calls(token, { method: 'getUpdates' })
+      .filter((c) => c.status === 409 && /terminated by other getUpdates/.test(c.description ?? ''));
     expect(overlap.length + foreign409).toBeGreaterThan(0);
   });
 
@@ -157,7 +188,8 @@ describe('durable poller', () => {
       req.on('end', () => {
         const method = req.url?.split('/').pop();
         res.setHeader('content-type', 'application/json');
-        if (method === 'getWebhookInfo') return res.end(JSON.stringify({ ok: true, result: { url: '', has_custom_certificate: false, pending_update_count: 0 } }));
+        if (method === 'getWebhookInfo')
+          return res.end(JSON.stringify({ ok: true, result: { url: '', has_custom_certificate: false, pending_update_count: 0 } }));
         times.push(Date.now());
         if (times.length === 1) {
           res.statusCode = 429;

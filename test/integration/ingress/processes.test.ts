@@ -70,7 +70,13 @@ describe('poller processes', () => {
           [botId],
         );
         const r = rows[0] ?? { next_offset: 0, lease_owner: null, stored: 0, lo: null, hi: null };
-        return { cursor: Number(r.next_offset), owner: r.lease_owner as string | null, stored: r.stored as number, lo: r.lo === null ? null : Number(r.lo), hi: r.hi === null ? null : Number(r.hi) };
+        return {
+          cursor: Number(r.next_offset),
+          owner: r.lease_owner as string | null,
+          stored: r.stored as number,
+          lo: r.lo === null ? null : Number(r.lo),
+          hi: r.hi === null ? null : Number(r.hi),
+        };
       };
       for (let i = 0; i < 10; i++) {
         const before = (await state()).stored;
@@ -224,13 +230,28 @@ describe('poller processes', () => {
     const { token, botId } = newBotToken();
     const port = await freePort();
     const p = spawnPoller(token, {
-      extra: { INGRESS: 'webhook', WEBHOOK_PORT: String(port), WEBHOOK_HOST: '127.0.0.1', WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`, WEBHOOK_SECRET: 'proc-Secret_42_webhook' },
+      extra: {
+        INGRESS: 'webhook',
+        WEBHOOK_PORT: String(port),
+        WEBHOOK_HOST: '127.0.0.1',
+        WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`,
+        WEBHOOK_SECRET: 'proc-Secret_42_webhook',
+      },
     });
-    await waitFor(() => sandbox.webhookInfo(token).url === `http://127.0.0.1:${port}/telegram/webhook/${botId}`, { what: 'webhook registered', timeoutMs: 20_000 });
+    await waitFor(() => sandbox.webhookInfo(token).url === `http://127.0.0.1:${port}/telegram/webhook/${botId}`, {
+      what: 'webhook registered',
+      timeoutMs: 20_000,
+    });
     const r = sandbox.injectMessages(token, 30, { chats: 3, chatBase: Number(botId) });
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === 30 && sandbox.webhookInfo(token).pending_update_count === 0, { what: 'delivered and acknowledged' });
+    await waitFor(async () => (await inboxCount(db.pool, botId)) === 30 && sandbox.webhookInfo(token).pending_update_count === 0, {
+      what: 'delivered and acknowledged',
+    });
     expect(await inboxUpdateIds(db.pool, botId)).toEqual(range(r.first_update_id!, 30));
-    const bad = await fetch(`http://127.0.0.1:${port}/telegram/webhook/${botId}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'nope' }, body: '{"update_id":1}' });
+    const bad = await fetch(`http://127.0.0.1:${port}/telegram/webhook/${botId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'nope' },
+      body: '{"update_id":1}',
+    });
     expect(bad.status).toBe(401);
     p.kill('SIGTERM');
     expect(await exited(p)).toEqual({ code: 0, signal: null });

@@ -70,7 +70,11 @@ async function startWebhook(token: string, botId: string, o: { decodePolicy?: 's
 }
 
 const post = (url: string, body: string, secret: string | null = SECRET) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(secret === null ? {} : { 'x-telegram-bot-api-secret-token': secret }) }, body });
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(secret === null ? {} : { 'x-telegram-bot-api-secret-token': secret }) },
+    body,
+  });
 
 describe('webhook ingress', () => {
   it('registers the webhook with its secret, and answers 2xx only after commit (failures are redelivered, then stored once)', async () => {
@@ -88,7 +92,10 @@ describe('webhook ingress', () => {
     expect(w.logs.lines().some((l) => l.msg?.startsWith('webhook batch transaction failed') && l.level === 50)).toBe(true);
 
     await db.pool.query('delete from public.fail_inbox where bot_id = $1', [botId]);
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === 3 && sandbox.webhookInfo(token).pending_update_count === 0, { what: 'delivered after the failure', timeoutMs: 10_000 });
+    await waitFor(async () => (await inboxCount(db.pool, botId)) === 3 && sandbox.webhookInfo(token).pending_update_count === 0, {
+      what: 'delivered after the failure',
+      timeoutMs: 10_000,
+    });
     expect(await inboxUpdateIds(db.pool, botId)).toEqual(ids);
     expect(await jobCounts(db.pool, botId)).toEqual({ dispatch: 3, capture: 3 });
     expect((await cursorOf(db.pool, botId))?.nextOffset).toBe(ids[2] + 1);
@@ -143,8 +150,13 @@ describe('webhook ingress', () => {
     await waitFor(async () => (await cursorOf(db.pool, botId))?.leaseOwner != null);
     expect((await post(q.url, bad)).status).toBe(200);
     expect((await post(q.url, 'not json at all')).status).toBe(400);
-    const { rows } = await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw, transport from relay.quarantine where bot_id = $1 order by id`, [botId]);
-    expect(rows).toEqual([{ update_id: '12', raw: bad, transport: 'webhook' }, { update_id: null, raw: 'not json at all', transport: 'webhook' }]);
+    const { rows } = await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw, transport from relay.quarantine where bot_id = $1 order by id`, [
+      botId,
+    ]);
+    expect(rows).toEqual([
+      { update_id: '12', raw: bad, transport: 'webhook' },
+      { update_id: null, raw: 'not json at all', transport: 'webhook' },
+    ]);
     expect(q.logs.text()).not.toContain('not json at all');
   });
 });

@@ -25,7 +25,10 @@ const proxies: { close(): Promise<void> }[] = [];
 beforeAll(async () => {
   db = await createMigratedDatabase('js_bridge');
   boss = createBoss(db.url, { max: 1 });
-  sb = createBotApiSandbox({ seed: 7, limits: { perBot: { count: 1000, windowMs: 1000 }, privateChat: { count: 1000, windowMs: 1000 }, groupChat: { count: 1000, windowMs: 1000 } } });
+  sb = createBotApiSandbox({
+    seed: 7,
+    limits: { perBot: { count: 1000, windowMs: 1000 }, privateChat: { count: 1000, windowMs: 1000 }, groupChat: { count: 1000, windowMs: 1000 } },
+  });
   await sb.start();
 });
 afterAll(async () => {
@@ -81,11 +84,16 @@ it('publish → delivered exactly once per msg_id: default chat, parse_mode verb
     await scope.publish(msg, msg.msg_id as string);
   }
   // republished: within the stream's window by Nats-Msg-Id, and past it (another Nats-Msg-Id, same payload)
-  expect((await scope.publish({ msg_id: 'deliver-1', chat_id: 7001, text: '<b>m 1</b>', parse_mode: 'HTML', kind: 'trade' }, 'deliver-1')).duplicate).toBe(true);
+  expect((await scope.publish({ msg_id: 'deliver-1', chat_id: 7001, text: '<b>m 1</b>', parse_mode: 'HTML', kind: 'trade' }, 'deliver-1')).duplicate).toBe(
+    true,
+  );
   await scope.publish({ msg_id: 'deliver-2', chat_id: '7002', text: '<b>m 2</b>', parse_mode: 'HTML', kind: 'info' }, 'deliver-2-republished');
   await scope.publish({ msg_id: 'deliver-4', chat_id: 7001, text: '<b>m 4</b>', parse_mode: 'HTML', kind: 'info' });
 
-  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where state = 'delivered'`)) === N, { timeoutMs: 30_000, what: 'all delivered' });
+  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where state = 'delivered'`)) === N, {
+    timeoutMs: 30_000,
+    what: 'all delivered',
+  });
   await waitFor(async () => (await scope.consumerInfo()).num_ack_pending === 0 && (await scope.consumerInfo()).num_pending === 0, { what: 'stream drained' });
 
   const sent = sb.sent(TOKEN);
@@ -107,7 +115,9 @@ it('publish → delivered exactly once per msg_id: default chat, parse_mode verb
 });
 
 it('invalid messages are termed with a recorded reason; a msg_id republished with another payload is recorded as a conflict and acked', async () => {
-  await db.pool.query(`insert into relay.outbound_settings (singleton, bot_id, default_chat_id) values (true, '6161', $1) on conflict (singleton) do nothing`, [OPS_CHAT]);
+  await db.pool.query(`insert into relay.outbound_settings (singleton, bot_id, default_chat_id) values (true, '6161', $1) on conflict (singleton) do nothing`, [
+    OPS_CHAT,
+  ]);
   const b = bridge();
   await bridgeBound(b);
   await scope.publish({ msg_id: 'ok-1', chat_id: 42, text: 'fine' }, 'ok-1');
@@ -122,13 +132,20 @@ it('invalid messages are termed with a recorded reason; a msg_id republished wit
   await scope.publish({ msg_id: 'ok-2', chat_id: 42, text: 'fine too', kind: 'k'.repeat(65) }, 'ok-2'); // publisher kind too long
   await scope.publish({ msg_id: 'ok-3', chat_id: 42, text: 'last one' }, 'ok-3');
 
-  await waitFor(async () => (await count('select count(*) as n from relay.jetstream_rejects')) === 9 && (await outboundRows()) === 2, { what: 'rejects recorded' });
-  await waitFor(async () => {
-    const i = await scope.consumerInfo();
-    return i.num_pending === 0 && i.num_ack_pending === 0;
-  }, { what: 'every message acked or termed (none left to redeliver)' });
+  await waitFor(async () => (await count('select count(*) as n from relay.jetstream_rejects')) === 9 && (await outboundRows()) === 2, {
+    what: 'rejects recorded',
+  });
+  await waitFor(
+    async () => {
+      const i = await scope.consumerInfo();
+      return i.num_pending === 0 && i.num_ack_pending === 0;
+    },
+    { what: 'every message acked or termed (none left to redeliver)' },
+  );
 
-  const rejects = (await db.pool.query('select nats_msg_id, msg_id, reason, error, outbound_id, octet_length(raw) as size from relay.jetstream_rejects order by stream_seq')).rows;
+  const rejects = (
+    await db.pool.query('select nats_msg_id, msg_id, reason, error, outbound_id, octet_length(raw) as size from relay.jetstream_rejects order by stream_seq')
+  ).rows;
   const by = (id: string) => rejects.find((r) => r.nats_msg_id === id);
   expect(by('bad-json')).toMatchObject({ reason: 'invalid_json', msg_id: null });
   expect(by('bad-array')).toMatchObject({ reason: 'invalid' });
@@ -167,10 +184,13 @@ it('SIGKILL of the bridge mid-stream loses nothing and enqueues nothing twice', 
   const second = bridge({ NATS_BATCH: '20', NATS_ACK_WAIT: '2s' });
   await bridgeBound(second);
   await waitFor(async () => (await outboundRows()) === N, { timeoutMs: 45_000, what: 'every message enqueued' });
-  await waitFor(async () => {
-    const i = await scope.consumerInfo();
-    return i.num_pending === 0 && i.num_ack_pending === 0;
-  }, { timeoutMs: 20_000, what: 'stream drained' });
+  await waitFor(
+    async () => {
+      const i = await scope.consumerInfo();
+      return i.num_pending === 0 && i.num_ack_pending === 0;
+    },
+    { timeoutMs: 20_000, what: 'stream drained' },
+  );
   expect(await count(`select count(distinct msg_id) as n from relay.outbound where msg_id like 'kill-%'`)).toBe(N);
   expect(await count(`select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'kill-%'`)).toBe(N);
   expect(await count('select count(*) as n from relay.jetstream_rejects')).toBe(0);
@@ -250,7 +270,9 @@ it('a 403 chat: the message fails, operators get one Telegram alert and one aler
   // the consumed subject is a wildcard that also covers the alert subject: the alert reaches the bridge
   const wide = { ...scope, subject: scope.subject.replace(/\.outbound$/, '.>') };
   const alerts: Array<{ json: { failed: { reason: string } }; alertHeader: string | undefined }> = [];
-  const sub = scope.nc.subscribe(scope.alertSubject, { callback: (_e, m) => void alerts.push({ json: m.json<{ failed: { reason: string } }>(), alertHeader: m.headers?.get('Tg-Relay-Alert') }) });
+  const sub = scope.nc.subscribe(scope.alertSubject, {
+    callback: (_e, m) => void alerts.push({ json: m.json<{ failed: { reason: string } }>(), alertHeader: m.headers?.get('Tg-Relay-Alert') }),
+  });
   sb.scriptChatError(TOKEN, 4343, 'blocked');
   const w = worker();
   await workerStarted(w);
@@ -259,7 +281,10 @@ it('a 403 chat: the message fails, operators get one Telegram alert and one aler
   const port = await bridgeBound(b);
 
   await scope.publish({ msg_id: 'blocked-1', chat_id: 4343, text: 'to a chat that blocked the bot', kind: 'trade' });
-  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where msg_id = 'blocked-1' and state = 'failed'`)) === 1, { timeoutMs: 30_000, what: 'failed' });
+  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where msg_id = 'blocked-1' and state = 'failed'`)) === 1, {
+    timeoutMs: 30_000,
+    what: 'failed',
+  });
   await waitFor(() => alerts.length >= 1, { timeoutMs: 30_000, what: 'alert on NATS' });
   await waitFor(() => sb.sent(TOKEN).some((m) => String(m.chat_id) === OPS_CHAT), { timeoutMs: 30_000, what: 'Telegram alert' });
   // the published alert went through the stream to the bridge, which skipped it
@@ -268,7 +293,11 @@ it('a 403 chat: the message fails, operators get one Telegram alert and one aler
 
   expect(alerts).toHaveLength(1);
   expect(alerts[0].alertHeader).toBe('1');
-  expect(alerts[0].json).toMatchObject({ msg_id: 'alert:blocked-1', kind: 'alert', failed: { msg_id: 'blocked-1', chat_id: '4343', publisher_kind: 'trade', last_status: 403 } });
+  expect(alerts[0].json).toMatchObject({
+    msg_id: 'alert:blocked-1',
+    kind: 'alert',
+    failed: { msg_id: 'blocked-1', chat_id: '4343', publisher_kind: 'trade', last_status: 403 },
+  });
   expect(alerts[0].json.failed.reason).toMatch(/Forbidden: bot was blocked by the user/);
   expect(JSON.stringify(alerts[0].json)).not.toContain('to a chat that blocked the bot');
   const toOps = sb.sent(TOKEN).filter((m) => String(m.chat_id) === OPS_CHAT);
@@ -296,8 +325,14 @@ it('META_ALERT_ON_DROP=false: no Telegram alert and nothing on the alert subject
   await bridgeBound(b);
   await scope.publish({ msg_id: 'quiet-1', chat_id: 4444, text: 'x' });
   await scope.publish({ msg_id: 'quiet-2', chat_id: 4445, text: 'after' });
-  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where msg_id = 'quiet-1' and state = 'failed'`)) === 1, { timeoutMs: 30_000, what: 'failed' });
-  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where msg_id = 'quiet-2' and state = 'delivered'`)) === 1, { timeoutMs: 30_000, what: 'next delivered' });
+  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where msg_id = 'quiet-1' and state = 'failed'`)) === 1, {
+    timeoutMs: 30_000,
+    what: 'failed',
+  });
+  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where msg_id = 'quiet-2' and state = 'delivered'`)) === 1, {
+    timeoutMs: 30_000,
+    what: 'next delivered',
+  });
   await scope.nc.flush();
   sub.unsubscribe();
   expect(await count(`select count(*) as n from relay.outbound where kind = 'alert'`)).toBe(0);
@@ -311,7 +346,10 @@ it('starts while NATS is unreachable: stays up, not ready, binds once NATS is th
   const b = bridge({ NATS_URL: `nats://relay:pw-not-to-be-logged@127.0.0.1:${natsProxy.port}` });
   const port = await waitFor(
     () => {
-      const line = b.output().split('\n').find((l) => l.includes('"jetstream bridge started"'));
+      const line = b
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"jetstream bridge started"'));
       return line ? (JSON.parse(line).healthPort as number) : undefined;
     },
     { what: 'health server up' },

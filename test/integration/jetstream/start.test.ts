@@ -45,7 +45,10 @@ it('a message published on NATS is sent by the all-in-one process; SIGTERM stops
   await scope.publish({ msg_id: 'start-1', text: 'from the fleet', kind: 'info' }, 'start-1');
   await waitFor(() => sb.sent(TOKEN).find((m) => m.text === 'from the fleet'), { timeoutMs: 30_000, what: 'sent to Telegram' });
   expect(sb.sent(TOKEN).filter((m) => m.text === 'from the fleet')).toEqual([expect.objectContaining({ chat_id: -100818 })]);
-  const row = await waitFor(async () => (await db.pool.query(`select state, publisher_kind from relay.outbound where msg_id = 'start-1' and state = 'delivered'`)).rows[0], { what: 'delivered' });
+  const row = await waitFor(
+    async () => (await db.pool.query(`select state, publisher_kind from relay.outbound where msg_id = 'start-1' and state = 'delivered'`)).rows[0],
+    { what: 'delivered' },
+  );
   expect(row).toEqual({ state: 'delivered', publisher_kind: 'info' });
 
   p.kill('SIGTERM');

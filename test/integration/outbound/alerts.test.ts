@@ -19,13 +19,15 @@ afterAll(async () => {
 
 async function failed(msgId: string, kind: 'message' | 'alert' = 'message'): Promise<string> {
   const r = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: msgId, chat_id: 5, text: 'secret user text', kind }, defaults));
-  await db.pool.query(`update relay.outbound set state = 'failed', attempts = 2, failed_reason = 'Forbidden: bot was blocked by the user' where id = $1`, [r.id]);
+  await db.pool.query(`update relay.outbound set state = 'failed', attempts = 2, failed_reason = 'Forbidden: bot was blocked by the user' where id = $1`, [
+    r.id,
+  ]);
   return r.id;
 }
 const alertsFor = async (msgId: string) => (await db.pool.query(`select * from relay.outbound where msg_id = $1`, [`alert:${msgId}`])).rows;
 
 describe('alerts for failed messages', () => {
-  it('enqueue one kind=alert message to the operators\' chat, with ids and the reason but not the text', async () => {
+  it("enqueue one kind=alert message to the operators' chat, with ids and the reason but not the text", async () => {
     const id = await failed('m-1');
     const created = await outboundRaiseAlerts(db.pool, [id], '-100999');
     expect(created).toHaveLength(1);
@@ -55,7 +57,7 @@ describe('alerts for failed messages', () => {
     expect(await alertsFor('m-4')).toHaveLength(0);
   });
 
-  it('raise none when no operators\' chat is configured', async () => {
+  it("raise none when no operators' chat is configured", async () => {
     const id = await failed('m-5');
     expect(await outboundRaiseAlerts(db.pool, [id], null)).toEqual([]);
   });

@@ -30,7 +30,7 @@ const enqueue = (c: Client, msgId: string, chat: number) =>
 /** Resolves to true when `p` settles within `ms`. */
 const settlesWithin = (p: Promise<unknown>, ms: number) => Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
 
-it('a second transaction enqueueing to the same chat waits for the first to commit, so the chat\'s ids follow commit order', async () => {
+it("a second transaction enqueueing to the same chat waits for the first to commit, so the chat's ids follow commit order", async () => {
   const [t1, t2, t3] = await Promise.all([session(), session(), session()]);
   try {
     await t1.query('begin');
@@ -53,7 +53,7 @@ it('a second transaction enqueueing to the same chat waits for the first to comm
   }
 });
 
-it('an alert waits for an uncommitted message to the operators\' chat, too', async () => {
+it("an alert waits for an uncommitted message to the operators' chat, too", async () => {
   const [t1, t2] = await Promise.all([session(), session()]);
   try {
     await db.pool.query(`select id from relay.enqueue_outbound('order-failed', '503', 'x', bot_id => $1)`, [BOT]);
@@ -61,7 +61,9 @@ it('an alert waits for an uncommitted message to the operators\' chat, too', asy
     await t1.query('begin');
     const opsMessage = await enqueue(t1, 'order-ops', 4242);
     await t2.query('begin');
-    const alert = t2.query(`select relay.outbound_raise_alerts(array[(select id from relay.outbound where msg_id = 'order-failed')], '4242') as id`).then((r) => Number(r.rows[0].id));
+    const alert = t2
+      .query(`select relay.outbound_raise_alerts(array[(select id from relay.outbound where msg_id = 'order-failed')], '4242') as id`)
+      .then((r) => Number(r.rows[0].id));
     expect(await settlesWithin(alert, 400)).toBe(false);
     await t1.query('commit');
     expect(await alert).toBeGreaterThan(opsMessage);

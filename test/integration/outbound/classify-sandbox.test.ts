@@ -49,7 +49,7 @@ describe('sendMessage classification against the sandbox', () => {
   });
   beforeEach(() => sb.setFaults(null));
 
-  it('200 → Delivered with Telegram\'s message_id', async () => {
+  it("200 → Delivered with Telegram's message_id", async () => {
     const o = await send(row(101));
     const sent = sb.sent(TOKEN).filter((m) => m.chat_id === 101);
     expect(sent).toHaveLength(1);
@@ -64,10 +64,15 @@ describe('sendMessage classification against the sandbox', () => {
 
   it('400 with migrate_to_chat_id → Migrate', async () => {
     sb.scriptChatError(TOKEN, -103, { kind: 'migrated', migrateToChatId: -1000000000103 });
-    expect(await send(row(-103))).toEqual({ type: 'migrate', newChatId: '-1000000000103', status: 400, description: 'Bad Request: group chat was upgraded to a supergroup chat' });
+    expect(await send(row(-103))).toEqual({
+      type: 'migrate',
+      newChatId: '-1000000000103',
+      status: 400,
+      description: 'Bad Request: group chat was upgraded to a supergroup chat',
+    });
   });
 
-  it('400 and 403 → Terminal with the description; 401 (a revoked token) → Config, not the message\'s fault', async () => {
+  it("400 and 403 → Terminal with the description; 401 (a revoked token) → Config, not the message's fault", async () => {
     sb.scriptChatError(TOKEN, 104, 'chat_not_found');
     expect(await send(row(104))).toEqual({ type: 'terminal', reason: 'Bad Request: chat not found', status: 400, errorCode: 'TELEGRAM_400' });
     sb.scriptChatError(TOKEN, 105, 'blocked');
@@ -76,7 +81,12 @@ describe('sendMessage classification against the sandbox', () => {
     const revoked = `7071:${SECRET}`;
     const c2 = createBotApiClient({ token: revoked, apiRoot: sb.url });
     sb.revokeToken(revoked);
-    expect(await send(row(107), c2)).toMatchObject({ type: 'config', status: 401, errorCode: 'TELEGRAM_401', reason: expect.stringMatching(/^Bot API answered 401 to sendMessage \(Unauthorized\): the bot token is not accepted/) });
+    expect(await send(row(107), c2)).toMatchObject({
+      type: 'config',
+      status: 401,
+      errorCode: 'TELEGRAM_401',
+      reason: expect.stringMatching(/^Bot API answered 401 to sendMessage \(Unauthorized\): the bot token is not accepted/),
+    });
     c2.close();
   });
 

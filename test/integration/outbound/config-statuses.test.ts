@@ -59,9 +59,16 @@ function startWorker(token: string): Worker {
 }
 
 const states = async () => (await db.pool.query(`select msg_id, state, kind from relay.outbound order by id`)).rows;
-const retries = async () => Number((await db.pool.query(`select count(*) from relay.attempts where subject = 'outbound' and error_code = 'TELEGRAM_401'`)).rows[0].count);
+const retries = async () =>
+  Number((await db.pool.query(`select count(*) from relay.attempts where subject = 'outbound' and error_code = 'TELEGRAM_401'`)).rows[0].count);
 const readiness = () =>
-  readinessChecker({ pool: db.pool, clock: () => new Date(), pollTimeoutMs: 30_000, botIds: [], ingressHealth: () => Promise.resolve({ ready: true, reasons: [], generation: 1, owner: 'x' }) })();
+  readinessChecker({
+    pool: db.pool,
+    clock: () => new Date(),
+    pollTimeoutMs: 30_000,
+    botIds: [],
+    ingressHealth: () => Promise.resolve({ ready: true, reasons: [], generation: 1, owner: 'x' }),
+  })();
 
 it('a wrong token (401): kept past the budget, reported, never alerted through Telegram; the right token delivers and clears it', async () => {
   await withTransaction(db.pool, async (c) => {
@@ -82,7 +89,12 @@ it('a wrong token (401): kept past the budget, reported, never alerted through T
   worker = startWorker(TOKEN);
   await worker.start();
   await waitFor(async () => (await states()).every((r) => r.state === 'delivered'), { what: 'delivered with the right token', timeoutMs: 20_000 });
-  expect(sb.sent(TOKEN).map((m) => m.text).sort()).toEqual(['hello 1', 'hello 2', 'hello 3', 'hello 4']);
+  expect(
+    sb
+      .sent(TOKEN)
+      .map((m) => m.text)
+      .sort(),
+  ).toEqual(['hello 1', 'hello 2', 'hello 3', 'hello 4']);
   expect((await db.pool.query('select * from relay.config_problems')).rows).toEqual([]);
   expect((await readiness()).ready).toBe(true);
 });

@@ -21,10 +21,11 @@ afterAll(async () => {
 });
 
 const rowOf = async (msgId: string) => (await db.pool.query('select * from relay.outbound where msg_id = $1', [msgId])).rows[0];
-const jobsOf = async (msgId: string) => (await db.pool.query(`select * from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' = $1`, [msgId])).rows;
+const jobsOf = async (msgId: string) =>
+  (await db.pool.query(`select * from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' = $1`, [msgId])).rows;
 
 describe('enqueue through the library (way in #1)', () => {
-  it('creates the row and its pg-boss job in the caller\'s transaction and notifies workers on commit', async () => {
+  it("creates the row and its pg-boss job in the caller's transaction and notifies workers on commit", async () => {
     const listener = new Client({ connectionString: db.url });
     await listener.connect();
     const notes: string[] = [];
@@ -32,11 +33,25 @@ describe('enqueue through the library (way in #1)', () => {
     await listener.query('listen tg_relay_work');
     try {
       const r = await withTransaction(db.pool, (c) =>
-        enqueueOutbound(c, boss, { msg_id: 'lib-1', chat_id: 42, text: '<b>hi</b>', parse_mode: 'html', reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] } }, defaults),
+        enqueueOutbound(
+          c,
+          boss,
+          { msg_id: 'lib-1', chat_id: 42, text: '<b>hi</b>', parse_mode: 'html', reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] } },
+          defaults,
+        ),
       );
       expect(r).toMatchObject({ msgId: 'lib-1', created: true, state: 'pending', targetChatId: '42' });
       const row = await rowOf('lib-1');
-      expect(row).toMatchObject({ bot_id: BOT, chat_id: '42', target_chat_id: '42', text: '<b>hi</b>', parse_mode: 'HTML', kind: 'message', delivery: 'at_least_once', state: 'pending' });
+      expect(row).toMatchObject({
+        bot_id: BOT,
+        chat_id: '42',
+        target_chat_id: '42',
+        text: '<b>hi</b>',
+        parse_mode: 'HTML',
+        kind: 'message',
+        delivery: 'at_least_once',
+        state: 'pending',
+      });
       expect(row.payload_sha256).toMatch(/^[0-9a-f]{64}$/);
       const jobs = await jobsOf('lib-1');
       expect(jobs).toHaveLength(1);
@@ -98,7 +113,12 @@ describe('enqueue through the library (way in #1)', () => {
 
   it('keeps the input order of a batch (ids follow it) with one job per new message', async () => {
     const rows = await withTransaction(db.pool, (c) =>
-      enqueueOutboundBatch(c, boss, Array.from({ length: 5 }, (_, i) => ({ msg_id: `batch-${i}`, chat_id: 9, text: `n${i}` })), defaults),
+      enqueueOutboundBatch(
+        c,
+        boss,
+        Array.from({ length: 5 }, (_, i) => ({ msg_id: `batch-${i}`, chat_id: 9, text: `n${i}` })),
+        defaults,
+      ),
     );
     const ids = rows.map((r) => Number(r.id));
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
@@ -120,7 +140,9 @@ describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', 
   });
 
   it('creates the row and its job, idempotently, and raises TR409 on a different payload', async () => {
-    const first = (await db.pool.query(`select * from relay.enqueue_outbound('sql-1', '-100123', '*bold*', parse_mode => 'MarkdownV2', disable_notification => true)`)).rows[0];
+    const first = (
+      await db.pool.query(`select * from relay.enqueue_outbound('sql-1', '-100123', '*bold*', parse_mode => 'MarkdownV2', disable_notification => true)`)
+    ).rows[0];
     expect(first).toMatchObject({ created: true, state: 'pending', target_chat_id: '-100123' });
     const row = await rowOf('sql-1');
     expect(row).toMatchObject({ bot_id: BOT, parse_mode: 'MarkdownV2', disable_notification: true, job_id: first.job_id });
@@ -128,7 +150,9 @@ describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', 
     expect(jobs).toHaveLength(1);
     expect(jobs[0]).toMatchObject({ id: first.job_id, state: 'created', data: { outboundId: String(row.id), msgId: 'sql-1' } });
 
-    const again = (await db.pool.query(`select * from relay.enqueue_outbound('sql-1', '-100123', '*bold*', parse_mode => 'markdownv2', disable_notification => true)`)).rows[0];
+    const again = (
+      await db.pool.query(`select * from relay.enqueue_outbound('sql-1', '-100123', '*bold*', parse_mode => 'markdownv2', disable_notification => true)`)
+    ).rows[0];
     expect(again).toMatchObject({ id: first.id, created: false });
     expect(await jobsOf('sql-1')).toHaveLength(1);
 
@@ -166,7 +190,7 @@ describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', 
     expect(conflict).toBeInstanceOf(OutboundConflictError);
   });
 
-  it('runs inside the caller\'s transaction: a rollback leaves no row and no job', async () => {
+  it("runs inside the caller's transaction: a rollback leaves no row and no job", async () => {
     const c = await db.pool.connect();
     try {
       await c.query('begin');
@@ -179,7 +203,7 @@ describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', 
     expect(await jobsOf('sql-rb')).toHaveLength(0);
   });
 
-  it('writes the same pg-boss job row as pg-boss\'s own insert does (measured, not assumed)', async () => {
+  it("writes the same pg-boss job row as pg-boss's own insert does (measured, not assumed)", async () => {
     const viaBoss = await withTransaction(db.pool, (c) => enqueueJobs(c, boss, 'outbound.send', [{ data: { probe: true } }]));
     const viaSql = (await db.pool.query(`select job_id from relay.enqueue_outbound('sql-eq', '5', 'x')`)).rows[0].job_id;
     // every column, so a column pg-boss adds in an upgrade shows up here: only ids, data and times differ

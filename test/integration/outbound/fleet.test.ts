@@ -107,7 +107,9 @@ it('3 worker processes deliver 2,000 messages over 100 chats through limits and 
   for (const m of sent) times.set(m.text, (times.get(m.text) ?? 0) + 1);
   const ambiguous = new Map<string, number>(
     (
-      await db.pool.query(`select subject_key, count(*)::int as n from relay.attempts where subject = 'outbound' and outcome = 'ambiguous' group by subject_key`)
+      await db.pool.query(
+        `select subject_key, count(*)::int as n from relay.attempts where subject = 'outbound' and outcome = 'ambiguous' group by subject_key`,
+      )
     ).rows.map((r) => [r.subject_key as string, r.n as number]),
   );
   const unexplained = [...times].filter(([text, n]) => n > 1 + (ambiguous.get(`fleet-${text.split(' ')[1]}`) ?? 0));

@@ -46,7 +46,10 @@ describe('fleet-wide rate limits in PostgreSQL', () => {
     expect(achieved).toBeLessThanOrEqual(rate * 1.05);
     // evenly spaced (not in bursts): the typical gap is the emission interval
     const interval = 1000 / rate;
-    const gaps = sends.slice(1).map((t, i) => t - sends[i]).sort((a, b) => a - b);
+    const gaps = sends
+      .slice(1)
+      .map((t, i) => t - sends[i])
+      .sort((a, b) => a - b);
     expect(gaps[Math.floor(gaps.length / 2)]).toBeGreaterThan(interval * 0.7);
     expect(gaps[Math.floor(gaps.length / 2)]).toBeLessThan(interval * 1.3);
     // never above the cap as Telegram's flood control (the sandbox's GCRA) sees it: zero 429s
@@ -81,7 +84,9 @@ describe('fleet-wide rate limits in PostgreSQL', () => {
     expect(Number(rows[0].ms)).toBeGreaterThan(2_000);
     expect(Number(rows[0].ms)).toBeLessThan(3_100);
     await l.afterAttempt(db.pool, 'bot-c', '100500');
-    const priv = await db.pool.query(`select extract(epoch from next_at - clock_timestamp()) * 1000 as ms from relay.outbound_chat_rate where chat_id = '100500'`);
+    const priv = await db.pool.query(
+      `select extract(epoch from next_at - clock_timestamp()) * 1000 as ms from relay.outbound_chat_rate where chat_id = '100500'`,
+    );
     expect(Number(priv.rows[0].ms)).toBeLessThan(1_000);
   });
 

@@ -5,7 +5,14 @@
  */
 import type PgBoss from 'pg-boss';
 import { createBoss, QUEUES, withTransaction } from '../../../libs/db';
-import { callApiDirect, createDispatchKind, createOutboundReplySink, createUpdateRunner, resolveBotHandlers, type RegisterHandlers } from '../../../libs/dispatch';
+import {
+  callApiDirect,
+  createDispatchKind,
+  createOutboundReplySink,
+  createUpdateRunner,
+  resolveBotHandlers,
+  type RegisterHandlers,
+} from '../../../libs/dispatch';
 import { createOutboundKind, createOutboundRateLimiter, createOutboundReplyWriter, OUTBOUND_RATE_LIMITS_DEFAULT } from '../../../libs/outbound';
 import { createWorker, enqueueJobs, newJobId, Worker } from '../../../libs/queue';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
@@ -42,7 +49,14 @@ afterAll(async () => {
 async function start(register: RegisterHandlers): Promise<void> {
   const logger = testLogger();
   const writer = createOutboundReplyWriter({ boss, defaults: { botId: BOT } });
-  const runner = createUpdateRunner({ token: TOKEN, botId: BOT, apiRoot: sb.url, handlers: resolveBotHandlers({ register }), replySink: createOutboundReplySink({ write: writer }), logger });
+  const runner = createUpdateRunner({
+    token: TOKEN,
+    botId: BOT,
+    apiRoot: sb.url,
+    handlers: resolveBotHandlers({ register }),
+    replySink: createOutboundReplySink({ write: writer }),
+    logger,
+  });
   await runner.start();
   const telegram = createBotApiClient({ token: TOKEN, apiRoot: sb.url });
   const limiter = createOutboundRateLimiter({ ...OUTBOUND_RATE_LIMITS_DEFAULT, perChat: { count: 20, windowMs: 1000 } });
@@ -60,7 +74,16 @@ async function start(register: RegisterHandlers): Promise<void> {
 /** Stores one message update as ingress would (inbox row + update.dispatch job). */
 async function storeUpdate(chatId: number, text: string): Promise<number> {
   const updateId = ++updateSeq;
-  const update = { update_id: updateId, message: { message_id: updateId, date: 1_700_000_000, chat: { id: chatId, type: 'private', first_name: 'U' }, from: { id: chatId, is_bot: false, first_name: 'U' }, text } };
+  const update = {
+    update_id: updateId,
+    message: {
+      message_id: updateId,
+      date: 1_700_000_000,
+      chat: { id: chatId, type: 'private', first_name: 'U' },
+      from: { id: chatId, is_bot: false, first_name: 'U' },
+      text,
+    },
+  };
   await withTransaction(db.pool, async (c) => {
     const jobId = newJobId();
     const { rows } = await c.query(
@@ -74,8 +97,17 @@ async function storeUpdate(chatId: number, text: string): Promise<number> {
 
 const inboxState = async (updateId: number) => (await db.pool.query('select state from relay.inbox where update_id = $1', [updateId])).rows[0]?.state;
 const replies = async (updateId: number) =>
-  (await db.pool.query(`select msg_id, kind, state, text, source_update_id::int as src, send_options from relay.outbound where source_update_id = $1 order by id`, [updateId])).rows;
-const sentTo = (chat: number) => sb.sent(TOKEN).filter((m) => m.chat_id === chat).map((m) => m.text);
+  (
+    await db.pool.query(
+      `select msg_id, kind, state, text, source_update_id::int as src, send_options from relay.outbound where source_update_id = $1 order by id`,
+      [updateId],
+    )
+  ).rows;
+const sentTo = (chat: number) =>
+  sb
+    .sent(TOKEN)
+    .filter((m) => m.chat_id === chat)
+    .map((m) => m.text);
 
 describe('handler replies through the outbound relay', () => {
   it('are enqueued with the handled update (update:{bot}:{update_id}:{n}) and sent in order', async () => {
@@ -90,12 +122,19 @@ describe('handler replies through the outbound relay', () => {
     await waitFor(async () => (await replies(u)).every((r) => r.state === 'delivered') && (await replies(u)).length === 2, { what: 'replies delivered' });
     expect(await replies(u)).toEqual([
       { msg_id: `update:${BOT}:${u}:1`, kind: 'reply', state: 'delivered', text: 'echo: hello', src: u, send_options: null },
-      { msg_id: `update:${BOT}:${u}:2`, kind: 'reply', state: 'delivered', text: '<b>second</b>', src: u, send_options: { reply_parameters: { message_id: u, allow_sending_without_reply: true } } },
+      {
+        msg_id: `update:${BOT}:${u}:2`,
+        kind: 'reply',
+        state: 'delivered',
+        text: '<b>second</b>',
+        src: u,
+        send_options: { reply_parameters: { message_id: u, allow_sending_without_reply: true } },
+      },
     ]);
     expect(sentTo(31)).toEqual(['echo: hello', '<b>second</b>']);
   });
 
-  it('a handler retried after replying sends each reply once (the failed attempt\'s replies are discarded)', async () => {
+  it("a handler retried after replying sends each reply once (the failed attempt's replies are discarded)", async () => {
     let calls = 0;
     await start((bot) => {
       bot.on('text', async (ctx) => {
@@ -125,7 +164,7 @@ describe('handler replies through the outbound relay', () => {
     expect(sentTo(33)).toEqual([]);
   });
 
-  it('escape hatch: callApiDirect sends at once and returns Telegram\'s answer; ctx.reply stays relayed', async () => {
+  it("escape hatch: callApiDirect sends at once and returns Telegram's answer; ctx.reply stays relayed", async () => {
     await start((bot) => {
       bot.on('text', async (ctx) => {
         const sent = await callApiDirect<{ message_id: number }>(ctx, 'sendMessage', { chat_id: ctx.chat.id, text: 'direct' });

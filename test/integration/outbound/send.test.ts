@@ -53,15 +53,31 @@ afterAll(async () => {
   await db.drop();
 });
 
-function startWorker(opts: { mode?: 'proactive' | 'reactive'; perChat?: number; sendTimeoutMs?: number; opsChatId?: string | null; staleAfterMs?: number } = {}): Worker {
+function startWorker(
+  opts: { mode?: 'proactive' | 'reactive'; perChat?: number; sendTimeoutMs?: number; opsChatId?: string | null; staleAfterMs?: number } = {},
+): Worker {
   const limiter = createOutboundRateLimiter({
     mode: opts.mode ?? 'proactive',
     perBot: { count: 200, windowMs: 1000 },
     perChat: { count: opts.perChat ?? 20, windowMs: 1000 },
     perGroup: { count: 20, windowMs: 1000 },
   });
-  const kind = createOutboundKind({ pool: db.pool, telegram, limiter, opsChatId: opts.opsChatId === undefined ? OPS : opts.opsChatId, sendTimeoutMs: opts.sendTimeoutMs ?? 5_000 });
-  const w = createWorker({ pool: db.pool, boss, logger: testLogger(), databaseUrl: db.url, kinds: [kind], config: { ...ENGINE, staleAfterMs: opts.staleAfterMs ?? ENGINE.staleAfterMs }, pollIntervalMs: 200 });
+  const kind = createOutboundKind({
+    pool: db.pool,
+    telegram,
+    limiter,
+    opsChatId: opts.opsChatId === undefined ? OPS : opts.opsChatId,
+    sendTimeoutMs: opts.sendTimeoutMs ?? 5_000,
+  });
+  const w = createWorker({
+    pool: db.pool,
+    boss,
+    logger: testLogger(),
+    databaseUrl: db.url,
+    kinds: [kind],
+    config: { ...ENGINE, staleAfterMs: opts.staleAfterMs ?? ENGINE.staleAfterMs },
+    pollIntervalMs: 200,
+  });
   return w;
 }
 
@@ -71,20 +87,37 @@ async function enqueue(msg: Partial<OutboundMessageInput> & { msg_id: string }):
 }
 const row = async (msgId: string) => (await db.pool.query('select * from relay.outbound where msg_id = $1', [msgId])).rows[0];
 const audit = async (msgId: string) =>
-  (await db.pool.query(`select attempt, outcome, http_status, error_code, error, details from relay.attempts where subject = 'outbound' and subject_key = $1 order by id`, [msgId])).rows;
+  (
+    await db.pool.query(
+      `select attempt, outcome, http_status, error_code, error, details from relay.attempts where subject = 'outbound' and subject_key = $1 order by id`,
+      [msgId],
+    )
+  ).rows;
 const jobState = async (jobId: string) => (await db.pool.query('select state from tg_relay_boss.job where id = $1', [jobId])).rows[0]?.state;
 const settled = (msgId: string, state = 'delivered') =>
   waitFor(async () => ((await row(msgId))?.state === state ? row(msgId) : undefined), { what: `${msgId} ${state}`, timeoutMs: 10_000 });
 const sentTo = (chat: number | string) => sb.sent(TOKEN).filter((m) => m.chat_id === chat || m.resolved_chat_id === chat);
 
 describe('outbound.send', () => {
-  it('200: delivered with Telegram\'s message_id, audited, pg-boss job completed', async () => {
-    await enqueue({ msg_id: 'ok-1', chat_id: 11, text: '<i>hi</i>', parse_mode: 'HTML', disable_notification: true, reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] } });
+  it("200: delivered with Telegram's message_id, audited, pg-boss job completed", async () => {
+    await enqueue({
+      msg_id: 'ok-1',
+      chat_id: 11,
+      text: '<i>hi</i>',
+      parse_mode: 'HTML',
+      disable_notification: true,
+      reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] },
+    });
     worker = startWorker();
     await worker.start();
     const r = await settled('ok-1');
     const [sent] = sentTo(11);
-    expect(sent).toMatchObject({ text: '<i>hi</i>', parse_mode: 'HTML', disable_notification: true, reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] } });
+    expect(sent).toMatchObject({
+      text: '<i>hi</i>',
+      parse_mode: 'HTML',
+      disable_notification: true,
+      reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] },
+    });
     expect(r).toMatchObject({ attempts: 1, telegram_message_id: String(sent.message_id), last_status: 200, claim_id: null });
     expect(await jobState(r.job_id)).toBe('completed');
     expect(await audit('ok-1')).toEqual([
@@ -134,7 +167,7 @@ describe('outbound.send', () => {
     expect(await row('alert:budget-1')).toMatchObject({ kind: 'alert', target_chat_id: OPS });
   });
 
-  it('403: failed at once with Telegram\'s reason, and one alert reaches the operators\' chat', async () => {
+  it("403: failed at once with Telegram's reason, and one alert reaches the operators' chat", async () => {
     sb.scriptChatError(TOKEN, 15, 'blocked');
     await enqueue({ msg_id: 'blocked-1', chat_id: 15, text: 'private user text' });
     worker = startWorker();
@@ -203,7 +236,7 @@ describe('outbound.send', () => {
     expect((await audit('amo-2')).map((x) => [x.outcome, x.error_code])).toEqual([['ambiguous', 'ETIMEDOUT']]);
   });
 
-  it('migrate_to_chat_id: the chat\'s messages are retargeted (recorded) and delivered there in order', async () => {
+  it("migrate_to_chat_id: the chat's messages are retargeted (recorded) and delivered there in order", async () => {
     sb.scriptChatError(TOKEN, -20, { kind: 'migrated', migrateToChatId: -1000000000020 });
     await enqueue({ msg_id: 'mig-1', chat_id: -20 });
     await enqueue({ msg_id: 'mig-2', chat_id: -20 });
@@ -213,7 +246,12 @@ describe('outbound.send', () => {
     const r2 = await settled('mig-2');
     expect(r1).toMatchObject({ chat_id: '-20', target_chat_id: '-1000000000020', attempts: 2 });
     expect(r2).toMatchObject({ chat_id: '-20', target_chat_id: '-1000000000020' });
-    expect((await audit('mig-1'))[0]).toMatchObject({ outcome: 'retry', http_status: 400, error_code: 'TELEGRAM_MIGRATE', details: { migratedFrom: '-20', migratedTo: '-1000000000020' } });
+    expect((await audit('mig-1'))[0]).toMatchObject({
+      outcome: 'retry',
+      http_status: 400,
+      error_code: 'TELEGRAM_MIGRATE',
+      details: { migratedFrom: '-20', migratedTo: '-1000000000020' },
+    });
     expect(sentTo(-1000000000020).map((m) => m.text)).toEqual(['text of mig-1', 'text of mig-2']);
     expect(sentTo(-20)).toHaveLength(0);
   });
@@ -230,11 +268,14 @@ describe('outbound.send', () => {
     expect((await row('fifo-a-0')).attempts).toBe(4);
   });
 
-  it('never puts two messages of a chat in flight: an operator\'s retry of an earlier failed one waits', async () => {
+  it("never puts two messages of a chat in flight: an operator's retry of an earlier failed one waits", async () => {
     const first = await enqueue({ msg_id: 'inflight-1', chat_id: 29 });
     const second = await enqueue({ msg_id: 'inflight-2', chat_id: 29 });
     // the later message is being sent while the earlier, failed one is retried by an operator
-    await db.pool.query(`update relay.outbound set state = 'delivering', claim_id = gen_random_uuid(), worker_id = 'elsewhere', heartbeat_at = now() where id = $1`, [second]);
+    await db.pool.query(
+      `update relay.outbound set state = 'delivering', claim_id = gen_random_uuid(), worker_id = 'elsewhere', heartbeat_at = now() where id = $1`,
+      [second],
+    );
     await db.pool.query(`update relay.outbound set state = 'pending', attempts = 1 where id = $1`, [first]);
     const limiter = createOutboundRateLimiter({ ...OUTBOUND_RATE_LIMITS_DEFAULT, perChat: { count: 20, windowMs: 1000 } });
     const store = createOutboundClaimStore({ botId: BOT, limiter, opsChatId: OPS, horizonMs: 10_000 });
@@ -249,13 +290,13 @@ describe('outbound.send', () => {
   });
 
   it('a terminal failure releases the chat for the next message', async () => {
-    sb.scriptChatError(TOKEN, 23, { kind: 'custom', error_code: 400, description: 'Bad Request: can\'t parse entities', times: 1 });
+    sb.scriptChatError(TOKEN, 23, { kind: 'custom', error_code: 400, description: "Bad Request: can't parse entities", times: 1 });
     await enqueue({ msg_id: 'rel-1', chat_id: 23 });
     await enqueue({ msg_id: 'rel-2', chat_id: 23 });
     worker = startWorker();
     await worker.start();
     await settled('rel-2');
-    expect(await row('rel-1')).toMatchObject({ state: 'failed', failed_reason: 'Bad Request: can\'t parse entities' });
+    expect(await row('rel-1')).toMatchObject({ state: 'failed', failed_reason: "Bad Request: can't parse entities" });
     expect(sentTo(23).map((m) => m.text)).toEqual(['text of rel-2']);
   });
 
@@ -303,7 +344,8 @@ describe('outbound.send', () => {
     worker = startWorker();
     await worker.start();
     await settled('tok-1');
-    const dump = JSON.stringify((await db.pool.query(`select * from relay.attempts`)).rows) + JSON.stringify((await db.pool.query(`select * from relay.outbound`)).rows);
+    const dump =
+      JSON.stringify((await db.pool.query(`select * from relay.attempts`)).rows) + JSON.stringify((await db.pool.query(`select * from relay.outbound`)).rows);
     expect(dump).not.toContain(SECRET);
   });
 });

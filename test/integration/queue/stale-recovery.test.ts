@@ -51,7 +51,11 @@ describe('stale recovery and fencing', () => {
 
     // the vanished worker comes back with outcomes for its old claims: nothing changes
     const settled = await withTransaction(db.pool, (c) =>
-      store.settle(c, ghost.map((g) => ({ id: g.id, claimId: g.claimId, state: 'failed', failedReason: 'late' })), clock.now()),
+      store.settle(
+        c,
+        ghost.map((g) => ({ id: g.id, claimId: g.claimId, state: 'failed', failedReason: 'late' })),
+        clock.now(),
+      ),
     );
     expect(settled).toEqual([]);
     const states = await captureStates(db.pool);
@@ -76,7 +80,15 @@ describe('stale recovery and fencing', () => {
     await waitFor(() => collector.attempts().length === 1, { what: 'first POST in flight' });
     // an operator (admin API) recovers it as stale while the POST still hangs
     clock.advance(1);
-    const recovered = await recoverStaleOnce({ pool: db.pool, boss: boss(), kind: { queue: QUEUES.capture, store: createCaptureStore() }, staleMs: 0, maxAttempts: 12, workerId: 'admin', clock });
+    const recovered = await recoverStaleOnce({
+      pool: db.pool,
+      boss: boss(),
+      kind: { queue: QUEUES.capture, store: createCaptureStore() },
+      staleMs: 0,
+      maxAttempts: 12,
+      workerId: 'admin',
+      clock,
+    });
     expect(recovered).toBe(1);
     // the heartbeat notices the lost claim and aborts the hanging POST; the row is redelivered
     await waitFor(async () => (await captureStates(db.pool))[0].state === 'delivered', { what: 'redelivered' });

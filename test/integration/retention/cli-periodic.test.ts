@@ -23,7 +23,12 @@ afterAll(async () => {
 });
 beforeEach(() => wipe(pool));
 
-const victims = (n: number): Seed[] => Array.from({ length: n }, (_, i) => ({ kind: (['captures', 'outbound', 'inbox'] as const)[i % 3], state: i % 3 === 2 ? 'handled' : 'delivered', ageHours: 20 * 24 }));
+const victims = (n: number): Seed[] =>
+  Array.from({ length: n }, (_, i) => ({
+    kind: (['captures', 'outbound', 'inbox'] as const)[i % 3],
+    state: i % 3 === 2 ? 'handled' : 'delivered',
+    ageHours: 20 * 24,
+  }));
 
 describe('tg-relay prune (CLI)', () => {
   it('--dry-run prints one JSON line of counts and deletes nothing; the real pass prints the same counts, exits 0 and shows in /metrics', async () => {
@@ -87,7 +92,12 @@ describe('periodic pruning', () => {
     const pools = [createPool(db.url, { max: 4 }), createPool(db.url, { max: 4 })];
     // slow passes (small batches, pauses) so that replicas' ticks collide
     const replicas = pools.map((p, i) =>
-      createPeriodicPrune({ pool: p, logger, everyMs: 60_000, prune: { retentionMs: 14 * D, retentionFailedMs: 90 * D, batchSize: 20, pauseMs: 10, workerId: `r${i}` } }),
+      createPeriodicPrune({
+        pool: p,
+        logger,
+        everyMs: 60_000,
+        prune: { retentionMs: 14 * D, retentionFailedMs: 90 * D, batchSize: 20, pauseMs: 10, workerId: `r${i}` },
+      }),
     );
     try {
       const first = replicas[0].tick();
@@ -101,7 +111,9 @@ describe('periodic pruning', () => {
       // many ticks from both replicas at once: never two passes at the same time
       await seed(pool, victims(300));
       await Promise.all(Array.from({ length: 6 }, (_, i) => replicas[i % 2].tick()));
-      const { rows } = await pool.query(`select worker_id, started_at, finished_at, total from relay.prune_runs where trigger = 'periodic' order by started_at`);
+      const { rows } = await pool.query(
+        `select worker_id, started_at, finished_at, total from relay.prune_runs where trigger = 'periodic' order by started_at`,
+      );
       expect(rows.length).toBeGreaterThanOrEqual(2);
       for (let i = 1; i < rows.length; i++) expect(rows[i].started_at.getTime()).toBeGreaterThanOrEqual(rows[i - 1].finished_at.getTime());
       expect(rows.reduce((s, r) => s + Number(r.total), 0)).toBe(900 * 4 + 300 * 4);

@@ -32,7 +32,10 @@ afterAll(async () => {
 
 it('loses nothing, deletes nothing twice, never touches pending or delivering rows, and leaves no orphan attempts or jobs', async () => {
   // 600 finished rows from three weeks ago: the workers' own periodic pruning must take them
-  await seed(pool, Array.from({ length: 600 }, () => ({ kind: 'captures' as const, state: 'delivered', ageHours: 21 * 24 })));
+  await seed(
+    pool,
+    Array.from({ length: 600 }, () => ({ kind: 'captures' as const, state: 'delivered', ageHours: 21 * 24 })),
+  );
   collector.setFaults({ latencyMs: 5 });
   const env = { DATABASE_URL: db.url, CAPTURE_URL: collector.captureUrl, WORKER_CONCURRENCY: '16', PRUNE_EVERY: '1s', RETENTION: '14d' };
   for (let i = 0; i < 2; i++) workers.push(startWorkerProcess(env));

@@ -17,7 +17,14 @@ export const STATES: Record<Kind, string[]> = {
 };
 const QUEUE: Record<string, string> = { captures: QUEUES.capture, outbound: QUEUES.outbound, inbox: QUEUES.dispatch };
 const SUBJECT: Record<string, string> = { captures: 'capture', outbound: 'outbound', inbox: 'inbox', quarantine: 'quarantine' };
-const JOB_STATE: Record<string, string> = { pending: 'created', claimed: 'active', delivering: 'active', delivered: 'completed', handled: 'completed', failed: 'failed' };
+const JOB_STATE: Record<string, string> = {
+  pending: 'created',
+  claimed: 'active',
+  delivering: 'active',
+  delivered: 'completed',
+  handled: 'completed',
+  failed: 'failed',
+};
 
 export interface Seed {
   kind: Kind;
@@ -109,7 +116,13 @@ export async function seed(pool: Pool, seeds: Seed[], now: Date | null = null): 
 }
 
 const TERMINAL_FINISHED: Partial<Record<Kind, string[]>> = { captures: ['delivered'], outbound: ['delivered'], inbox: ['handled'] };
-const TERMINAL_FAILED: Partial<Record<Kind, string[]>> = { captures: ['failed'], outbound: ['failed'], inbox: ['failed'], quarantine: ['released', 'discarded'], audit: ['admin', 'cursor'] };
+const TERMINAL_FAILED: Partial<Record<Kind, string[]>> = {
+  captures: ['failed'],
+  outbound: ['failed'],
+  inbox: ['failed'],
+  quarantine: ['released', 'discarded'],
+  audit: ['admin', 'cursor'],
+};
 
 /** The model: is this row past its class's retention? (Retentions in hours; null = off.) */
 export function isVictim(s: Seed, retentionH: number | null, failedH: number | null): boolean {
@@ -128,7 +141,9 @@ export async function survivors(pool: Pool): Promise<{ items: Set<string>; attem
   const { rows: audit } = await pool.query(`select id::text, subject from relay.attempts where subject in ('admin', 'cursor')`);
   for (const r of audit) items.add(`audit:${r.id}`);
   const attemptsOf = new Map<string, number>();
-  const { rows: att } = await pool.query(`select subject, subject_id::text as id, count(*)::int as n from relay.attempts where subject_id is not null group by 1, 2`);
+  const { rows: att } = await pool.query(
+    `select subject, subject_id::text as id, count(*)::int as n from relay.attempts where subject_id is not null group by 1, 2`,
+  );
   const T: Record<string, string> = { capture: 'captures', outbound: 'outbound', inbox: 'inbox', quarantine: 'quarantine' };
   for (const r of att) attemptsOf.set(`${T[r.subject]}:${r.id}`, r.n);
   const { rows: jobs } = await pool.query(`select id::text from ${BOSS_SCHEMA}.job where name in ($1, $2, $3)`, Object.values(QUEUE));

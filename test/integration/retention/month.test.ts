@@ -28,7 +28,18 @@ const DAYS = 30;
 const RETENTION_DAYS = 7;
 const FAILED_DAYS = 14;
 /** Per simulated day. */
-const RATE = { liveCaptures: 100, captures: 1500, capturesFailed: 30, outbound: 400, outboundFailed: 10, inbox: 800, inboxFailed: 10, quarantine: 5, audit: 20, stuckPending: 5 };
+const RATE = {
+  liveCaptures: 100,
+  captures: 1500,
+  capturesFailed: 30,
+  outbound: 400,
+  outboundFailed: 10,
+  inbox: 800,
+  inboxFailed: 10,
+  quarantine: 5,
+  audit: 20,
+  stuckPending: 5,
+};
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let pool: Pool;
@@ -63,29 +74,56 @@ async function bulkDay(dayStart: Date, day: number): Promise<void> {
     void table;
   };
   const payload = `jsonb_build_object('text', repeat('x', 200), 'n', g)`;
-  for (const [n, state] of [[RATE.captures, 'delivered'], [RATE.capturesFailed, 'failed']] as const) {
-    await items('captures', n, state, 'capture', QUEUES.capture,
+  for (const [n, state] of [
+    [RATE.captures, 'delivered'],
+    [RATE.capturesFailed, 'failed'],
+  ] as const) {
+    await items(
+      'captures',
+      n,
+      state,
+      'capture',
+      QUEUES.capture,
       `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, text, payload, payload_sha256, state, job_id, created_at, updated_at, delivered_at)
        select 'sim:' || $7 || ':' || $8 || ':' || g, '1', g, 42, g, repeat('x', 100), ${payload}, 'h', $8, gen_random_uuid(), ${spread}, ${spread},
               case when $8 = 'delivered' then ${spread} end
          from generate_series(1, $2) g
-       returning id, job_id, coalesce(delivered_at, updated_at) as t`);
+       returning id, job_id, coalesce(delivered_at, updated_at) as t`,
+    );
   }
-  for (const [n, state] of [[RATE.outbound, 'delivered'], [RATE.outboundFailed, 'failed']] as const) {
-    await items('outbound', n, state, 'outbound', QUEUES.outbound,
+  for (const [n, state] of [
+    [RATE.outbound, 'delivered'],
+    [RATE.outboundFailed, 'failed'],
+  ] as const) {
+    await items(
+      'outbound',
+      n,
+      state,
+      'outbound',
+      QUEUES.outbound,
       `insert into relay.outbound (msg_id, bot_id, chat_id, target_chat_id, text, payload_sha256, state, job_id, created_at, updated_at, delivered_at)
        select 'sim:' || $7 || ':' || $8 || ':' || g, '1', '42', '42', repeat('y', 100), 'h', $8, gen_random_uuid(), ${spread}, ${spread},
               case when $8 = 'delivered' then ${spread} end
          from generate_series(1, $2) g
-       returning id, job_id, updated_at as t`);
+       returning id, job_id, updated_at as t`,
+    );
   }
-  for (const [n, state] of [[RATE.inbox, 'handled'], [RATE.inboxFailed, 'failed']] as const) {
-    await items('inbox', n, state, 'inbox', QUEUES.dispatch,
+  for (const [n, state] of [
+    [RATE.inbox, 'handled'],
+    [RATE.inboxFailed, 'failed'],
+  ] as const) {
+    await items(
+      'inbox',
+      n,
+      state,
+      'inbox',
+      QUEUES.dispatch,
       `insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload, state, job_id, received_at, updated_at, handled_at)
        select '1', $7::bigint * 1000000 + g + case when $8 = 'failed' then 500000 else 0 end, 'message', 42, ${payload}, $8, gen_random_uuid(), ${spread}, ${spread},
               case when $8 = 'handled' then ${spread} end
          from generate_series(1, $2) g
-       returning id, job_id, updated_at as t`);
+       returning id, job_id, updated_at as t`,
+    );
   }
   await pool.query(
     `insert into relay.quarantine (bot_id, update_id, raw, sha256, error, state, created_at, resolved_at)
@@ -153,13 +191,21 @@ it('a month with prune on: table rows and sizes stay bounded once the retention 
     const live = await insertCaptures(pool, boss, RATE.liveCaptures);
     const claimMs = await claimLatency();
     delivered += live.length;
-    await waitFor(async () => (await pool.query(`select count(*)::int as n from relay.captures where id = any($1::bigint[]) and state = 'delivered'`, [live.map((c) => c.id)])).rows[0].n === live.length, {
-      what: `day ${day}: live captures delivered`,
-      timeoutMs: 30_000,
-    });
+    await waitFor(
+      async () =>
+        (await pool.query(`select count(*)::int as n from relay.captures where id = any($1::bigint[]) and state = 'delivered'`, [live.map((c) => c.id)]))
+          .rows[0].n === live.length,
+      {
+        what: `day ${day}: live captures delivered`,
+        timeoutMs: 30_000,
+      },
+    );
     const ids = live.map((c) => c.id);
     const shift = `($2::timestamptz + (random() * interval '1 day'))`;
-    await pool.query(`update relay.captures set created_at = ${shift}, delivered_at = ${shift}, updated_at = ${shift} where id = any($1::bigint[])`, [ids, dayStart]);
+    await pool.query(`update relay.captures set created_at = ${shift}, delivered_at = ${shift}, updated_at = ${shift} where id = any($1::bigint[])`, [
+      ids,
+      dayStart,
+    ]);
     await pool.query(`update relay.captures set delivered_at = greatest(delivered_at, created_at) where id = any($1::bigint[])`, [ids]);
     await pool.query(`update relay.attempts set started_at = $2 where subject = 'capture' and subject_id = any($1::bigint[])`, [ids, dayStart]);
     await bulkDay(dayStart, day);

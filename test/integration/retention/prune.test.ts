@@ -93,7 +93,10 @@ describe('tg-relay prune', () => {
         retention,
         async (rows, retentionH, failedH) => {
           await wipe(pool);
-          const seeded = await seed(pool, rows.map((r) => ({ kind: r.ks[0], state: r.ks[1], ageHours: r.ageHours + 0.5, archived: r.archived })));
+          const seeded = await seed(
+            pool,
+            rows.map((r) => ({ kind: r.ks[0], state: r.ks[1], ageHours: r.ageHours + 0.5, archived: r.archived })),
+          );
           await pruneAndCheck(seeded, retentionH, failedH);
           const live = await pool.query(
             `select (select count(*) from relay.captures where state in ('pending', 'delivering'))::int
@@ -159,7 +162,9 @@ describe('tg-relay prune', () => {
   it('a row pruned with a superseded job takes that job along', async () => {
     const [failed] = await seed(pool, [{ kind: 'outbound', state: 'failed', ageHours: 200 * 24 }]);
     // an operator's hand-made retry in SQL, then the row fails again long ago
-    await pool.query(`update relay.outbound set job_id = gen_random_uuid(), state = 'failed', updated_at = now() - interval '200 days' where id = $1`, [failed.id]);
+    await pool.query(`update relay.outbound set job_id = gen_random_uuid(), state = 'failed', updated_at = now() - interval '200 days' where id = $1`, [
+      failed.id,
+    ]);
     const r = await runPrune(pool, { retentionMs: 14 * D, retentionFailedMs: 90 * D });
     expect(r.deleted).toMatchObject({ outbound: 1, superseded_jobs: 1, boss_job: 1, attempts: 2 });
     expect((await pool.query(`select count(*)::int as n from ${BOSS_SCHEMA}.job where name = $1`, [QUEUES.outbound])).rows[0].n).toBe(0);

@@ -35,7 +35,9 @@ describe('tg-relay sandbox (subprocess)', () => {
     expect(sent.stdout).toMatch(/^update_id=100000 chat_id=4242 /);
 
     const updates = await tg(apiRoot, SANDBOX_DEFAULT_TOKEN, 'getUpdates');
-    expect(updates.body.result).toEqual([expect.objectContaining({ update_id: 100000, message: expect.objectContaining({ text: 'hi', chat: expect.objectContaining({ id: 4242 }) }) })]);
+    expect(updates.body.result).toEqual([
+      expect.objectContaining({ update_id: 100000, message: expect.objectContaining({ text: 'hi', chat: expect.objectContaining({ id: 4242 }) }) }),
+    ]);
     expect((await createSandboxClient(apiRoot).botState(SANDBOX_DEFAULT_TOKEN)).pending_count).toBe(1);
 
     // The collector is up as well.

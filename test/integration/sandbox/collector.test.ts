@@ -2,7 +2,12 @@
 import { createCollector, createCollectorClient, type Collector, type CollectorReceipt } from '../../../libs/sandbox';
 import { waitFor } from '../../support/wait-for';
 
-async function capture(url: string, key: string | undefined, body: unknown, timeoutMs = 5000): Promise<{ status: number; headers: Headers; body: unknown } | 'dropped' | 'timeout'> {
+async function capture(
+  url: string,
+  key: string | undefined,
+  body: unknown,
+  timeoutMs = 5000,
+): Promise<{ status: number; headers: Headers; body: unknown } | 'dropped' | 'timeout'> {
   try {
     const res = await fetch(`${url}/capture`, {
       method: 'POST',

@@ -19,7 +19,11 @@ describe('sandbox messaging', () => {
 
   it('returns a Message from the bot with per-chat increasing message_ids and records what was sent', async () => {
     const a1 = await tg(api, TOKEN, 'sendMessage', { chat_id: 10, text: 'first', parse_mode: 'HTML', disable_notification: true });
-    const a2 = await tg(api, TOKEN, 'sendMessage', { chat_id: '10', text: 'second', reply_markup: { inline_keyboard: [[{ text: 'ok', callback_data: 'y' }]] } });
+    const a2 = await tg(api, TOKEN, 'sendMessage', {
+      chat_id: '10',
+      text: 'second',
+      reply_markup: { inline_keyboard: [[{ text: 'ok', callback_data: 'y' }]] },
+    });
     const b1 = await tg(api, TOKEN, 'sendMessage', { chat_id: -20, text: 'group' });
     expect(a1.status).toBe(200);
     expect(a1.body.result).toMatchObject({
@@ -132,7 +136,8 @@ describe('sandbox messaging', () => {
   });
 
   it('injects callback queries carrying the bot message, and answers them once', async () => {
-    const msg = (await tg(api, TOKEN, 'sendMessage', { chat_id: 6, text: 'pick', reply_markup: { inline_keyboard: [[{ text: 'A', callback_data: 'a' }]] } })).body.result;
+    const msg = (await tg(api, TOKEN, 'sendMessage', { chat_id: 6, text: 'pick', reply_markup: { inline_keyboard: [[{ text: 'A', callback_data: 'a' }]] } }))
+      .body.result;
     const u = sb.injectCallbackQuery(TOKEN, { chatId: 6, data: 'a', messageId: msg.message_id });
     expect(u.callback_query).toMatchObject({ data: 'a', from: { id: 6 }, message: { message_id: msg.message_id, text: 'pick' } });
     const updates = (await tg(api, TOKEN, 'getUpdates')).body.result;

@@ -53,7 +53,7 @@ describe('sandbox rate limits', () => {
     expect(burst.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(1);
   });
 
-  it('allows a burst of 30 per bot across chats (Telegram\'s 30/s by default), then limits', async () => {
+  it("allows a burst of 30 per bot across chats (Telegram's 30/s by default), then limits", async () => {
     expect(DEFAULT_RATE_LIMITS.perBot).toEqual({ count: 30, windowMs: 1000, burst: 30 });
     // The same bucket stretched to a minute: 40 sends at once must not refill while they arrive,
     // however slow this machine is at the moment (at 30/1s a 300 ms stall let all 40 through).

@@ -35,7 +35,9 @@ describe('binding without a token', () => {
   test.each(['0.0.0.0', '::', '10.0.0.5', 'admin.example.com', '128.0.0.1'])('%s is not loopback', (h) => expect(isLoopbackHost(h)).toBe(false));
 
   test('a non-loopback host without a token refuses to start and says why', () => {
-    expect(() => resolveAdminTokens(loadConfig({ ADMIN_HOST: '0.0.0.0' }))).toThrow(/refusing to serve the admin API on 0\.0\.0\.0 without a token[\s\S]*ADMIN_TOKEN/);
+    expect(() => resolveAdminTokens(loadConfig({ ADMIN_HOST: '0.0.0.0' }))).toThrow(
+      /refusing to serve the admin API on 0\.0\.0\.0 without a token[\s\S]*ADMIN_TOKEN/,
+    );
   });
 
   test('loopback without a token gets a random one for this process, labelled "local"', () => {
@@ -48,7 +50,9 @@ describe('binding without a token', () => {
   });
 
   test('configured tokens are used as they are on any host', () => {
-    expect(resolveAdminTokens(loadConfig({ ADMIN_HOST: '0.0.0.0', ADMIN_TOKEN: 'z'.repeat(20) }))).toEqual({ tokens: [{ label: 'admin', token: 'z'.repeat(20) }] });
+    expect(resolveAdminTokens(loadConfig({ ADMIN_HOST: '0.0.0.0', ADMIN_TOKEN: 'z'.repeat(20) }))).toEqual({
+      tokens: [{ label: 'admin', token: 'z'.repeat(20) }],
+    });
   });
 });
 

@@ -16,7 +16,9 @@ describe('admin input guard', () => {
   });
 
   test('names the field, keys included', () => {
-    expect(() => checkValue({ a: [{ b: 'x\u0000' }] }, 'body')).toThrow(expect.objectContaining({ code: 'RELAY_ADMIN_VALIDATION', details: expect.objectContaining({ field: 'body.a.0.b' }) }));
+    expect(() => checkValue({ a: [{ b: 'x\u0000' }] }, 'body')).toThrow(
+      expect.objectContaining({ code: 'RELAY_ADMIN_VALIDATION', details: expect.objectContaining({ field: 'body.a.0.b' }) }),
+    );
     expect(() => checkValue({ ['k\ud800']: 1 }, 'body')).toThrow(expect.objectContaining({ details: expect.objectContaining({ field: 'body key' }) }));
   });
 

@@ -163,7 +163,10 @@ describe('docker-compose.yml', () => {
   });
 
   it('keeps local state out of the build context (.dockerignore)', () => {
-    const ignored = fs.readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    const ignored = fs
+      .readFileSync(path.join(ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
     for (const entry of ['node_modules', 'dist', '.data', '.git', 'test']) expect(ignored).toContain(entry);
     // and nothing the Dockerfile copies is ignored
     for (const m of dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)) {

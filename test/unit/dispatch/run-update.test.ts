@@ -91,7 +91,12 @@ describe('runUpdate: the outcome contract', () => {
   });
 
   it('a handler that throws → retry, with the error class and message', async () => {
-    const runner = await runnerFor((bot) => void bot.on('text', () => { throw new Unrelated('boom'); }));
+    const runner = await runnerFor(
+      (bot) =>
+        void bot.on('text', () => {
+          throw new Unrelated('boom');
+        }),
+    );
     const outcome = await runner.runUpdate(message('hi'));
     expect(outcome).toMatchObject({ kind: 'retry', timedOut: false, aborted: false, info: { errorClass: 'Unrelated', message: 'boom' } });
   });
@@ -116,7 +121,9 @@ describe('runUpdate: the outcome contract', () => {
 
   it('an error handler registered for the error class that returns "handled" → handled', async () => {
     const runner = await runnerFor((bot, dispatch) => {
-      bot.on('text', () => { throw new SubRecoverable('known condition'); });
+      bot.on('text', () => {
+        throw new SubRecoverable('known condition');
+      });
       dispatch.onError(Recoverable, async (err, ctx) => {
         await ctx.reply(`sorry: ${err.message}`);
         return 'handled';
@@ -130,7 +137,9 @@ describe('runUpdate: the outcome contract', () => {
   it('an error of another class is not offered to that error handler → retry', async () => {
     let offered = 0;
     const runner = await runnerFor((bot, dispatch) => {
-      bot.on('text', () => { throw new Unrelated('not recoverable'); });
+      bot.on('text', () => {
+        throw new Unrelated('not recoverable');
+      });
       dispatch.onError(Recoverable, () => (offered++, Promise.resolve('handled')));
     });
     expect((await runner.runUpdate(message('hi'))).kind).toBe('retry');
@@ -140,7 +149,9 @@ describe('runUpdate: the outcome contract', () => {
   it('an error handler that returns "unhandled" passes the error on; with no taker → retry', async () => {
     const seen: string[] = [];
     const runner = await runnerFor((bot, dispatch) => {
-      bot.on('text', () => { throw new Recoverable('x'); });
+      bot.on('text', () => {
+        throw new Recoverable('x');
+      });
       dispatch.onError(Recoverable, () => (seen.push('first'), Promise.resolve('unhandled')));
       dispatch.onError(Unrelated, () => (seen.push('unrelated'), Promise.resolve('handled')));
     });
@@ -151,7 +162,9 @@ describe('runUpdate: the outcome contract', () => {
   it('"unhandled" then a later compatible handler returning "handled" → handled', async () => {
     const seen: string[] = [];
     const runner = await runnerFor((bot, dispatch) => {
-      bot.on('text', () => { throw new SubRecoverable('x'); });
+      bot.on('text', () => {
+        throw new SubRecoverable('x');
+      });
       dispatch.onError(SubRecoverable, () => (seen.push('specific'), Promise.resolve('unhandled')));
       dispatch.onError(Recoverable, () => (seen.push('general'), Promise.resolve('handled')));
     });
@@ -161,7 +174,9 @@ describe('runUpdate: the outcome contract', () => {
 
   it('an error handler that throws → retry with the new error (recovery failed), original kept', async () => {
     const runner = await runnerFor((bot, dispatch) => {
-      bot.on('text', () => { throw new Recoverable('first failure'); });
+      bot.on('text', () => {
+        throw new Recoverable('first failure');
+      });
       dispatch.onError(Recoverable, () => Promise.reject(new Unrelated('recovery failed')));
     });
     const outcome = await runner.runUpdate(message('hi'));
@@ -177,7 +192,9 @@ describe('runUpdate: the outcome contract', () => {
       token: TOKEN,
       botId: '2000000001',
       apiRoot: sandbox.url,
-      handlers: resolveBotHandlers({ register: (_bot: unknown, dispatch: { onError: (c: unknown, h: unknown) => void }) => dispatch.onError(Error, () => Promise.resolve('handled')) }),
+      handlers: resolveBotHandlers({
+        register: (_bot: unknown, dispatch: { onError: (c: unknown, h: unknown) => void }) => dispatch.onError(Error, () => Promise.resolve('handled')),
+      }),
       replySink: createDirectReplySink(),
       logger: silentLogger(),
     });
@@ -187,13 +204,14 @@ describe('runUpdate: the outcome contract', () => {
   it('a handler past HANDLER_TIMEOUT → retry (timed out); its signal fired and a late reply is refused', async () => {
     let signalFired = false;
     let lateCall: unknown;
-    const runner = await runnerFor((bot) =>
-      void bot.on('text', async (ctx) => {
-        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
-        signalFired = ctx.signal.aborted;
-        await new Promise((r) => setTimeout(r, 20)); // still running after the outcome was decided
-        lateCall = await ctx.reply('too late').catch((e) => e);
-      }),
+    const runner = await runnerFor(
+      (bot) =>
+        void bot.on('text', async (ctx) => {
+          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+          signalFired = ctx.signal.aborted;
+          await new Promise((r) => setTimeout(r, 20)); // still running after the outcome was decided
+          lateCall = await ctx.reply('too late').catch((e) => e);
+        }),
     );
     const outcome = await runner.runUpdate(message('slow'), { timeoutMs: 100 });
     expect(outcome).toMatchObject({ kind: 'retry', timedOut: true, info: { errorClass: 'HandlerTimeoutError', code: 'RELAY_HANDLER_TIMEOUT' } });
@@ -217,8 +235,8 @@ describe('runUpdate: the outcome contract', () => {
 
   it('an abort from outside (worker stopping) → retry (aborted), the handler sees its signal', async () => {
     let sawAbort = false;
-    const runner = await runnerFor((bot) =>
-      void bot.on('text', (ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => ((sawAbort = true), resolve())))),
+    const runner = await runnerFor(
+      (bot) => void bot.on('text', (ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => ((sawAbort = true), resolve())))),
     );
     const ctl = new AbortController();
     setTimeout(() => ctl.abort(new Error('stopping')), 30);
@@ -260,7 +278,9 @@ describe('callback queries and the automatic answer', () => {
 
   it('the automatic answer is not sent when the handler failed', async () => {
     const runner = await runnerFor((bot, dispatch) => {
-      bot.action('noop', () => { throw new Unrelated('handler failed'); });
+      bot.action('noop', () => {
+        throw new Unrelated('handler failed');
+      });
       dispatch.autoAnswerCallbacks();
     });
     const cb = sandbox.injectCallbackQuery(TOKEN, { chatId: CHAT, data: 'noop' });
@@ -276,7 +296,16 @@ describe('callback queries and the automatic answer', () => {
       dispatch.onError(Unrelated, () => (seen.push('unrelated'), Promise.resolve('handled')));
     });
     // A callback query the sandbox never opened: answerCallbackQuery answers 400 "query is too old".
-    const cb = { update_id: 77, callback_query: { id: '999', from: { id: CHAT, is_bot: false, first_name: 'U' }, chat_instance: '1', data: 'noop', message: { message_id: 1, date: 1, chat: { id: CHAT, type: 'private' } } } };
+    const cb = {
+      update_id: 77,
+      callback_query: {
+        id: '999',
+        from: { id: CHAT, is_bot: false, first_name: 'U' },
+        chat_instance: '1',
+        data: 'noop',
+        message: { message_id: 1, date: 1, chat: { id: CHAT, type: 'private' } },
+      },
+    };
     const outcome = await runner.runUpdate(cb);
     expect(outcome).toMatchObject({ kind: 'retry', info: { errorClass: 'TelegramError', code: '400' } });
     expect(seen).toEqual([]);
@@ -375,11 +404,12 @@ describe('the reply seam', () => {
 
   it('direct mode: bot.telegram used inside a handler goes through the attempt (refused once it is over)', async () => {
     let captured: ((text: string) => Promise<unknown>) | undefined;
-    const runner = await runnerFor((bot) =>
-      void bot.on('text', async (ctx) => {
-        await bot.telegram.sendMessage(ctx.chat.id, 'inside');
-        captured = (text) => ctx.telegram.sendMessage(ctx.chat.id, text);
-      }),
+    const runner = await runnerFor(
+      (bot) =>
+        void bot.on('text', async (ctx) => {
+          await bot.telegram.sendMessage(ctx.chat.id, 'inside');
+          captured = (text) => ctx.telegram.sendMessage(ctx.chat.id, text);
+        }),
     );
     expect((await runner.runUpdate(message('hi'))).kind).toBe('handled');
     expect(sentTexts()).toEqual(['inside']);

@@ -28,7 +28,16 @@ describe('buildCapture', () => {
     const c = buildCapture({ updateId: 77, type: 'message', message: upd.message });
     expect(c.key).toBe('telegram:77:-100:5');
     expect(captureKey(77, -100, 5)).toBe(c.key);
-    expect(c.payload).toMatchObject({ key: c.key, update_id: 77, update_type: 'message', text: '  Original *text*  ', chat: upd.message.chat, from: upd.message.from, date: upd.message.date, message: upd.message });
+    expect(c.payload).toMatchObject({
+      key: c.key,
+      update_id: 77,
+      update_type: 'message',
+      text: '  Original *text*  ',
+      chat: upd.message.chat,
+      from: upd.message.from,
+      date: upd.message.date,
+      message: upd.message,
+    });
     expect(c.fromId).toBe(3);
   });
   it('hashes the payload deterministically and differently for different data', () => {
@@ -42,6 +51,9 @@ describe('buildCapture', () => {
   it('uses the caption of a media message as text, and null without either', () => {
     const m = { message_id: 1, date: 1, chat: { id: 1, type: 'private' }, caption: 'photo caption' };
     expect(buildCapture({ updateId: 1, type: 'message', message: m }).text).toBe('photo caption');
-    expect(buildCapture({ updateId: 1, type: 'channel_post', message: { message_id: 1, date: 1, chat: { id: -1, type: 'channel' } } })).toMatchObject({ text: null, fromId: null });
+    expect(buildCapture({ updateId: 1, type: 'channel_post', message: { message_id: 1, date: 1, chat: { id: -1, type: 'channel' } } })).toMatchObject({
+      text: null,
+      fromId: null,
+    });
   });
 });

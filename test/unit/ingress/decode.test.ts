@@ -31,8 +31,18 @@ describe('decodeUpdate', () => {
     ['no update_id', raw({ message: {} }), null, '$.update_id'],
     ['a string update_id', raw({ update_id: '5' }), null, '$.update_id'],
     ['a fractional update_id', raw({ update_id: 5.5 }), null, '$.update_id'],
-    ['a chat id that is a string', raw({ ...makeMessageUpdate({ updateId: 5 }), message: { ...makeMessageUpdate({ updateId: 5 }).message, chat: { id: '1', type: 'private' } } }), 5, '$.message.chat.id'],
-    ['text that is a number', raw({ ...makeMessageUpdate({ updateId: 6 }), message: { ...makeMessageUpdate({ updateId: 6 }).message, text: 12 } }), 6, '$.message.text'],
+    [
+      'a chat id that is a string',
+      raw({ ...makeMessageUpdate({ updateId: 5 }), message: { ...makeMessageUpdate({ updateId: 5 }).message, chat: { id: '1', type: 'private' } } }),
+      5,
+      '$.message.chat.id',
+    ],
+    [
+      'text that is a number',
+      raw({ ...makeMessageUpdate({ updateId: 6 }), message: { ...makeMessageUpdate({ updateId: 6 }).message, text: 12 } }),
+      6,
+      '$.message.text',
+    ],
     ['a callback without from', raw({ update_id: 8, callback_query: { id: 'x', chat_instance: '1' } }), 8, '$.callback_query.from'],
   ])('rejects %s with the JSON path and no payload in the error', (_what, text, updateId, jsonPath) => {
     const r = decodeUpdate(text);
@@ -71,7 +81,10 @@ describe('decodeUpdate: content is data (issue 12, finding 1)', () => {
     delete cb.callback_query.from.first_name;
     expect(decodeUpdate(raw(cb)).ok).toBe(true);
     expect(decodeUpdate(raw({ update_id: 31, inline_query: { id: 5, from: { id: 7 }, query: '\ud800' } }))).toMatchObject({ ok: true, update: { fromId: 7 } });
-    expect(decodeUpdate(raw({ update_id: 32, my_chat_member: { chat: { id: -4 }, from: { id: 7 }, date: 'x' } }))).toMatchObject({ ok: true, update: { chatId: -4 } });
+    expect(decodeUpdate(raw({ update_id: 32, my_chat_member: { chat: { id: -4 }, from: { id: 7 }, date: 'x' } }))).toMatchObject({
+      ok: true,
+      update: { chatId: -4 },
+    });
   });
 
   it('an unknown update kind whose name holds a NUL is stored under a storable type name', () => {

@@ -21,7 +21,9 @@ describe('planBatch (polling)', () => {
     expect(p.updates.map((x) => x.updateId)).toEqual([10, 11]);
     expect(p.quarantine).toEqual([]);
     expect(p.nextOffset).toBe(12);
-    expect(p.halt).toMatch(/update_id 12 could not be decoded \(\$\.message\.message_id: expected an integer\); DECODE_POLICY=stop halted polling at offset 12/);
+    expect(p.halt).toMatch(
+      /update_id 12 could not be decoded \(\$\.message\.message_id: expected an integer\); DECODE_POLICY=stop halted polling at offset 12/,
+    );
   });
 
   it('stop on the first update of the batch keeps the requested offset', () => {

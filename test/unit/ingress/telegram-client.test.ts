@@ -59,8 +59,15 @@ describe('Bot API client', () => {
     let n = 0;
     const srv = await serve((_req, _body, res) => {
       n++;
-      if (n === 1) json(res, 429, { ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } }, { 'retry-after': '7' });
-      else if (n === 2) json(res, 400, { ok: false, error_code: 400, description: 'Bad Request: group chat was upgraded to a supergroup chat', parameters: { migrate_to_chat_id: -100123 } });
+      if (n === 1)
+        json(res, 429, { ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } }, { 'retry-after': '7' });
+      else if (n === 2)
+        json(res, 400, {
+          ok: false,
+          error_code: 400,
+          description: 'Bad Request: group chat was upgraded to a supergroup chat',
+          parameters: { migrate_to_chat_id: -100123 },
+        });
       else json(res, 429, { ok: false, error_code: 429, description: 'Too Many Requests' }, { 'retry-after': '3' });
     });
     const api = createBotApiClient({ token: TOKEN, apiRoot: srv.url });

@@ -20,8 +20,17 @@ describe('webhook plugin', () => {
     const handle = jest.fn(() => Promise.resolve({ status: 200, body: { ok: true } }));
     const app = await build(handle);
     try {
-      for (const headers of [{} as Record<string, string>, { 'x-telegram-bot-api-secret-token': 'wrong' }, { 'x-telegram-bot-api-secret-token': 's3cr3t-Token_' }]) {
-        const r = await app.inject({ method: 'POST', url: '/telegram/webhook/42', headers: { 'content-type': 'application/json', ...headers }, payload: '{"update_id":1}' });
+      for (const headers of [
+        {} as Record<string, string>,
+        { 'x-telegram-bot-api-secret-token': 'wrong' },
+        { 'x-telegram-bot-api-secret-token': 's3cr3t-Token_' },
+      ]) {
+        const r = await app.inject({
+          method: 'POST',
+          url: '/telegram/webhook/42',
+          headers: { 'content-type': 'application/json', ...headers },
+          payload: '{"update_id":1}',
+        });
         expect(r.statusCode).toBe(401);
       }
       expect(handle).not.toHaveBeenCalled();
@@ -38,12 +47,22 @@ describe('webhook plugin', () => {
     });
     try {
       const body = '{ "update_id" : 1 ,"x":"\\u00e9"}';
-      const ok = await app.inject({ method: 'POST', url: '/telegram/webhook/42', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's3cr3t-Token_x' }, payload: body });
+      const ok = await app.inject({
+        method: 'POST',
+        url: '/telegram/webhook/42',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's3cr3t-Token_x' },
+        payload: body,
+      });
       expect(ok.statusCode).toBe(200);
       expect(ok.json()).toEqual({ ok: true });
       expect(ok.json()).not.toHaveProperty('method');
       expect(seen).toEqual([body]);
-      const busy = await app.inject({ method: 'POST', url: '/telegram/webhook/42', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's3cr3t-Token_x' }, payload: body });
+      const busy = await app.inject({
+        method: 'POST',
+        url: '/telegram/webhook/42',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's3cr3t-Token_x' },
+        payload: body,
+      });
       expect(busy.statusCode).toBe(503);
       expect(busy.headers['retry-after']).toBe('1');
     } finally {
@@ -55,9 +74,19 @@ describe('webhook plugin', () => {
     const handle = jest.fn(() => Promise.resolve({ status: 200, body: { ok: true } }));
     const app = await build(handle, 1000);
     try {
-      const other = await app.inject({ method: 'POST', url: '/telegram/webhook/43', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's3cr3t-Token_x' }, payload: '{}' });
+      const other = await app.inject({
+        method: 'POST',
+        url: '/telegram/webhook/43',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's3cr3t-Token_x' },
+        payload: '{}',
+      });
       expect(other.statusCode).toBe(404);
-      const big = await app.inject({ method: 'POST', url: '/telegram/webhook/42', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's3cr3t-Token_x' }, payload: JSON.stringify({ update_id: 1, pad: 'x'.repeat(2000) }) });
+      const big = await app.inject({
+        method: 'POST',
+        url: '/telegram/webhook/42',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's3cr3t-Token_x' },
+        payload: JSON.stringify({ update_id: 1, pad: 'x'.repeat(2000) }),
+      });
       expect(big.statusCode).toBe(413);
       expect(handle).not.toHaveBeenCalled();
     } finally {

@@ -9,11 +9,19 @@ const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v :
 
 describe('decodeTelegramOutbound', () => {
   it('reads the seed example: chat null → default chat, parse_mode passed on, kind kept as publisher kind', () => {
-    const d = decodeTelegramOutbound(enc({ msg_id: 'cohort|1234|signal_id', chat: null, text: '<b>Signal</b>: BUY at 0.45', parse_mode: 'HTML', kind: 'trade' }));
+    const d = decodeTelegramOutbound(
+      enc({ msg_id: 'cohort|1234|signal_id', chat: null, text: '<b>Signal</b>: BUY at 0.45', parse_mode: 'HTML', kind: 'trade' }),
+    );
     expect(d).toEqual({
       ok: true,
       publisherKind: 'trade',
-      message: expect.objectContaining({ msgId: 'cohort|1234|signal_id', chatId: null, text: '<b>Signal</b>: BUY at 0.45', parseMode: 'HTML', kind: 'message' }),
+      message: expect.objectContaining({
+        msgId: 'cohort|1234|signal_id',
+        chatId: null,
+        text: '<b>Signal</b>: BUY at 0.45',
+        parseMode: 'HTML',
+        kind: 'message',
+      }),
     });
   });
 
@@ -21,7 +29,11 @@ describe('decodeTelegramOutbound', () => {
     expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat_id: -100123, text: 't' }))).toMatchObject({ ok: true, message: { chatId: '-100123' } });
     expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat: '@some_channel', text: 't' }))).toMatchObject({ ok: true, message: { chatId: '@some_channel' } });
     expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat: '5', chat_id: 5, text: 't' }))).toMatchObject({ ok: true, message: { chatId: '5' } });
-    expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat: '5', chat_id: 6, text: 't' }))).toMatchObject({ ok: false, reason: 'invalid', error: expect.stringMatching(/chat and chat_id/) });
+    expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat: '5', chat_id: 6, text: 't' }))).toMatchObject({
+      ok: false,
+      reason: 'invalid',
+      error: expect.stringMatching(/chat and chat_id/),
+    });
   });
 
   it('names every problem, with the msg_id when there is one', () => {

@@ -35,11 +35,30 @@ describe('sendMessage classification', () => {
     });
   });
 
-  it('400, 403 → Terminal with Telegram\'s description; 401, 404 → Config (the token or API root is wrong, not the message)', () => {
-    expect(classifySendError(api(400, 'Bad Request: chat not found'))).toEqual({ type: 'terminal', reason: 'Bad Request: chat not found', status: 400, errorCode: 'TELEGRAM_400' });
-    expect(classifySendError(api(401, 'Unauthorized'))).toMatchObject({ type: 'config', status: 401, errorCode: 'TELEGRAM_401', reason: expect.stringContaining('TELEGRAM_BOT_TOKEN') });
-    expect(classifySendError(api(403, 'Forbidden: bot was blocked by the user'))).toMatchObject({ type: 'terminal', status: 403, reason: 'Forbidden: bot was blocked by the user' });
-    expect(classifySendError(api(404, 'Not Found'))).toMatchObject({ type: 'config', status: 404, errorCode: 'TELEGRAM_404', reason: expect.stringContaining('TELEGRAM_API_ROOT') });
+  it("400, 403 → Terminal with Telegram's description; 401, 404 → Config (the token or API root is wrong, not the message)", () => {
+    expect(classifySendError(api(400, 'Bad Request: chat not found'))).toEqual({
+      type: 'terminal',
+      reason: 'Bad Request: chat not found',
+      status: 400,
+      errorCode: 'TELEGRAM_400',
+    });
+    expect(classifySendError(api(401, 'Unauthorized'))).toMatchObject({
+      type: 'config',
+      status: 401,
+      errorCode: 'TELEGRAM_401',
+      reason: expect.stringContaining('TELEGRAM_BOT_TOKEN'),
+    });
+    expect(classifySendError(api(403, 'Forbidden: bot was blocked by the user'))).toMatchObject({
+      type: 'terminal',
+      status: 403,
+      reason: 'Forbidden: bot was blocked by the user',
+    });
+    expect(classifySendError(api(404, 'Not Found'))).toMatchObject({
+      type: 'config',
+      status: 404,
+      errorCode: 'TELEGRAM_404',
+      reason: expect.stringContaining('TELEGRAM_API_ROOT'),
+    });
   });
 
   it('5xx → Retry with backoff', () => {

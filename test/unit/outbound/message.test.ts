@@ -61,8 +61,28 @@ describe('outbound message validation', () => {
   });
 
   it('reports every problem at once, each with its field', () => {
-    const p = problems({ msg_id: '', text: '', chat_id: 'x', parse_mode: 'x', kind: 'spam', delivery: 'maybe', reply_markup: [], max_attempts: 0, disable_notification: 'yes' });
-    expect(Object.keys(p).sort()).toEqual(['chat_id', 'delivery', 'disable_notification', 'kind', 'max_attempts', 'msg_id', 'parse_mode', 'reply_markup', 'text']);
+    const p = problems({
+      msg_id: '',
+      text: '',
+      chat_id: 'x',
+      parse_mode: 'x',
+      kind: 'spam',
+      delivery: 'maybe',
+      reply_markup: [],
+      max_attempts: 0,
+      disable_notification: 'yes',
+    });
+    expect(Object.keys(p).sort()).toEqual([
+      'chat_id',
+      'delivery',
+      'disable_notification',
+      'kind',
+      'max_attempts',
+      'msg_id',
+      'parse_mode',
+      'reply_markup',
+      'text',
+    ]);
   });
 
   it('checks msg_id, kind, delivery, send_options and the rest', () => {

@@ -4,13 +4,29 @@ import { chatIdParam, sendMessageParams } from '../../../libs/outbound/send-mess
 
 describe('sendMessage parameters', () => {
   it('send the text verbatim, integer chats as numbers, and only the options that are set', () => {
-    expect(sendMessageParams({ target_chat_id: '-100123', text: '<b>x</b> &amp; *y*', parse_mode: 'HTML', disable_notification: false, reply_markup: null, send_options: null })).toEqual({
+    expect(
+      sendMessageParams({
+        target_chat_id: '-100123',
+        text: '<b>x</b> &amp; *y*',
+        parse_mode: 'HTML',
+        disable_notification: false,
+        reply_markup: null,
+        send_options: null,
+      }),
+    ).toEqual({
       chat_id: -100123,
       text: '<b>x</b> &amp; *y*',
       parse_mode: 'HTML',
     });
     expect(
-      sendMessageParams({ target_chat_id: '@chan', text: 't', parse_mode: null, disable_notification: true, reply_markup: { inline_keyboard: [] }, send_options: { message_thread_id: 3 } }),
+      sendMessageParams({
+        target_chat_id: '@chan',
+        text: 't',
+        parse_mode: null,
+        disable_notification: true,
+        reply_markup: { inline_keyboard: [] },
+        send_options: { message_thread_id: 3 },
+      }),
     ).toEqual({ chat_id: '@chan', text: 't', disable_notification: true, reply_markup: { inline_keyboard: [] }, message_thread_id: 3 });
     expect(chatIdParam('99999999999999999')).toBe('99999999999999999');
   });

@@ -50,8 +50,18 @@ describe('OutcomeWriter', () => {
     const items: Item[] = Array.from({ length: 10 }, (_, i) => ({ id: i, poison: i === 3 || i === 7 }));
     await Promise.all(items.map((i) => writer.submit(i)));
     await writer.idle();
-    expect(landed.filter((i) => !i.replacedFor).map((i) => i.id).sort((a, b) => a - b)).toEqual([0, 1, 2, 4, 5, 6, 8, 9]);
-    expect(landed.filter((i) => i.replacedFor !== undefined).map((i) => i.id).sort()).toEqual([3, 7]);
+    expect(
+      landed
+        .filter((i) => !i.replacedFor)
+        .map((i) => i.id)
+        .sort((a, b) => a - b),
+    ).toEqual([0, 1, 2, 4, 5, 6, 8, 9]);
+    expect(
+      landed
+        .filter((i) => i.replacedFor !== undefined)
+        .map((i) => i.id)
+        .sort(),
+    ).toEqual([3, 7]);
     expect(calls).toBeLessThan(20);
   });
 

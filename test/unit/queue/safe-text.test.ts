@@ -18,17 +18,22 @@ describe('safeText', () => {
 
   it('property: the result is well-formed, NUL-free, at most max code points, and a prefix of the input when the input was clean', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.array(fc.constantFrom('\u0000', EMOJI.slice(0, 1), EMOJI.slice(1), EMOJI), { maxLength: 5 }), fc.integer({ min: 1, max: 200 }), (s, junk, max) => {
-        const input = s + junk.join('');
-        const out = safeText(input, max);
-        expect(wellFormed(out)).toBe(true);
-        expect(out.includes('\u0000')).toBe(false);
-        expect(codePoints(out)).toBeLessThanOrEqual(max);
-        if (wellFormed(input) && !input.includes('\u0000')) {
-          if (codePoints(input) <= max) expect(out).toBe(input);
-          else expect(input.startsWith(out.slice(0, -1))).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.string({ unit: 'binary', maxLength: 300 }),
+        fc.array(fc.constantFrom('\u0000', EMOJI.slice(0, 1), EMOJI.slice(1), EMOJI), { maxLength: 5 }),
+        fc.integer({ min: 1, max: 200 }),
+        (s, junk, max) => {
+          const input = s + junk.join('');
+          const out = safeText(input, max);
+          expect(wellFormed(out)).toBe(true);
+          expect(out.includes('\u0000')).toBe(false);
+          expect(codePoints(out)).toBeLessThanOrEqual(max);
+          if (wellFormed(input) && !input.includes('\u0000')) {
+            if (codePoints(input) <= max) expect(out).toBe(input);
+            else expect(input.startsWith(out.slice(0, -1))).toBe(true);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });

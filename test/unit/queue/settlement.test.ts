@@ -3,11 +3,22 @@ import { Outcome } from '../../../libs/queue/outcome';
 import type { ClaimedJob } from '../../../libs/queue/job-kind';
 
 const policy = { baseMs: 1_000, capMs: 300_000, maxAttempts: 3 };
-const job = (attempt: number, maxAttempts: number | null = null): ClaimedJob<unknown> => ({ id: '1', key: 'k', jobId: 'j', claimId: 'c', attempt, maxAttempts, row: {} });
+const job = (attempt: number, maxAttempts: number | null = null): ClaimedJob<unknown> => ({
+  id: '1',
+  key: 'k',
+  jobId: 'j',
+  claimId: 'c',
+  attempt,
+  maxAttempts,
+  row: {},
+});
 
 describe('outcome → next state', () => {
   it('Delivered → delivered', () => {
-    expect(decideSettlement(job(1), Outcome.delivered({ status: 200 }), policy)).toMatchObject({ settlement: { state: 'delivered', status: 200 }, auditOutcome: 'delivered' });
+    expect(decideSettlement(job(1), Outcome.delivered({ status: 200 }), policy)).toMatchObject({
+      settlement: { state: 'delivered', status: 200 },
+      auditOutcome: 'delivered',
+    });
   });
 
   it('Terminal → failed with its reason, whatever the budget left', () => {
@@ -18,8 +29,15 @@ describe('outcome → next state', () => {
   });
 
   it('Retry → pending after the backoff, or after Retry-After', () => {
-    expect(decideSettlement(job(2), Outcome.retry(), policy, () => 0.5)).toMatchObject({ settlement: { state: 'pending', delayMs: 1_000 }, delayMs: 1_000, auditOutcome: 'retry' });
-    expect(decideSettlement(job(2), Outcome.retry(9_000), policy, () => 0.5)).toMatchObject({ settlement: { state: 'pending', delayMs: 9_000 }, retryAfterMs: 9_000 });
+    expect(decideSettlement(job(2), Outcome.retry(), policy, () => 0.5)).toMatchObject({
+      settlement: { state: 'pending', delayMs: 1_000 },
+      delayMs: 1_000,
+      auditOutcome: 'retry',
+    });
+    expect(decideSettlement(job(2), Outcome.retry(9_000), policy, () => 0.5)).toMatchObject({
+      settlement: { state: 'pending', delayMs: 9_000 },
+      retryAfterMs: 9_000,
+    });
   });
 
   it('Retry on the last attempt of the budget → failed, naming the last error', () => {

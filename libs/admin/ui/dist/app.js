@@ -311,7 +311,18 @@
     const cursor = params.get("cursor") ?? void 0;
     const box = h("div", { class: "table-box" });
     const pager = h("nav", { class: "pager", "aria-label": "Pages" });
-    const el = h("div", null, h("div", { class: "page-head" }, h("h1", { tabindex: -1 }, "Audit trail"), h("p", { class: "muted small" }, "Admin actions (relay.attempts, subject admin), newest first.")), box, pager);
+    const el = h(
+      "div",
+      null,
+      h(
+        "div",
+        { class: "page-head" },
+        h("h1", { tabindex: -1 }, "Audit trail"),
+        h("p", { class: "muted small" }, "Admin actions (relay.attempts, subject admin), newest first.")
+      ),
+      box,
+      pager
+    );
     return {
       title: "Audit",
       el,
@@ -332,7 +343,11 @@
             h("td", null, h("span", { class: "badge admin" }, a.action)),
             h("td", null, a.actor ?? "—"),
             h("td", null, subject(a)),
-            h("td", null, d.result === "refused" ? h("span", { class: "error-text" }, `refused: ${a.error_code ?? ""} ${a.error ?? ""}`) : text(d.result ?? "ok")),
+            h(
+              "td",
+              null,
+              d.result === "refused" ? h("span", { class: "error-text" }, `refused: ${a.error_code ?? ""} ${a.error ?? ""}`) : text(d.result ?? "ok")
+            ),
             h("td", null, d.reason ? text(d.reason) : "—")
           );
         });
@@ -342,7 +357,15 @@
             "table",
             { class: "grid" },
             h("caption", { class: "visually-hidden" }, "Admin actions, newest first"),
-            h("thead", null, h("tr", null, ["Time", "Action", "By", "Subject", "Result", "Reason"].map((t) => h("th", { scope: "col" }, t)))),
+            h(
+              "thead",
+              null,
+              h(
+                "tr",
+                null,
+                ["Time", "Action", "By", "Subject", "Result", "Reason"].map((t) => h("th", { scope: "col" }, t))
+              )
+            ),
             h("tbody", null, rows)
           )
         );
@@ -433,7 +456,11 @@
       const admin = a.outcome.startsWith("admin.");
       const outcome = admin ? ADMIN_ACTIONS[a.outcome.slice("admin.".length)] ?? a.outcome.slice("admin.".length).replace(/_/g, " ") : a.outcome;
       const details = a.details && typeof a.details === "object" ? a.details : null;
-      const note = admin ? [details?.reason ? `reason: ${text(details.reason)}` : null, details?.result === "refused" ? "refused" : null, details?.dry_run === true ? `matched ${text(details.matched ?? "?")}` : details?.count !== void 0 && details?.ids ? `bulk (${text(details.count)})` : null].filter(Boolean).join(" · ") : null;
+      const note = admin ? [
+        details?.reason ? `reason: ${text(details.reason)}` : null,
+        details?.result === "refused" ? "refused" : null,
+        details?.dry_run === true ? `matched ${text(details.matched ?? "?")}` : details?.count !== void 0 && details?.ids ? `bulk (${text(details.count)})` : null
+      ].filter(Boolean).join(" · ") : null;
       return h(
         "tr",
         { class: admin ? `admin-row${a.outcome.endsWith("_dry_run") ? " dry-run" : ""}` : "", "data-outcome": a.outcome },
@@ -441,7 +468,15 @@
         h("td", { class: "num" }, admin ? "—" : a.attempt ?? "—"),
         h("td", null, admin ? h("span", { class: "badge admin" }, `admin: ${outcome}`) : h("span", { class: `badge outcome-${outcome}` }, outcome)),
         h("td", { class: "num" }, a.http_status ?? "—"),
-        h("td", null, a.error_code ? h("code", null, a.error_code) : null, a.error_code && a.error ? " " : null, a.error ? h("span", { class: "error-text" }, a.error) : null, note ? h("span", { class: "muted" }, note) : null, !a.error && !a.error_code && !note ? "—" : null),
+        h(
+          "td",
+          null,
+          a.error_code ? h("code", null, a.error_code) : null,
+          a.error_code && a.error ? " " : null,
+          a.error ? h("span", { class: "error-text" }, a.error) : null,
+          note ? h("span", { class: "muted" }, note) : null,
+          !a.error && !a.error_code && !note ? "—" : null
+        ),
         h("td", null, a.worker_id ? h("code", null, a.worker_id) : "—"),
         h("td", { class: "num" }, fmtMs(a.duration_ms)),
         h("td", null, a.actor ?? "—")
@@ -451,7 +486,15 @@
       "table",
       { class: "grid timeline" },
       h("caption", null, `Attempt history (${history.length}), oldest first — deliveries and admin actions`),
-      h("thead", null, h("tr", null, ["Started", "Attempt", "Outcome", "HTTP", "Error", "Worker", "Duration", "By"].map((t) => h("th", { scope: "col" }, t)))),
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          ["Started", "Attempt", "Outcome", "HTTP", "Error", "Worker", "Duration", "By"].map((t) => h("th", { scope: "col" }, t))
+        )
+      ),
       h("tbody", null, rows)
     );
   }
@@ -469,12 +512,33 @@
     async function act(action) {
       const what = `${spec.noun} #${id}`;
       const copy = {
-        retry: { title: `Retry ${what} now?`, text: "It returns to pending with a renewed attempt budget and is delivered again.", label: "Retry now", danger: false },
-        cancel: { title: `Cancel ${what}?`, text: "It becomes failed with reason “cancelled” and will not be delivered (it can be retried later).", label: "Cancel it", danger: true },
-        release: { title: `Release ${what}?`, text: "It is decoded again and stored through the normal ingress path (inbox, capture, jobs).", label: "Release", danger: false },
+        retry: {
+          title: `Retry ${what} now?`,
+          text: "It returns to pending with a renewed attempt budget and is delivered again.",
+          label: "Retry now",
+          danger: false
+        },
+        cancel: {
+          title: `Cancel ${what}?`,
+          text: "It becomes failed with reason “cancelled” and will not be delivered (it can be retried later).",
+          label: "Cancel it",
+          danger: true
+        },
+        release: {
+          title: `Release ${what}?`,
+          text: "It is decoded again and stored through the normal ingress path (inbox, capture, jobs).",
+          label: "Release",
+          danger: false
+        },
         discard: { title: `Discard ${what}?`, text: "It is marked discarded; its bytes are kept.", label: "Discard", danger: true }
       }[action];
-      const { confirmed, reason } = await confirmDialog({ title: copy.title, body: [h("p", null, copy.text)], confirmLabel: copy.label, reason: true, danger: copy.danger });
+      const { confirmed, reason } = await confirmDialog({
+        title: copy.title,
+        body: [h("p", null, copy.text)],
+        confirmLabel: copy.label,
+        reason: true,
+        danger: copy.danger
+      });
       if (!confirmed) return;
       try {
         const r = await ctx.api.post(`v1/${kind}/${id}/${action}`, reason ? { reason } : {});
@@ -487,8 +551,10 @@
     function renderActions(row) {
       const state = row.state;
       const buttons = [];
-      if (spec.retry && state === "failed") buttons.push(h("button", { type: "button", class: "primary", "data-focus-key": "retry", onclick: () => void act("retry") }, "Retry now…"));
-      if (spec.cancel && state === "pending") buttons.push(h("button", { type: "button", class: "danger", "data-focus-key": "cancel", onclick: () => void act("cancel") }, "Cancel…"));
+      if (spec.retry && state === "failed")
+        buttons.push(h("button", { type: "button", class: "primary", "data-focus-key": "retry", onclick: () => void act("retry") }, "Retry now…"));
+      if (spec.cancel && state === "pending")
+        buttons.push(h("button", { type: "button", class: "danger", "data-focus-key": "cancel", onclick: () => void act("cancel") }, "Cancel…"));
       if (kind === "quarantine" && state === "quarantined") {
         buttons.push(h("button", { type: "button", class: "primary", "data-focus-key": "release", onclick: () => void act("release") }, "Release…"));
         buttons.push(h("button", { type: "button", class: "danger", "data-focus-key": "discard", onclick: () => void act("discard") }, "Discard…"));
@@ -528,7 +594,18 @@
       h("div", { class: "page-head" }, heading, badge),
       actions,
       status,
-      h("div", { class: "detail-grid" }, h("section", { "aria-label": "Metadata" }, meta), h("section", { "aria-label": "Content" }, h("h2", null, "Content"), h("p", { class: "muted small" }, "Hidden by default: it holds what users wrote."), secrets)),
+      h(
+        "div",
+        { class: "detail-grid" },
+        h("section", { "aria-label": "Metadata" }, meta),
+        h(
+          "section",
+          { "aria-label": "Content" },
+          h("h2", null, "Content"),
+          h("p", { class: "muted small" }, "Hidden by default: it holds what users wrote."),
+          secrets
+        )
+      ),
       history
     );
     const view = {
@@ -538,7 +615,8 @@
         try {
           current = await ctx.api.get(`v1/${kind}/${id}`);
         } catch (err2) {
-          if (err2 instanceof ApiError && err2.status === 404) replaceKeepingFocus(meta, h("p", { role: "alert", class: "error" }, `${spec.noun} #${id} does not exist.`));
+          if (err2 instanceof ApiError && err2.status === 404)
+            replaceKeepingFocus(meta, h("p", { role: "alert", class: "error" }, `${spec.noun} #${id} does not exist.`));
           else replaceKeepingFocus(meta, h("p", { role: "alert", class: "error" }, describeError(err2)));
           return;
         }
@@ -573,19 +651,42 @@
     return out;
   }
   function describeFilter(f) {
-    const parts = [f.chat && `chat ${f.chat}`, f.since && `since ${new Date(f.since).toLocaleString()}`, f.until && `until ${new Date(f.until).toLocaleString()}`, f.error && `error contains “${f.error}”`].filter(Boolean);
+    const parts = [
+      f.chat && `chat ${f.chat}`,
+      f.since && `since ${new Date(f.since).toLocaleString()}`,
+      f.until && `until ${new Date(f.until).toLocaleString()}`,
+      f.error && `error contains “${f.error}”`
+    ].filter(Boolean);
     return parts.length ? parts.join(", ") : "no other filter";
   }
   function listView(ctx, kind, params) {
     const spec = KIND_VIEWS[kind];
     const filter = filterOf(params);
     const id = (s) => `f-${kind}-${s}`;
-    const state = h("select", { id: id("state"), name: "state" }, h("option", { value: "" }, "any"), spec.states.map((s) => h("option", { value: s, selected: filter.state === s }, s)));
-    const chat = spec.chat ? h("input", { id: id("chat"), name: "chat", type: "text", inputmode: "numeric", size: 14, value: filter.chat ?? "", pattern: "^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$", autocomplete: "off" }) : null;
+    const state = h(
+      "select",
+      { id: id("state"), name: "state" },
+      h("option", { value: "" }, "any"),
+      spec.states.map((s) => h("option", { value: s, selected: filter.state === s }, s))
+    );
+    const chat = spec.chat ? h("input", {
+      id: id("chat"),
+      name: "chat",
+      type: "text",
+      inputmode: "numeric",
+      size: 14,
+      value: filter.chat ?? "",
+      pattern: "^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$",
+      autocomplete: "off"
+    }) : null;
     const since = h("input", { id: id("since"), name: "since", type: "datetime-local", value: isoToLocalInput(filter.since ?? null) });
     const until = h("input", { id: id("until"), name: "until", type: "datetime-local", value: isoToLocalInput(filter.until ?? null) });
     const error = h("input", { id: id("error"), name: "error", type: "search", size: 18, maxlength: 200, value: filter.error ?? "", autocomplete: "off" });
-    const limit = h("select", { id: id("limit"), name: "limit" }, PAGE_SIZES.map((n) => h("option", { value: n, selected: (filter.limit ?? "50") === n }, n)));
+    const limit = h(
+      "select",
+      { id: id("limit"), name: "limit" },
+      PAGE_SIZES.map((n) => h("option", { value: n, selected: (filter.limit ?? "50") === n }, n))
+    );
     const field = (label, input) => h("p", { class: "field" }, h("label", { for: input.id }, label), input);
     const form = h(
       "form",
@@ -596,7 +697,12 @@
       field(`${spec.timeLabel} before`, until),
       field("Error contains", error),
       field("Per page", limit),
-      h("p", { class: "field buttons" }, h("button", { type: "submit", class: "primary" }, "Apply"), h("button", { type: "button", onclick: () => ctx.navigate(listHash(kind)) }, "Clear"))
+      h(
+        "p",
+        { class: "field buttons" },
+        h("button", { type: "submit", class: "primary" }, "Apply"),
+        h("button", { type: "button", onclick: () => ctx.navigate(listHash(kind)) }, "Clear")
+      )
     );
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -615,7 +721,11 @@
     const summary = h("p", { class: "muted small", "aria-live": "off" });
     const tableBox = h("div", { class: "table-box" });
     const pager = h("nav", { class: "pager", "aria-label": "Pages" });
-    const bulkButton = spec.retry ? h("button", { type: "button", onclick: () => void bulkRetry() }, filter.state && filter.state !== "failed" ? "Retry failed matching the other filters…" : "Retry all failed matching this filter…") : null;
+    const bulkButton = spec.retry ? h(
+      "button",
+      { type: "button", onclick: () => void bulkRetry() },
+      filter.state && filter.state !== "failed" ? "Retry failed matching the other filters…" : "Retry all failed matching this filter…"
+    ) : null;
     async function bulkRetry() {
       const { state: _s, limit: _l, cursor: _c, ...rest } = filter;
       let dry;
@@ -626,13 +736,22 @@
         return;
       }
       if (dry.matched === 0) {
-        await confirmDialog({ title: "Nothing to retry", body: [h("p", null, `No failed ${spec.noun}s match (${describeFilter(rest)}).`)], confirmLabel: "OK", inform: true });
+        await confirmDialog({
+          title: "Nothing to retry",
+          body: [h("p", null, `No failed ${spec.noun}s match (${describeFilter(rest)}).`)],
+          confirmLabel: "OK",
+          inform: true
+        });
         return;
       }
       const { confirmed, reason } = await confirmDialog({
         title: `Retry ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? "" : "s"}?`,
         body: [
-          h("p", { "data-dry-run-count": dry.matched }, `Dry run: ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? "" : "s"} match (${describeFilter(rest)}).`),
+          h(
+            "p",
+            { "data-dry-run-count": dry.matched },
+            `Dry run: ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? "" : "s"} match (${describeFilter(rest)}).`
+          ),
           dry.more ? h("p", { class: "warn" }, `More match than one call retries: only these ${dry.matched} now; run it again for the rest.`) : null,
           h("p", null, "They return to pending with a renewed attempt budget and are delivered again.")
         ],
@@ -678,7 +797,11 @@
           const tr = h(
             "tr",
             { "data-id": rid, class: "clickable" },
-            h("td", { class: "num" }, h("a", { href: detailHash(kind, rid), "data-focus-key": `row-${rid}`, "aria-label": `Open ${spec.noun} ${rid}` }, `#${rid}`)),
+            h(
+              "td",
+              { class: "num" },
+              h("a", { href: detailHash(kind, rid), "data-focus-key": `row-${rid}`, "aria-label": `Open ${spec.noun} ${rid}` }, `#${rid}`)
+            ),
             spec.columns.map((c) => h("td", { class: c.num ? "num" : "" }, c.cell(row)))
           );
           tr.addEventListener("click", (ev) => {
@@ -694,7 +817,16 @@
             "table",
             { class: "grid", "aria-describedby": summary.id || void 0 },
             h("caption", { class: "visually-hidden" }, `${spec.title}, newest first`),
-            h("thead", null, h("tr", null, h("th", { scope: "col" }, "Id"), spec.columns.map((c) => h("th", { scope: "col", class: c.num ? "num" : "" }, c.label)))),
+            h(
+              "thead",
+              null,
+              h(
+                "tr",
+                null,
+                h("th", { scope: "col" }, "Id"),
+                spec.columns.map((c) => h("th", { scope: "col", class: c.num ? "num" : "" }, c.label))
+              )
+            ),
             h("tbody", null, rows)
           )
         );
@@ -723,7 +855,11 @@
       { class: "login", "aria-labelledby": "login-title" },
       h("h1", { id: "login-title" }, "tg-relay operator dashboard"),
       h("p", { class: "field" }, h("label", { for: input.id }, "Admin token"), input),
-      h("p", { class: "muted small" }, "ADMIN_TOKEN, or one of ADMIN_TOKENS. It is kept in this tab only (session storage) and sent as a bearer token to the admin API."),
+      h(
+        "p",
+        { class: "muted small" },
+        "ADMIN_TOKEN, or one of ADMIN_TOKENS. It is kept in this tab only (session storage) and sent as a bearer token to the admin API."
+      ),
       button,
       error
     );
@@ -788,7 +924,15 @@
         h(
           "td",
           { class: "num", "data-kind": card.kind, "data-state": state, "data-count": c.count },
-          h("a", { href: listHash(card.kind, { state }), "data-focus-key": `count-${card.kind}-${state}`, "aria-label": `${fmtCount(c.count, c.approximate)} ${state} — list them` }, fmtCount(c.count, c.approximate))
+          h(
+            "a",
+            {
+              href: listHash(card.kind, { state }),
+              "data-focus-key": `count-${card.kind}-${state}`,
+              "aria-label": `${fmtCount(c.count, c.approximate)} ${state} — list them`
+            },
+            fmtCount(c.count, c.approximate)
+          )
         )
       );
     });
@@ -822,7 +966,11 @@
         h("dt", null, "Oldest pending"),
         h("dd", { "data-oldest": card.kind }, ks?.oldest_pending_age_seconds === null || !ks ? "none" : fmtAge(ks.oldest_pending_age_seconds)),
         h("dt", null, "Last minute"),
-        h("dd", null, ks ? `${ks.delivered_last_minute} ${card.kind === "inbox" ? "handled" : "delivered"}, ${ks.failed_last_minute} failed, ${ks.attempts_last_minute} attempts` : "—")
+        h(
+          "dd",
+          null,
+          ks ? `${ks.delivered_last_minute} ${card.kind === "inbox" ? "handled" : "delivered"}, ${ks.failed_last_minute} failed, ${ks.attempts_last_minute} attempts` : "—"
+        )
       ),
       h("div", { class: "charts", role: "group", "aria-label": "Last 15 minutes" }, charts)
     );
@@ -835,7 +983,12 @@
       h("th", { scope: "row" }, h("code", null, b.bot_id)),
       h("td", null, b.lease_owner ?? "—", b.lease_valid ? "" : h("span", { class: "muted" }, " (lease expired)")),
       h("td", { class: "num" }, b.lease_generation),
-      h("td", null, h("span", { class: `badge ${b.ready ? "state-delivered" : b.ready === false ? "state-failed" : ""}` }, readiness), b.reasons.length ? h("div", { class: "muted small" }, b.reasons.join("; ")) : null),
+      h(
+        "td",
+        null,
+        h("span", { class: `badge ${b.ready ? "state-delivered" : b.ready === false ? "state-failed" : ""}` }, readiness),
+        b.reasons.length ? h("div", { class: "muted small" }, b.reasons.join("; ")) : null
+      ),
       h("td", null, b.progress_at ? `${fmtAge(b.progress_age_seconds)} ago (gen ${b.progress_generation ?? "—"})` : "never"),
       h("td", { class: "num" }, b.next_offset),
       h("td", { class: "num" }, b.pending_update_count === null ? "—" : b.pending_update_count),
@@ -848,7 +1001,15 @@
     const quarantine = h("div");
     const recoverStatus = statusRegion();
     const sendStatus = statusRegion();
-    const olderThan = h("input", { id: "recover-older-than", name: "older_than", type: "text", placeholder: "STALE_AFTER", pattern: "^[0-9]+(ms|s|m|h)?$", size: 8, autocomplete: "off" });
+    const olderThan = h("input", {
+      id: "recover-older-than",
+      name: "older_than",
+      type: "text",
+      placeholder: "STALE_AFTER",
+      pattern: "^[0-9]+(ms|s|m|h)?$",
+      size: 8,
+      autocomplete: "off"
+    });
     const recoverForm = h(
       "form",
       { class: "inline-form", "aria-labelledby": "recover-title" },
@@ -869,16 +1030,39 @@
       });
       if (!confirmed) return;
       try {
-        const r = await ctx.api.post("v1/recover-stale", { ...older ? { older_than: older } : {}, ...reason ? { reason } : {} });
-        setStatus(recoverStatus, "ok", `Recovered ${r.total} (${Object.entries(r.recovered).map(([k, n]) => `${k} ${n}`).join(", ")}) — audit #${r.audit_id}`);
+        const r = await ctx.api.post("v1/recover-stale", {
+          ...older ? { older_than: older } : {},
+          ...reason ? { reason } : {}
+        });
+        setStatus(
+          recoverStatus,
+          "ok",
+          `Recovered ${r.total} (${Object.entries(r.recovered).map(([k, n]) => `${k} ${n}`).join(", ")}) — audit #${r.audit_id}`
+        );
         void view.refresh();
       } catch (err2) {
         setStatus(recoverStatus, "error", `Recover failed: ${describeError(err2)}`);
       }
     };
     recoverForm.addEventListener("submit", (ev) => void recoverStale(ev));
-    const chat = h("input", { id: "send-chat", name: "chat_id", type: "text", required: true, pattern: "^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$", size: 14, autocomplete: "off" });
-    const text2 = h("input", { id: "send-text", name: "text", type: "text", required: true, maxlength: 4096, value: "Test message from the tg-relay dashboard", autocomplete: "off" });
+    const chat = h("input", {
+      id: "send-chat",
+      name: "chat_id",
+      type: "text",
+      required: true,
+      pattern: "^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$",
+      size: 14,
+      autocomplete: "off"
+    });
+    const text2 = h("input", {
+      id: "send-text",
+      name: "text",
+      type: "text",
+      required: true,
+      maxlength: 4096,
+      value: "Test message from the tg-relay dashboard",
+      autocomplete: "off"
+    });
     const sendForm = h(
       "form",
       { class: "inline-form", "aria-labelledby": "send-title" },
@@ -899,7 +1083,13 @@
           chat_id: /^-?[0-9]+$/.test(chatValue) ? Number(chatValue) : chatValue,
           text: text2.value
         });
-        setStatus(sendStatus, "ok", "Enqueued ", h("a", { href: detailHash("outbound", r.id) }, `outbound #${r.id}`), ` (${r.msg_id}), ${r.state} — audit #${r.audit_id}`);
+        setStatus(
+          sendStatus,
+          "ok",
+          "Enqueued ",
+          h("a", { href: detailHash("outbound", r.id) }, `outbound #${r.id}`),
+          ` (${r.msg_id}), ${r.state} — audit #${r.audit_id}`
+        );
       } catch (err2) {
         setStatus(sendStatus, "error", `Not sent: ${describeError(err2)}`);
       }
@@ -911,7 +1101,12 @@
       h("div", { class: "page-head" }, h("h1", { tabindex: -1 }, "Overview")),
       cards,
       h("section", { "aria-labelledby": "bots-title" }, h("h2", { id: "bots-title" }, "Pollers"), bots),
-      h("div", { class: "two-col" }, h("section", { "aria-labelledby": "q-title" }, h("h2", { id: "q-title" }, "Quarantine"), quarantine), h("section", { class: "actions", "aria-labelledby": "actions-title" }, h("h2", { id: "actions-title" }, "Actions"), recoverForm, sendForm))
+      h(
+        "div",
+        { class: "two-col" },
+        h("section", { "aria-labelledby": "q-title" }, h("h2", { id: "q-title" }, "Quarantine"), quarantine),
+        h("section", { class: "actions", "aria-labelledby": "actions-title" }, h("h2", { id: "actions-title" }, "Actions"), recoverForm, sendForm)
+      )
     );
     const view = {
       title: "Overview",
@@ -921,14 +1116,27 @@
           ctx.api.get("v1/stats"),
           ctx.api.get("v1/stats/timeseries", { minutes: 15 }).catch(() => null)
         ]);
-        replaceKeepingFocus(cards, WORK_CARDS.map((c) => workCard(stats, series, c)));
+        replaceKeepingFocus(
+          cards,
+          WORK_CARDS.map((c) => workCard(stats, series, c))
+        );
         replaceKeepingFocus(
           bots,
           stats.bots.length === 0 ? h("p", { class: "muted" }, "No poller has run yet (relay.cursor is empty).") : h(
             "table",
             { class: "grid" },
             h("caption", { class: "visually-hidden" }, "Pollers per bot"),
-            h("thead", null, h("tr", null, ["Bot", "Lease owner", "Generation", "Readiness", "Last progress", "Next offset", "Lag (Telegram)", "Halted"].map((t) => h("th", { scope: "col" }, t)))),
+            h(
+              "thead",
+              null,
+              h(
+                "tr",
+                null,
+                ["Bot", "Lease owner", "Generation", "Readiness", "Last progress", "Next offset", "Lag (Telegram)", "Halted"].map(
+                  (t) => h("th", { scope: "col" }, t)
+                )
+              )
+            ),
             h("tbody", null, stats.bots.map(botRow))
           )
         );
@@ -939,7 +1147,17 @@
             { class: "plain" },
             KIND_VIEWS.quarantine.states.map((s) => {
               const c = stats.quarantine.states[s] ?? { count: 0, approximate: false };
-              return h("li", null, stateBadge(s), " ", h("a", { href: listHash("quarantine", { state: s }), "data-kind": "quarantine", "data-state": s, "data-count": c.count, "data-focus-key": `q-${s}` }, fmtCount(c.count, c.approximate)));
+              return h(
+                "li",
+                null,
+                stateBadge(s),
+                " ",
+                h(
+                  "a",
+                  { href: listHash("quarantine", { state: s }), "data-kind": "quarantine", "data-state": s, "data-count": c.count, "data-focus-key": `q-${s}` },
+                  fmtCount(c.count, c.approximate)
+                )
+              );
             })
           )
         );
@@ -972,7 +1190,10 @@
         return;
       }
       try {
-        const r = await ctx.api.post("v1/sandbox/messages", { chat_id: chatId, text: text2.value });
+        const r = await ctx.api.post("v1/sandbox/messages", {
+          chat_id: chatId,
+          text: text2.value
+        });
         sentByTab.push({ update_id: r.update_id, chat_id: r.chat_id, message_id: r.message_id, text: text2.value, at: new Date(r.date * 1e3).toISOString() });
         text2.value = "";
         setStatus(status, "ok", `Sent as update ${r.update_id}; the poller picks it up on its next getUpdates.`);
@@ -998,7 +1219,12 @@
     const el = h(
       "div",
       { class: "sandbox" },
-      h("div", { class: "page-head" }, h("h1", { tabindex: -1 }, "Sandbox chat"), h("p", { class: "muted small" }, `Sandbox mode: messages go to bot ${info.bot_id} through the local Bot API sandbox, not Telegram.`)),
+      h(
+        "div",
+        { class: "page-head" },
+        h("h1", { tabindex: -1 }, "Sandbox chat"),
+        h("p", { class: "muted small" }, `Sandbox mode: messages go to bot ${info.bot_id} through the local Bot API sandbox, not Telegram.`)
+      ),
       log,
       form,
       status
@@ -1024,8 +1250,24 @@
           return [{ items: [] }];
         });
         const entries = [
-          ...mine.map((m) => ({ key: `u${m.update_id}`, at: m.at, make: () => h("li", { class: "bubble user", "data-update-id": m.update_id }, h("p", null, m.text), h("p", { class: "meta small" }, `you · ${fmtTime(m.at)}`), flow(m)), flow: () => flow(m) })),
-          ...bot.items.map((b) => ({ key: `b${b.message_id}`, at: b.sent_at, make: () => h("li", { class: "bubble bot" }, h("p", null, b.text), h("p", { class: "meta small" }, `bot · ${fmtTime(b.sent_at)}`)), flow: null }))
+          ...mine.map((m) => ({
+            key: `u${m.update_id}`,
+            at: m.at,
+            make: () => h(
+              "li",
+              { class: "bubble user", "data-update-id": m.update_id },
+              h("p", null, m.text),
+              h("p", { class: "meta small" }, `you · ${fmtTime(m.at)}`),
+              flow(m)
+            ),
+            flow: () => flow(m)
+          })),
+          ...bot.items.map((b) => ({
+            key: `b${b.message_id}`,
+            at: b.sent_at,
+            make: () => h("li", { class: "bubble bot" }, h("p", null, b.text), h("p", { class: "meta small" }, `bot · ${fmtTime(b.sent_at)}`)),
+            flow: null
+          }))
         ].sort((a, b) => a.at.localeCompare(b.at) || a.key.localeCompare(b.key));
         if (entries.length === 0) {
           replaceKeepingFocus(log, h("li", { class: "muted" }, "No message in this chat yet."));
@@ -1116,7 +1358,11 @@
       timer = setInterval(() => void tick(), period);
     }
     function renderShell() {
-      const links = [["#/overview", "Overview"], ...LIST_KINDS.map((k) => [`#/${k}`, KIND_VIEWS[k].title]), ["#/audit", "Audit"]];
+      const links = [
+        ["#/overview", "Overview"],
+        ...LIST_KINDS.map((k) => [`#/${k}`, KIND_VIEWS[k].title]),
+        ["#/audit", "Audit"]
+      ];
       if (sandbox) links.push(["#/sandbox", "Sandbox chat"]);
       nav.replaceChildren(...links.map(([href, label]) => h("li", null, h("a", { href }, label))));
       root.replaceChildren(
@@ -1126,7 +1372,13 @@
           { class: "top" },
           h("p", { class: "brand" }, "tg-relay", sandbox ? h("span", { class: "badge sandbox" }, "sandbox mode") : null),
           h("nav", { "aria-label": "Main" }, nav),
-          h("div", { class: "session" }, h("label", { for: live.id, class: "check" }, live, ` Live (${period / 1e3} s)`), lastRefresh, h("button", { type: "button", onclick: () => signOut() }, "Sign out"))
+          h(
+            "div",
+            { class: "session" },
+            h("label", { for: live.id, class: "check" }, live, ` Live (${period / 1e3} s)`),
+            lastRefresh,
+            h("button", { type: "button", onclick: () => signOut() }, "Sign out")
+          )
         ),
         banner,
         main
@@ -1188,7 +1440,11 @@
     window.addEventListener("hashchange", route);
     const saved = sessionStorage.getItem(TOKEN_KEY);
     if (saved) {
-      signIn(saved).catch((err2) => signOut(err2 instanceof ApiError && err2.status === 401 ? "The saved token was refused (401): sign in again." : `Could not reach the admin API: ${describeError(err2)}`));
+      signIn(saved).catch(
+        (err2) => signOut(
+          err2 instanceof ApiError && err2.status === 401 ? "The saved token was refused (401): sign in again." : `Could not reach the admin API: ${describeError(err2)}`
+        )
+      );
     } else {
       signOut();
     }

@@ -45,6 +45,6 @@ export function confirmDialog(opts: ConfirmOptions): Promise<{ confirmed: boolea
       resolve({ confirmed, reason: reason?.value.trim() || undefined });
     });
     dialog.showModal();
-    (opts.inform ? cancel : reason ?? cancel).focus();
+    (opts.inform ? cancel : (reason ?? cancel)).focus();
   });
 }

@@ -84,7 +84,11 @@ export function startApp(root: HTMLElement): void {
   }
 
   function renderShell(): void {
-    const links: [string, string][] = [['#/overview', 'Overview'], ...LIST_KINDS.map((k): [string, string] => [`#/${k}`, KIND_VIEWS[k].title]), ['#/audit', 'Audit']];
+    const links: [string, string][] = [
+      ['#/overview', 'Overview'],
+      ...LIST_KINDS.map((k): [string, string] => [`#/${k}`, KIND_VIEWS[k].title]),
+      ['#/audit', 'Audit'],
+    ];
     if (sandbox) links.push(['#/sandbox', 'Sandbox chat']);
     nav.replaceChildren(...links.map(([href, label]) => h('li', null, h('a', { href }, label))));
     root.replaceChildren(
@@ -94,7 +98,13 @@ export function startApp(root: HTMLElement): void {
         { class: 'top' },
         h('p', { class: 'brand' }, 'tg-relay', sandbox ? h('span', { class: 'badge sandbox' }, 'sandbox mode') : null),
         h('nav', { 'aria-label': 'Main' }, nav),
-        h('div', { class: 'session' }, h('label', { for: live.id, class: 'check' }, live, ` Live (${period / 1000} s)`), lastRefresh, h('button', { type: 'button', onclick: () => signOut() }, 'Sign out')),
+        h(
+          'div',
+          { class: 'session' },
+          h('label', { for: live.id, class: 'check' }, live, ` Live (${period / 1000} s)`),
+          lastRefresh,
+          h('button', { type: 'button', onclick: () => signOut() }, 'Sign out'),
+        ),
       ),
       banner,
       main,
@@ -161,7 +171,13 @@ export function startApp(root: HTMLElement): void {
   window.addEventListener('hashchange', route);
   const saved = sessionStorage.getItem(TOKEN_KEY);
   if (saved) {
-    signIn(saved).catch((err) => signOut(err instanceof ApiError && err.status === 401 ? 'The saved token was refused (401): sign in again.' : `Could not reach the admin API: ${describeError(err)}`));
+    signIn(saved).catch((err) =>
+      signOut(
+        err instanceof ApiError && err.status === 401
+          ? 'The saved token was refused (401): sign in again.'
+          : `Could not reach the admin API: ${describeError(err)}`,
+      ),
+    );
   } else {
     signOut();
   }

@@ -18,7 +18,18 @@ export function auditView(ctx: ViewContext, params: URLSearchParams): View {
   const cursor = params.get('cursor') ?? undefined;
   const box = h('div', { class: 'table-box' });
   const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' });
-  const el = h('div', null, h('div', { class: 'page-head' }, h('h1', { tabindex: -1 }, 'Audit trail'), h('p', { class: 'muted small' }, 'Admin actions (relay.attempts, subject admin), newest first.')), box, pager);
+  const el = h(
+    'div',
+    null,
+    h(
+      'div',
+      { class: 'page-head' },
+      h('h1', { tabindex: -1 }, 'Audit trail'),
+      h('p', { class: 'muted small' }, 'Admin actions (relay.attempts, subject admin), newest first.'),
+    ),
+    box,
+    pager,
+  );
   return {
     title: 'Audit',
     el,
@@ -39,7 +50,11 @@ export function auditView(ctx: ViewContext, params: URLSearchParams): View {
           h('td', null, h('span', { class: 'badge admin' }, a.action)),
           h('td', null, a.actor ?? '—'),
           h('td', null, subject(a)),
-          h('td', null, d.result === 'refused' ? h('span', { class: 'error-text' }, `refused: ${a.error_code ?? ''} ${a.error ?? ''}`) : text(d.result ?? 'ok')),
+          h(
+            'td',
+            null,
+            d.result === 'refused' ? h('span', { class: 'error-text' }, `refused: ${a.error_code ?? ''} ${a.error ?? ''}`) : text(d.result ?? 'ok'),
+          ),
           h('td', null, d.reason ? text(d.reason) : '—'),
         );
       });
@@ -51,7 +66,15 @@ export function auditView(ctx: ViewContext, params: URLSearchParams): View {
               'table',
               { class: 'grid' },
               h('caption', { class: 'visually-hidden' }, 'Admin actions, newest first'),
-              h('thead', null, h('tr', null, ['Time', 'Action', 'By', 'Subject', 'Result', 'Reason'].map((t) => h('th', { scope: 'col' }, t)))),
+              h(
+                'thead',
+                null,
+                h(
+                  'tr',
+                  null,
+                  ['Time', 'Action', 'By', 'Subject', 'Result', 'Reason'].map((t) => h('th', { scope: 'col' }, t)),
+                ),
+              ),
               h('tbody', null, rows),
             ),
       );

@@ -25,9 +25,38 @@ function decodeBase64(b64: string): string {
 
 /** Identity first, then where the delivery stands, then times; anything else after. */
 const FIELD_ORDER = [
-  'capture_key', 'msg_id', 'update_id', 'update_type', 'bot_id', 'chat_id', 'target_chat_id', 'message_id', 'from_id', 'kind', 'delivery', 'authorized',
-  'state', 'attempts', 'max_attempts', 'last_status', 'last_error', 'failed_reason', 'error', 'json_path', 'next_attempt_at', 'worker_id', 'started_at',
-  'created_at', 'received_at', 'message_date', 'updated_at', 'delivered_at', 'handled_at', 'resolved_at', 'telegram_message_id', 'source_update_id',
+  'capture_key',
+  'msg_id',
+  'update_id',
+  'update_type',
+  'bot_id',
+  'chat_id',
+  'target_chat_id',
+  'message_id',
+  'from_id',
+  'kind',
+  'delivery',
+  'authorized',
+  'state',
+  'attempts',
+  'max_attempts',
+  'last_status',
+  'last_error',
+  'failed_reason',
+  'error',
+  'json_path',
+  'next_attempt_at',
+  'worker_id',
+  'started_at',
+  'created_at',
+  'received_at',
+  'message_date',
+  'updated_at',
+  'delivered_at',
+  'handled_at',
+  'resolved_at',
+  'telegram_message_id',
+  'source_update_id',
 ];
 const rank = (k: string) => {
   const i = FIELD_ORDER.indexOf(k);
@@ -63,7 +92,19 @@ function timeline(history: AttemptRow[]): HTMLElement {
     const admin = a.outcome.startsWith('admin.');
     const outcome = admin ? (ADMIN_ACTIONS[a.outcome.slice('admin.'.length)] ?? a.outcome.slice('admin.'.length).replace(/_/g, ' ')) : a.outcome;
     const details = a.details && typeof a.details === 'object' ? (a.details as Record<string, unknown>) : null;
-    const note = admin ? [details?.reason ? `reason: ${text(details.reason)}` : null, details?.result === 'refused' ? 'refused' : null, details?.dry_run === true ? `matched ${text(details.matched ?? '?')}` : details?.count !== undefined && details?.ids ? `bulk (${text(details.count)})` : null].filter(Boolean).join(' · ') : null;
+    const note = admin
+      ? [
+          details?.reason ? `reason: ${text(details.reason)}` : null,
+          details?.result === 'refused' ? 'refused' : null,
+          details?.dry_run === true
+            ? `matched ${text(details.matched ?? '?')}`
+            : details?.count !== undefined && details?.ids
+              ? `bulk (${text(details.count)})`
+              : null,
+        ]
+          .filter(Boolean)
+          .join(' · ')
+      : null;
     return h(
       'tr',
       { class: admin ? `admin-row${a.outcome.endsWith('_dry_run') ? ' dry-run' : ''}` : '', 'data-outcome': a.outcome },
@@ -71,7 +112,15 @@ function timeline(history: AttemptRow[]): HTMLElement {
       h('td', { class: 'num' }, admin ? '—' : (a.attempt ?? '—')),
       h('td', null, admin ? h('span', { class: 'badge admin' }, `admin: ${outcome}`) : h('span', { class: `badge outcome-${outcome}` }, outcome)),
       h('td', { class: 'num' }, a.http_status ?? '—'),
-      h('td', null, a.error_code ? h('code', null, a.error_code) : null, a.error_code && a.error ? ' ' : null, a.error ? h('span', { class: 'error-text' }, a.error) : null, note ? h('span', { class: 'muted' }, note) : null, !a.error && !a.error_code && !note ? '—' : null),
+      h(
+        'td',
+        null,
+        a.error_code ? h('code', null, a.error_code) : null,
+        a.error_code && a.error ? ' ' : null,
+        a.error ? h('span', { class: 'error-text' }, a.error) : null,
+        note ? h('span', { class: 'muted' }, note) : null,
+        !a.error && !a.error_code && !note ? '—' : null,
+      ),
       h('td', null, a.worker_id ? h('code', null, a.worker_id) : '—'),
       h('td', { class: 'num' }, fmtMs(a.duration_ms)),
       h('td', null, a.actor ?? '—'),
@@ -81,7 +130,15 @@ function timeline(history: AttemptRow[]): HTMLElement {
     'table',
     { class: 'grid timeline' },
     h('caption', null, `Attempt history (${history.length}), oldest first — deliveries and admin actions`),
-    h('thead', null, h('tr', null, ['Started', 'Attempt', 'Outcome', 'HTTP', 'Error', 'Worker', 'Duration', 'By'].map((t) => h('th', { scope: 'col' }, t)))),
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        ['Started', 'Attempt', 'Outcome', 'HTTP', 'Error', 'Worker', 'Duration', 'By'].map((t) => h('th', { scope: 'col' }, t)),
+      ),
+    ),
     h('tbody', null, rows),
   );
 }
@@ -101,12 +158,33 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
   async function act(action: 'retry' | 'cancel' | 'release' | 'discard'): Promise<void> {
     const what = `${spec.noun} #${id}`;
     const copy = {
-      retry: { title: `Retry ${what} now?`, text: 'It returns to pending with a renewed attempt budget and is delivered again.', label: 'Retry now', danger: false },
-      cancel: { title: `Cancel ${what}?`, text: 'It becomes failed with reason “cancelled” and will not be delivered (it can be retried later).', label: 'Cancel it', danger: true },
-      release: { title: `Release ${what}?`, text: 'It is decoded again and stored through the normal ingress path (inbox, capture, jobs).', label: 'Release', danger: false },
+      retry: {
+        title: `Retry ${what} now?`,
+        text: 'It returns to pending with a renewed attempt budget and is delivered again.',
+        label: 'Retry now',
+        danger: false,
+      },
+      cancel: {
+        title: `Cancel ${what}?`,
+        text: 'It becomes failed with reason “cancelled” and will not be delivered (it can be retried later).',
+        label: 'Cancel it',
+        danger: true,
+      },
+      release: {
+        title: `Release ${what}?`,
+        text: 'It is decoded again and stored through the normal ingress path (inbox, capture, jobs).',
+        label: 'Release',
+        danger: false,
+      },
       discard: { title: `Discard ${what}?`, text: 'It is marked discarded; its bytes are kept.', label: 'Discard', danger: true },
     }[action];
-    const { confirmed, reason } = await confirmDialog({ title: copy.title, body: [h('p', null, copy.text)], confirmLabel: copy.label, reason: true, danger: copy.danger });
+    const { confirmed, reason } = await confirmDialog({
+      title: copy.title,
+      body: [h('p', null, copy.text)],
+      confirmLabel: copy.label,
+      reason: true,
+      danger: copy.danger,
+    });
     if (!confirmed) return;
     try {
       const r = await ctx.api.post<ActionResult>(`v1/${kind}/${id}/${action}`, reason ? { reason } : {});
@@ -120,8 +198,10 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
   function renderActions(row: Details[K]): void {
     const state = row.state;
     const buttons: HTMLElement[] = [];
-    if (spec.retry && state === 'failed') buttons.push(h('button', { type: 'button', class: 'primary', 'data-focus-key': 'retry', onclick: () => void act('retry') }, 'Retry now…'));
-    if (spec.cancel && state === 'pending') buttons.push(h('button', { type: 'button', class: 'danger', 'data-focus-key': 'cancel', onclick: () => void act('cancel') }, 'Cancel…'));
+    if (spec.retry && state === 'failed')
+      buttons.push(h('button', { type: 'button', class: 'primary', 'data-focus-key': 'retry', onclick: () => void act('retry') }, 'Retry now…'));
+    if (spec.cancel && state === 'pending')
+      buttons.push(h('button', { type: 'button', class: 'danger', 'data-focus-key': 'cancel', onclick: () => void act('cancel') }, 'Cancel…'));
     if (kind === 'quarantine' && state === 'quarantined') {
       buttons.push(h('button', { type: 'button', class: 'primary', 'data-focus-key': 'release', onclick: () => void act('release') }, 'Release…'));
       buttons.push(h('button', { type: 'button', class: 'danger', 'data-focus-key': 'discard', onclick: () => void act('discard') }, 'Discard…'));
@@ -165,7 +245,18 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
     h('div', { class: 'page-head' }, heading, badge),
     actions,
     status,
-    h('div', { class: 'detail-grid' }, h('section', { 'aria-label': 'Metadata' }, meta), h('section', { 'aria-label': 'Content' }, h('h2', null, 'Content'), h('p', { class: 'muted small' }, 'Hidden by default: it holds what users wrote.'), secrets)),
+    h(
+      'div',
+      { class: 'detail-grid' },
+      h('section', { 'aria-label': 'Metadata' }, meta),
+      h(
+        'section',
+        { 'aria-label': 'Content' },
+        h('h2', null, 'Content'),
+        h('p', { class: 'muted small' }, 'Hidden by default: it holds what users wrote.'),
+        secrets,
+      ),
+    ),
     history,
   );
 
@@ -176,7 +267,8 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
       try {
         current = await ctx.api.get<Details[K]>(`v1/${kind}/${id}`);
       } catch (err) {
-        if (err instanceof ApiError && err.status === 404) replaceKeepingFocus(meta, h('p', { role: 'alert', class: 'error' }, `${spec.noun} #${id} does not exist.`));
+        if (err instanceof ApiError && err.status === 404)
+          replaceKeepingFocus(meta, h('p', { role: 'alert', class: 'error' }, `${spec.noun} #${id} does not exist.`));
         else replaceKeepingFocus(meta, h('p', { role: 'alert', class: 'error' }, describeError(err)));
         return;
       }

@@ -21,7 +21,12 @@ function filterOf(params: URLSearchParams): Record<string, string> {
 }
 
 function describeFilter(f: Record<string, string>): string {
-  const parts = [f.chat && `chat ${f.chat}`, f.since && `since ${new Date(f.since).toLocaleString()}`, f.until && `until ${new Date(f.until).toLocaleString()}`, f.error && `error contains “${f.error}”`].filter(Boolean);
+  const parts = [
+    f.chat && `chat ${f.chat}`,
+    f.since && `since ${new Date(f.since).toLocaleString()}`,
+    f.until && `until ${new Date(f.until).toLocaleString()}`,
+    f.error && `error contains “${f.error}”`,
+  ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no other filter';
 }
 
@@ -30,12 +35,32 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
   const filter = filterOf(params);
   const id = (s: string) => `f-${kind}-${s}`;
 
-  const state = h('select', { id: id('state'), name: 'state' }, h('option', { value: '' }, 'any'), spec.states.map((s) => h('option', { value: s, selected: filter.state === s }, s)));
-  const chat = spec.chat ? h('input', { id: id('chat'), name: 'chat', type: 'text', inputmode: 'numeric', size: 14, value: filter.chat ?? '', pattern: '^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$', autocomplete: 'off' }) : null;
+  const state = h(
+    'select',
+    { id: id('state'), name: 'state' },
+    h('option', { value: '' }, 'any'),
+    spec.states.map((s) => h('option', { value: s, selected: filter.state === s }, s)),
+  );
+  const chat = spec.chat
+    ? h('input', {
+        id: id('chat'),
+        name: 'chat',
+        type: 'text',
+        inputmode: 'numeric',
+        size: 14,
+        value: filter.chat ?? '',
+        pattern: '^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$',
+        autocomplete: 'off',
+      })
+    : null;
   const since = h('input', { id: id('since'), name: 'since', type: 'datetime-local', value: isoToLocalInput(filter.since ?? null) });
   const until = h('input', { id: id('until'), name: 'until', type: 'datetime-local', value: isoToLocalInput(filter.until ?? null) });
   const error = h('input', { id: id('error'), name: 'error', type: 'search', size: 18, maxlength: 200, value: filter.error ?? '', autocomplete: 'off' });
-  const limit = h('select', { id: id('limit'), name: 'limit' }, PAGE_SIZES.map((n) => h('option', { value: n, selected: (filter.limit ?? '50') === n }, n)));
+  const limit = h(
+    'select',
+    { id: id('limit'), name: 'limit' },
+    PAGE_SIZES.map((n) => h('option', { value: n, selected: (filter.limit ?? '50') === n }, n)),
+  );
   const field = (label: string, input: HTMLElement) => h('p', { class: 'field' }, h('label', { for: input.id }, label), input);
 
   const form = h(
@@ -47,7 +72,12 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
     field(`${spec.timeLabel} before`, until),
     field('Error contains', error),
     field('Per page', limit),
-    h('p', { class: 'field buttons' }, h('button', { type: 'submit', class: 'primary' }, 'Apply'), h('button', { type: 'button', onclick: () => ctx.navigate(listHash(kind)) }, 'Clear')),
+    h(
+      'p',
+      { class: 'field buttons' },
+      h('button', { type: 'submit', class: 'primary' }, 'Apply'),
+      h('button', { type: 'button', onclick: () => ctx.navigate(listHash(kind)) }, 'Clear'),
+    ),
   );
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -69,7 +99,11 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
   const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' });
 
   const bulkButton = spec.retry
-    ? h('button', { type: 'button', onclick: () => void bulkRetry() }, filter.state && filter.state !== 'failed' ? 'Retry failed matching the other filters…' : 'Retry all failed matching this filter…')
+    ? h(
+        'button',
+        { type: 'button', onclick: () => void bulkRetry() },
+        filter.state && filter.state !== 'failed' ? 'Retry failed matching the other filters…' : 'Retry all failed matching this filter…',
+      )
     : null;
 
   async function bulkRetry(): Promise<void> {
@@ -82,13 +116,22 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
       return;
     }
     if (dry.matched === 0) {
-      await confirmDialog({ title: 'Nothing to retry', body: [h('p', null, `No failed ${spec.noun}s match (${describeFilter(rest)}).`)], confirmLabel: 'OK', inform: true });
+      await confirmDialog({
+        title: 'Nothing to retry',
+        body: [h('p', null, `No failed ${spec.noun}s match (${describeFilter(rest)}).`)],
+        confirmLabel: 'OK',
+        inform: true,
+      });
       return;
     }
     const { confirmed, reason } = await confirmDialog({
       title: `Retry ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? '' : 's'}?`,
       body: [
-        h('p', { 'data-dry-run-count': dry.matched }, `Dry run: ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? '' : 's'} match (${describeFilter(rest)}).`),
+        h(
+          'p',
+          { 'data-dry-run-count': dry.matched },
+          `Dry run: ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? '' : 's'} match (${describeFilter(rest)}).`,
+        ),
         dry.more ? h('p', { class: 'warn' }, `More match than one call retries: only these ${dry.matched} now; run it again for the rest.`) : null,
         h('p', null, 'They return to pending with a renewed attempt budget and are delivered again.'),
       ],
@@ -137,7 +180,11 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
         const tr = h(
           'tr',
           { 'data-id': rid, class: 'clickable' },
-          h('td', { class: 'num' }, h('a', { href: detailHash(kind, rid), 'data-focus-key': `row-${rid}`, 'aria-label': `Open ${spec.noun} ${rid}` }, `#${rid}`)),
+          h(
+            'td',
+            { class: 'num' },
+            h('a', { href: detailHash(kind, rid), 'data-focus-key': `row-${rid}`, 'aria-label': `Open ${spec.noun} ${rid}` }, `#${rid}`),
+          ),
           spec.columns.map((c) => h('td', { class: c.num ? 'num' : '' }, c.cell(row))),
         );
         tr.addEventListener('click', (ev) => {
@@ -155,7 +202,16 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
               'table',
               { class: 'grid', 'aria-describedby': summary.id || undefined },
               h('caption', { class: 'visually-hidden' }, `${spec.title}, newest first`),
-              h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Id'), spec.columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : '' }, c.label)))),
+              h(
+                'thead',
+                null,
+                h(
+                  'tr',
+                  null,
+                  h('th', { scope: 'col' }, 'Id'),
+                  spec.columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : '' }, c.label)),
+                ),
+              ),
               h('tbody', null, rows),
             ),
       );

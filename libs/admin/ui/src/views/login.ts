@@ -11,7 +11,11 @@ export function loginView(opts: { message?: string; onSubmit: (token: string) =>
     { class: 'login', 'aria-labelledby': 'login-title' },
     h('h1', { id: 'login-title' }, 'tg-relay operator dashboard'),
     h('p', { class: 'field' }, h('label', { for: input.id }, 'Admin token'), input),
-    h('p', { class: 'muted small' }, 'ADMIN_TOKEN, or one of ADMIN_TOKENS. It is kept in this tab only (session storage) and sent as a bearer token to the admin API.'),
+    h(
+      'p',
+      { class: 'muted small' },
+      'ADMIN_TOKEN, or one of ADMIN_TOKENS. It is kept in this tab only (session storage) and sent as a bearer token to the admin API.',
+    ),
     button,
     error,
   );

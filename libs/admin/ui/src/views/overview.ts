@@ -21,7 +21,15 @@ function workCard(stats: Stats, series: AttemptTimeseries | null, card: (typeof 
       h(
         'td',
         { class: 'num', 'data-kind': card.kind, 'data-state': state, 'data-count': c.count },
-        h('a', { href: listHash(card.kind, { state }), 'data-focus-key': `count-${card.kind}-${state}`, 'aria-label': `${fmtCount(c.count, c.approximate)} ${state} — list them` }, fmtCount(c.count, c.approximate)),
+        h(
+          'a',
+          {
+            href: listHash(card.kind, { state }),
+            'data-focus-key': `count-${card.kind}-${state}`,
+            'aria-label': `${fmtCount(c.count, c.approximate)} ${state} — list them`,
+          },
+          fmtCount(c.count, c.approximate),
+        ),
       ),
     );
   });
@@ -57,7 +65,13 @@ function workCard(stats: Stats, series: AttemptTimeseries | null, card: (typeof 
       h('dt', null, 'Oldest pending'),
       h('dd', { 'data-oldest': card.kind }, ks?.oldest_pending_age_seconds === null || !ks ? 'none' : fmtAge(ks.oldest_pending_age_seconds)),
       h('dt', null, 'Last minute'),
-      h('dd', null, ks ? `${ks.delivered_last_minute} ${card.kind === 'inbox' ? 'handled' : 'delivered'}, ${ks.failed_last_minute} failed, ${ks.attempts_last_minute} attempts` : '—'),
+      h(
+        'dd',
+        null,
+        ks
+          ? `${ks.delivered_last_minute} ${card.kind === 'inbox' ? 'handled' : 'delivered'}, ${ks.failed_last_minute} failed, ${ks.attempts_last_minute} attempts`
+          : '—',
+      ),
     ),
     h('div', { class: 'charts', role: 'group', 'aria-label': 'Last 15 minutes' }, charts),
   );
@@ -71,7 +85,12 @@ function botRow(b: BotStats): HTMLElement {
     h('th', { scope: 'row' }, h('code', null, b.bot_id)),
     h('td', null, b.lease_owner ?? '—', b.lease_valid ? '' : h('span', { class: 'muted' }, ' (lease expired)')),
     h('td', { class: 'num' }, b.lease_generation),
-    h('td', null, h('span', { class: `badge ${b.ready ? 'state-delivered' : b.ready === false ? 'state-failed' : ''}` }, readiness), b.reasons.length ? h('div', { class: 'muted small' }, b.reasons.join('; ')) : null),
+    h(
+      'td',
+      null,
+      h('span', { class: `badge ${b.ready ? 'state-delivered' : b.ready === false ? 'state-failed' : ''}` }, readiness),
+      b.reasons.length ? h('div', { class: 'muted small' }, b.reasons.join('; ')) : null,
+    ),
     h('td', null, b.progress_at ? `${fmtAge(b.progress_age_seconds)} ago (gen ${b.progress_generation ?? '—'})` : 'never'),
     h('td', { class: 'num' }, b.next_offset),
     h('td', { class: 'num' }, b.pending_update_count === null ? '—' : b.pending_update_count),
@@ -86,7 +105,15 @@ export function overviewView(ctx: ViewContext): View {
   const recoverStatus = statusRegion();
   const sendStatus = statusRegion();
 
-  const olderThan = h('input', { id: 'recover-older-than', name: 'older_than', type: 'text', placeholder: 'STALE_AFTER', pattern: '^[0-9]+(ms|s|m|h)?$', size: 8, autocomplete: 'off' });
+  const olderThan = h('input', {
+    id: 'recover-older-than',
+    name: 'older_than',
+    type: 'text',
+    placeholder: 'STALE_AFTER',
+    pattern: '^[0-9]+(ms|s|m|h)?$',
+    size: 8,
+    autocomplete: 'off',
+  });
   const recoverForm = h(
     'form',
     { class: 'inline-form', 'aria-labelledby': 'recover-title' },
@@ -107,8 +134,17 @@ export function overviewView(ctx: ViewContext): View {
     });
     if (!confirmed) return;
     try {
-      const r = await ctx.api.post<{ recovered: Record<string, number>; total: number; audit_id: number }>('v1/recover-stale', { ...(older ? { older_than: older } : {}), ...(reason ? { reason } : {}) });
-      setStatus(recoverStatus, 'ok', `Recovered ${r.total} (${Object.entries(r.recovered).map(([k, n]) => `${k} ${n}`).join(', ')}) — audit #${r.audit_id}`);
+      const r = await ctx.api.post<{ recovered: Record<string, number>; total: number; audit_id: number }>('v1/recover-stale', {
+        ...(older ? { older_than: older } : {}),
+        ...(reason ? { reason } : {}),
+      });
+      setStatus(
+        recoverStatus,
+        'ok',
+        `Recovered ${r.total} (${Object.entries(r.recovered)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ')}) — audit #${r.audit_id}`,
+      );
       void view.refresh();
     } catch (err) {
       setStatus(recoverStatus, 'error', `Recover failed: ${describeError(err)}`);
@@ -116,8 +152,24 @@ export function overviewView(ctx: ViewContext): View {
   };
   recoverForm.addEventListener('submit', (ev) => void recoverStale(ev));
 
-  const chat = h('input', { id: 'send-chat', name: 'chat_id', type: 'text', required: true, pattern: '^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$', size: 14, autocomplete: 'off' });
-  const text = h('input', { id: 'send-text', name: 'text', type: 'text', required: true, maxlength: 4096, value: 'Test message from the tg-relay dashboard', autocomplete: 'off' });
+  const chat = h('input', {
+    id: 'send-chat',
+    name: 'chat_id',
+    type: 'text',
+    required: true,
+    pattern: '^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$',
+    size: 14,
+    autocomplete: 'off',
+  });
+  const text = h('input', {
+    id: 'send-text',
+    name: 'text',
+    type: 'text',
+    required: true,
+    maxlength: 4096,
+    value: 'Test message from the tg-relay dashboard',
+    autocomplete: 'off',
+  });
   const sendForm = h(
     'form',
     { class: 'inline-form', 'aria-labelledby': 'send-title' },
@@ -138,7 +190,13 @@ export function overviewView(ctx: ViewContext): View {
         chat_id: /^-?[0-9]+$/.test(chatValue) ? Number(chatValue) : chatValue,
         text: text.value,
       });
-      setStatus(sendStatus, 'ok', 'Enqueued ', h('a', { href: detailHash('outbound', r.id) }, `outbound #${r.id}`), ` (${r.msg_id}), ${r.state} — audit #${r.audit_id}`);
+      setStatus(
+        sendStatus,
+        'ok',
+        'Enqueued ',
+        h('a', { href: detailHash('outbound', r.id) }, `outbound #${r.id}`),
+        ` (${r.msg_id}), ${r.state} — audit #${r.audit_id}`,
+      );
     } catch (err) {
       setStatus(sendStatus, 'error', `Not sent: ${describeError(err)}`);
     }
@@ -151,7 +209,12 @@ export function overviewView(ctx: ViewContext): View {
     h('div', { class: 'page-head' }, h('h1', { tabindex: -1 }, 'Overview')),
     cards,
     h('section', { 'aria-labelledby': 'bots-title' }, h('h2', { id: 'bots-title' }, 'Pollers'), bots),
-    h('div', { class: 'two-col' }, h('section', { 'aria-labelledby': 'q-title' }, h('h2', { id: 'q-title' }, 'Quarantine'), quarantine), h('section', { class: 'actions', 'aria-labelledby': 'actions-title' }, h('h2', { id: 'actions-title' }, 'Actions'), recoverForm, sendForm)),
+    h(
+      'div',
+      { class: 'two-col' },
+      h('section', { 'aria-labelledby': 'q-title' }, h('h2', { id: 'q-title' }, 'Quarantine'), quarantine),
+      h('section', { class: 'actions', 'aria-labelledby': 'actions-title' }, h('h2', { id: 'actions-title' }, 'Actions'), recoverForm, sendForm),
+    ),
   );
 
   const view: View = {
@@ -162,7 +225,10 @@ export function overviewView(ctx: ViewContext): View {
         ctx.api.get<Stats>('v1/stats'),
         ctx.api.get<AttemptTimeseries>('v1/stats/timeseries', { minutes: 15 }).catch(() => null),
       ]);
-      replaceKeepingFocus(cards, WORK_CARDS.map((c) => workCard(stats, series, c)));
+      replaceKeepingFocus(
+        cards,
+        WORK_CARDS.map((c) => workCard(stats, series, c)),
+      );
       replaceKeepingFocus(
         bots,
         stats.bots.length === 0
@@ -171,7 +237,17 @@ export function overviewView(ctx: ViewContext): View {
               'table',
               { class: 'grid' },
               h('caption', { class: 'visually-hidden' }, 'Pollers per bot'),
-              h('thead', null, h('tr', null, ['Bot', 'Lease owner', 'Generation', 'Readiness', 'Last progress', 'Next offset', 'Lag (Telegram)', 'Halted'].map((t) => h('th', { scope: 'col' }, t)))),
+              h(
+                'thead',
+                null,
+                h(
+                  'tr',
+                  null,
+                  ['Bot', 'Lease owner', 'Generation', 'Readiness', 'Last progress', 'Next offset', 'Lag (Telegram)', 'Halted'].map((t) =>
+                    h('th', { scope: 'col' }, t),
+                  ),
+                ),
+              ),
               h('tbody', null, stats.bots.map(botRow)),
             ),
       );
@@ -182,7 +258,17 @@ export function overviewView(ctx: ViewContext): View {
           { class: 'plain' },
           KIND_VIEWS.quarantine.states.map((s) => {
             const c = stats.quarantine.states[s] ?? { count: 0, approximate: false };
-            return h('li', null, stateBadge(s), ' ', h('a', { href: listHash('quarantine', { state: s }), 'data-kind': 'quarantine', 'data-state': s, 'data-count': c.count, 'data-focus-key': `q-${s}` }, fmtCount(c.count, c.approximate)));
+            return h(
+              'li',
+              null,
+              stateBadge(s),
+              ' ',
+              h(
+                'a',
+                { href: listHash('quarantine', { state: s }), 'data-kind': 'quarantine', 'data-state': s, 'data-count': c.count, 'data-focus-key': `q-${s}` },
+                fmtCount(c.count, c.approximate),
+              ),
+            );
           }),
         ),
       );

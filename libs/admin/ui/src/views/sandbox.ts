@@ -52,7 +52,10 @@ export function sandboxView(ctx: ViewContext): View {
       return;
     }
     try {
-      const r = await ctx.api.post<{ update_id: number; chat_id: number; message_id: number; date: number }>('v1/sandbox/messages', { chat_id: chatId, text: text.value });
+      const r = await ctx.api.post<{ update_id: number; chat_id: number; message_id: number; date: number }>('v1/sandbox/messages', {
+        chat_id: chatId,
+        text: text.value,
+      });
       sentByTab.push({ update_id: r.update_id, chat_id: r.chat_id, message_id: r.message_id, text: text.value, at: new Date(r.date * 1000).toISOString() });
       text.value = '';
       setStatus(status, 'ok', `Sent as update ${r.update_id}; the poller picks it up on its next getUpdates.`);
@@ -69,9 +72,13 @@ export function sandboxView(ctx: ViewContext): View {
       'p',
       { class: 'flow small' },
       'inbox ',
-      m.inbox ? [h('a', { href: detailHash('inbox', m.inbox.id) }, `#${m.inbox.id}`), ' ', stateBadge(m.inbox.state)] : h('span', { class: 'muted' }, 'not polled yet'),
+      m.inbox
+        ? [h('a', { href: detailHash('inbox', m.inbox.id) }, `#${m.inbox.id}`), ' ', stateBadge(m.inbox.state)]
+        : h('span', { class: 'muted' }, 'not polled yet'),
       ' · capture ',
-      m.capture ? [h('a', { href: detailHash('captures', m.capture.id) }, `#${m.capture.id}`), ' ', stateBadge(m.capture.state)] : h('span', { class: 'muted' }, 'none (yet)'),
+      m.capture
+        ? [h('a', { href: detailHash('captures', m.capture.id) }, `#${m.capture.id}`), ' ', stateBadge(m.capture.state)]
+        : h('span', { class: 'muted' }, 'none (yet)'),
     );
 
   chat.addEventListener('change', () => {
@@ -82,7 +89,12 @@ export function sandboxView(ctx: ViewContext): View {
   const el = h(
     'div',
     { class: 'sandbox' },
-    h('div', { class: 'page-head' }, h('h1', { tabindex: -1 }, 'Sandbox chat'), h('p', { class: 'muted small' }, `Sandbox mode: messages go to bot ${info.bot_id} through the local Bot API sandbox, not Telegram.`)),
+    h(
+      'div',
+      { class: 'page-head' },
+      h('h1', { tabindex: -1 }, 'Sandbox chat'),
+      h('p', { class: 'muted small' }, `Sandbox mode: messages go to bot ${info.bot_id} through the local Bot API sandbox, not Telegram.`),
+    ),
     log,
     form,
     status,
@@ -111,8 +123,25 @@ export function sandboxView(ctx: ViewContext): View {
         return [{ items: [] as BotMessage[] }];
       });
       const entries = [
-        ...mine.map((m) => ({ key: `u${m.update_id}`, at: m.at, make: () => h('li', { class: 'bubble user', 'data-update-id': m.update_id }, h('p', null, m.text), h('p', { class: 'meta small' }, `you · ${fmtTime(m.at)}`), flow(m)), flow: () => flow(m) })),
-        ...bot.items.map((b) => ({ key: `b${b.message_id}`, at: b.sent_at, make: () => h('li', { class: 'bubble bot' }, h('p', null, b.text), h('p', { class: 'meta small' }, `bot · ${fmtTime(b.sent_at)}`)), flow: null })),
+        ...mine.map((m) => ({
+          key: `u${m.update_id}`,
+          at: m.at,
+          make: () =>
+            h(
+              'li',
+              { class: 'bubble user', 'data-update-id': m.update_id },
+              h('p', null, m.text),
+              h('p', { class: 'meta small' }, `you · ${fmtTime(m.at)}`),
+              flow(m),
+            ),
+          flow: () => flow(m),
+        })),
+        ...bot.items.map((b) => ({
+          key: `b${b.message_id}`,
+          at: b.sent_at,
+          make: () => h('li', { class: 'bubble bot' }, h('p', null, b.text), h('p', { class: 'meta small' }, `bot · ${fmtTime(b.sent_at)}`)),
+          flow: null,
+        })),
       ].sort((a, b) => a.at.localeCompare(b.at) || a.key.localeCompare(b.key));
       // only new messages are added (role="log" announces additions); known ones get their flow updated
       if (entries.length === 0) {
