@@ -126,7 +126,9 @@ export function createPoller(opts: PollerOptions): Poller {
   };
 
   // ---- watchdog -------------------------------------------------------------------------------
-  // Progress = a committed batch, a recorded empty long poll, or a fresh lease. The watchdog trips
+  // Progress = a committed batch, a recorded empty long poll, or a fresh lease; a batch transaction
+  // that failed with an error restarts the window too (the database is down: a restart would not
+  // help, readiness says so). The watchdog trips
   // when the owning generation made none for watchdogMs while Telegram is known to hold updates
   // (a non-empty getUpdates answer not yet committed). It ends the poller with `stalled` at once,
   // without waiting for the loop (which may be stuck on an await that never settles, e.g. a
@@ -144,6 +146,12 @@ export function createPoller(opts: PollerOptions): Poller {
   const progressed = () => {
     lastProgressAt = now();
     updatesWaitingSince = null;
+  };
+  // A batch transaction that failed with an error came back: the loop is alive and backing off
+  // (the database is down or restarting), which a new process would not fix and readiness already
+  // reports. It restarts the window; only an await that never settles trips the watchdog.
+  const settledWithError = () => {
+    lastProgressAt = now();
   };
   const checkWatchdog = () => {
     const tickAt = now();
@@ -337,8 +345,10 @@ export function createPoller(opts: PollerOptions): Poller {
         lease.markLost('fenced write rejected');
         return false;
       }
+      settledWithError();
       const n = fail('persist', 'error', { err, offset }, 'batch transaction failed; nothing committed, the same offset will be polled again');
       await sleep(backoffDelay(n, policy, random), wake.signal);
+      settledWithError();
       return false;
     }
   }
