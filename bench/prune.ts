@@ -12,8 +12,6 @@
  *      and attempts). Target: p99 ≤ 150 ms in both.
  * Runs on DATABASE_URL if set, else on an embedded PostgreSQL in a temp dir.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BOSS_SCHEMA, createBoss, createPool, Pool, QUEUES, withTransaction } from '../libs/db';
 import { runPrune } from '../libs/retention/prune';
@@ -21,6 +19,7 @@ import { ITEM_CLASSES, pruneItemBatch } from '../libs/retention/queries';
 import { createCollector } from '../libs/sandbox';
 import { insertCaptures } from '../test/support/capture-fixtures';
 import { benchDatabase } from './support/database';
+import { fmt, pct, startBenchWorker } from './support/worker-process';
 
 const args = process.argv.slice(2);
 const QUICK = args.includes('--quick');
@@ -31,11 +30,6 @@ const SECONDS = arg('seconds', QUICK ? 10 : 30);
 const RATE = 200;
 const DAY = 86_400_000;
 
-const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-};
 const log = (s: string) => process.stdout.write(`${s}\n`);
 
 async function load(pool: Pool): Promise<void> {
@@ -121,18 +115,7 @@ async function partB(url: string, pool: Pool): Promise<void> {
   const received = new Map<string, number>();
   const collector = createCollector({ onReceive: (r) => received.set(r.key, performance.timeOrigin + performance.now()) });
   await collector.start();
-  const child = spawn(process.execPath, [path.resolve(__dirname, '../bin/tg-relay.js'), 'worker'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: url, CAPTURE_URL: collector.captureUrl, LOG_LEVEL: 'info', PRUNE_EVERY: 'off' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  const startDeadline = Date.now() + 30_000;
-  while (!out.includes('worker started')) {
-    if (Date.now() > startDeadline || child.exitCode !== null) throw new Error(`worker did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const worker = await startBenchWorker({ DATABASE_URL: url, CAPTURE_URL: collector.captureUrl, PRUNE_EVERY: 'off' });
   const boss = createBoss(url, { max: 1 });
   await insertCaptures(pool, boss, 20);
   while (received.size < 20) await new Promise((r) => setTimeout(r, 10));
@@ -188,8 +171,7 @@ async function partB(url: string, pool: Pool): Promise<void> {
   );
   log(`  p99 without ${fmt(pct(base.lat, 99), 1)} ms, with ${fmt(pct(during.lat, 99), 1)} ms (target ≤ 150 ms)`);
   await prunePool.end();
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
+  await worker.stop();
   await collector.stop();
 }
 

@@ -12,8 +12,6 @@
  *     collector receipt.
  * Runs on DATABASE_URL if set, else on an embedded PostgreSQL in a temp dir.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import PgBoss from 'pg-boss';
 import { createBoss, Pool, QUEUES, withTransaction, bossDb } from '../libs/db';
@@ -23,6 +21,7 @@ import { silentLogger } from '../libs/observability/logger';
 import { createCollector } from '../libs/sandbox';
 import { insertCaptures } from '../test/support/capture-fixtures';
 import { benchDatabase } from './support/database';
+import { fmt, pct, startBenchWorker } from './support/worker-process';
 
 const args = process.argv.slice(2);
 const QUICK = args.includes('--quick');
@@ -32,11 +31,6 @@ const SIZES = QUICK
   ? { throughputJobs: 3_000, claimSizes: [1_000, 10_000, 50_000], e2eSeconds: 5 }
   : { throughputJobs: 20_000, claimSizes: [1_000, 100_000, 1_000_000], e2eSeconds: 15 };
 
-const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-};
 const log = (s: string) => process.stdout.write(`${s}\n`);
 
 // ---- fixtures ---------------------------------------------------------------------------------
@@ -277,18 +271,7 @@ async function partC(url: string, pool: Pool): Promise<void> {
   const received = new Map<string, number>();
   const collector = createCollector({ onReceive: (r) => received.set(r.key, performance.timeOrigin + performance.now()) });
   await collector.start();
-  const child = spawn(process.execPath, [path.resolve(__dirname, '../scripts/tg-relay-dev.js'), 'worker'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: url, CAPTURE_URL: collector.captureUrl, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  const startDeadline = Date.now() + 30_000;
-  while (!out.includes('worker started')) {
-    if (Date.now() > startDeadline || child.exitCode !== null) throw new Error(`worker did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const worker = await startBenchWorker({ DATABASE_URL: url, CAPTURE_URL: collector.captureUrl });
   const boss = createBoss(url, { max: 1 });
   // warm-up (connections, JIT) not measured
   await insertCaptures(pool, boss, 20);
@@ -319,8 +302,7 @@ async function partC(url: string, pool: Pool): Promise<void> {
   const lastReceipt = Math.max(...received.values());
   const secs = (lastReceipt - (performance.timeOrigin + t0)) / 1000;
   const lat = [...enqueuedAt].filter(([k]) => received.has(k)).map(([k, t]) => received.get(k)! - t);
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
+  await worker.stop();
   await collector.stop();
   log(`  delivered ${fmt(received.size)}/${fmt(total)}; enqueued at ${fmt(total / enqueueSecs, 1)}/s; delivered at ${fmt(received.size / secs, 1)} captures/s`);
   log(
