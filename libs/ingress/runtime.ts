@@ -56,7 +56,7 @@ export interface IngressRuntime {
    * healthy as standby — as long as the loop runs and the database answers; starting, halted by
    * DECODE_POLICY=stop, ended, or the database away is not ready.
    */
-  ready(): Promise<ReadyCheck>;
+  readonly ready: () => Promise<ReadyCheck>;
 }
 
 /** A unique lease owner id for this process: host, pid and a random suffix. */
@@ -96,7 +96,13 @@ async function waitForSchema(pool: ReturnType<typeof createPool>, logger: Logger
   return false;
 }
 
-export function startIngress(opts: { config: IngressConfig; databaseUrl: string; logger: Logger; owner?: string; metrics?: Registry }): Promise<IngressRuntime> {
+export function startIngress(opts: {
+  config: IngressConfig;
+  databaseUrl: string;
+  logger: Logger;
+  owner?: string;
+  metrics?: Registry;
+}): Promise<IngressRuntime> {
   // a configuration the checks refuse rejects the promise (callers await it), it does not throw
   return new Promise((resolve) => resolve(createIngress(opts)));
 }
@@ -212,7 +218,7 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
       const s = status();
       const reasons: string[] = [];
       if (stopping) reasons.push('stopping');
-      else if (ended) reasons.push(`ingress ended (${(ended as IngressExit).reason})`);
+      else if (ended) reasons.push(`ingress ended (${ended.reason})`);
       else if (s.role === 'starting') reasons.push('starting: waiting for the database and its migrations');
       else if (s.role === 'stopped') reasons.push('ingress stopped');
       if (s.halted) reasons.push(`halted by DECODE_POLICY=stop: ${s.halted}`);

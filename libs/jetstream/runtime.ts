@@ -20,7 +20,7 @@ export interface JetStreamRuntime {
   /** Idempotent. */
   stop(): Promise<void>;
   /** METRICS_PORT /health/ready: connected to NATS (and bound) and the database answers. */
-  ready(): Promise<ReadyCheck>;
+  readonly ready: () => Promise<ReadyCheck>;
 }
 
 /** NATS_URL is required; the alert subject must differ from the consumed one. Throws ConfigError. */

@@ -41,7 +41,16 @@ export interface ClaimLoopView {
   readonly inFlight: number;
   readonly heartbeatAgeMs: number;
   readonly outcomeBacklog: number;
-  readonly stats: Readonly<{ claimed: number; delivered: number; retried: number; failed: number; fenced: number; recovered: number; released: number; claimErrors: number }>;
+  readonly stats: Readonly<{
+    claimed: number;
+    delivered: number;
+    retried: number;
+    failed: number;
+    fenced: number;
+    recovered: number;
+    released: number;
+    claimErrors: number;
+  }>;
 }
 
 /** The instruments a claim loop feeds on its hot path (all else is read from its stats). */
@@ -163,25 +172,23 @@ export interface RateLimitMetrics {
   deferred: Counter<string>;
 }
 
-export const rateLimitMetrics = once(
-  (registry: Registry): RateLimitMetrics => ({
-    waits: new Counter({
-      name: 'tg_relay_rate_limit_waits_total',
-      help: 'Sends that waited for their reserved per-bot slot (OUTBOUND_RATE_MODE=proactive)',
-      registers: [registry],
-    }),
-    waitSeconds: new Counter({
-      name: 'tg_relay_rate_limit_wait_seconds_total',
-      help: 'Seconds sends spent waiting for their reserved per-bot slot',
-      registers: [registry],
-    }),
-    deferred: new Counter({
-      name: 'tg_relay_rate_limit_deferred_total',
-      help: 'Sends put back unsent because no slot was free within the reservation horizon',
-      registers: [registry],
-    }),
+export const rateLimitMetrics = once((registry: Registry): RateLimitMetrics => ({
+  waits: new Counter({
+    name: 'tg_relay_rate_limit_waits_total',
+    help: 'Sends that waited for their reserved per-bot slot (OUTBOUND_RATE_MODE=proactive)',
+    registers: [registry],
   }),
-);
+  waitSeconds: new Counter({
+    name: 'tg_relay_rate_limit_wait_seconds_total',
+    help: 'Seconds sends spent waiting for their reserved per-bot slot',
+    registers: [registry],
+  }),
+  deferred: new Counter({
+    name: 'tg_relay_rate_limit_deferred_total',
+    help: 'Sends put back unsent because no slot was free within the reservation horizon',
+    registers: [registry],
+  }),
+}));
 
 // ---- ingress (libs/ingress: poller and webhook) -------------------------------------------------
 

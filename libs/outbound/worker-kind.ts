@@ -31,8 +31,8 @@ export async function createOutboundKindFromConfig(
   const limiter = createOutboundRateLimiter(
     {
       mode: config.OUTBOUND_RATE_MODE,
-    perBot: config.OUTBOUND_RATE_PER_BOT,
-    perChat: config.OUTBOUND_RATE_PER_CHAT,
+      perBot: config.OUTBOUND_RATE_PER_BOT,
+      perChat: config.OUTBOUND_RATE_PER_CHAT,
       perGroup: config.OUTBOUND_RATE_PER_GROUP,
     },
     { metrics: deps.rateLimitMetrics },

@@ -24,7 +24,7 @@ export interface WorkerRuntime {
   /** Stops claiming, finishes in-flight work within `timeoutMs` or releases it, closes the pool. Idempotent. */
   stop(timeoutMs: number): Promise<void>;
   /** Ready: every claim loop runs, the database answers, heartbeats are fresh (METRICS_PORT /health/ready). */
-  ready(): Promise<ReadyCheck>;
+  readonly ready: () => Promise<ReadyCheck>;
 }
 
 export async function startWorkerRuntime(opts: { config: Config; databaseUrl: string; logger: Logger; metrics?: Registry }): Promise<WorkerRuntime> {

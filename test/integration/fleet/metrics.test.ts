@@ -90,14 +90,14 @@ beforeAll(async () => {
   await withMetrics('worker1', worker);
   await withMetrics('worker2', worker);
   await withMetrics('bridge', (env) => startBridge(scope, { DATABASE_URL: proxiedUrl, TELEGRAM_BOT_TOKEN: bot.token, ...env }));
-  procs.worker1.workerId = await workerStarted(procs.worker1.child as WorkerProcess, 40_000);
-  procs.worker2.workerId = await workerStarted(procs.worker2.child as WorkerProcess, 40_000);
-  await bridgeBound(procs.bridge.child as BridgeProcess, 40_000);
+  procs.worker1.workerId = await workerStarted(procs.worker1.child, 40_000);
+  procs.worker2.workerId = await workerStarted(procs.worker2.child, 40_000);
+  await bridgeBound(procs.bridge.child, 40_000);
 });
 
 afterAll(async () => {
-  for (const p of Object.values(procs)) await killHard(p.child as PollerProcess);
-  for (const c of others) await killHard(c as PollerProcess);
+  for (const p of Object.values(procs)) await killHard(p.child);
+  for (const c of others) await killHard(c);
   await scope?.cleanup();
   await collector?.stop();
   await sandbox?.stop();
