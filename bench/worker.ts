@@ -10,6 +10,9 @@
  * (c) end-to-end capture delivery to the sandbox collector at a steady 200/s, worker as a real
  *     `tg-relay worker` process: captures/s and p50/p99 from the start of the enqueue transaction to
  *     collector receipt.
+ * (m) METRICS_PORT cost (`--only=m`): the no-op loop of (a) with no metrics (METRICS_PORT unset:
+ *     the components get no instruments) and with a process registry (claim and attempt histograms
+ *     fed, scraped every second), interleaved rounds on the same backlog; jobs/s and the ratio.
  * Runs on DATABASE_URL if set, else on an embedded PostgreSQL in a temp dir.
  */
 import { performance } from 'node:perf_hooks';
@@ -18,6 +21,7 @@ import { createBoss, Pool, QUEUES, withTransaction, bossDb } from '../libs/db';
 import { createCaptureStore } from '../libs/captures/deliver';
 import { createWorker, Outcome } from '../libs/queue';
 import { silentLogger } from '../libs/observability/logger';
+import { createProcessRegistry, queueMetrics, QueueMetrics } from '../libs/observability/metrics';
 import { createCollector } from '../libs/sandbox';
 import { insertCaptures } from '../test/support/capture-fixtures';
 import { benchDatabase } from './support/database';
@@ -80,7 +84,7 @@ async function resetCaptures(pool: Pool): Promise<void> {
 
 // ---- (a) throughput -----------------------------------------------------------------------------
 
-async function ourLoop(url: string, pool: Pool, n: number, concurrency: number): Promise<number> {
+async function ourLoop(url: string, pool: Pool, n: number, concurrency: number, metrics?: QueueMetrics): Promise<number> {
   await resetCaptures(pool);
   await bulkCaptures(pool, n, 0);
   await pool.query('analyze relay.captures; analyze tg_relay_boss.job');
@@ -96,6 +100,7 @@ async function ourLoop(url: string, pool: Pool, n: number, concurrency: number):
     databaseUrl: url,
     kinds: [{ queue: QUEUES.capture, store, execute: () => Promise.resolve(Outcome.delivered({ status: 200 })) }],
     config: { concurrency, staleAfterMs: 30_000, retry: { baseMs: 1_000, capMs: 300_000, maxAttempts: 12 } },
+    metrics,
   });
   const t0 = performance.now();
   await worker.start();
@@ -192,6 +197,30 @@ async function partA(url: string, pool: Pool): Promise<void> {
     `  same jobs in flight: 200: ours ${fmt(ours[200])} vs work() x2 ${fmt(work['2x100'])} = ${fmt(ours[200] / work['2x100'], 1)}x; ` +
       `1000: ours ${fmt(ours[1000])} vs work() x10 ${fmt(work['10x100'])} = ${fmt(ours[1000] / work['10x100'], 1)}x`,
   );
+}
+
+// ---- (m) metrics cost -------------------------------------------------------------------------------
+
+async function partM(url: string, pool: Pool): Promise<void> {
+  const n = SIZES.throughputJobs;
+  const rounds = QUICK ? 2 : 3;
+  const concurrency = 200;
+  log(`\n(m) METRICS_PORT cost: no-op jobs/s, WORKER_CONCURRENCY=${concurrency}, ${fmt(n)} jobs per run, ${rounds} interleaved rounds`);
+  const off: number[] = [];
+  const on: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    off.push(await ourLoop(url, pool, n, concurrency));
+    const registry = createProcessRegistry();
+    const scraper = setInterval(() => void registry.metrics(), 1_000);
+    try {
+      on.push(await ourLoop(url, pool, n, concurrency, queueMetrics(registry)));
+    } finally {
+      clearInterval(scraper);
+    }
+    log(`  round ${i + 1}: metrics off ${fmt(off[i])} jobs/s | metrics on (scraped every 1 s) ${fmt(on[i])} jobs/s`);
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  log(`  median: off ${fmt(median(off))} jobs/s, on ${fmt(median(on))} jobs/s, on/off = ${fmt(median(on) / median(off), 3)}x`);
 }
 
 // ---- (b) claim latency vs backlog ---------------------------------------------------------------
@@ -318,6 +347,7 @@ async function main(): Promise<void> {
     if (ONLY.includes('a')) await partA(db.url, db.pool);
     if (ONLY.includes('b')) await partB(db.url, db.pool);
     if (ONLY.includes('c')) await partC(db.url, db.pool);
+    if (ONLY.includes('m')) await partM(db.url, db.pool);
   } finally {
     await db.close();
   }

@@ -8,6 +8,7 @@ import { resolveDatabase } from '../../libs/db';
 import { checkIngressConfig, startIngress } from '../../libs/ingress/runtime';
 import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
+import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 
 /** EX_CONFIG: the bot token was rejected, restarting will not help. */
 export const EXIT_UNAUTHORIZED = 78;
@@ -20,20 +21,28 @@ export async function run(): Promise<number> {
   const config = loadConfig();
   checkIngressConfig(config);
   const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'poller' });
-  const db = await resolveDatabase(config, logger);
-  const ingress = await startIngress({ config, databaseUrl: db.url, logger });
+  const metrics = await startMetricsEndpoint(config, logger);
+  const db = await resolveDatabase(config, logger).catch(async (err) => {
+    await metrics?.server.close();
+    throw err;
+  });
+  const ingress = await startIngress({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
+  metrics?.server.addCheck('poller', ingress.ready);
+  const closeMetrics = () => metrics?.server.close() ?? Promise.resolve();
   const removeSignals = onShutdownSignal(async () => {
     await ingress.stop();
+    await closeMetrics();
     await db.stop();
   }, logger);
   const exit = await ingress.done;
   removeSignals();
   if (exit.reason === 'stalled') {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);
-    await Promise.race([Promise.all([ingress.stop(), db.stop()]), new Promise((r) => setTimeout(r, STALLED_STOP_TIMEOUT_MS).unref())]);
+    await Promise.race([Promise.all([ingress.stop(), closeMetrics(), db.stop()]), new Promise((r) => setTimeout(r, STALLED_STOP_TIMEOUT_MS).unref())]);
     return EXIT_STALLED;
   }
   await ingress.stop();
+  await closeMetrics();
   await db.stop();
   if (exit.reason === 'unauthorized') {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);

@@ -11,6 +11,7 @@ import { JetStreamRuntime, startJetStreamRuntime } from '../../libs/jetstream/ru
 import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { AdminRuntime, startAdminRuntime } from '../../libs/runtime/admin';
+import { MetricsEndpoint, startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 import { SANDBOX_CHAT_ID, SandboxMode, startSandboxMode } from '../../libs/runtime/sandbox-mode';
 import { startWorkerRuntime, WorkerRuntime } from '../../libs/runtime/worker';
 import { EXIT_STALLED } from '../poller/main';
@@ -37,6 +38,7 @@ export async function run(): Promise<number> {
   let worker: WorkerRuntime | undefined;
   let admin: AdminRuntime | undefined;
   let jetstream: JetStreamRuntime | undefined; // NATS_URL set: the JetStream bridge too
+  let metrics: MetricsEndpoint | undefined; // METRICS_PORT set: one endpoint for the whole process
   let stopping: Promise<void> | undefined;
   const stopAll = () =>
     (stopping ??= (async () => {
@@ -45,6 +47,7 @@ export async function run(): Promise<number> {
       await ingress?.stop().catch((err) => logger.error({ err }, 'stopping ingress failed'));
       await worker?.stop(config.SHUTDOWN_TIMEOUT).catch((err) => logger.error({ err }, 'stopping the worker failed'));
       await admin?.stop().catch((err) => logger.error({ err }, 'stopping the admin API failed'));
+      await metrics?.server.close();
       await sandboxMode?.stop();
       await db?.stop().catch((err) => logger.error({ err }, 'stopping PostgreSQL failed'));
     })());
@@ -64,9 +67,15 @@ export async function run(): Promise<number> {
     }
     say(['tg-relay start — effective configuration:', ...describeConfig(config).map((l) => `  ${l}`)]);
 
-    ingress = await startIngress({ config, databaseUrl: db.url, logger });
-    worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger });
-    if (config.NATS_URL) jetstream = await startJetStreamRuntime({ config, databaseUrl: db.url, logger });
+    metrics = await startMetricsEndpoint(config, logger);
+    ingress = await startIngress({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
+    metrics?.server.addCheck('poller', ingress.ready);
+    worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
+    metrics?.server.addCheck('worker', worker.ready);
+    if (config.NATS_URL) {
+      jetstream = await startJetStreamRuntime({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
+      metrics?.server.addCheck('jetstream', jetstream.ready);
+    }
     admin = await startAdminRuntime({
       config,
       databaseUrl: db.url,

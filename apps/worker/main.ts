@@ -2,6 +2,7 @@ import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
 import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
+import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 import { startWorkerRuntime } from '../../libs/runtime/worker';
 
 /**
@@ -15,17 +16,24 @@ export async function run(): Promise<number> {
   const config = loadConfig();
   const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'worker' });
   const startup: Promise<{ stop(): Promise<void> }> = (async () => {
-    const db = await resolveDatabase(config, logger);
+    const metrics = await startMetricsEndpoint(config, logger);
+    const db = await resolveDatabase(config, logger).catch(async (err) => {
+      await metrics?.server.close();
+      throw err;
+    });
     let worker;
     try {
-      worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger });
+      worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
     } catch (err) {
+      await metrics?.server.close();
       await db.stop();
       throw err;
     }
+    metrics?.server.addCheck('worker', worker.ready);
     return {
       stop: async () => {
         await worker.stop(config.SHUTDOWN_TIMEOUT);
+        await metrics?.server.close();
         await db.stop();
       },
     };

@@ -117,6 +117,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
   app.addHook('onRequest', bearerAuth(tokens, isPublic));
   app.addHook('preValidation', guardInput);
   app.addHook('onResponse', async (req, reply) => {
+    ctx.metrics.request(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode);
     req.log.debug(
       { method: req.method, url: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), actor: req.actor },
       'admin request',
@@ -148,9 +149,6 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
   await app.register(timeseriesRoutes, { ctx });
   if (opts.sandbox) await app.register(sandboxRoutes, { ctx, sandbox: opts.sandbox });
   await app.register(dashboardRoutes);
-  app.addHook('onReady', async () => {
-    await ctx.metrics.feed.init().catch((err) => logger.warn({ err }, 'metrics: could not read the attempts high-water mark yet'));
-  });
   await app.ready();
   return app as unknown as FastifyInstance;
 }

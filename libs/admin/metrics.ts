@@ -1,80 +1,30 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { Queryable } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import type { Readiness } from './health';
-import { attemptsMaxId, attemptsSince } from './queries';
 import type { Stats } from './stats';
 import { pruneStatus, PruneStatus } from '../retention/queries';
 
-const SUBJECT_KIND: Record<string, string> = { capture: 'captures', outbound: 'outbound', inbox: 'inbox', quarantine: 'quarantine', cursor: 'cursor' };
-
-/** Seconds; attempts are HTTP calls (collector, Bot API) or handler runs. */
-export const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-/** Attempt rows read per scrape at most; a larger backlog is read over the next scrapes. */
-export const FEED_BATCH = 50_000;
-/** How long an id skipped by the feed is waited for (a transaction that committed late). */
-export const GAP_WAIT_MS = 60_000;
-
 /**
- * Follows relay.attempts by id. Ids are assigned at insert but rows become visible at commit, so
- * an id below the high-water mark can appear later: skipped ids are re-asked for GAP_WAIT_MS
- * (ids lost to rollbacks simply expire). Starts at the current end of the table: the counters
- * count from this process's start, as Prometheus counters do.
+ * The admin API's /metrics. Everything read from the database is a GAUGE of current state (queue
+ * depth, oldest pending age, last-minute rates, quarantine, config problems, poller lease and
+ * progress, prune history): every admin replica reports the same values, so aggregate with `max`,
+ * never `sum`. Counters of work done live on the processes that do it (METRICS_PORT on pollers,
+ * workers and the bridge, libs/observability/metrics.ts); the only counter here is this admin
+ * process's own HTTP requests.
  */
-export class AttemptFeed {
-  private last: number | undefined;
-  private missing = new Map<number, number>();
-  private running: Promise<void> | undefined;
-
-  constructor(
-    private readonly db: Queryable,
-    private readonly onRow: (row: { subject: string; outcome: string; http_status: number | null; duration_ms: number | null }) => void,
-    private readonly clock: () => Date,
-  ) {}
-
-  async init(): Promise<void> {
-    if (this.last === undefined) this.last = await attemptsMaxId(this.db);
-  }
-
-  /** Reads new rows once; concurrent callers share the same read. */
-  poll(): Promise<void> {
-    this.running ??= this.read().finally(() => (this.running = undefined));
-    return this.running;
-  }
-
-  private async read(): Promise<void> {
-    if (this.last === undefined) {
-      await this.init();
-      return;
-    }
-    const now = this.clock().getTime();
-    for (const [id, since] of this.missing) if (now - since > GAP_WAIT_MS) this.missing.delete(id);
-    const rows = await attemptsSince(this.db, this.last, [...this.missing.keys()], FEED_BATCH);
-    let expect = this.last + 1;
-    for (const row of rows) {
-      const id = Number((row as { id: number }).id);
-      if (id <= this.last) {
-        if (this.missing.delete(id)) this.onRow(row);
-        continue;
-      }
-      for (let gap = expect; gap < id && this.missing.size < 10_000; gap++) this.missing.set(gap, now);
-      expect = id + 1;
-      this.last = id;
-      this.onRow(row);
-    }
-  }
-}
-
 export interface AdminMetrics {
   registry: Registry;
-  /** Refreshes gauges from a stats snapshot and readiness, reads new attempts, returns the exposition. */
+  /** Refreshes gauges from a stats snapshot and readiness, returns the exposition. */
   scrape(snapshot: () => Promise<{ stats: Stats; readiness: Readiness }>): Promise<string>;
-  feed: AttemptFeed;
+  /** Counts one answered request of this admin process (route pattern, not the raw URL). */
+  request(method: string, route: string, status: number): void;
 }
 
 export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; logger: Logger; processMetrics?: boolean }): AdminMetrics {
   const registry = new Registry();
-  if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'tg_relay_admin_' });
+  // Node's process metrics under their standard names (process_*, nodejs_*)
+  if (opts.processMetrics) collectDefaultMetrics({ register: registry });
   const r = [registry];
   const depth = new Gauge({
     name: 'tg_relay_queue_depth',
@@ -94,35 +44,28 @@ export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; log
     labelNames: ['kind'],
     registers: r,
   });
-  const attempts = new Counter({
-    name: 'tg_relay_attempts_total',
-    help: 'Delivery attempts by kind and outcome (delivered, retry, failed, ambiguous, handled…) since this admin process started',
-    labelNames: ['kind', 'outcome'],
-    registers: r,
-  });
-  const latency = new Histogram({
-    name: 'tg_relay_attempt_duration_seconds',
-    help: 'Attempt latency by kind and outcome, from relay.attempts.duration_ms',
-    labelNames: ['kind', 'outcome'],
-    buckets: ATTEMPT_BUCKETS,
-    registers: r,
-  });
-  const status = new Counter({
-    name: 'tg_relay_attempt_http_responses_total',
-    help: 'HTTP statuses received by attempts, by kind',
-    labelNames: ['kind', 'status'],
-    registers: r,
-  });
-  const limited = new Counter({
-    name: 'tg_relay_rate_limited_total',
-    help: '429 Too Many Requests received, by kind (outbound: Telegram; captures: the collector)',
+  const attemptsRecent = new Gauge({
+    name: 'tg_relay_attempts_last_minute',
+    help: 'Attempts per kind during the last 60 s (all replicas)',
     labelNames: ['kind'],
     registers: r,
   });
-  const admin = new Counter({
-    name: 'tg_relay_admin_actions_total',
-    help: 'Admin API actions recorded in the audit trail',
-    labelNames: ['action'],
+  const failedRecent = new Gauge({
+    name: 'tg_relay_failed_last_minute',
+    help: 'Attempts per kind that failed for good during the last 60 s (all replicas); failed items now: tg_relay_queue_depth{state="failed"}',
+    labelNames: ['kind'],
+    registers: r,
+  });
+  const configProblems = new Gauge({
+    name: 'tg_relay_config_problems',
+    help: 'Delivery configuration problems workers recorded (relay.config_problems), by component and code',
+    labelNames: ['component', 'code'],
+    registers: r,
+  });
+  const requests = new Counter({
+    name: 'tg_relay_admin_http_requests_total',
+    help: 'HTTP requests this admin process answered, by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'],
     registers: r,
   });
   const generation = new Gauge({
@@ -184,29 +127,10 @@ export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; log
     pruneRuns24h.set(p.runs_24h);
   };
 
-  const feed = new AttemptFeed(
-    opts.db,
-    (row) => {
-      const kind = SUBJECT_KIND[row.subject] ?? row.subject;
-      if (row.subject === 'admin') {
-        admin.inc({ action: row.outcome.replace(/^admin\./, '') });
-        return;
-      }
-      attempts.inc({ kind, outcome: row.outcome });
-      if (row.duration_ms !== null && row.duration_ms !== undefined) latency.observe({ kind, outcome: row.outcome }, row.duration_ms / 1000);
-      if (row.http_status) {
-        status.inc({ kind, status: String(row.http_status) });
-        if (row.http_status === 429) limited.inc({ kind });
-      }
-    },
-    opts.clock,
-  );
-
   let scraping: Promise<string> | undefined;
   const scrape = async (snapshot: () => Promise<{ stats: Stats; readiness: Readiness }>): Promise<string> => {
-    const [{ stats, readiness }, , prune] = await Promise.all([
+    const [{ stats, readiness }, prune] = await Promise.all([
       snapshot(),
-      feed.poll(),
       // a database not yet migrated to 0010 has no prune history: the other metrics still answer
       pruneStatus(opts.db).catch((err) => void opts.logger.debug({ err }, 'prune status unavailable')),
     ]);
@@ -216,7 +140,11 @@ export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; log
       for (const [state, c] of Object.entries(k.states)) depth.set({ kind, state }, c.count);
       oldest.set({ kind }, k.oldest_pending_age_seconds ?? 0);
       rate.set({ kind }, k.delivered_last_minute);
+      attemptsRecent.set({ kind }, k.attempts_last_minute);
+      failedRecent.set({ kind }, k.failed_last_minute);
     }
+    configProblems.reset();
+    for (const p of readiness.checks.delivery) configProblems.inc({ component: p.component, code: p.code });
     quarantine.reset();
     for (const [state, c] of Object.entries(stats.quarantine.states)) quarantine.set({ state }, c.count);
     for (const g of [generation, progressGen, progressAge, lagUpdates, leaseValid, halted]) g.reset();
@@ -234,8 +162,8 @@ export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; log
 
   return {
     registry,
-    feed,
-    // concurrent scrapes share one refresh: the attempt feed must not be read twice at once
+    request: (method, route, status) => requests.inc({ method, route, status: String(status) }),
+    // concurrent scrapes share one refresh
     scrape: (snapshot) => {
       scraping ??= scrape(snapshot).finally(() => (scraping = undefined));
       return scraping;

@@ -305,30 +305,6 @@ export async function cursorList(db: Queryable): Promise<CursorRow[]> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Metrics feed
-
-/** Attempt rows after `afterId` (plus ids that were missing last time), oldest first. */
-export async function attemptsSince(
-  db: Queryable,
-  afterId: number,
-  missing: number[],
-  limit: number,
-): Promise<{ id: number; subject: string; outcome: string; http_status: number | null; duration_ms: number | null }[]> {
-  return read(
-    db,
-    `select id, subject, outcome, http_status, duration_ms from relay.attempts
-      where id > $1 or id = any($2::int8[])
-      order by id limit $3`,
-    [afterId, missing, limit],
-  );
-}
-
-export async function attemptsMaxId(db: Queryable): Promise<number> {
-  const rows = await read<{ id: number }>(db, `select coalesce(max(id), 0)::int8 as id from relay.attempts`);
-  return rows[0].id;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Mutations (the route's transaction locks what an action will move)
 
 /** One row, locked for the rest of the transaction. */

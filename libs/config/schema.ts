@@ -224,6 +224,9 @@ export const configSchema = z.object({
       `expected ${WEBHOOK_SECRET_MIN_LENGTH} to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram secret_token; e.g. \`openssl rand -hex 24\`)`,
     )
     .optional(),
+  // per-process /metrics, /health/live and /health/ready (README "Metrics and health"); unset = no listener
+  METRICS_PORT: int('a TCP port for /metrics and /health (unset: off)', 1, 65535).optional(),
+  METRICS_HOST: z.string().min(1).default('0.0.0.0'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATA_DIR: z.string().min(1).default('.data'),
 
@@ -330,6 +333,19 @@ export function crossFieldProblems(c: Config): { variable: string; problem: stri
   }
   if (c.SANDBOX_PORT !== 0 && c.SANDBOX_PORT === c.SANDBOX_COLLECTOR_PORT) {
     out.push({ variable: 'SANDBOX_COLLECTOR_PORT', problem: `must differ from SANDBOX_PORT (${c.SANDBOX_PORT})` });
+  }
+  if (c.METRICS_PORT !== undefined) {
+    // the ports this process may also listen on; a clash would fail at startup with EADDRINUSE
+    const others: [string, number, boolean][] = [
+      ['ADMIN_PORT', c.ADMIN_PORT, true],
+      ['WEBHOOK_PORT', c.WEBHOOK_PORT, c.INGRESS === 'webhook'],
+      ['JETSTREAM_HEALTH_PORT', c.JETSTREAM_HEALTH_PORT, c.NATS_URL !== undefined],
+      ['SANDBOX_PORT', c.SANDBOX_PORT, !c.TELEGRAM_BOT_TOKEN],
+      ['SANDBOX_COLLECTOR_PORT', c.SANDBOX_COLLECTOR_PORT, !c.TELEGRAM_BOT_TOKEN],
+    ];
+    for (const [name, port, used] of others) {
+      if (used && port === c.METRICS_PORT) out.push({ variable: 'METRICS_PORT', problem: `must differ from ${name} (${port}), got ${c.METRICS_PORT}` });
+    }
   }
   return out;
 }

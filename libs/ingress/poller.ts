@@ -25,6 +25,8 @@ import { LeaseLostError } from './errors';
 import { scanUpdatesAnswer } from './json-scan';
 import { createLease, Lease } from './lease';
 import { persistBatch } from './persist-batch';
+import { measuredPersist } from './batch-metrics';
+import type { GetUpdatesResult, IngressMetrics } from '../observability/metrics';
 import { BatchPlan, DecodePolicy, planBatch } from './plan-batch';
 import { cursorRecordPollError, cursorRecordProgress, Fence, PollErrorKind } from './queries';
 
@@ -57,6 +59,8 @@ export interface PollerOptions {
   watchdogMs?: number | false;
   /** Injectable clock for the watchdog (default Date.now). */
   now?: () => number;
+  /** METRICS_PORT: getUpdates results, batch transaction time, updates committed, lease state. */
+  metrics?: IngressMetrics;
 }
 
 /** How long the watchdog waits for the lease release of a stalled poller before giving up on it. */
@@ -97,6 +101,8 @@ export function createPoller(opts: PollerOptions): Poller {
   const allowed = new Set(opts.allowedChatIds.map(String));
   const longPollSeconds = Math.min(MAX_LONG_POLL_SECONDS, Math.floor(opts.pollTimeoutMs / 1000));
   const episodes = new Episodes(logger);
+  const metrics = opts.metrics;
+  const counted = (result: GetUpdatesResult) => metrics?.getUpdates.inc({ result });
 
   let started = false;
   let stopping = false;
@@ -318,14 +324,16 @@ export function createPoller(opts: PollerOptions): Poller {
    */
   async function commit(plan: BatchPlan, fence: Fence): Promise<boolean> {
     try {
-      const r = await persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
-        botId: opts.botId,
-        fence,
-        leaseTtlMs: opts.leaseTtlMs,
-        allowedChatIds: allowed,
-        dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
-        halt: null,
-      });
+      const r = await measuredPersist(metrics, 'polling', () =>
+        persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
+          botId: opts.botId,
+          fence,
+          leaseTtlMs: opts.leaseTtlMs,
+          allowedChatIds: allowed,
+          dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+          halt: null,
+        }),
+      );
       episodes.recover('persist', 'batch persisted again');
       progressed();
       batches++;
@@ -372,10 +380,12 @@ export function createPoller(opts: PollerOptions): Poller {
       );
       body = answer.body;
     } catch (err) {
+      if (metrics && !(err instanceof TelegramNetworkError && err.reason === 'aborted')) counted(getUpdatesFailure(err));
       await handleTelegramError(err, fence);
       return;
     }
     const scanned = scanUpdatesAnswer(body);
+    if (metrics && scanned.kind !== 'not_ok') counted(scanned.kind === 'undecodable' ? 'not_bot_api' : scanned.items.length ? 'updates' : 'empty');
     if (scanned.kind === 'undecodable') {
       // Never the decode policy: no update was read, nothing is confirmed, the offset stays.
       await handleGlitch(scanned.reason, body.length, fence);
@@ -396,6 +406,7 @@ export function createPoller(opts: PollerOptions): Poller {
       const e: { error_code?: unknown; description?: unknown; parameters?: unknown } = typeof env === 'object' && env !== null ? env : {};
       const d = e.description ?? 'ok is not true';
       const parameters = typeof e.parameters === 'object' && e.parameters !== null ? (e.parameters as ResponseParameters) : undefined;
+      if (metrics) counted(Number(e.error_code) === 409 ? 'conflict' : Number(e.error_code) === 429 ? 'rate_limited' : 'api_error');
       await handleTelegramError(
         new TelegramApiError('getUpdates', {
           errorCode: Number(e.error_code) || 500,
@@ -450,6 +461,8 @@ export function createPoller(opts: PollerOptions): Poller {
     }
   }
 
+  metrics?.track(opts.botId, () => lease.fence() !== null);
+
   return {
     start() {
       if (started || stopping) return;
@@ -482,4 +495,10 @@ export function createPoller(opts: PollerOptions): Poller {
     done,
     status: () => ({ state, generation: lease.fence()?.generation ?? null, offset, haltedReason, batches, updates: updatesStored }),
   };
+}
+
+/** The getUpdates result label of a failed call (METRICS_PORT). */
+function getUpdatesFailure(err: unknown): GetUpdatesResult {
+  if (err instanceof TelegramApiError) return err.errorCode === 409 ? 'conflict' : err.errorCode === 429 ? 'rate_limited' : 'api_error';
+  return 'network_error';
 }

@@ -12,7 +12,10 @@ import { createBoss } from '../db/boss';
 import { assertBossSchemaVersion, BossSchemaMismatchError } from '../db/boss-schema';
 import { migrationStatus } from '../db/migrate';
 import { createPool, timeoutsFromConfig } from '../db/pool';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger';
+import { ingressMetrics } from '../observability/metrics';
+import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
 import { createBotApiClient } from '../telegram';
 import { backoffDelay, sleep } from './backoff';
 import { startHealthLog } from './health';
@@ -48,6 +51,12 @@ export interface IngressRuntime {
   stop(): Promise<void>;
   /** Webhook mode: `http://host:port` of the endpoint. */
   webhookAddress(): string | null;
+  /**
+   * METRICS_PORT /health/ready: the owner (not halted) and a standby are both ready — a standby is
+   * healthy as standby — as long as the loop runs and the database answers; starting, halted by
+   * DECODE_POLICY=stop, ended, or the database away is not ready.
+   */
+  readonly ready: () => Promise<ReadyCheck>;
 }
 
 /** A unique lease owner id for this process: host, pid and a random suffix. */
@@ -87,12 +96,18 @@ async function waitForSchema(pool: ReturnType<typeof createPool>, logger: Logger
   return false;
 }
 
-export function startIngress(opts: { config: IngressConfig; databaseUrl: string; logger: Logger; owner?: string }): Promise<IngressRuntime> {
+export function startIngress(opts: {
+  config: IngressConfig;
+  databaseUrl: string;
+  logger: Logger;
+  owner?: string;
+  metrics?: Registry;
+}): Promise<IngressRuntime> {
   // a configuration the checks refuse rejects the promise (callers await it), it does not throw
   return new Promise((resolve) => resolve(createIngress(opts)));
 }
 
-function createIngress(opts: { config: IngressConfig; databaseUrl: string; logger: Logger; owner?: string }): IngressRuntime {
+function createIngress(opts: { config: IngressConfig; databaseUrl: string; logger: Logger; owner?: string; metrics?: Registry }): IngressRuntime {
   const { config } = opts;
   checkIngressConfig(config);
   const token = config.TELEGRAM_BOT_TOKEN as string;
@@ -118,6 +133,9 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
   let resolveDone!: (e: IngressExit) => void;
   const done = new Promise<IngressExit>((r) => (resolveDone = r));
   let health: { stop(): void } | null = null;
+  let status: () => { role: 'starting' | 'owner' | 'standby' | 'stopped'; halted: string | null } = () => ({ role: 'starting', halted: null });
+  let ended: IngressExit | null = null;
+  void done.then((e) => (ended = e));
 
   const common = {
     pool,
@@ -131,6 +149,7 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
     decodePolicy: config.DECODE_POLICY,
     allowedChatIds: config.ALLOWED_CHAT_IDS,
     dispatchUnauthorized: config.DISPATCH_UNAUTHORIZED,
+    metrics: opts.metrics && ingressMetrics(opts.metrics),
   };
 
   const begin = async () => {
@@ -160,11 +179,21 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
       });
       stopComponent = () => w.stop();
       webhookAddress = () => w.address();
+      status = () => {
+        const st = w.status().state;
+        return { role: st === 'owner' ? 'owner' : st === 'stopped' ? 'stopped' : st === 'standby' ? 'standby' : 'starting', halted: null };
+      };
       await w.start();
       void w.done.then(resolveDone);
     } else {
       const p = createPoller(common);
       stopComponent = () => p.stop();
+      status = () => {
+        const st = p.status();
+        if (st.state === 'stopped') return { role: 'stopped', halted: null };
+        if (st.state === 'idle') return { role: 'starting', halted: null };
+        return { role: st.generation !== null ? 'owner' : 'standby', halted: st.haltedReason };
+      };
       p.start();
       void p.done.then(resolveDone);
     }
@@ -185,6 +214,18 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
     owner,
     done,
     webhookAddress: () => webhookAddress(),
+    async ready() {
+      const s = status();
+      const reasons: string[] = [];
+      if (stopping) reasons.push('stopping');
+      else if (ended) reasons.push(`ingress ended (${ended.reason})`);
+      else if (s.role === 'starting') reasons.push('starting: waiting for the database and its migrations');
+      else if (s.role === 'stopped') reasons.push('ingress stopped');
+      if (s.halted) reasons.push(`halted by DECODE_POLICY=stop: ${s.halted}`);
+      const db = await databaseProblem(pool);
+      if (db) reasons.push(db);
+      return { ready: reasons.length === 0, reasons, role: s.role, bot_id: botId, owner_id: owner, ingress: config.INGRESS };
+    },
     stop() {
       stopping ??= (async () => {
         abort.abort();

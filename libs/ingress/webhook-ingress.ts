@@ -9,6 +9,7 @@ import Fastify, { FastifyInstance } from 'fastify';
 import type PgBoss from 'pg-boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
+import type { IngressMetrics } from '../observability/metrics';
 import { BotApiClient, TelegramApiError } from '../telegram';
 import { BackoffPolicy, backoffDelay, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT, sleep } from './backoff';
 import { Episodes } from './episodes';
@@ -37,6 +38,8 @@ export interface WebhookIngressOptions {
   port: number;
   bodyLimit?: number;
   backoff?: Partial<BackoffPolicy>;
+  /** METRICS_PORT: batch transaction time, updates committed, lease state. */
+  metrics?: IngressMetrics;
 }
 
 export interface WebhookIngress {
@@ -45,6 +48,8 @@ export interface WebhookIngress {
   readonly done: Promise<PollerExit>;
   /** `http://host:port` once listening. */
   address(): string | null;
+  /** Owner: holds the lease (commits webhook updates); standby: answers 503 until it does. */
+  status(): { state: 'idle' | 'owner' | 'standby' | 'stopped' };
 }
 
 export function webhookUrl(publicUrl: string, botId: string): string {
@@ -70,6 +75,7 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
   let stopping = false;
   let loopPromise: Promise<void> | null = null;
   let exit: PollerExit = { reason: 'stopped' };
+  let exitedLoop = false;
   let resolveDone!: (e: PollerExit) => void;
   const done = new Promise<PollerExit>((r) => (resolveDone = r));
 
@@ -84,7 +90,9 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
     dispatchUnauthorized: opts.dispatchUnauthorized,
     logger,
     onLeaseLost: () => lease.markLost('fenced webhook write rejected'),
+    metrics: opts.metrics,
   });
+  opts.metrics?.track(opts.botId, () => lease.fence() !== null);
 
   async function register(): Promise<void> {
     await opts.api.setWebhook({ url, secret_token: opts.secret }, { timeoutMs: 15_000 });
@@ -161,7 +169,10 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
       await app.register(webhookPlugin, { botId: opts.botId, secret: opts.secret, handle, bodyLimit: opts.bodyLimit });
       addr = await app.listen({ host: opts.host, port: opts.port });
       logger.info({ address: addr, path: webhookPath(opts.botId) }, 'webhook endpoint listening');
-      loopPromise = loop().then(() => resolveDone(exit));
+      loopPromise = loop().then(() => {
+        exitedLoop = true;
+        resolveDone(exit);
+      });
     },
     async stop() {
       stopping = true;
@@ -174,5 +185,6 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
     },
     done,
     address: () => addr,
+    status: () => ({ state: stopping || exitedLoop ? 'stopped' : !loopPromise ? 'idle' : lease.fence() ? 'owner' : 'standby' }),
   };
 }

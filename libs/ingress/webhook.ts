@@ -20,6 +20,8 @@ import { CaptureKeyConflictError } from '../captures/errors';
 import { decodeUpdate } from './decode';
 import { LeaseLostError } from './errors';
 import { persistBatch } from './persist-batch';
+import { measuredPersist } from './batch-metrics';
+import type { IngressMetrics } from '../observability/metrics';
 import { DecodePolicy, planBatch, sha256Hex } from './plan-batch';
 import { Fence, quarantineInsertBatch } from './queries';
 
@@ -50,6 +52,8 @@ export interface WebhookHandlerOptions {
   logger: Logger;
   /** Called when a fenced write was rejected (the lease is gone). */
   onLeaseLost?: () => void;
+  /** METRICS_PORT: batch transaction time and updates committed. */
+  metrics?: IngressMetrics;
 }
 
 /** Decodes one webhook body and runs the batch transaction; returns the HTTP answer. */
@@ -83,13 +87,15 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
     if (!envelope.ok && envelope.failure.updateId === null) return reject(fence, raw, envelope.failure.error, envelope.failure.jsonPath);
     const plan = planBatch([raw], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
     try {
-      const r = await persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
-        botId: opts.botId,
-        fence,
-        leaseTtlMs: opts.leaseTtlMs,
-        allowedChatIds: allowed,
-        dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
-      });
+      const r = await measuredPersist(opts.metrics, 'webhook', () =>
+        persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
+          botId: opts.botId,
+          fence,
+          leaseTtlMs: opts.leaseTtlMs,
+          allowedChatIds: allowed,
+          dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+        }),
+      );
       if (plan.halt) {
         opts.logger.error({ reason: plan.halt }, 'webhook update rejected by DECODE_POLICY=stop (answered 500; Telegram will redeliver)');
         return { status: 500, body: { ok: false, error: 'undecodable update (DECODE_POLICY=stop)' } };

@@ -6,7 +6,10 @@
 import type { Config } from '../config';
 import { botIdFromToken, ConfigError } from '../config';
 import { createBoss, createPool, migrationStatus } from '../db';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger';
+import { trackBridge } from '../observability/metrics';
+import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
 import { normalizeChatId } from '../outbound/message';
 import { createJetStreamBridge, JetStreamBridge } from './bridge';
 import { HealthServer, startHealthServer } from './health-server';
@@ -16,6 +19,8 @@ export interface JetStreamRuntime {
   healthPort: number;
   /** Idempotent. */
   stop(): Promise<void>;
+  /** METRICS_PORT /health/ready: connected to NATS (and bound) and the database answers. */
+  readonly ready: () => Promise<ReadyCheck>;
 }
 
 /** NATS_URL is required; the alert subject must differ from the consumed one. Throws ConfigError. */
@@ -33,7 +38,7 @@ export function checkJetStreamConfig(config: Config): string {
   return config.NATS_URL;
 }
 
-export async function startJetStreamRuntime(opts: { config: Config; databaseUrl: string; logger: Logger }): Promise<JetStreamRuntime> {
+export async function startJetStreamRuntime(opts: { config: Config; databaseUrl: string; logger: Logger; metrics?: Registry }): Promise<JetStreamRuntime> {
   const { config } = opts;
   const natsUrl = checkJetStreamConfig(config);
   const logger = opts.logger.child({ component: 'jetstream' });
@@ -65,6 +70,7 @@ export async function startJetStreamRuntime(opts: { config: Config; databaseUrl:
       boss,
       logger,
     });
+    if (opts.metrics) trackBridge(opts.metrics, bridge);
     health = await startHealthServer({
       host: config.JETSTREAM_HEALTH_HOST,
       port: config.JETSTREAM_HEALTH_PORT,
@@ -88,6 +94,16 @@ export async function startJetStreamRuntime(opts: { config: Config; databaseUrl:
     return {
       bridge,
       healthPort: h.port,
+      async ready() {
+        if (stopping) return { ready: false, reasons: ['stopping'] };
+        const b = bridge.health();
+        const reasons: string[] = [];
+        if (!b.connected) reasons.push('not connected to NATS');
+        else if (!b.bound) reasons.push('not bound to the stream and consumer yet');
+        const db = await databaseProblem(pool);
+        if (db) reasons.push(db);
+        return { ready: reasons.length === 0, reasons, connected: b.connected, bound: b.bound };
+      },
       stop: () =>
         (stopping ??= (async () => {
           await bridge.stop().catch((err) => logger.error({ err }, 'stopping the jetstream bridge failed'));

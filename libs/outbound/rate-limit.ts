@@ -13,6 +13,7 @@
  * retry_after on the message that got the 429.
  */
 import type { Queryable } from '../db/pool';
+import type { RateLimitMetrics } from '../observability/metrics';
 import { isGroupChat } from './message';
 import { outboundRateChargeChat, outboundRatePenalize, outboundRateReserve } from './queries';
 
@@ -52,7 +53,8 @@ export interface OutboundRateLimiter {
 
 const intervalOf = (r: Rate): number => r.windowMs / r.count;
 
-export function createOutboundRateLimiter(limits: OutboundRateLimits, opts: { horizonMs?: number } = {}): OutboundRateLimiter {
+export function createOutboundRateLimiter(limits: OutboundRateLimits, opts: { horizonMs?: number; metrics?: RateLimitMetrics } = {}): OutboundRateLimiter {
+  const metrics = opts.metrics;
   const botIntervalMs = intervalOf(limits.perBot);
   const chatIntervalMs = intervalOf(limits.perChat);
   const groupIntervalMs = intervalOf(limits.perGroup);
@@ -64,8 +66,15 @@ export function createOutboundRateLimiter(limits: OutboundRateLimits, opts: { ho
     async acquire(db, botId, chatId, signal) {
       if (!proactive) return { ok: true, waitedMs: 0 };
       const r = await outboundRateReserve(db, { botId, chatId, intervalMs: botIntervalMs, burst: 1, horizonMs });
-      if (!r.reserved) return { ok: false, retryInMs: Math.ceil(r.waitMs) };
-      if (r.waitMs > 0) await sleep(r.waitMs, signal);
+      if (!r.reserved) {
+        metrics?.deferred.inc();
+        return { ok: false, retryInMs: Math.ceil(r.waitMs) };
+      }
+      if (r.waitMs > 0) {
+        metrics?.waits.inc();
+        metrics?.waitSeconds.inc(r.waitMs / 1000);
+        await sleep(r.waitMs, signal);
+      }
       return { ok: true, waitedMs: r.waitMs };
     },
     async afterAttempt(db, botId, chatId, rateLimitedMs) {

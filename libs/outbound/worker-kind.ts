@@ -6,6 +6,7 @@
 import type { Pool } from 'pg';
 import type { Config } from '../config';
 import type { Logger } from '../observability/logger';
+import type { RateLimitMetrics } from '../observability/metrics';
 import type { JobKind } from '../queue/job-kind';
 import { createBotApiClient } from '../telegram/client';
 import { normalizeChatId } from './message';
@@ -16,7 +17,7 @@ import type { OutboundRow } from './send-message';
 
 export async function createOutboundKindFromConfig(
   config: Config,
-  deps: { pool: Pool; logger: Logger; token: string },
+  deps: { pool: Pool; logger: Logger; token: string; rateLimitMetrics?: RateLimitMetrics },
 ): Promise<JobKind<OutboundRow> & { close(): void }> {
   const telegram = createBotApiClient({
     token: deps.token,
@@ -27,12 +28,15 @@ export async function createOutboundKindFromConfig(
   const opsChatId = config.OPS_CHAT_ID ? (normalizeChatId(config.OPS_CHAT_ID) ?? null) : null;
   await outboundSettingsSave(deps.pool, { botId: telegram.botId, defaultChatId: opsChatId });
   if (!opsChatId) deps.logger.warn('OPS_CHAT_ID is not set: no alerts about failed outbound messages, and messages without chat_id are refused');
-  const limiter = createOutboundRateLimiter({
-    mode: config.OUTBOUND_RATE_MODE,
-    perBot: config.OUTBOUND_RATE_PER_BOT,
-    perChat: config.OUTBOUND_RATE_PER_CHAT,
-    perGroup: config.OUTBOUND_RATE_PER_GROUP,
-  });
+  const limiter = createOutboundRateLimiter(
+    {
+      mode: config.OUTBOUND_RATE_MODE,
+      perBot: config.OUTBOUND_RATE_PER_BOT,
+      perChat: config.OUTBOUND_RATE_PER_CHAT,
+      perGroup: config.OUTBOUND_RATE_PER_GROUP,
+    },
+    { metrics: deps.rateLimitMetrics },
+  );
   const kind = createOutboundKind({
     pool: deps.pool,
     telegram,

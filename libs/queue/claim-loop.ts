@@ -3,6 +3,7 @@ import type PgBoss from 'pg-boss';
 import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
+import type { QueueMetrics } from '../observability/metrics';
 import type { BackoffPolicy } from './backoff';
 import { bossJobsActivate, bossJobsComplete, bossJobsFail, bossJobsReschedule } from './boss-jobs';
 import { Clock, jsNow, sqlNow } from './clock';
@@ -51,6 +52,8 @@ export interface KindWorkerDeps {
   onCrash?: (err: unknown) => void;
   /** Outcome transactions in flight at once (default 2). */
   outcomeWriters?: number;
+  /** METRICS_PORT: claim and attempt timings (the rest is read from `stats` at scrape time). */
+  metrics?: QueueMetrics;
 }
 
 /** Heartbeat and stale-sweep period, and the heartbeat age at which a claim counts as stale. */
@@ -76,6 +79,12 @@ export interface KindWorker {
   readonly queue: string;
   readonly inFlight: number;
   readonly stats: Readonly<KindWorkerStats>;
+  /** Milliseconds since the claims' last successful heartbeat (or since it found none to renew). */
+  readonly heartbeatAgeMs: number;
+  /** Finished attempts waiting for their outcome transaction. */
+  readonly outcomeBacklog: number;
+  /** Started, not stopping, and the loop has not ended by an error. */
+  readonly running: boolean;
   start(): void;
   /** Stop claiming, let in-flight jobs finish for up to `timeoutMs`, then release the rest. Idempotent. */
   stop(opts?: { timeoutMs?: number }): Promise<void>;
@@ -132,6 +141,8 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
   let heartbeatRunning: Promise<void> | undefined;
   let sweepRunning: Promise<number> | undefined;
   let slotWaiters: (() => void)[] = [];
+  let crashed = false;
+  const claimTimer = deps.metrics?.claimDuration.labels(kind.queue);
 
   const writer = new OutcomeWriter<Finished<Row>>((batch) => writeOutcomes(batch), logger, deps.outcomeWriters ?? 2, {
     // an outcome the database refuses (or whose kind effects throw) fails its own item, nothing else
@@ -177,7 +188,9 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
       const limit = Math.min(free, batchMax, Math.max(1, Math.ceil(config.concurrency / 2)));
       let jobs: ClaimedJob<Row>[];
       try {
+        const c0 = claimTimer && performance.now();
         jobs = await claimBatch(limit);
+        if (claimTimer) claimTimer.observe((performance.now() - c0!) / 1000);
         failures = 0;
       } catch (err) {
         failures++;
@@ -279,6 +292,16 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
       if (f.decision.settlement.state === 'delivered') stats.delivered++;
       else if (f.decision.settlement.state === 'pending') stats.retried++;
       else stats.failed++;
+      if (deps.metrics) observeAttempt(deps.metrics, f);
+    }
+  }
+
+  function observeAttempt(m: QueueMetrics, f: Finished<Row>): void {
+    const state = f.decision.settlement.state;
+    m.attemptDuration.observe({ queue: kind.queue, outcome: state === 'pending' ? 'retry' : state }, f.durationMs / 1000);
+    if (f.outcome.status) {
+      m.httpResponses.inc({ queue: kind.queue, status: String(f.outcome.status) });
+      if (f.outcome.status === 429) m.rateLimited.inc({ queue: kind.queue });
     }
   }
 
@@ -476,12 +499,22 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
       return held.size;
     },
     stats,
+    get heartbeatAgeMs() {
+      return performance.now() - lastHeartbeatOk;
+    },
+    get outcomeBacklog() {
+      return writer.pending;
+    },
+    get running() {
+      return started && !stopping && !crashed;
+    },
     start() {
       if (started || stopping) return;
       started = true;
       unsubscribe = deps.listener?.subscribe(kind.queue, () => signal.notify());
       schedule();
       loopDone = loop().catch((err) => {
+        crashed = true;
         logger.error({ err }, 'claim loop crashed');
         deps.onCrash?.(err);
       });

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type PgBoss from 'pg-boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
+import type { QueueMetrics } from '../observability/metrics';
 import { createKindWorker, EngineConfig, KindWorker } from './claim-loop';
 import type { Clock } from './clock';
 import type { JobKind } from './job-kind';
@@ -43,6 +44,8 @@ export function createWorker(opts: {
   listen?: boolean;
   /** A claim loop ended by an error (see KindWorkerDeps.onCrash). */
   onCrash?: (queue: string, err: unknown) => void;
+  /** METRICS_PORT: the process's queue metrics (see libs/observability/metrics.ts). */
+  metrics?: QueueMetrics;
 }): Worker {
   const workerId = opts.workerId ?? newWorkerId();
   const logger = opts.logger.child({ workerId });
@@ -63,9 +66,11 @@ export function createWorker(opts: {
       pollIntervalMs: opts.pollIntervalMs,
       claimBatchMax: opts.claimBatchMax,
       outcomeWriters: opts.outcomeWriters,
+      metrics: opts.metrics,
       onCrash: opts.onCrash && ((err) => opts.onCrash!(kind.queue, err)),
     }),
   );
+  opts.metrics?.track(kinds);
   let started = false;
   let stopPromise: Promise<void> | undefined;
   return {

@@ -5,9 +5,13 @@
  */
 import type { Config } from '../config';
 import { assertBossSchemaVersion, createBoss, createPool, migrationStatus, timeoutsFromConfig } from '../db';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger';
+import { queueMetrics, rateLimitMetrics } from '../observability/metrics';
+import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
 import { createCaptureKind } from '../captures/deliver';
 import { createWorker, JobKind, newWorkerId } from '../queue';
+import { staleTiming } from '../queue/claim-loop';
 import { createOutboundKindFromConfig } from '../outbound/worker-kind';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 import { createPeriodicPrune } from '../retention/periodic';
@@ -19,9 +23,11 @@ export interface WorkerRuntime {
   died: Promise<string>;
   /** Stops claiming, finishes in-flight work within `timeoutMs` or releases it, closes the pool. Idempotent. */
   stop(timeoutMs: number): Promise<void>;
+  /** Ready: every claim loop runs, the database answers, heartbeats are fresh (METRICS_PORT /health/ready). */
+  readonly ready: () => Promise<ReadyCheck>;
 }
 
-export async function startWorkerRuntime(opts: { config: Config; databaseUrl: string; logger: Logger }): Promise<WorkerRuntime> {
+export async function startWorkerRuntime(opts: { config: Config; databaseUrl: string; logger: Logger; metrics?: Registry }): Promise<WorkerRuntime> {
   const { config, logger } = opts;
   const workerId = newWorkerId();
   const timeouts = timeoutsFromConfig(config);
@@ -47,7 +53,14 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
       logger.warn('CAPTURE_URL is not set: capture delivery is DISABLED; captures stay pending until a worker with CAPTURE_URL runs');
     }
     if (config.TELEGRAM_BOT_TOKEN) {
-      kinds.push(await createOutboundKindFromConfig(config, { pool, logger, token: config.TELEGRAM_BOT_TOKEN }));
+      kinds.push(
+        await createOutboundKindFromConfig(config, {
+          pool,
+          logger,
+          token: config.TELEGRAM_BOT_TOKEN,
+          rateLimitMetrics: opts.metrics && rateLimitMetrics(opts.metrics),
+        }),
+      );
     } else {
       logger.warn(
         { unset: 'TELEGRAM_BOT_TOKEN' },
@@ -70,6 +83,7 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
       databaseUrl: opts.databaseUrl,
       kinds,
       workerId,
+      metrics: opts.metrics && queueMetrics(opts.metrics),
       config: {
         concurrency: config.WORKER_CONCURRENCY,
         staleAfterMs: config.STALE_AFTER,
@@ -93,10 +107,27 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
       kinds.length ? 'worker started' : 'worker started with no job kind enabled',
     );
     let stopping: Promise<void> | undefined;
+    // a claim whose heartbeat is this old is about to be taken as stale (the loop aborts its jobs then)
+    const { tickMs, thresholdMs } = staleTiming(config.STALE_AFTER);
+    const heartbeatLimitMs = thresholdMs - tickMs;
+    const ready = async (): Promise<ReadyCheck> => {
+      if (stopping) return { ready: false, reasons: ['stopping'] };
+      const reasons: string[] = [];
+      const loops = worker.kinds.map((k) => ({ queue: k.queue, running: k.running, heartbeat_age_seconds: k.heartbeatAgeMs / 1000, in_flight: k.inFlight }));
+      for (const l of loops) {
+        if (!l.running) reasons.push(`the ${l.queue} claim loop is not running`);
+        else if (l.heartbeat_age_seconds * 1000 > heartbeatLimitMs)
+          reasons.push(`the ${l.queue} heartbeat is ${l.heartbeat_age_seconds.toFixed(1)} s old (limit ${heartbeatLimitMs / 1000} s)`);
+      }
+      const db = await databaseProblem(pool);
+      if (db) reasons.push(db);
+      return { ready: reasons.length === 0, reasons, worker_id: workerId, loops };
+    };
     return {
       workerId,
       queues,
       died,
+      ready,
       stop: (timeoutMs) =>
         (stopping ??= (async () => {
           await Promise.all([worker.stop({ timeoutMs }), prune?.stop()]);

@@ -177,6 +177,28 @@ describe('values that can only hurt are refused, with the variable and the allow
     expect(problemsOf({ SANDBOX_PORT: '0', SANDBOX_COLLECTOR_PORT: '0' })).toEqual([]);
   });
 
+  it('METRICS_PORT: unset is off, 1-65535, and must not collide with a port the process also serves', () => {
+    expect(loadConfig({}).METRICS_PORT).toBeUndefined();
+    expect(loadConfig({}).METRICS_HOST).toBe('0.0.0.0');
+    expect(loadConfig({ METRICS_PORT: '9464', METRICS_HOST: '127.0.0.1' })).toMatchObject({ METRICS_PORT: 9464, METRICS_HOST: '127.0.0.1' });
+    expect(loadConfig({ METRICS_PORT: '' }).METRICS_PORT).toBeUndefined(); // METRICS_PORT= in compose: off
+    for (const bad of ['0', '65536', '-1', 'abc', '94.64'])
+      expect(problemsOf({ METRICS_PORT: bad })).toEqual([
+        `METRICS_PORT: expected a TCP port for /metrics and /health (unset: off): an integer from 1 to 65535, got "${bad}"`,
+      ]);
+    expect(problemsOf({ METRICS_PORT: '8080' })).toEqual(['METRICS_PORT: must differ from ADMIN_PORT (8080), got 8080']);
+    expect(problemsOf({ METRICS_PORT: '9000', ADMIN_PORT: '9000' })).toEqual(['METRICS_PORT: must differ from ADMIN_PORT (9000), got 9000']);
+    expect(problemsOf({ METRICS_PORT: '8443', INGRESS: 'webhook' })).toEqual(['METRICS_PORT: must differ from WEBHOOK_PORT (8443), got 8443']);
+    expect(problemsOf({ METRICS_PORT: '8443', INGRESS: 'polling' })).toEqual([]);
+    expect(problemsOf({ METRICS_PORT: '8091', NATS_URL: 'nats://127.0.0.1:4222' })).toEqual([
+      'METRICS_PORT: must differ from JETSTREAM_HEALTH_PORT (8091), got 8091',
+    ]);
+    expect(problemsOf({ METRICS_PORT: '8091' })).toEqual([]);
+    // sandbox ports only matter without a bot token (tg-relay start in sandbox mode)
+    expect(problemsOf({ METRICS_PORT: '8081' })).toEqual(['METRICS_PORT: must differ from SANDBOX_PORT (8081), got 8081']);
+    expect(problemsOf({ METRICS_PORT: '8081', TELEGRAM_BOT_TOKEN: '123:abc' })).toEqual([]);
+  });
+
   it('every default is valid and within its own range', () => {
     expect(problemsOf({})).toEqual([]);
   });

@@ -2,6 +2,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import type { FastifyInstance } from 'fastify';
 import PgBoss from 'pg-boss';
 import { adminRoutes } from '../../../libs/admin/app';
+import { configProblemRecord } from '../../../libs/queue/config-problems';
 import { createMigratedDatabase } from '../../support/db';
 import { parsePrometheus } from './prom-parse';
 import { buildTestApp, call, startBoss } from './support';
@@ -59,49 +60,64 @@ describe('health', () => {
 });
 
 describe('metrics', () => {
-  test('the exposition parses and carries depth, attempts by outcome, latency histogram, 429s, poller and ready', async () => {
+  const valueIn = (fams: ReturnType<typeof parsePrometheus>, name: string, labels: Record<string, string>) =>
+    [...fams.values()].flatMap((f) => f.samples).find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+
+  test('the exposition parses and carries gauges of current state (depth, config problems, poller, ready) and no database-derived counter', async () => {
     await db.pool.query(
       `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_sha256, state) values ('k1', '77', 1, 1, 1, '{}', 'x', 'failed')`,
     );
-    await call(app, 'GET', '/metrics'); // the attempt feed counts from here on
     await db.pool.query(
       `insert into relay.attempts (subject, subject_id, outcome, http_status, duration_ms) values
         ('outbound', 1, 'retry', 429, 40), ('outbound', 1, 'delivered', 200, 120), ('capture', 2, 'failed', 400, 7), ('capture', 3, 'delivered', 200, 3000)`,
     );
+    await configProblemRecord(db.pool, { component: 'capture', botId: '77', code: 'HTTP_401', status: 401, reason: 'the collector refused the credentials' });
     const res = await call(app, 'GET', '/metrics');
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     const fams = parsePrometheus(res.body);
-    const value = (name: string, labels: Record<string, string>) =>
-      [...fams.values()].flatMap((f) => f.samples).find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+    const value = (name: string, labels: Record<string, string>) => valueIn(fams, name, labels);
     expect(value('tg_relay_queue_depth', { kind: 'captures', state: 'failed' })).toBe(1);
-    expect(value('tg_relay_attempts_total', { kind: 'outbound', outcome: 'delivered' })).toBe(1);
-    expect(value('tg_relay_attempts_total', { kind: 'captures', outcome: 'failed' })).toBe(1);
-    expect(value('tg_relay_rate_limited_total', { kind: 'outbound' })).toBe(1);
-    expect(fams.get('tg_relay_attempt_duration_seconds')?.type).toBe('histogram');
-    expect(value('tg_relay_attempt_duration_seconds_count', { kind: 'captures', outcome: 'delivered' })).toBe(1);
-    expect(value('tg_relay_attempt_duration_seconds_bucket', { kind: 'captures', outcome: 'delivered', le: '2.5' })).toBe(0);
-    expect(value('tg_relay_attempt_duration_seconds_bucket', { kind: 'captures', outcome: 'delivered', le: '5' })).toBe(1);
+    expect(value('tg_relay_config_problems', { component: 'capture', code: 'HTTP_401' })).toBe(1);
     expect(value('tg_relay_poller_generation', { bot_id: '77' })).toBe(3);
     expect(value('tg_relay_ready', {})).toBe(0);
-    // a second scrape does not count the same rows again
+    for (const name of ['tg_relay_oldest_pending_age_seconds', 'tg_relay_attempts_last_minute', 'tg_relay_failed_last_minute', 'tg_relay_quarantine_items'])
+      expect([name, fams.get(name)?.type]).toEqual([name, 'gauge']);
+    // the old tail-of-relay.attempts counters are gone: they doubled with every admin replica
+    for (const gone of ['tg_relay_attempts_total', 'tg_relay_attempt_duration_seconds', 'tg_relay_rate_limited_total', 'tg_relay_admin_actions_total'])
+      expect(fams.has(gone)).toBe(false);
+    // every tg_relay_ family is a gauge but this process's own request counter
+    const kinds = [...fams.values()].filter((f) => f.name.startsWith('tg_relay_')).map((f) => `${f.name}:${f.type}`);
+    expect(kinds.filter((k) => !k.endsWith(':gauge'))).toEqual(['tg_relay_admin_http_requests_total:counter']);
+    // the request counter counts what this process answered: one more /metrics
+    const before = value('tg_relay_admin_http_requests_total', { method: 'GET', route: '/metrics', status: '200' }) ?? 0;
     const again = parsePrometheus((await call(app, 'GET', '/metrics')).body);
-    expect(again.get('tg_relay_attempts_total')!.samples.find((s) => s.labels.outcome === 'delivered' && s.labels.kind === 'outbound')!.value).toBe(1);
+    expect(valueIn(again, 'tg_relay_admin_http_requests_total', { method: 'GET', route: '/metrics', status: '200' })).toBe(before + 1);
+    expect(valueIn(again, 'tg_relay_queue_depth', { kind: 'captures', state: 'failed' })).toBe(1);
   });
 
-  test('an attempt committed late with a lower id is still counted once', async () => {
-    const c1 = await db.pool.connect();
+  test('two admin apps on the same database report the same values: nothing doubles', async () => {
+    const second = await buildTestApp(db.pool, boss, { clock: () => now });
     try {
-      await c1.query('begin');
-      await c1.query(`insert into relay.attempts (subject, subject_id, outcome) values ('inbox', 1, 'handled')`); // lower id, not yet visible
-      await db.pool.query(`insert into relay.attempts (subject, subject_id, outcome) values ('inbox', 2, 'handled')`);
-      await call(app, 'GET', '/metrics');
-      await c1.query('commit');
+      await db.pool.query(
+        `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_sha256) values ('k2', '77', 2, 1, 2, '{}', 'y')`,
+      );
+      await db.pool.query(`insert into relay.attempts (subject, subject_id, outcome, http_status, duration_ms) values ('capture', 4, 'delivered', 200, 5)`);
+      const gauges = (text: string) =>
+        [...parsePrometheus(text).values()]
+          .filter((f) => f.name.startsWith('tg_relay_') && f.type === 'gauge')
+          .flatMap((f) => f.samples.map((s) => `${s.name}${JSON.stringify(s.labels)} ${s.value}`))
+          .sort();
+      const a1 = gauges((await call(app, 'GET', '/metrics')).body);
+      const b1 = gauges((await call(second, 'GET', '/metrics')).body);
+      const a2 = gauges((await call(app, 'GET', '/metrics')).body);
+      expect(a1.length).toBeGreaterThan(10);
+      expect(b1).toEqual(a1);
+      expect(a2).toEqual(a1);
+      expect(a1).toContain('tg_relay_queue_depth{"kind":"captures","state":"pending"} 1');
     } finally {
-      c1.release();
+      await second.close();
     }
-    const fams = parsePrometheus((await call(app, 'GET', '/metrics')).body);
-    expect(fams.get('tg_relay_attempts_total')!.samples.find((s) => s.labels.kind === 'inbox' && s.labels.outcome === 'handled')!.value).toBe(2);
   });
 });
 

@@ -22,7 +22,9 @@ const LABEL = /\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*(,|$)/y;
 function parseValue(v: string): number {
   if (v === '+Inf') return Infinity;
   if (v === '-Inf') return -Infinity;
-  if (v === 'NaN') return NaN;
+  // Prometheus parses values with Go's ParseFloat, which takes NaN in any case; prom-client writes
+  // "Nan" (nodejs_eventloop_lag_* between two scrapes closer than the sampling resolution)
+  if (/^nan$/i.test(v)) return NaN;
   const n = Number(v);
   if (Number.isNaN(n)) throw new Error(`bad value ${v}`);
   return n;

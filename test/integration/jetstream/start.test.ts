@@ -1,5 +1,7 @@
 /** `tg-relay start` with NATS_URL runs the JetStream bridge next to the poller, worker and admin API. */
+import { freePort } from '../../../libs/db';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
+import { parsePrometheus } from '../admin/prom-parse';
 import { exited, startCli } from '../../support/cli';
 import { createMigratedDatabase } from '../../support/db';
 import { natsScope, NatsScope, NATS_URL } from '../../support/jetstream';
@@ -24,8 +26,11 @@ afterAll(async () => {
   await db.drop();
 });
 
-it('a message published on NATS is sent by the all-in-one process; SIGTERM stops it cleanly', async () => {
+it('a message published on NATS is sent by the all-in-one process, its one METRICS_PORT endpoint covers poller, worker and bridge; SIGTERM stops it cleanly', async () => {
+  const metricsPort = await freePort();
   proc = startCli(['start'], {
+    METRICS_PORT: String(metricsPort),
+    METRICS_HOST: '127.0.0.1',
     DATABASE_URL: db.url,
     TELEGRAM_BOT_TOKEN: TOKEN,
     TELEGRAM_API_ROOT: sb.url,
@@ -51,6 +56,23 @@ it('a message published on NATS is sent by the all-in-one process; SIGTERM stops
   );
   expect(row).toEqual({ state: 'delivered', publisher_kind: 'info' });
 
+  // one endpoint for the whole process: every component's readiness and metrics
+  const endpoint = `http://127.0.0.1:${metricsPort}`;
+  const ready = await waitFor(
+    async () => {
+      const res = await fetch(`${endpoint}/health/ready`);
+      return res.status === 200 ? ((await res.json()) as { checks: Record<string, unknown> }) : undefined;
+    },
+    { what: 'start ready on METRICS_PORT' },
+  );
+  expect(Object.keys(ready.checks).sort()).toEqual(['jetstream', 'poller', 'worker']);
+  const fams = parsePrometheus(await (await fetch(`${endpoint}/metrics`)).text());
+  for (const name of ['tg_relay_get_updates_total', 'tg_relay_attempts_total', 'tg_relay_jetstream_messages_total', 'process_cpu_seconds_total'])
+    expect([name, fams.has(name)]).toEqual([name, true]);
+  const delivered = fams.get('tg_relay_attempts_total')!.samples.find((s) => s.labels.queue === 'outbound.send' && s.labels.outcome === 'delivered');
+  expect(delivered?.value).toBe(1);
+
   p.kill('SIGTERM');
   expect(await exited(p)).toEqual({ code: 0, signal: null });
+  await expect(fetch(`${endpoint}/health/live`)).rejects.toThrow();
 });

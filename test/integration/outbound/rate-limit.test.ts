@@ -2,7 +2,9 @@
 import { performance } from 'node:perf_hooks';
 import { createPool, Pool } from '../../../libs/db';
 import { createOutboundRateLimiter, OUTBOUND_RATE_LIMITS_DEFAULT } from '../../../libs/outbound';
+import { createProcessRegistry, rateLimitMetrics } from '../../../libs/observability/metrics';
 import { createMigratedDatabase } from '../../support/db';
+import { parsePrometheus } from '../admin/prom-parse';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 beforeAll(async () => {
@@ -111,6 +113,26 @@ describe('fleet-wide rate limits in PostgreSQL', () => {
     never.abort(); // do not actually sleep for the slots
     for (let i = 0; i < 4; i++) results.push(await l.acquire(db.pool, 'bot-e', String(i), never.signal));
     expect(results.map((r) => r.ok)).toEqual([true, true, false, false]);
+  });
+
+  it('counts its waits, the seconds waited and the deferrals in the process registry (METRICS_PORT)', async () => {
+    const registry = createProcessRegistry({ defaultMetrics: false });
+    const l = createOutboundRateLimiter(
+      { ...OUTBOUND_RATE_LIMITS_DEFAULT, perBot: { count: 1, windowMs: 1000 } },
+      { horizonMs: 1_500, metrics: rateLimitMetrics(registry) },
+    );
+    const never = new AbortController();
+    never.abort(); // do not actually sleep for the slots
+    const results = [];
+    for (let i = 0; i < 4; i++) results.push(await l.acquire(db.pool, 'bot-m', String(i), never.signal));
+    expect(results.map((r) => r.ok)).toEqual([true, true, false, false]); // slots now and 1 s ahead; 2 s is beyond the horizon
+    const waited = results.reduce((a, r) => a + (r.ok ? r.waitedMs : 0), 0);
+    const fams = parsePrometheus(await registry.metrics());
+    const value = (name: string) => fams.get(name)!.samples[0].value;
+    expect(value('tg_relay_rate_limit_waits_total')).toBe(results.filter((r) => r.ok && r.waitedMs > 0).length);
+    expect(value('tg_relay_rate_limit_waits_total')).toBeGreaterThanOrEqual(1);
+    expect(value('tg_relay_rate_limit_wait_seconds_total')).toBeCloseTo(waited / 1000, 6);
+    expect(value('tg_relay_rate_limit_deferred_total')).toBe(2);
   });
 
   it('does nothing in reactive mode', async () => {

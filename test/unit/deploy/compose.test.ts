@@ -9,6 +9,8 @@ const compose = parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'ut
 /** The parts of a docker-compose service these tests read. */
 interface ComposeService {
   image?: string;
+  profiles?: string[];
+  entrypoint?: string[];
   build?: string;
   command?: string[];
   ports?: string[];
@@ -29,6 +31,15 @@ function stage(name: string): string {
   if (!found) throw new Error(`no stage ${name} in the Dockerfile`);
   return found;
 }
+const prometheus = parse(fs.readFileSync(path.join(ROOT, 'deploy/prometheus.yml'), 'utf8')) as {
+  scrape_configs: {
+    job_name: string;
+    metrics_path?: string;
+    static_configs?: { targets: string[] }[];
+    dns_sd_configs?: { names: string[]; type: string; port: number }[];
+    authorization?: { type: string; credentials_file: string };
+  }[];
+};
 const relayServices = Object.entries(services).filter(([, s]) => s.image === 'tg-relay:local' && s.command?.[0] !== 'migrate');
 
 function replicas(s: ComposeService): number {
@@ -39,6 +50,7 @@ describe('docker-compose.yml', () => {
   it('runs postgres, a one-shot migrate, 2 pollers, 3 workers and the admin API', () => {
     const byCommand: Record<string, number> = {};
     for (const [, s] of Object.entries(services)) {
+      if (s.profiles) continue; // opt-in services (Prometheus), tested below
       const cmd = s.command?.[0] ?? (s.image?.startsWith('postgres') ? 'postgres' : '?');
       byCommand[cmd] = (byCommand[cmd] ?? 0) + replicas(s);
     }
@@ -93,11 +105,44 @@ describe('docker-compose.yml', () => {
     expect(admin.healthcheck?.disable).toBeUndefined();
   });
 
-  it('turns the image healthcheck off where no HTTP endpoint runs (pollers, workers, migrate)', () => {
-    for (const [name, s] of [...relayServices, ['migrate', services.migrate] as const]) {
-      if (name === 'admin') continue;
-      expect([name, s.healthcheck?.disable]).toEqual([name, true]);
+  it('gives pollers and workers METRICS_PORT and a healthcheck on its /health/ready; none on migrate', () => {
+    expect(services.migrate.healthcheck?.disable).toBe(true);
+    for (const [name, s] of relayServices) {
+      if (name === 'admin') {
+        expect(s.environment.METRICS_PORT).toBe(''); // unset: the admin API has its own /metrics
+        continue;
+      }
+      const port = Number(s.environment.METRICS_PORT);
+      expect([name, port > 0 && port < 65536]).toEqual([name, true]);
+      expect([name, s.healthcheck?.disable]).toEqual([name, undefined]);
+      expect([name, s.healthcheck!.test.join(' ')]).toEqual([name, expect.stringContaining(`http://127.0.0.1:${port}/health/ready`)]);
     }
+  });
+
+  it('scrapes every relay process: deploy/prometheus.yml names each service on its port, mounted by the prometheus service', () => {
+    const targets = new Map<string, string>(); // host -> port
+    for (const job of prometheus.scrape_configs) {
+      expect([job.job_name, job.metrics_path ?? '/metrics']).toEqual([job.job_name, '/metrics']);
+      for (const t of job.static_configs?.flatMap((c) => c.targets) ?? []) targets.set(t.split(':')[0], t.split(':')[1]);
+      for (const d of job.dns_sd_configs ?? []) for (const n of d.names) targets.set(n, String(d.port));
+    }
+    for (const [name, s] of relayServices) {
+      const port = name === 'admin' ? s.environment.ADMIN_PORT : s.environment.METRICS_PORT;
+      expect([name, targets.get(name)]).toEqual([name, port]);
+    }
+    // replicas are found by DNS (one name, every replica), not a single static target
+    const workerJob = prometheus.scrape_configs.find((j) => j.dns_sd_configs?.some((d) => d.names.includes('worker')));
+    expect(workerJob?.dns_sd_configs?.[0].type).toBe('A');
+    // the admin API's /metrics needs the bearer token: a file the prometheus entrypoint writes from ADMIN_TOKEN
+    const adminJob = prometheus.scrape_configs.find((j) => j.static_configs?.some((c) => c.targets.includes(`admin:${services.admin.environment.ADMIN_PORT}`)));
+    const tokenFile = adminJob?.authorization?.credentials_file;
+    expect(adminJob?.authorization?.type).toBe('Bearer');
+    const prom = services.prometheus;
+    expect(prom.profiles).toEqual(['observability']);
+    expect(prom.entrypoint?.join(' ')).toContain(`"$$ADMIN_TOKEN" > ${tokenFile}`);
+    expect(prom.environment.ADMIN_TOKEN).toContain('ADMIN_TOKEN');
+    expect(prom.volumes).toContain('./deploy/prometheus.yml:/etc/prometheus/prometheus.yml:ro');
+    expect(prom.entrypoint?.join(' ')).toContain('--config.file=/etc/prometheus/prometheus.yml');
   });
 
   it('lets migrate register the bot, so relay.enqueue_outbound works before any worker ran', () => {
