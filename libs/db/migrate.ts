@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { PACKAGE_ROOT } from '../runtime/package-root';
+import { RelayError } from '../errors/relay-error';
 
 export const SQL_DIR = path.join(PACKAGE_ROOT, 'sql');
 /** Serialises migrations of every replica that starts at once (any constant; documented in README). */
@@ -14,7 +15,7 @@ export interface Migration {
   file: string;
 }
 
-export class MigrationError extends Error {
+export class MigrationError extends RelayError {
   readonly code = 'RELAY_MIGRATION_FAILED';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
