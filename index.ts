@@ -16,7 +16,7 @@
  * await client.query('commit');
  * ```
  *
- * Without TypeScript, the same lives in SQL (after `tg-relay migrate`; see sql/0004_outbound.sql):
+ * Without TypeScript, the same lives in SQL (after `tg-relay migrate`; see sql/functions/enqueue_outbound.sql):
  * `select * from relay.enqueue_outbound(msg_id, chat_id, text [, parse_mode, disable_notification,
  * reply_markup, …])` — idempotent by msg_id; a different payload under the same id raises SQLSTATE
  * TR409, an invalid message TR422.
