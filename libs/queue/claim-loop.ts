@@ -34,7 +34,7 @@ export interface EngineConfig {
 
 export interface KindWorkerDeps {
   pool: Pool;
-  /** For complete/fail with `{ db }`; it need not be started. */
+  /** The job ledger: complete/fail on the outcome transaction; it need not be started. */
   boss: JobLedger;
   logger: Logger;
   workerId: string;
