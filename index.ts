@@ -16,7 +16,7 @@
  * await client.query('commit');
  * ```
  *
- * Without TypeScript, the same lives in SQL (after `tg-relay migrate`; see sql/0004_outbound.sql):
+ * Without TypeScript, the same lives in SQL (after `tg-relay migrate`; see sql/functions/enqueue_outbound.sql):
  * `select * from relay.enqueue_outbound(msg_id, chat_id, text [, parse_mode, disable_notification,
  * reply_markup, …])` — idempotent by msg_id; a different payload under the same id raises SQLSTATE
  * TR409, an invalid message TR422.
@@ -30,7 +30,10 @@ export { OUTBOUND_TEXT_MAX, OUTBOUND_MSG_ID_MAX } from './libs/outbound/message'
 export { OutboundValidationError, OutboundConflictError, SQLSTATE_OUTBOUND_INVALID, SQLSTATE_OUTBOUND_CONFLICT } from './libs/outbound/errors';
 export type { OutboundProblem } from './libs/outbound/errors';
 export { createBoss, QUEUES } from './libs/db/boss';
-export type { PgBoss } from './libs/db/boss';
+export { BossLedger } from './libs/db/boss';
+export type { JobLedger } from './libs/db/boss';
+/** @deprecated the name before the job ledger adapter: what `createBoss` returns (still a pg-boss instance). */
+export type { BossLedger as PgBoss } from './libs/db/boss';
 
 // BOT_HANDLERS modules: `export default defineBot((bot, dispatch) => { … })`
 export { defineBot } from './libs/dispatch/handlers-module';

@@ -61,7 +61,7 @@ const loaded = (mod: unknown): Promise<CommandModule> => Promise.resolve(mod as 
 // require, not import(): tsx's CommonJS loader resolves extensionless .ts paths only through require.
 export const COMMANDS: Record<string, Command> = {
   migrate: {
-    describe: 'apply SQL migrations and the pg-boss schema (and register the bot), then exit',
+    describe: 'apply SQL migrations and the job ledger schema (and register the bot), then exit',
     options: {},
     variables: [
       ...DB_VARS,
@@ -231,7 +231,7 @@ export async function main(argv: string[]): Promise<void> {
     }
     const e = err as Error & { code?: string; exitCode?: number };
     process.stderr.write(`tg-relay ${name}: ${e.code ? `[${e.code}] ` : ''}${e.message}\n`);
-    finish(typeof e.exitCode === 'number' && e.exitCode > 0 ? e.exitCode : 1); // e.g. 65: pg-boss schema mismatch
+    finish(typeof e.exitCode === 'number' && e.exitCode > 0 ? e.exitCode : 1); // e.g. 65: job ledger schema mismatch
   }
 }
 

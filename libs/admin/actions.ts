@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Config } from '../config';
 import type { Logger } from '../observability/logger';
 import { AdminError } from './errors';
@@ -38,9 +38,9 @@ export interface ReleaseResult {
  * tests may replace any of them.
  */
 export interface AdminActions {
-  /** failed → pending, due now, attempt budget renewed, a live pg-boss job; returns the rows moved. */
+  /** failed → pending, due now, attempt budget renewed, a live ledger job; returns the rows moved. */
   retryFailed(db: PoolClient, kind: ItemKind, ids: number[], why: { actor: string; reason: string | null }): Promise<MovedRow[]>;
-  /** pending → failed with failed_reason `cancelled` (its pg-boss job cancelled); returns the rows moved. */
+  /** pending → failed with failed_reason `cancelled` (its ledger job cancelled); returns the rows moved. */
   cancelPending(db: PoolClient, kind: ItemKind, ids: number[], why: { actor: string; reason: string | null }): Promise<MovedRow[]>;
   /** delivering claims without a heartbeat for `olderThanMs` → pending now (own transactions); returns how many. */
   recoverStale(kind: ItemKind, olderThanMs: number, workerId: string): Promise<number>;
@@ -52,7 +52,7 @@ export interface AdminActions {
 
 export interface ActionDeps {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   config: Config;
   logger: Logger;
   clock: () => Date;
@@ -63,7 +63,7 @@ const QUEUE_OF = { captures: QUEUES.capture, outbound: QUEUES.outbound, inbox: Q
 /** The actions wired to the libraries that implement them. */
 export function defaultActions(deps: ActionDeps): AdminActions {
   const botId = deps.config.TELEGRAM_BOT_TOKEN ? botIdFromToken(deps.config.TELEGRAM_BOT_TOKEN) : null;
-  // The workers' own claim stores: stale recovery is theirs (fencing, budgets, pg-boss jobs, audit
+  // The workers' own claim stores: stale recovery is theirs (fencing, budgets, ledger jobs, audit
   // rows, and for outbound the at-most-once rule and alerts), the admin API only triggers it now.
   // Recovery is about dead workers, not bots, so the bot/limiter arguments are not used by it.
   let stores: Record<ItemKind, ClaimStore<unknown>> | undefined;

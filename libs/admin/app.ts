@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Pool } from 'pg';
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Config } from '../config';
 import type { Logger } from '../observability/logger';
 import { AdminActions, defaultActions } from './actions';
@@ -37,7 +37,7 @@ export function adminRoutes(app: FastifyInstance): { method: string; url: string
 
 export interface BuildAdminAppOptions {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   config: Config;
   logger: Logger;
   clock?: () => Date;

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config';
 import { AdminError } from './errors';
+import { RelayError } from '../errors/relay-error';
 
 /** A bearer token and the label recorded as `actor` in the audit trail for calls made with it. */
 export interface AdminToken {
@@ -14,7 +15,7 @@ export const ADMIN_TOKEN_LABEL = 'admin';
 /** Label of the token generated for a loopback-only admin API started without one. */
 export const GENERATED_TOKEN_LABEL = 'local';
 
-export class AdminStartError extends Error {
+export class AdminStartError extends RelayError {
   readonly code = 'RELAY_ADMIN_INSECURE_BINDING';
   constructor(message: string) {
     super(message);

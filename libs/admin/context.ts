@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Config } from '../config';
 import type { Logger } from '../observability/logger';
 import type { AdminActions } from './actions';
@@ -10,7 +10,7 @@ import type { PendingUpdatesSource } from './webhook-info';
 /** Everything the routes use; built once by buildAdminApp. */
 export interface AdminContext {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   config: Config;
   logger: Logger;
   clock: () => Date;

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { RelayError } from '../errors/relay-error';
 
 /**
  * Stable error codes of the admin API. Clients branch on `code`, never on `message`.
@@ -23,7 +24,7 @@ export const ADMIN_ERRORS = {
 export type AdminErrorCode = keyof typeof ADMIN_ERRORS;
 
 /** An error the admin API answers with as-is: its status comes from the code. */
-export class AdminError extends Error {
+export class AdminError extends RelayError {
   readonly statusCode: number;
   constructor(
     readonly code: AdminErrorCode,

@@ -4,13 +4,14 @@
  * `storeUpdates` — the same statements as a polled batch minus the fenced cursor step (inbox row
  * if absent, update.dispatch job, capture and capture.deliver job) — in the caller's transaction.
  */
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { PoolClient } from 'pg';
 import { decodeUpdate } from '../ingress/decode';
 import { storeUpdates } from '../ingress/persist-batch';
 import type { ReleaseResult } from './actions';
+import { RelayError } from '../errors/relay-error';
 
-export class StillUndecodableError extends Error {
+export class StillUndecodableError extends RelayError {
   readonly code = 'RELAY_QUARANTINE_UNDECODABLE';
   constructor(
     readonly jsonPath: string,
@@ -23,7 +24,7 @@ export class StillUndecodableError extends Error {
 
 export async function releaseQuarantinedUpdate(
   db: PoolClient,
-  boss: PgBoss,
+  boss: JobLedger,
   row: { bot_id: string; raw: Buffer; generation?: number | null },
   opts: { allowedChatIds: ReadonlySet<string>; dispatchUnauthorized: boolean },
 ): Promise<ReleaseResult> {

@@ -1,7 +1,7 @@
 /**
  * All SQL of the admin API, one function per statement (entity first). Values are `$n`
  * parameters; the only interpolated identifiers are the constant table/column names of KINDS.
- * Reads go through our own tables only (never pg-boss internals).
+ * Reads go through our own tables only (never the job ledger's).
  */
 import type { Queryable } from '../db/pool';
 import { read } from './db';

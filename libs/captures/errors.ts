@@ -1,5 +1,6 @@
 /** The same capture key arrived with different data: evidence is never overwritten. */
-export class CaptureKeyConflictError extends Error {
+import { RelayError } from '../errors/relay-error';
+export class CaptureKeyConflictError extends RelayError {
   readonly code = 'RELAY_CAPTURE_KEY_CONFLICT';
   constructor(readonly captureKeys: string[]) {
     super(

@@ -4,7 +4,7 @@ import type { CaptureRecord } from './build';
 
 export interface CaptureToInsert {
   record: CaptureRecord;
-  /** Pre-generated pg-boss job id, stored in the row (only used when the row is new). */
+  /** Pre-generated ledger job id, stored in the row (only used when the row is new). */
   jobId: string;
 }
 

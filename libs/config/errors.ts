@@ -1,5 +1,6 @@
 /** A configuration value is missing or invalid. The message names the variable and what it expects. */
-export class ConfigError extends Error {
+import { RelayError } from '../errors/relay-error';
+export class ConfigError extends RelayError {
   readonly code = 'RELAY_CONFIG_INVALID';
   constructor(
     message: string,

@@ -1,16 +1,29 @@
 /**
  * Every part of pg-boss's schema that tg-relay reads or writes directly, outside pg-boss's public
- * API — each with the reason it is not the API. Pinned to pg-boss 10.4.2 (schema 24) by
- * test/integration/db/boss-contract.test.ts, which checks this list against the installed schema
- * and package; upgrading pg-boss means re-reading its plans.js for each entry here.
+ * API — each with the reason it is not the API (libs/db/boss.ts). Pinned to pg-boss 10.4.2
+ * (schema 24) by test/integration/db/boss-contract.test.ts, which checks this list against the
+ * installed schema and package, runs each statement of the job ledger adapter next to pg-boss's own
+ * command and compares the rows, and fingerprints the pg-boss plans the adapter reproduces.
+ * Upgrading pg-boss means re-reading those plans in its src/plans.js (see docs/workers.md).
  */
 export const BOSS_CONTRACT = {
   packageVersion: '10.4.2',
   schemaVersion: 24,
   /** The job states, in enum order: we compare with `< 'active'` / `< 'completed'` as pg-boss does. */
   jobStates: ['created', 'retry', 'active', 'completed', 'cancelled', 'failed'],
+  /**
+   * sha256 (first 16 hex digits) of the pg-boss plans (src/plans.js, schema `s`) that libs/db/boss.ts
+   * reproduces: insert (insertJobs and the SQL copy), activation (fetch), complete, fail, cancel.
+   */
+  plans: {
+    insertJobs: '9d70b79b6c1cd7f5',
+    fetchNextJob: '78b664a9138795bb',
+    completeJobs: 'cb8121681a6c6a3d',
+    failJobsById: '44e59c9fa5bad171',
+    cancelJobs: 'b730f4631ba67617',
+  } as Record<string, string>,
   tables: {
-    /** libs/queue/queries.ts ACTIVATE_SQL, libs/queue/boss-jobs.ts reschedule, sql/0011 outbound_boss_job_insert. */
+    /** libs/db/boss.ts (every job statement), sql/functions outbound_boss_job_insert. */
     job: {
       id: 'uuid',
       name: 'text',

@@ -4,7 +4,9 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { Logger } from '../observability/logger';
-import { BOSS_SCHEMA, LEGACY_BOSS_SCHEMA, QUEUES } from './boss';
+import { BOSS_SCHEMA, createBoss, LEGACY_BOSS_SCHEMA, QUEUES } from './boss';
+import type { DbTimeouts } from './pool';
+import { RelayError } from '../errors/relay-error';
 
 /** The pg-boss release tg-relay is built and tested against (package.json pins it exactly). */
 export const BOSS_PACKAGE_VERSION = '10.4.2';
@@ -14,7 +16,7 @@ export const BOSS_SCHEMA_VERSION = 24;
 /** Exit code of a process that refuses to run on a pg-boss schema it was not built for (EX_DATAERR). */
 export const EXIT_BOSS_SCHEMA_MISMATCH = 65;
 
-export class BossSchemaMismatchError extends Error {
+export class BossSchemaMismatchError extends RelayError {
   readonly code = 'RELAY_BOSS_SCHEMA_MISMATCH';
   readonly exitCode = EXIT_BOSS_SCHEMA_MISMATCH;
   constructor(
@@ -167,4 +169,23 @@ export async function copyLegacyBossJobs(c: PoolClient, logger?: Logger): Promis
     await c.query('rollback').catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The ledger's part of `tg-relay migrate`, run under the caller's migration lock (`lock`) after our
+ * SQL migrations: move an existing `pgboss` schema to ours, let pg-boss create or migrate its schema
+ * (the only place pg-boss runs with `migrate: true`) and our queues, copy our jobs out of a shared
+ * legacy schema, then the version check every other process makes.
+ */
+export async function migrateLedger(url: string, lock: PoolClient, opts: { logger?: Logger; timeouts?: Partial<DbTimeouts> } = {}): Promise<void> {
+  const move = await renameLegacyBossSchema(lock, opts.logger);
+  const boss = createBoss(url, { max: 2, applicationName: 'tg-relay:migrate', migrate: true, timeouts: opts.timeouts });
+  await boss.start();
+  try {
+    await boss.ensureQueues();
+  } finally {
+    await boss.stop({ graceful: false, wait: true });
+  }
+  if (move === 'copied') await copyLegacyBossJobs(lock, opts.logger);
+  await assertBossSchemaVersion(lock);
 }

@@ -1,8 +1,7 @@
 import path from 'node:path';
 import type { Config } from '../config';
 import type { Logger } from '../observability/logger';
-import { createBoss, ensureQueues } from './boss';
-import { assertBossSchemaVersion, copyLegacyBossJobs, renameLegacyBossSchema } from './boss-schema';
+import { migrateLedger } from './boss-schema';
 import { startEmbeddedPostgres } from './embedded';
 import { migrate, MIGRATION_LOCK_KEY } from './migrate';
 import { createPool } from './pool';
@@ -37,28 +36,18 @@ export async function resolveDatabase(config: Pick<Config, 'DATABASE_URL' | 'DAT
 const MIGRATE_TIMEOUTS = { statementMs: 0, lockMs: 0 };
 
 /**
- * Our SQL migrations, then pg-boss's schema (the only place pg-boss runs with `migrate: true`),
- * moving an existing `pgboss` schema to ours first, then our queues, then the version check every
- * other process makes. Safe to run from many processes at once.
+ * Our SQL migrations, then the job ledger's schema and queues (migrateLedger, libs/db/boss-schema.ts).
+ * Safe to run from many processes at once.
  */
 export async function migrateAll(url: string, logger?: Logger): Promise<{ applied: number[] }> {
   const pool = createPool(url, { max: 2, applicationName: 'tg-relay:migrate', timeouts: MIGRATE_TIMEOUTS });
-  // pg-boss's createQueue is not serialised: concurrent callers deadlock creating the same queue's
-  // partition (seen with 5 replicas starting at once). One session lock covers the whole step.
+  // the ledger's queue creation is not serialised: concurrent callers deadlock creating the same
+  // queue's partition (seen with 5 replicas starting at once). One session lock covers the whole step.
   const lock = await pool.connect();
   try {
     await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY + 1]);
     const applied = await migrate(pool, { logger });
-    const move = await renameLegacyBossSchema(lock, logger);
-    const boss = createBoss(url, { max: 2, applicationName: 'tg-relay:migrate', migrate: true, timeouts: MIGRATE_TIMEOUTS });
-    await boss.start();
-    try {
-      await ensureQueues(boss);
-    } finally {
-      await boss.stop({ graceful: false, wait: true });
-    }
-    if (move === 'copied') await copyLegacyBossJobs(lock, logger);
-    await assertBossSchemaVersion(lock);
+    await migrateLedger(url, lock, { logger, timeouts: MIGRATE_TIMEOUTS });
     return { applied };
   } finally {
     await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY + 1]).catch(() => undefined);

@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../config/errors';
 import type { Logger } from '../observability/logger';
+import { RelayError } from '../errors/relay-error';
 
 export interface EmbeddedPostgres {
   /** Connection URL of the `postgres` database. */
@@ -35,7 +36,7 @@ export interface EmbeddedPostgres {
 }
 
 /** A start failure with the folder or step at fault and what to do about it. */
-export class EmbeddedPostgresError extends Error {
+export class EmbeddedPostgresError extends RelayError {
   readonly code = 'RELAY_EMBEDDED_POSTGRES';
   override name = 'EmbeddedPostgresError';
 }

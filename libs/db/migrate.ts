@@ -1,8 +1,10 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { Logger } from '../observability/logger';
 import { PACKAGE_ROOT } from '../runtime/package-root';
+import { RelayError } from '../errors/relay-error';
 
 export const SQL_DIR = path.join(PACKAGE_ROOT, 'sql');
 /** Serialises migrations of every replica that starts at once (any constant; documented in README). */
@@ -14,7 +16,7 @@ export interface Migration {
   file: string;
 }
 
-export class MigrationError extends Error {
+export class MigrationError extends RelayError {
   readonly code = 'RELAY_MIGRATION_FAILED';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -45,10 +47,41 @@ const BOOTSTRAP = `
     applied_at timestamptz not null default now()
   )`;
 
+/** A repeatable file: `sql/functions/<name>.sql`, one function each (CREATE OR REPLACE). */
+export interface RepeatableFile {
+  name: string;
+  file: string;
+  sha256: string;
+}
+
+/** Where the repeatable files of a migrations folder live. */
+export const FUNCTIONS_SUBDIR = 'functions';
+
+/** `sql/functions/*.sql` in name order, with the sha256 of each file's bytes. None when the folder is absent. */
+export function listRepeatables(dir = SQL_DIR): RepeatableFile[] {
+  const fdir = path.join(dir, FUNCTIONS_SUBDIR);
+  if (!fs.existsSync(fdir)) return [];
+  return fs
+    .readdirSync(fdir)
+    .filter((f) => /^[\w-]+\.sql$/.test(f))
+    .sort()
+    .map((name) => {
+      const file = path.join(fdir, name);
+      return { name, file, sha256: crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex') };
+    });
+}
+
 /**
  * Applies every migration not yet recorded, each in its own transaction under a transaction-level
  * advisory lock, writing the version row in the same transaction. Concurrent callers queue on the
  * lock and then find the work done, so re-running is a no-op. Returns the versions applied here.
+ *
+ * Then the repeatable files (sql/functions/), in name order, each in its own transaction under the
+ * same lock: a file is run only when its sha256 differs from the one recorded in
+ * relay.schema_repeatables (migration 0016), which is updated in the same transaction. They run
+ * after every numbered migration, so a numbered migration sees the functions as the numbered files
+ * before it left them (each numbered file that calls a function still creates it itself), and the
+ * repeatable files then bring every function to its latest definition.
  */
 export async function migrate(pool: Pool, opts: { dir?: string; logger?: Logger } = {}): Promise<number[]> {
   const migrations = listMigrations(opts.dir);
@@ -75,10 +108,36 @@ export async function migrate(pool: Pool, opts: { dir?: string; logger?: Logger 
         throw new MigrationError(`migration ${String(m.version).padStart(4, '0')}_${m.name} failed: ${(err as Error).message}`, { cause: err });
       }
     }
+    await applyRepeatables(client, listRepeatables(opts.dir), opts.logger);
   } finally {
     client.release();
   }
   return applied;
+}
+
+async function applyRepeatables(client: PoolClient, files: RepeatableFile[], logger?: Logger): Promise<void> {
+  for (const r of files) {
+    await client.query('begin');
+    try {
+      await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      const { rows } = await client.query<{ sha256: string }>('select sha256 from relay.schema_repeatables where name = $1', [r.name]);
+      if (rows[0]?.sha256 === r.sha256) {
+        await client.query('commit');
+        continue;
+      }
+      await client.query(fs.readFileSync(r.file, 'utf8'));
+      await client.query(
+        `insert into relay.schema_repeatables (name, sha256) values ($1, $2)
+         on conflict (name) do update set sha256 = excluded.sha256, applied_at = now()`,
+        [r.name, r.sha256],
+      );
+      await client.query('commit');
+      logger?.info({ file: `${FUNCTIONS_SUBDIR}/${r.name}`, sha256: r.sha256.slice(0, 12) }, 'repeatable SQL applied');
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw new MigrationError(`repeatable ${FUNCTIONS_SUBDIR}/${r.name} failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
 }
 
 export interface MigrationStatus {

@@ -29,7 +29,7 @@ export const DB_TIMEOUTS_DEFAULT: DbTimeouts = {
   idleInTransactionMs: DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT,
 };
 
-/** The `pg` connection options for our session limits and TCP keepalive (also given to pg-boss's pool). */
+/** The `pg` connection options for our session limits and TCP keepalive (also given to the job ledger's pool). */
 export function sessionOptions(
   t: Partial<DbTimeouts> = {},
 ): Pick<PoolConfig, 'statement_timeout' | 'lock_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'> {
@@ -103,9 +103,4 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
     client.off('error', onError);
     client.release(broken ? true : undefined);
   }
-}
-
-/** pg-boss's `{ db }` option: runs its SQL on our transaction's client. */
-export function bossDb(client: PoolClient): { executeSql: (text: string, values?: unknown[]) => Promise<{ rows: unknown[] }> } {
-  return { executeSql: (text, values) => client.query(text, values as unknown[]) };
 }

@@ -6,7 +6,7 @@
  */
 import type { PoolClient } from 'pg';
 import { QUEUES } from '../db/boss';
-import { WORK_CHANNEL } from '../queue/enqueue';
+import { notifyWork } from '../queue/enqueue';
 import type { ClaimedJob, ClaimStore, JobKind, SettledRow } from '../queue/job-kind';
 import { Outcome } from '../queue/outcome';
 import type { Handled } from './outcome';
@@ -85,7 +85,7 @@ export function createInboxClaimStore(opts: { botId: string; ordered: boolean })
         );
         // a handled (or failed) head lets its chat's next update go: wake every replica's claim loop
         // when this transaction commits (NOTIFY is transactional) instead of leaving it to a poll
-        if (rows.some((r) => r.state !== 'pending' && r.hasFollowers)) await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, QUEUES.dispatch]);
+        if (rows.some((r) => r.state !== 'pending' && r.hasFollowers)) await notifyWork(db, QUEUES.dispatch);
       }
       return rows.map(({ hasFollowers: _f, ...r }): SettledRow => r);
     },

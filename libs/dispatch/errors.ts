@@ -1,9 +1,10 @@
 /**
  * Typed errors of update dispatch. Each has a stable `code`; causes are chained with `{ cause }`.
  */
+import { RelayError } from '../errors/relay-error';
 
 /** The handler (with its error handlers and automatic callback answer) ran longer than HANDLER_TIMEOUT. */
-export class HandlerTimeoutError extends Error {
+export class HandlerTimeoutError extends RelayError {
   readonly code = 'RELAY_HANDLER_TIMEOUT';
   constructor(readonly timeoutMs: number) {
     super(`handler did not finish within ${timeoutMs} ms (HANDLER_TIMEOUT); its abort signal was fired`);
@@ -12,7 +13,7 @@ export class HandlerTimeoutError extends Error {
 }
 
 /** The dispatch was cancelled from outside (worker shutting down, claim lost) before it finished. */
-export class DispatchAbortedError extends Error {
+export class DispatchAbortedError extends RelayError {
   readonly code = 'RELAY_DISPATCH_ABORTED';
   constructor(reason?: unknown) {
     super(`dispatch aborted${reason instanceof Error ? `: ${reason.message}` : ''}`, reason === undefined ? undefined : { cause: reason });
@@ -33,7 +34,7 @@ export function abortReason(signal: AbortSignal): Error {
  * A handler called the Bot API after its dispatch was already decided (it kept running after a
  * timeout or abort). The call is refused so that a late reply cannot leave after the retry began.
  */
-export class DispatchClosedError extends Error {
+export class DispatchClosedError extends RelayError {
   readonly code = 'RELAY_DISPATCH_CLOSED';
   constructor(readonly method: string) {
     super(`Bot API call "${method}" refused: this dispatch attempt is already over (timed out or aborted)`);
@@ -42,7 +43,7 @@ export class DispatchClosedError extends Error {
 }
 
 /** `onError(Error, …)` and friends: a catch-all error handler would acknowledge every defect. */
-export class CatchAllErrorHandlerError extends Error {
+export class CatchAllErrorHandlerError extends RelayError {
   readonly code = 'RELAY_CATCH_ALL_ERROR_HANDLER';
   constructor(what: string) {
     super(
@@ -54,7 +55,7 @@ export class CatchAllErrorHandlerError extends Error {
 }
 
 /** REPLY_MODE=outbound was asked for but no outbound reply writer is available in this build. */
-export class ReplySinkUnavailableError extends Error {
+export class ReplySinkUnavailableError extends RelayError {
   readonly code = 'RELAY_REPLY_SINK_UNAVAILABLE';
   constructor(message: string) {
     super(message);
@@ -69,7 +70,7 @@ export class ReplySinkUnavailableError extends Error {
  * something else; if it escapes the handler (and no error handler takes it), the update fails at
  * once (no retry) with this reason. The message names the fields, never the text.
  */
-export class InvalidReplyError extends Error {
+export class InvalidReplyError extends RelayError {
   readonly code = 'RELAY_INVALID_REPLY';
   constructor(
     readonly method: string,
@@ -82,7 +83,7 @@ export class InvalidReplyError extends Error {
 }
 
 /** telegraf refused an input itself (see update-runner's `fromTelegraf`); no retry changes that. */
-export class TelegrafRefusedError extends Error {
+export class TelegrafRefusedError extends RelayError {
   readonly code = 'RELAY_TELEGRAF_REFUSED';
   constructor(message: string, cause?: unknown) {
     super(message, cause === undefined ? undefined : { cause });

@@ -38,7 +38,7 @@ export interface InboxClaimedRow {
 
 /**
  * Claims up to `limit` due rows (chat heads only when ordered), oldest due first, and moves their
- * pg-boss jobs to `active` in the same statement (as the engine's claim-table store does).
+ * ledger jobs to `active` in the same statement (as the engine's claim-table store does).
  */
 export async function inboxClaim(
   db: Queryable,

@@ -4,7 +4,7 @@
  * the reply sink of REPLY_MODE, HANDLER_TIMEOUT and DISPATCH_ORDERING. getMe runs in the
  * background (retried while the Bot API is unreachable); dispatch claims nothing until it answered.
  */
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import { botIdFromToken, ConfigError, type Config } from '../config';
 import type { Logger } from '../observability/logger';
 import { createOutboundReplyWriter } from '../outbound/replies';
@@ -17,7 +17,7 @@ import type { InboxClaimedRow } from './queries';
 
 export async function createDispatchKindFromConfig(
   config: Pick<Config, 'BOT_HANDLERS' | 'TELEGRAM_BOT_TOKEN' | 'TELEGRAM_API_ROOT' | 'HANDLER_TIMEOUT' | 'REPLY_MODE' | 'DISPATCH_ORDERING'>,
-  deps: { boss: PgBoss; logger: Logger; cwd?: string },
+  deps: { boss: JobLedger; logger: Logger; cwd?: string },
 ): Promise<JobKind<InboxClaimedRow> & { runner: UpdateRunner; close(): void }> {
   if (!config.BOT_HANDLERS) throw new ConfigError('BOT_HANDLERS is not set', [{ variable: 'BOT_HANDLERS', problem: 'required for update dispatch' }]);
   const token = config.TELEGRAM_BOT_TOKEN;

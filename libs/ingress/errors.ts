@@ -1,5 +1,6 @@
 /** The fence rejected a write: another replica took the lease (new generation). Nothing was committed. */
-export class LeaseLostError extends Error {
+import { RelayError } from '../errors/relay-error';
+export class LeaseLostError extends RelayError {
   readonly code = 'RELAY_LEASE_LOST';
   constructor(
     readonly botId: string,
@@ -11,7 +12,7 @@ export class LeaseLostError extends Error {
 }
 
 /** The process is not the lease owner (webhook answered while standing by). */
-export class NotLeaseOwnerError extends Error {
+export class NotLeaseOwnerError extends RelayError {
   readonly code = 'RELAY_NOT_LEASE_OWNER';
   constructor(botId: string) {
     super(`this replica does not hold the ingress lease of bot ${botId}`);

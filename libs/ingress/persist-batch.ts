@@ -10,7 +10,7 @@
  * Any failure rolls everything back: the caller polls the same offset again (or answers 5xx).
  * Round trips: begin, 1, 2, 3 (+notify), 4, 4 jobs (+notify), 5 if any, commit.
  */
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Pool, PoolClient } from 'pg';
 import { buildCapture } from '../captures/build';
 import { CaptureKeyConflictError } from '../captures/errors';
@@ -52,7 +52,7 @@ export interface PersistResult {
 
 export interface PersistDeps {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
 }
 
 /** Runs the batch transaction. Throws LeaseLostError, CaptureKeyConflictError or a database error; nothing is committed then. */
@@ -60,7 +60,7 @@ export async function persistBatch(deps: PersistDeps, plan: BatchPlan, opts: Per
   return withTransaction(deps.pool, (client) => persistInTransaction(client, deps.boss, plan, opts));
 }
 
-export async function persistInTransaction(client: PoolClient, boss: PgBoss, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
+export async function persistInTransaction(client: PoolClient, boss: JobLedger, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
   const { botId, fence } = opts;
   const halt = plan.halt ?? opts.halt;
   const fenced = await cursorAdvanceFenced(client, botId, fence, { nextOffset: plan.nextOffset, ttlMs: opts.leaseTtlMs, halt });
@@ -91,7 +91,7 @@ export type StoreResult = Omit<PersistResult, 'quarantined' | 'nextOffset'>;
  */
 export async function storeUpdates(
   client: PoolClient,
-  boss: PgBoss,
+  boss: JobLedger,
   o: { botId: string; generation: number; updates: readonly DecodedUpdate[]; allowedChatIds: ReadonlySet<string>; dispatchUnauthorized: boolean },
 ): Promise<StoreResult> {
   const result: StoreResult = { stored: 0, duplicates: 0, unauthorized: 0, captures: 0, captureRepeats: 0, dispatchJobs: 0, captureJobs: 0 };

@@ -14,7 +14,7 @@
  * (`done` resolves with `unauthorized`, exit 78). Each is logged once per episode. Nothing a peer
  * answers halts polling.
  */
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { storableText } from '../db/storable-json';
@@ -40,7 +40,7 @@ const CONFIGURATION_STATUSES = new Set([401, 403, 404]);
 
 export interface PollerOptions {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   api: BotApiClient;
   botId: string;
   /** This replica's lease owner id (unique per process). */

@@ -1,5 +1,5 @@
 /**
- * Composes ingress for one process: pool, pg-boss (never started: only `insert` with `{ db }`),
+ * Composes ingress for one process: pool, the job ledger (never started: only its insert, on our transaction),
  * Bot API client, then the poller (INGRESS=polling) or the webhook ingress (INGRESS=webhook), and
  * a readiness log. Used by `tg-relay poller` and by the all-in-one `tg-relay start`.
  */
@@ -39,7 +39,7 @@ export type IngressConfig = Pick<
 > &
   Partial<Pick<Config, 'DB_STATEMENT_TIMEOUT' | 'DB_LOCK_TIMEOUT' | 'DB_IDLE_IN_TRANSACTION_TIMEOUT'>>;
 
-/** How ingress ended: the poller's own exits, or a refusal to start (a pg-boss schema it was not built for). */
+/** How ingress ended: the poller's own exits, or a refusal to start (a job ledger schema it was not built for). */
 export type IngressExit = PollerExit | { reason: 'refused'; message: string; exitCode: number };
 
 export interface IngressRuntime {

@@ -6,7 +6,7 @@
  * Stopping leaves the webhook registered so a standby continues without a gap.
  */
 import Fastify, { FastifyInstance } from 'fastify';
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import type { IngressMetrics } from '../observability/metrics';
@@ -21,7 +21,7 @@ import { createWebhookHandler, WEBHOOK_BODY_LIMIT_BYTES, webhookPath, webhookPlu
 
 export interface WebhookIngressOptions {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   api: BotApiClient;
   botId: string;
   owner: string;

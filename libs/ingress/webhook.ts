@@ -13,7 +13,7 @@
  */
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { CaptureKeyConflictError } from '../captures/errors';
@@ -41,7 +41,7 @@ export interface WebhookAnswer {
 
 export interface WebhookHandlerOptions {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   botId: string;
   /** The current fence, or null while standing by. */
   fence: () => Fence | null;

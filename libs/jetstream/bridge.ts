@@ -24,7 +24,7 @@ import {
   type JsMsg,
   type StreamConfig,
 } from '@nats-io/jetstream';
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
@@ -55,7 +55,7 @@ export interface JetStreamBridgeOptions {
   botId: string | null;
   defaultChatId: string | null;
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   logger: Logger;
   /** Rebind backoff start (tests shorten it). */
   rebindBaseMs?: number;

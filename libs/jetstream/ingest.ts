@@ -4,7 +4,7 @@
  *
  * | message                                              | database (same transaction)        | NATS  |
  * |------------------------------------------------------|------------------------------------|-------|
- * | valid, new msg_id                                    | outbound row + pg-boss job         | ack   |
+ * | valid, new msg_id                                    | outbound row + ledger job         | ack   |
  * | valid, msg_id exists with the same payload           | nothing (idempotent republish)     | ack   |
  * | valid, msg_id exists with another payload            | jetstream_rejects + attempts audit | ack   |
  * | invalid JSON / contract violation (also SQL's TR422) | jetstream_rejects                  | term  |
@@ -15,7 +15,7 @@
  * reject records are unique per (stream, seq, content), so nothing is enqueued or recorded twice.
  */
 import crypto from 'node:crypto';
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import { QUEUES } from '../db/boss';
 import { withTransaction } from '../db/pool';
@@ -46,7 +46,7 @@ export interface BridgeMessage {
 
 export interface IngestDeps {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   logger: Logger;
   stream: string;
   alertSubject: string;

@@ -1,6 +1,6 @@
 /**
  * Composes the JetStream bridge for a process from configuration (`tg-relay jetstream`, and
- * `tg-relay start` when NATS_URL is set): pool, pg-boss (never started: its insert runs on our
+ * `tg-relay start` when NATS_URL is set): pool, the job ledger (never started: its insert runs on our
  * transaction), the bridge and its health server.
  */
 import type { Config } from '../config';

@@ -3,10 +3,9 @@
  * client, so the message exists exactly when the caller's own writes commit. Idempotent by msg_id
  * for good (relay.outbound_upsert in SQL, shared with the SQL function): the same payload returns the
  * existing message (`created: false`), a different one throws `OutboundConflictError` without
- * aborting the caller's transaction. The pg-boss job is created through pg-boss's own insert (with
- * `{ db }`), and idle workers are notified when the transaction commits.
+ * aborting the caller's transaction. The ledger job is created in the same transaction (JobLedger.insertJobs), and idle workers are notified when the transaction commits.
  */
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { PoolClient } from 'pg';
 import { QUEUES } from '../db/boss';
 import { enqueueJobs, newJobId } from '../queue/enqueue';
@@ -42,19 +41,19 @@ export interface EnqueuedOutbound {
 }
 
 /** Enqueues one message in the caller's transaction. See the module comment. */
-export async function enqueueOutbound(client: PoolClient, boss: PgBoss, msg: OutboundMessageInput, opts: EnqueueOptions = {}): Promise<EnqueuedOutbound> {
+export async function enqueueOutbound(client: PoolClient, boss: JobLedger, msg: OutboundMessageInput, opts: EnqueueOptions = {}): Promise<EnqueuedOutbound> {
   const [r] = await enqueueOutboundBatch(client, boss, [msg], opts);
   return r;
 }
 
 /**
- * Enqueues several messages in the caller's transaction (one upsert statement, one pg-boss insert);
+ * Enqueues several messages in the caller's transaction (one upsert statement, one ledger insert);
  * ids, and so the per-chat send order, follow the input order. Validation problems of every message
  * are reported together (fields prefixed `[i].` when there is more than one message).
  */
 export async function enqueueOutboundBatch(
   client: PoolClient,
-  boss: PgBoss,
+  boss: JobLedger,
   inputs: OutboundMessageInput[],
   opts: EnqueueOptions = {},
 ): Promise<EnqueuedOutbound[]> {

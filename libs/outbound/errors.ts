@@ -1,11 +1,12 @@
 /** One thing wrong with a message, named by its field (`text`, `chat_id`, …). */
+import { RelayError } from '../errors/relay-error';
 export interface OutboundProblem {
   field: string;
   problem: string;
 }
 
 /** The message cannot be enqueued as given (all problems at once). Maps to HTTP 400/422. */
-export class OutboundValidationError extends Error {
+export class OutboundValidationError extends RelayError {
   readonly code = 'RELAY_OUTBOUND_INVALID';
   constructor(
     readonly problems: OutboundProblem[],
@@ -17,7 +18,7 @@ export class OutboundValidationError extends Error {
 }
 
 /** `msg_id` is taken, for good, by a message with a different payload. Maps to HTTP 409. */
-export class OutboundConflictError extends Error {
+export class OutboundConflictError extends RelayError {
   readonly code = 'RELAY_OUTBOUND_CONFLICT';
   constructor(
     readonly msgId: string,

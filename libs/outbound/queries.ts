@@ -19,7 +19,7 @@ export interface UpsertedRow {
 
 /**
  * relay.outbound_upsert for a batch, in input order (ids follow it, which is the per-chat FIFO order
- * of the batch), in one round trip. Creates no pg-boss job.
+ * of the batch), in one round trip. Creates no ledger job.
  */
 export async function outboundUpsertMany(
   db: Queryable,
@@ -154,7 +154,7 @@ export type OutboundClaimedRow = OutboundRow & { job_id: string | null; claim_id
 /**
  * Claims up to `limit` due chat heads of the bot, oldest message first (outbound_pending_bot_id_idx)
  * → delivering under fresh claim
- * ids, and activates their pg-boss jobs, in one statement (as the engine's own claim does).
+ * ids, and activates their ledger jobs, in one statement (as the engine's own claim does).
  */
 export async function outboundClaimHeads(
   db: Queryable,

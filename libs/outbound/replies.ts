@@ -8,13 +8,13 @@
  * Reply ids name the update, not the payload, so if an already-handled update is replayed and its
  * handler now says something else, the original reply is kept (no conflict, nothing sent twice).
  */
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { OutboundReply, OutboundReplyWriter } from '../dispatch/reply-sink';
 import { enqueueOutboundBatch, OutboundDefaults } from './enqueue';
 import { OutboundValidationError } from './errors';
 import { validateOutboundMessage, type OutboundMessageInput } from './message';
 
-export function createOutboundReplyWriter(deps: { boss: PgBoss; defaults?: OutboundDefaults }): OutboundReplyWriter {
+export function createOutboundReplyWriter(deps: { boss: JobLedger; defaults?: OutboundDefaults }): OutboundReplyWriter {
   const write: OutboundReplyWriter = async (client, replies) => {
     await enqueueOutboundBatch(client, deps.boss, replies.map(replyToMessage), { ...deps.defaults, onConflict: 'keep' });
   };

@@ -9,7 +9,7 @@
 import type { Pool } from 'pg';
 import { QUEUES } from '../db/boss';
 import type { BotApiClient } from '../telegram/client';
-import { WORK_CHANNEL } from '../queue/enqueue';
+import { notifyWork } from '../queue/enqueue';
 import { createClaimTableStore } from '../queue/claim-table-store';
 import type { ClaimedJob, ClaimStore, JobKind, RecoveredRow, SettledRow } from '../queue/job-kind';
 import { Outcome } from '../queue/outcome';
@@ -154,7 +154,7 @@ export function createOutboundClaimStore(opts: {
     const failed = rows.filter((r) => r.state === 'failed').map((r) => r.id);
     if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opsChatId);
     const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
-    if (await outboundHasSuccessors(db, finished)) await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, QUEUES.outbound]);
+    if (await outboundHasSuccessors(db, finished)) await notifyWork(db, QUEUES.outbound);
   }
 }
 

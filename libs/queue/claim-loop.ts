@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
@@ -7,7 +7,7 @@ import type { QueueMetrics } from '../observability/metrics';
 import type { BackoffPolicy } from './backoff';
 import { bossJobsActivate, bossJobsComplete, bossJobsFail, bossJobsReschedule } from './boss-jobs';
 import { Clock, jsNow, sqlNow } from './clock';
-import { WORK_CHANNEL } from './enqueue';
+import { notifyWork } from './enqueue';
 import { QueueError, shortError } from './errors';
 import type { ClaimedJob, JobKind, SettledRow } from './job-kind';
 import { Outcome } from './outcome';
@@ -35,8 +35,8 @@ export interface EngineConfig {
 
 export interface KindWorkerDeps {
   pool: Pool;
-  /** For complete/fail with `{ db }`; it need not be started. */
-  boss: PgBoss;
+  /** The job ledger: complete/fail on the outcome transaction; it need not be started. */
+  boss: JobLedger;
   logger: Logger;
   workerId: string;
   config: EngineConfig;
@@ -112,11 +112,11 @@ interface Finished<Row> {
 /**
  * The claim loop of one job kind in one process.
  *
- * - claims due rows in batches (up to half the slots), in one statement with their pg-boss jobs;
+ * - claims due rows in batches (up to half the slots), in one statement with their ledger jobs;
  *   loops straight on while batches come back full (a backlog drains without sleeping), then waits
  *   for a NOTIFY, the next due row, or the safety poll;
  * - runs up to `concurrency` jobs at once; writes outcomes in group-committed batches (domain row,
- *   pg-boss job and audit row in one transaction, fenced by claim id);
+ *   ledger job and audit row in one transaction, fenced by claim id);
  * - heartbeats its claims, aborts jobs whose claim was lost, and sweeps stale claims of dead workers;
  * - every database error is caught, logged and retried with backoff: the loop never crashes.
  */
@@ -159,11 +159,11 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
   // ---- claiming ---------------------------------------------------------------------------------
 
   const onJobsOutOfStep = (expected: number, moved: number) =>
-    logger.warn({ expected, moved }, 'some claimed rows had no ready pg-boss job (archived or out of step)');
+    logger.warn({ expected, moved }, 'some claimed rows had no ready ledger job (archived or out of step)');
 
   async function claimBatch(limit: number): Promise<ClaimedJob<Row>[]> {
     const args = { limit, workerId, now: sqlNow(clock), queue: kind.queue, onJobsOutOfStep };
-    // one statement: rows → delivering and their pg-boss jobs → active, atomically
+    // one statement: rows → delivering and their ledger jobs → active, atomically
     if (kind.store.activatesJobs) return kind.store.claim(pool, args);
     return withTransaction(pool, async (db) => {
       const jobs = await kind.store.claim(db, args);
@@ -448,7 +448,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
               details: null,
             })),
         );
-        await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, kind.queue]);
+        await notifyWork(db, kind.queue);
       });
       stats.released += toRelease.length;
       logger.info({ released: toRelease.length }, 'released unfinished jobs');

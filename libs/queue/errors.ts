@@ -1,5 +1,6 @@
 /** An error of the worker engine with a stable code. */
-export class QueueError extends Error {
+import { RelayError } from '../errors/relay-error';
+export class QueueError extends RelayError {
   constructor(
     readonly code: 'RELAY_QUEUE_NOT_MIGRATED' | 'RELAY_QUEUE_STOPPED' | 'RELAY_HANDLER_THREW' | 'RELAY_CLAIM_LOST',
     message: string,
@@ -21,7 +22,7 @@ const REPLACEMENT = '\uFFFD';
 
 /**
  * Text that PostgreSQL `text` and `jsonb` can always hold, for error strings written to the audit,
- * `last_error`, `failed_reason` and pg-boss output: NUL and lone surrogates (a `slice` that cut an
+ * `last_error`, `failed_reason` and ledger job output: NUL and lone surrogates (a `slice` that cut an
  * emoji in half) become U+FFFD, and the text is cut to `max` code points (never inside a surrogate
  * pair), ending with `…` when cut. Content of an error is data: it must never make its write fail.
  */

@@ -12,7 +12,7 @@ export interface ClaimedJob<Row = Record<string, unknown>> {
   id: string;
   /** Business key: capture_key, msg_id… (audit `subject_key`). */
   key: string;
-  /** pg-boss job mirroring the row (null only for rows enqueued without one). */
+  /** ledger job mirroring the row (null only for rows enqueued without one). */
   jobId: string | null;
   /** Fencing token of this claim: every outcome write checks it. */
   claimId: string;
@@ -73,12 +73,12 @@ export interface RecoveredRow {
 
 /**
  * How a job kind keeps its domain rows. Every method runs on the caller's transaction client, so the
- * engine can move the pg-boss job in the same transaction. `now` is null for the database clock.
+ * engine can move the ledger job in the same transaction. `now` is null for the database clock.
  */
 export interface ClaimStore<Row = Record<string, unknown>> {
   readonly subject: AttemptSubject;
   /**
-   * True when `claim` also moves the claimed rows' pg-boss jobs to `active` itself (in the same
+   * True when `claim` also moves the claimed rows' ledger jobs to `active` itself (in the same
    * statement: one round trip, no explicit transaction; the claim-table store does). Otherwise the
    * engine runs `claim` in a transaction and activates the jobs of the returned rows in it.
    */
@@ -113,10 +113,10 @@ export interface JobContext {
 /**
  * A job kind plugged into the engine (capture.deliver, later update.dispatch and outbound.send).
  * The engine owns claiming, concurrency, heartbeats, backoff, budgets, stale recovery, fencing,
- * audit rows and the pg-boss mirror; the kind owns its domain rows and what one attempt does.
+ * audit rows and the ledger job mirroring each row; the kind owns its domain rows and what one attempt does.
  */
 export interface JobKind<Row = Record<string, unknown>> {
-  /** pg-boss queue carrying the kind (also the NOTIFY payload that wakes it). */
+  /** Ledger queue carrying the kind (also the NOTIFY payload that wakes it). */
   readonly queue: QueueName;
   readonly store: ClaimStore<Row>;
   /**

@@ -1,20 +1,18 @@
 /**
- * Operator actions on domain rows, with their pg-boss jobs in the same transaction (the admin API
+ * Operator actions on domain rows, with their ledger jobs in the same transaction (the admin API
  * calls these; they run on the caller's transaction client, which has locked the rows):
- *  - requeueFailed: failed → pending, due now, attempt budget renewed, with a NEW pg-boss job. The
- *    failed job stays as it is (pg-boss may have archived it already: failed jobs leave the job
+ *  - requeueFailed: failed → pending, due now, attempt budget renewed, with a NEW ledger job. The
+ *    failed job stays as it is (the ledger may have archived it already: failed jobs leave the job
  *    table after 12 h, so "retrying" the old job is not always possible); the row points at the new
  *    one, which the claim loop activates like any other.
- *  - cancelPending: pending → failed with failed_reason 'cancelled'; its job is cancelled through
- *    pg-boss's public cancel().
+ *  - cancelPending: pending → failed with failed_reason 'cancelled'; its job is cancelled in the
+ *    ledger (JobLedger.cancelJobs).
  * Budget: claim tables (captures, outbound) get max_attempts = attempts + budget, so attempt numbers
  * in relay.attempts keep increasing; relay.inbox has no per-row budget, so its attempts restart at 0.
  */
-import type PgBoss from 'pg-boss';
 import type { PoolClient } from 'pg';
-import { QueueName } from '../db/boss';
-import { bossDb } from '../db/pool';
-import { enqueueJobs, newJobId, WORK_CHANNEL } from './enqueue';
+import type { JobLedger, QueueName } from '../db/boss';
+import { enqueueJobs, newJobId, notifyWork } from './enqueue';
 
 export type OperatorTable = 'captures' | 'outbound' | 'inbox';
 
@@ -39,7 +37,7 @@ function byId(rows: OperatorMovedRow[]): OperatorMovedRow[] {
 
 export async function requeueFailed(
   db: PoolClient,
-  boss: PgBoss,
+  boss: JobLedger,
   opts: { table: OperatorTable; queue: QueueName; ids: (string | number)[]; budget: number; now?: Date | null },
 ): Promise<OperatorMovedRow[]> {
   if (opts.ids.length === 0) return [];
@@ -70,7 +68,7 @@ export async function requeueFailed(
 
 export async function cancelPending(
   db: PoolClient,
-  boss: PgBoss,
+  boss: JobLedger,
   opts: { table: 'captures' | 'outbound'; queue: QueueName; ids: (string | number)[] },
 ): Promise<OperatorMovedRow[]> {
   if (opts.ids.length === 0) return [];
@@ -83,8 +81,8 @@ export async function cancelPending(
   );
   const moved = byId(rows as OperatorMovedRow[]);
   const jobIds = moved.map((r) => r.jobId).filter((j): j is string => !!j);
-  if (jobIds.length) await boss.cancel(opts.queue, jobIds, { db: bossDb(db) });
+  if (jobIds.length) await boss.cancelJobs(db, opts.queue, jobIds);
   // a cancelled head of a chat (outbound FIFO) lets the chat's next message go: wake the workers
-  if (moved.length) await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, opts.queue]);
+  if (moved.length) await notifyWork(db, opts.queue);
   return moved;
 }

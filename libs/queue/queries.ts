@@ -9,7 +9,7 @@
  */
 import { escapeIdentifier } from 'pg';
 import type { Queryable } from '../db/pool';
-import { BOSS_SCHEMA } from '../db/boss';
+import { activateJobsSql } from '../db/boss';
 import type { RecoveredRow, SettledRow, Settlement } from './job-kind';
 import { safeJson, safeText } from './errors';
 
@@ -45,7 +45,7 @@ export interface ClaimedTableRow {
 }
 
 /**
- * Claims up to `limit` due pending rows, oldest due first, and activates their pg-boss jobs — one
+ * Claims up to `limit` due pending rows, oldest due first, and activates their ledger jobs — one
  * statement, so one round trip and atomic without an explicit transaction. The range scan on the
  * partial index (next_attempt_at, id) WHERE state = 'pending' stops at the first row that is not
  * due, so its cost does not grow with the backlog or with rows scheduled for later (bench/worker.ts
@@ -82,15 +82,8 @@ export async function tableClaim(
   return { rows, activated };
 }
 
-/**
- * pg-boss job activation as its fetch() does it (created/retry → active; retry_count counts
- * re-activations). Internal to pg-boss's schema for a measured reason: see boss-jobs.ts.
- */
-export const ACTIVATE_SQL = (queueParam: string, idsExpr: string) => `
-       update ${BOSS_SCHEMA}.job
-          set state = 'active', started_on = now(),
-              retry_count = case when started_on is not null then retry_count + 1 else retry_count end
-        where name = ${queueParam} and id in ${idsExpr} and state < 'active'`;
+/** Ledger job activation for claim statements (created/retry → active): see libs/db/boss.ts. */
+export const ACTIVATE_SQL = activateJobsSql;
 
 /** Milliseconds until the earliest pending row is due (0 when overdue), or null when none is pending. */
 export async function tableNextDueInMs(db: Queryable, t: ClaimTable, at: Date | null): Promise<number | null> {

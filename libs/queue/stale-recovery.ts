@@ -1,10 +1,10 @@
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { bossJobsFail, bossJobsReschedule } from './boss-jobs';
 import { Clock, jsNow, sqlNow } from './clock';
-import { WORK_CHANNEL } from './enqueue';
+import { notifyWork } from './enqueue';
 import type { JobKind } from './job-kind';
 import { attemptsInsert } from './queries';
 
@@ -12,14 +12,14 @@ const SWEEP_LIMIT = 500;
 
 /**
  * Returns claims whose heartbeat is older than `staleMs` to `pending` (due now), or to `failed` when
- * that attempt was the last of the budget — row, pg-boss job and an audit row per claim in one
+ * that attempt was the last of the budget — row, ledger job and an audit row per claim in one
  * transaction, then NOTIFY so idle replicas pick them up at once. The worker that held such a claim
  * can no longer write its outcome (fenced by claim id). Every worker runs this periodically; the
  * admin API can call it on demand. Returns how many claims were recovered.
  */
 export async function recoverStaleOnce(opts: {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   kind: Pick<JobKind<unknown>, 'queue' | 'store'>;
   staleMs: number;
   maxAttempts: number;
@@ -62,7 +62,7 @@ export async function recoverStaleOnce(opts: {
           details: { recoveredBy: opts.workerId, lastHeartbeatAt: r.heartbeatAt, staleAfterMs: opts.staleMs },
         })),
       );
-      await db.query('select pg_notify($1, $2)', [WORK_CHANNEL, kind.queue]);
+      await notifyWork(db, kind.queue);
       opts.logger?.warn({ queue: kind.queue, recovered: rows.length, failed: failed.length }, 'recovered stale claims');
       return rows.length;
     });

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import crypto from 'node:crypto';
-import type PgBoss from 'pg-boss';
+import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import type { QueueMetrics } from '../observability/metrics';
@@ -28,7 +28,7 @@ export interface Worker {
  */
 export function createWorker(opts: {
   pool: Pool;
-  boss: PgBoss;
+  boss: JobLedger;
   logger: Logger;
   /** For the dedicated LISTEN connection. */
   databaseUrl: string;

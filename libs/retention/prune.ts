@@ -1,7 +1,7 @@
 /**
  * One retention pass (docs/retention.md): finished work older than RETENTION, failed work, resolved
  * quarantine rows and audit rows older than RETENTION_FAILED, each deleted with its relay.attempts
- * rows and its pg-boss jobs, in bounded batches of short transactions. Pending and in-flight rows
+ * rows and its ledger jobs, in bounded batches of short transactions. Pending and in-flight rows
  * are never selected (every class names a terminal state). Safe to run from several processes at
  * once: batches take rows with FOR UPDATE SKIP LOCKED, so two passes split the work and never
  * delete a row twice.

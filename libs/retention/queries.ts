@@ -2,15 +2,15 @@
  * The SQL of retention (docs/retention.md). Each batch statement takes at most `$2` of the oldest
  * rows of one class past the cutoff `$1` with `FOR UPDATE SKIP LOCKED` (a row another transaction
  * holds — a worker finishing it, an operator retrying it, another prune — is left for the next
- * pass), and deletes them together with their relay.attempts rows, their pg-boss job (the job named
+ * pass), and deletes them together with their relay.attempts rows, their ledger job (the job named
  * by the row's job_id and any job an operator retry superseded) and its archived copy, in one short
  * transaction. Each dry-run statement counts the same rows with the same predicates.
  *
- * pg-boss tables are addressed only by primary key (name, id) — the key pg-boss's own
- * deleteJob/getJobById use — through BOSS_SCHEMA.
+ * The job ledger's tables are addressed only by primary key (name, id) — the key its own
+ * deleteJob/getJobById use — through LEDGER_TABLES (libs/db/boss.ts).
  */
 import type { Queryable } from '../db/pool';
-import { BOSS_SCHEMA, QUEUES, QueueName } from '../db/boss';
+import { LEDGER_TABLES, QUEUES, QueueName } from '../db/boss';
 
 /** The tables prune reports on, in the order of its JSON line. */
 export const PRUNE_TABLES = ['captures', 'outbound', 'inbox', 'quarantine', 'attempts', 'boss_job', 'boss_archive', 'superseded_jobs', 'prune_runs'] as const;
@@ -28,7 +28,7 @@ export interface ItemClass {
   timeColumn: string;
   /** relay.attempts.subject of its attempt rows. */
   subject: string;
-  /** Its pg-boss queue; undefined for tables without jobs. */
+  /** Its ledger queue; undefined for tables without jobs. */
   queue?: QueueName;
   retention: 'finished' | 'failed';
 }
@@ -43,8 +43,8 @@ export const ITEM_CLASSES: ItemClass[] = [
   { table: 'quarantine', stateSql: `t.state in ('released', 'discarded')`, timeColumn: 'resolved_at', subject: 'quarantine', retention: 'failed' },
 ];
 
-const JOB = `${BOSS_SCHEMA}.job`;
-const ARCHIVE = `${BOSS_SCHEMA}.archive`;
+const JOB = LEDGER_TABLES.job;
+const ARCHIVE = LEDGER_TABLES.archive;
 const QUEUE_OF: Record<string, QueueName> = { captures: QUEUES.capture, outbound: QUEUES.outbound, inbox: QUEUES.dispatch };
 
 /** Counts deleted by one statement, as numbers keyed by table. */
@@ -58,7 +58,7 @@ function counts(row: CountRow): Partial<PruneCounts> {
 
 /**
  * The rows selected by `victims` (id, job_id), deleted with their attempts, superseded jobs and
- * pg-boss rows. `d` re-checks the state: a row that changed since the snapshot is not deleted.
+ * ledger rows. `d` re-checks the state: a row that changed since the snapshot is not deleted.
  */
 function itemCascade(c: ItemClass, dryRun: boolean): string {
   const jobs = c.queue
@@ -125,7 +125,7 @@ export async function pruneAuditCount(q: Queryable, cutoff: Date): Promise<Parti
 }
 
 /**
- * Jobs an operator retry superseded (failed pg-boss jobs whose row now has a new job), after
+ * Jobs an operator retry superseded (failed ledger jobs whose row now has a new job), after
  * RETENTION_FAILED. Only finished jobs (completed, cancelled, failed) are deleted.
  */
 export async function pruneSupersededBatch(q: Queryable, cutoff: Date, limit: number, dryRun = false): Promise<Partial<PruneCounts>> {

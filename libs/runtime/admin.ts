@@ -1,5 +1,5 @@
 /**
- * Composes the admin API for a process: pool, pg-boss (started: it enqueues), the Fastify app and
+ * Composes the admin API for a process: pool, the job ledger (started), the Fastify app and
  * its listener. Used by `tg-relay admin` and by the all-in-one `tg-relay start`.
  */
 import type { FastifyInstance } from 'fastify';
@@ -19,7 +19,7 @@ export interface AdminRuntime {
   generated?: AdminToken;
   /** Resolves (with why) if the HTTP server closes or fails without stop(); `tg-relay start` then exits non-zero. */
   died: Promise<string>;
-  /** Closes the listener, pg-boss and the pool. Idempotent. */
+  /** Closes the listener, the job ledger and the pool. Idempotent. */
   stop(): Promise<void>;
 }
 
@@ -45,7 +45,7 @@ export async function startAdminRuntime(opts: {
     await pool.end().catch(() => undefined);
   };
   try {
-    await assertBossSchemaVersion(pool); // before boss.start(): pg-boss's own check only says "requires migrations"
+    await assertBossSchemaVersion(pool); // before boss.start(): the ledger's own check only says "requires migrations"
     await boss.start();
     const botId = config.TELEGRAM_BOT_TOKEN ? botIdFromToken(config.TELEGRAM_BOT_TOKEN) : undefined;
     const pendingUpdates = config.TELEGRAM_BOT_TOKEN

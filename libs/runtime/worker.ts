@@ -1,6 +1,6 @@
 /**
- * Composes a worker for a process: pool, pg-boss (never started: complete/fail/insert with
- * `{ db }` only), every enabled job kind, and the engine. Used by `tg-relay worker` and by the
+ * Composes a worker for a process: pool, the job ledger (never started: its statements run on
+ * our transactions), every enabled job kind, and the engine. Used by `tg-relay worker` and by the
  * all-in-one `tg-relay start`.
  */
 import type { Config } from '../config';

@@ -5,6 +5,7 @@
  * (it lives in the request URL): every message passes through `redactToken` before it is stored.
  */
 import { redactToken } from '../observability/redact';
+import { RelayError } from '../errors/relay-error';
 
 export interface ResponseParameters {
   retry_after?: number;
@@ -12,7 +13,7 @@ export interface ResponseParameters {
 }
 
 /** The Bot API answered `ok: false` (or an HTTP error status without a usable envelope). */
-export class TelegramApiError extends Error {
+export class TelegramApiError extends RelayError {
   readonly code = 'RELAY_TELEGRAM_API_ERROR';
   /** `error_code` of the envelope; the HTTP status when the body was not an envelope (proxy 502 page). */
   readonly errorCode: number;
@@ -43,7 +44,7 @@ export class TelegramApiError extends Error {
  * `requestSent` is true when the whole request had been written before the failure: Telegram may
  * have acted on it (an ambiguous outcome for sends).
  */
-export class TelegramNetworkError extends Error {
+export class TelegramNetworkError extends RelayError {
   readonly code = 'RELAY_TELEGRAM_NETWORK_ERROR';
   constructor(
     readonly method: string,

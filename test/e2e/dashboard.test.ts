@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../libs/db/boss';
 import { Browser, chromium, Page } from 'playwright-core';
 import { loadConfig } from '../../libs/config';
 import { startIngress } from '../../libs/ingress/runtime';
@@ -38,7 +38,7 @@ const SHOTS = process.env.UPDATE_SCREENSHOTS ? path.resolve(__dirname, '../../do
 fs.mkdirSync(SHOTS, { recursive: true });
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let collector: Collector;
 let worker: Worker;
 let app: FastifyInstance;

@@ -4,7 +4,7 @@
  * workers. `makeCapture({ chatId })` builds one with overrides.
  */
 import crypto from 'node:crypto';
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../libs/db/boss';
 import { Pool, QUEUES, withTransaction } from '../../libs/db';
 import { enqueueJobs, newJobId } from '../../libs/queue/enqueue';
 
@@ -33,7 +33,7 @@ export interface InsertedCapture {
   jobId: string;
 }
 
-export async function insertCaptures(pool: Pool, boss: PgBoss, captures: CaptureFixture[] | number): Promise<InsertedCapture[]> {
+export async function insertCaptures(pool: Pool, boss: BossLedger, captures: CaptureFixture[] | number): Promise<InsertedCapture[]> {
   const list = typeof captures === 'number' ? Array.from({ length: captures }, () => makeCapture()) : captures;
   return withTransaction(pool, async (client) => {
     const docs = list.map((c) => {

@@ -1,6 +1,6 @@
 /** Retry of inbox updates that a real dispatch worker failed (handler threw until the budget ran out). */
 import type { FastifyInstance } from 'fastify';
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import type { RegisterHandlers } from '../../../libs/dispatch';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
 import { createMigratedDatabase } from '../../support/db';
@@ -9,7 +9,7 @@ import { DispatchHarness, makeUpdate, startDispatchWorker, storeUpdates } from '
 import { buildTestApp, call, startBoss } from './support';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let app: FastifyInstance;
 let sandbox: BotApiSandbox;
 let harness: DispatchHarness;

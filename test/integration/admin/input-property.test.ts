@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { adminRoutes } from '../../../libs/admin/app';
 import { createMigratedDatabase } from '../../support/db';
 import { AUTH, buildTestApp, call, insertCapture, startBoss } from './support';
@@ -13,7 +13,7 @@ import { dbFingerprint, ITEM_TABLES } from './input-support';
  * nothing at all, and a refused 404/409 changes no item (only its audit row is added).
  */
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let app: FastifyInstance;
 let routes: { method: string; url: string }[];
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createMigratedDatabase } from '../../support/db';
 import { AUTH, buildTestApp, call, insertCapture, startBoss } from './support';
 import { dbFingerprint } from './input-support';
@@ -9,7 +9,7 @@ import { dbFingerprint } from './input-support';
  * (JSON with a stable `code`), never a 500, and a refused write leaves the database as it was.
  */
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let app: FastifyInstance;
 
 beforeAll(async () => {

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createMigratedDatabase } from '../../support/db';
 import { buildTestApp, call, OPS_TOKEN, startBoss, testConfig } from './support';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let app: FastifyInstance;
 
 beforeAll(async () => {

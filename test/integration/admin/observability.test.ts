@@ -1,6 +1,6 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { FastifyInstance } from 'fastify';
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { adminRoutes } from '../../../libs/admin/app';
 import { configProblemRecord } from '../../../libs/queue/config-problems';
 import { createMigratedDatabase } from '../../support/db';
@@ -8,7 +8,7 @@ import { parsePrometheus } from './prom-parse';
 import { buildTestApp, call, startBoss } from './support';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let app: FastifyInstance;
 let now = new Date('2031-05-05T12:00:00Z');
 

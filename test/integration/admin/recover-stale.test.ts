@@ -1,6 +1,6 @@
 /** POST /v1/recover-stale after a real worker process was killed with SIGKILL mid-delivery. */
 import type { FastifyInstance } from 'fastify';
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createCollector, Collector } from '../../../libs/sandbox';
 import { exited } from '../../support/cli';
 import { insertCaptures } from '../../support/capture-fixtures';
@@ -10,7 +10,7 @@ import { killWorker, startWorkerProcess, workerStarted, WorkerProcess } from '..
 import { buildTestApp, call, startBoss } from './support';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let app: FastifyInstance;
 let collector: Collector;
 let victim: WorkerProcess | undefined;

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Pool } from 'pg';
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { buildAdminApp, BuildAdminAppOptions } from '../../../libs/admin/app';
 import { Config, loadConfig } from '../../../libs/config';
 import { createBoss } from '../../../libs/db';
@@ -15,13 +15,13 @@ export function testConfig(env: Record<string, string> = {}): Config {
   return loadConfig({ ADMIN_TOKEN: TOKEN, ADMIN_TOKENS: `ops:${OPS_TOKEN}`, LOG_LEVEL: 'silent', ...env });
 }
 
-export async function startBoss(url: string): Promise<PgBoss> {
+export async function startBoss(url: string): Promise<BossLedger> {
   const boss = createBoss(url, { max: 2, applicationName: 'tg-relay:test-admin' });
   await boss.start();
   return boss;
 }
 
-export async function buildTestApp(pool: Pool, boss: PgBoss, overrides: Partial<BuildAdminAppOptions> = {}): Promise<FastifyInstance> {
+export async function buildTestApp(pool: Pool, boss: BossLedger, overrides: Partial<BuildAdminAppOptions> = {}): Promise<FastifyInstance> {
   return buildAdminApp({ pool, boss, config: testConfig(), logger: silentLogger(), instanceId: 'admin-test', ...overrides });
 }
 

@@ -3,7 +3,7 @@
  * failed (in-process worker, sandbox collector).
  */
 import type { FastifyInstance } from 'fastify';
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createCollector, Collector } from '../../../libs/sandbox';
 import { insertCaptures, InsertedCapture } from '../../support/capture-fixtures';
 import { createMigratedDatabase } from '../../support/db';
@@ -12,7 +12,7 @@ import { startCaptureWorker } from '../../support/worker-harness';
 import { buildTestApp, call, OPS_TOKEN, startBoss } from './support';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let app: FastifyInstance;
 let collector: Collector;
 let worker: ReturnType<typeof startCaptureWorker> | undefined;

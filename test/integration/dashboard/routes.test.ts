@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBotApiSandbox, BotApiSandbox, SANDBOX_DEFAULT_TOKEN } from '../../../libs/sandbox';
 import { DASHBOARD_DIST } from '../../../libs/admin/ui/serve';
 import { createMigratedDatabase } from '../../support/db';
@@ -10,7 +10,7 @@ import { tg } from '../../support/sandbox-helpers';
 import { buildTestApp, call, startBoss } from '../admin/support';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let app: FastifyInstance;
 let sandbox: BotApiSandbox;
 let sandboxApp: FastifyInstance;

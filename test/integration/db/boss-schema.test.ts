@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import PgBoss from 'pg-boss';
 import {
+  BossLedger,
   assertBossSchemaVersion,
   BOSS_SCHEMA,
   BOSS_SCHEMA_VERSION,
@@ -32,11 +32,11 @@ import { startCaptureWorker } from '../../support/worker-harness';
  * names pgboss.job) and pg-boss started on its default schema with our three queues, as the old
  * migrateAll did. Returns that old pg-boss, for enqueueing through the old path.
  */
-async function legacyInstall(url: string, pool: Pool): Promise<PgBoss> {
+async function legacyInstall(url: string, pool: Pool): Promise<BossLedger> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legacy-sql-'));
   for (const m of listMigrations().filter((m) => m.version <= 6)) fs.copyFileSync(m.file, path.join(dir, path.basename(m.file)));
   await migrate(pool, { dir });
-  const boss = new PgBoss({ connectionString: url, schema: 'pgboss', supervise: false, schedule: false, max: 2 });
+  const boss = new BossLedger({ connectionString: url, schema: 'pgboss', supervise: false, schedule: false, max: 2 });
   boss.on('error', () => undefined);
   await boss.start();
   for (const name of Object.values(QUEUES)) {

@@ -17,6 +17,7 @@ const TABLES = [
   'prune_runs',
   'quarantine',
   'schema_migrations',
+  'schema_repeatables',
   'superseded_jobs',
 ];
 

@@ -1,5 +1,5 @@
 /** Shared set-up of the dispatch integration tests: inbox rows as ingress stores them, and a dispatch worker. */
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, Pool, QUEUES, withTransaction } from '../../../libs/db';
 import {
   chatIdOf,
@@ -26,7 +26,7 @@ const updateType = (u: Record<string, unknown>) => Object.keys(u).find((k) => k 
 /** Stores updates the way ingress does: a pending inbox row and its update.dispatch job, in one transaction. */
 export async function storeUpdates(
   pool: Pool,
-  boss: PgBoss,
+  boss: BossLedger,
   updates: Array<Record<string, unknown> & { update_id: number }>,
   botId = BOT_ID,
 ): Promise<string[]> {
@@ -89,7 +89,7 @@ export const TEST_DISPATCH_ENGINE: EngineConfig = {
 export interface DispatchHarness {
   worker: Worker;
   runner: UpdateRunner;
-  boss: PgBoss;
+  boss: BossLedger;
   stop(): Promise<void>;
 }
 

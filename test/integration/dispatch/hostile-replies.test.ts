@@ -4,7 +4,7 @@
  * update fails alone, at once, with a reason; every other chat is answered.
  * Real PostgreSQL, the real engine with update.dispatch and outbound.send, the Bot API sandbox.
  */
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, QUEUES, withTransaction } from '../../../libs/db';
 import {
   createDispatchKind,
@@ -27,7 +27,7 @@ const BOT = '4141';
 const EMOJI = '\u{1F600}';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let sb: BotApiSandbox;
 let worker: Worker | undefined;
 let updateSeq = 700;

@@ -12,7 +12,7 @@
  * The validity oracle is written here independently of libs/outbound's validation.
  */
 import fc from 'fast-check';
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, QUEUES, withTransaction } from '../../../libs/db';
 import { createDispatchKind, createOutboundReplySink, createUpdateRunner, resolveBotHandlers, type RegisterHandlers } from '../../../libs/dispatch';
 import { createOutboundReplyWriter } from '../../../libs/outbound';
@@ -32,7 +32,7 @@ interface Reply {
 
 const plans = new Map<number, Reply[]>();
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let worker: Worker;
 let updateSeq = 10_000;
 let chatSeq = 1_000;

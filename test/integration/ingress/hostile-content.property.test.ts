@@ -10,7 +10,7 @@
  * plain control update of each batch is unaffected.
  */
 import fc from 'fast-check';
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss } from '../../../libs/db';
 import { QUEUES } from '../../../libs/db/boss';
 import { deliverCapture } from '../../../libs/captures/deliver';
@@ -29,7 +29,7 @@ const TOKEN = '5000000001:property-suite-token';
 const BOT_ID = '5000000001';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let sandbox: BotApiSandbox;
 let collector: Collector;
 let runner: UpdateRunner;

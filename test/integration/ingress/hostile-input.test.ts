@@ -14,7 +14,7 @@
  */
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import type { Message } from 'telegraf/types';
 import { createBoss, freePort, withTransaction } from '../../../libs/db';
 import { releaseQuarantinedUpdate } from '../../../libs/admin/quarantine-release';
@@ -164,7 +164,7 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
   );
 
   it('an update with a NUL quarantined by an older version is released through the admin API and kept exactly', async () => {
-    const boss: PgBoss = await startBoss(db.url);
+    const boss: BossLedger = await startBoss(db.url);
     const app: FastifyInstance = await buildTestApp(db.pool, boss);
     try {
       const update = {

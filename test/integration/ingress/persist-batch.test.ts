@@ -1,4 +1,4 @@
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, Pool } from '../../../libs/db';
 import { LeaseLostError } from '../../../libs/ingress/errors';
 import { ingressHealth } from '../../../libs/ingress/health';
@@ -11,7 +11,7 @@ import { cursorOf, inboxUpdateIds, jobCounts, newBotToken } from '../../support/
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let pool: Pool;
-let boss: PgBoss;
+let boss: BossLedger;
 
 beforeAll(async () => {
   db = await createMigratedDatabase('ingress_persist');

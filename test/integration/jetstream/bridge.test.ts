@@ -2,7 +2,7 @@
  * `tg-relay jetstream` against the real local NATS server (each test its own stream, subjects and
  * consumer) and real PostgreSQL, with real `tg-relay worker` processes sending to the sandbox Bot API.
  */
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss } from '../../../libs/db';
 import { itemList } from '../../../libs/admin/queries';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
@@ -16,7 +16,7 @@ const TOKEN = '6161:jetstream-test-token-not-a-secret';
 const OPS_CHAT = '-100616';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let sb: BotApiSandbox;
 let scope: NatsScope;
 const procs: (BridgeProcess | WorkerProcess)[] = [];

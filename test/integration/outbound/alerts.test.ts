@@ -1,11 +1,11 @@
 /** The alert path at the database level: one kind=alert message per failed message, loop-guarded. */
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
 import { enqueueOutbound, outboundRaiseAlerts } from '../../../libs/outbound';
 import { createMigratedDatabase } from '../../support/db';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 const defaults = { botId: '1', defaultChatId: '-100999' };
 
 beforeAll(async () => {

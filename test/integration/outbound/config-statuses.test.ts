@@ -5,7 +5,7 @@
  * with the right token delivers everything and clears the condition. A 403 (blocked by the user)
  * still fails its own message at once.
  */
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
 import { readinessChecker } from '../../../libs/admin/health';
 import { createWorker, Worker } from '../../../libs/queue';
@@ -22,7 +22,7 @@ const WRONG = `${BOT}:config-statuses-wrong-secret-abcdef`;
 const OPS = '-100929292';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let sb: BotApiSandbox;
 let apiRoot: string;
 let worker: Worker | undefined;

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
 import { enqueueJobs } from '../../../libs/queue/enqueue';
 import { enqueueOutbound, enqueueOutboundBatch, OutboundConflictError, OutboundValidationError, outboundSettingsSave } from '../../../libs/outbound';
@@ -7,7 +7,7 @@ import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 const BOT = '1000000001';
 const defaults = { botId: BOT, defaultChatId: '-100777' };
 

@@ -4,7 +4,7 @@
  * after processing). Everything is delivered, each chat in exact enqueue order, and a message is
  * sent twice only after a recorded ambiguous attempt.
  */
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
 import { enqueueOutboundBatch } from '../../../libs/outbound';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
@@ -19,7 +19,7 @@ const PER_BOT = 100;
 const PER_CHAT = 10;
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let sb: BotApiSandbox;
 const workers: WorkerProcess[] = [];
 

@@ -3,7 +3,7 @@
  * wait (Telegram asks for an hour here; without the cap the message would wait that long), and
  * OUTBOUND_MAX_429 fails a message after that many 429s (default unlimited).
  */
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
 import { enqueueOutbound } from '../../../libs/outbound';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
@@ -13,7 +13,7 @@ import { killWorker, startWorkerProcess, workerStarted, WorkerProcess } from '..
 
 const TOKEN = '7171:caps-test-token-not-a-secret';
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let sb: BotApiSandbox;
 let w: WorkerProcess | undefined;
 

@@ -3,7 +3,7 @@
  * to the outbound writer inside the transaction that marks the update handled; outbound.send then
  * sends them. A retried handler never sends a reply twice; a failed one sends none.
  */
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, QUEUES, withTransaction } from '../../../libs/db';
 import {
   callApiDirect,
@@ -25,7 +25,7 @@ const TOKEN = '4040:replies-test-token-not-secret';
 const BOT = '4040';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let sb: BotApiSandbox;
 let worker: Worker | undefined;
 let updateSeq = 500;

@@ -2,7 +2,7 @@
  * outbound.send on the worker engine, in process, against the sandbox Bot API: every classification
  * row end to end (row state, audit, pg-boss job), alerts and their loop guard, migrate, per-chat FIFO.
  */
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
 import { createWorker, EngineConfig, Worker } from '../../../libs/queue';
 import {
@@ -27,7 +27,7 @@ const OPS = '-100424242';
 const ENGINE: EngineConfig = { concurrency: 8, staleAfterMs: 30_000, retry: { baseMs: 20, capMs: 100, maxAttempts: 5 } };
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: PgBoss;
+let boss: BossLedger;
 let sb: BotApiSandbox;
 let telegram: BotApiClient;
 let worker: Worker | undefined;

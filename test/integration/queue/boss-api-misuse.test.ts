@@ -4,7 +4,7 @@
  * cancel, a foreign work()/fetch consumer does not deliver or block anything, and retry does not
  * retry — each only puts the ledger out of step with the row. These tests pin that behaviour.
  */
-import PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, Pool, QUEUES } from '../../../libs/db';
 import { createCollector, Collector } from '../../../libs/sandbox';
 import { captureStates, countByState, insertCaptures, makeCapture } from '../../support/capture-fixtures';
@@ -15,7 +15,7 @@ import type { Worker } from '../../../libs/queue';
 
 let db: { url: string; pool: Pool; drop(): Promise<void> };
 let collector: Collector;
-let boss: PgBoss;
+let boss: BossLedger;
 let worker: Worker | undefined;
 
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import type PgBoss from 'pg-boss';
+import type { BossLedger } from '../../../libs/db/boss';
 import type { FastifyInstance } from 'fastify';
 import { createPool, Pool } from '../../../libs/db';
 import { createLogger } from '../../../libs/observability/logger';
@@ -56,7 +56,7 @@ describe('tg-relay prune (CLI)', () => {
     expect(after.items.size).toBe(1); // the 400-day-old pending capture
     expect((await pool.query(`select state from relay.captures`)).rows).toEqual([{ state: 'pending' }]);
 
-    let boss: PgBoss | undefined;
+    let boss: BossLedger | undefined;
     let app: FastifyInstance | undefined;
     try {
       boss = await startBoss(db.url);

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { BOSS_SCHEMA, createBoss, PgBoss, Pool, QUEUES, withTransaction } from '../../../libs/db';
+import { BOSS_SCHEMA, createBoss, type BossLedger, Pool, QUEUES, withTransaction } from '../../../libs/db';
 import { requeueFailed } from '../../../libs/queue/operator-actions';
 import { runPrune } from '../../../libs/retention/prune';
 import { createMigratedDatabase } from '../../support/db';
@@ -10,7 +10,7 @@ const D = 24 * H;
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let pool: Pool;
-let boss: PgBoss;
+let boss: BossLedger;
 
 beforeAll(async () => {
   db = await createMigratedDatabase('prune');

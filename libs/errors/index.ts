@@ -1,0 +1,3 @@
+export { RELAY_CODES } from './codes';
+export type { RelayCode } from './codes';
+export { RelayError } from './relay-error';

@@ -1,0 +1,42 @@
+-- relay.enqueue_outbound: repeatable (re-applied by `tg-relay migrate` whenever this file's sha256 changes;
+-- libs/db/migrate.ts). Latest definition, first created by 0004_outbound.sql. Edit here, never in a numbered file.
+/*
+ * Public: enqueue one Telegram message inside the caller's transaction. Idempotent by msg_id for
+ * good: the same msg_id with the same payload returns the existing row (created = false); with a
+ * different payload it raises SQLSTATE TR409 (RELAY_OUTBOUND_CONFLICT). Invalid input raises
+ * TR422 (RELAY_OUTBOUND_INVALID). Creates the pg-boss job and notifies idle workers; both take
+ * effect when the caller commits. Example:
+ *   select * from relay.enqueue_outbound('invoice:42:paid', '-1001234567890', '<b>Paid</b>', parse_mode => 'HTML');
+ */
+create or replace function relay.enqueue_outbound(
+  msg_id               text,
+  chat_id              text,
+  text                 text,
+  parse_mode           text default null,
+  disable_notification boolean default false,
+  reply_markup         jsonb default null,
+  kind                 text default 'message',
+  delivery             text default 'at_least_once',
+  bot_id               text default null,
+  max_attempts         integer default null,
+  send_options         jsonb default null
+) returns table (id bigint, created boolean, state text, target_chat_id text, job_id uuid)
+language plpgsql as $$
+declare
+  r record;
+  v_job uuid := gen_random_uuid();
+begin
+  select * into r from relay.outbound_upsert(enqueue_outbound.msg_id, enqueue_outbound.bot_id, enqueue_outbound.chat_id, null,
+    enqueue_outbound.text, enqueue_outbound.parse_mode, enqueue_outbound.disable_notification, enqueue_outbound.reply_markup,
+    enqueue_outbound.send_options, enqueue_outbound.kind, enqueue_outbound.delivery, null, enqueue_outbound.max_attempts, v_job);
+  if r.conflict then
+    raise exception using errcode = 'TR409',
+      message = format('RELAY_OUTBOUND_CONFLICT: msg_id "%s" already exists with a different payload', left(enqueue_outbound.msg_id, 100)),
+      detail = format('existing outbound id %s, state %s', r.outbound_id, r.state);
+  end if;
+  if r.created then
+    perform relay.outbound_boss_job_insert(v_job, jsonb_build_object('outboundId', r.outbound_id::text, 'msgId', enqueue_outbound.msg_id));
+    perform pg_notify('tg_relay_work', 'outbound.send');
+  end if;
+  return query select r.outbound_id, r.created, r.state, r.target_chat_id, r.job_id;
+end $$;

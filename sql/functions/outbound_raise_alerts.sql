@@ -1,0 +1,43 @@
+-- relay.outbound_raise_alerts: repeatable (re-applied by `tg-relay migrate` whenever this file's sha256 changes;
+-- libs/db/migrate.ts). Latest definition, first created by 0004_outbound.sql. Edit here, never in a numbered file.
+/*
+ * Alerts for failed messages: one kind=alert message to the operators' chat per failed message,
+ * msg_id `alert:<msg_id>` (insert-if-absent: retried or redelivered failures never raise a second
+ * one). Loop guard: a failed alert never raises an alert. Runs in the transaction that marks the
+ * rows failed. No message text in the alert (user data), only ids and Telegram's description.
+ * Returns the ids of the alerts created.
+ */
+create or replace function relay.outbound_raise_alerts(p_ids bigint[], p_ops_chat_id text) returns setof bigint
+language plpgsql as $$
+declare
+  f record;
+  v_chat text;
+  v_job uuid;
+  v_id bigint;
+  v_text text;
+begin
+  v_chat := coalesce(nullif(btrim(p_ops_chat_id), ''), (select s.default_chat_id from relay.outbound_settings s where s.singleton));
+  if v_chat is null then return; end if;
+  v_chat := relay.outbound_normalize_chat(v_chat, 'OPS_CHAT_ID');
+  for f in
+    select o.* from relay.outbound o where o.id = any(p_ids) and o.state = 'failed' and o.kind <> 'alert' order by o.id
+  loop
+    v_text := left(format(E'tg-relay: outbound message failed\nmsg_id: %s\nchat: %s%s\nkind: %s, delivery: %s, attempts: %s\nreason: %s',
+                          f.msg_id, f.chat_id,
+                          case when f.target_chat_id <> f.chat_id then format(' (migrated to %s)', f.target_chat_id) else '' end,
+                          f.kind, f.delivery, f.attempts, coalesce(f.failed_reason, f.last_error, 'unknown')), 4096);
+    v_job := gen_random_uuid();
+    v_id := null;
+    perform relay.outbound_lock_chat(f.bot_id, v_chat); -- ids of the operators' chat in commit order too
+    insert into relay.outbound as o (msg_id, bot_id, chat_id, target_chat_id, text, kind, delivery, payload_sha256, job_id)
+    values (left('alert:' || f.msg_id, 256), f.bot_id, v_chat, v_chat, v_text, 'alert', 'at_least_once',
+            encode(sha256(convert_to(v_text, 'UTF8')), 'hex'), v_job)
+    on conflict (msg_id) do nothing
+    returning o.id into v_id;
+    if v_id is not null then
+      perform relay.outbound_boss_job_insert(v_job, jsonb_build_object('outboundId', v_id::text, 'msgId', 'alert:' || f.msg_id));
+      perform pg_notify('tg_relay_work', 'outbound.send');
+      return next v_id;
+    end if;
+  end loop;
+end $$;
