@@ -135,7 +135,7 @@ export const queueMetrics = once((registry: Registry): QueueMetrics => {
   return {
     claimDuration: new Histogram({
       name: 'tg_relay_claim_duration_seconds',
-      help: 'Duration of one claim statement (rows to delivering with their pg-boss jobs), by queue',
+      help: 'Duration of one claim statement (rows to delivering with their job-ledger rows), by queue',
       labelNames: ['queue'],
       buckets: DB_BUCKETS,
       registers: r,
