@@ -9,6 +9,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from '../../libs/config/errors';
 import { packageVersion } from '../../libs/runtime/package-root';
+import { shutdownTracing, startTracing } from '../../libs/observability/tracing';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -146,6 +147,9 @@ export const COMMANDS: Record<string, Command> = {
   },
 };
 
+/** Commands that run OpenTelemetry when OTEL_* asks for it (libs/observability/tracing.ts). */
+const TRACED_COMMANDS = new Set(['poller', 'worker', 'admin', 'start', 'jetstream', 'prune']);
+
 export function usage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length)) + 2;
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}${c.describe}`);
@@ -220,10 +224,15 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   try {
+    // OpenTelemetry (off unless OTEL_* configures it) registers its pg/http/undici/fastify
+    // instrumentations before the command module loads those libraries
+    if (TRACED_COMMANDS.has(name)) startTracing({ serviceName: `tg-relay-${name}` });
     const mod = await command.load();
     const code = await mod.run(args, parsed);
+    await shutdownTracing();
     finish(typeof code === 'number' ? code : 0);
   } catch (err) {
+    await shutdownTracing();
     if (err instanceof ConfigError) {
       process.stderr.write(`tg-relay ${name}: ${err.message}\n`);
       finish(78); // EX_CONFIG

@@ -1,6 +1,8 @@
 import type { ClaimedJob, ClaimStore, JobContext, JobKind } from '../queue/job-kind';
 import { createClaimTableStore } from '../queue/claim-table-store';
 import { Outcome } from '../queue/outcome';
+import { inJobSpan } from '../queue/job-span';
+import { SpanKind } from '../observability/tracing';
 import { QUEUES } from '../db/boss';
 import { Clock, jsNow } from '../queue/clock';
 import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
@@ -13,6 +15,8 @@ export interface CaptureRow {
   payload: unknown;
   /** The exact document (json column; null for rows stored before migration 0007). */
   payload_raw?: unknown;
+  /** W3C trace context of the update's ingress span (issue 18); null without tracing. */
+  traceparent?: string | null;
 }
 
 /** relay.captures as a claim table (the engine's generic claim/settle/heartbeat/recovery SQL). */
@@ -21,7 +25,7 @@ export function createCaptureStore(opts: { opsChatId?: string | null } = {}): Cl
     subject: 'capture',
     table: 'captures',
     keyColumn: 'capture_key',
-    columns: ['capture_key', 'payload', 'payload_raw'],
+    columns: ['capture_key', 'payload', 'payload_raw', 'traceparent'],
   });
   return {
     ...base,
@@ -95,14 +99,22 @@ export function createCaptureKind(opts: {
     queue: QUEUES.capture,
     store: createCaptureStore({ opsChatId: opts.opsChatId }),
     async execute(job: ClaimedJob<CaptureRow & Record<string, unknown>>, ctx: JobContext) {
-      const outcome = await deliverCapture(job.row, {
-        url: opts.url,
-        timeoutMs: opts.timeoutMs,
-        signal: ctx.signal,
-        clock: opts.clock,
-        fetchImpl: opts.fetchImpl,
-        backoffStep: () => streak.failed(),
-      });
+      // the delivery joins the update's trace (stored by ingress)
+      const span = {
+        traceparent: job.row.traceparent,
+        kind: SpanKind.PRODUCER,
+        attributes: { 'messaging.operation.type': 'send', 'messaging.destination.name': QUEUES.capture, 'tg.capture_key': job.key, 'tg.attempt': job.attempt },
+      };
+      const outcome = await inJobSpan('capture.deliver', span, () =>
+        deliverCapture(job.row, {
+          url: opts.url,
+          timeoutMs: opts.timeoutMs,
+          signal: ctx.signal,
+          clock: opts.clock,
+          fetchImpl: opts.fetchImpl,
+          backoffStep: () => streak.failed(),
+        }),
+      );
       if (outcome.type === 'delivered') streak.succeeded();
       else if (outcome.details?.configProblem && streak.current === 1) {
         ctx.logger.error(
