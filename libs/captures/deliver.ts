@@ -15,6 +15,9 @@ export interface CaptureRow {
   payload: unknown;
   /** The exact document (json column; null for rows stored before migration 0007). */
   payload_raw?: unknown;
+  /** For the span (issue 18): ids only. bigint columns arrive as text. */
+  update_id?: string | number;
+  chat_id?: string | number | null;
   /** W3C trace context of the update's ingress span (issue 18); null without tracing. */
   traceparent?: string | null;
 }
@@ -25,7 +28,7 @@ export function createCaptureStore(opts: { opsChatId?: string | null } = {}): Cl
     subject: 'capture',
     table: 'captures',
     keyColumn: 'capture_key',
-    columns: ['capture_key', 'payload', 'payload_raw', 'traceparent'],
+    columns: ['capture_key', 'payload', 'payload_raw', 'update_id', 'chat_id', 'traceparent'],
   });
   return {
     ...base,
@@ -103,7 +106,14 @@ export function createCaptureKind(opts: {
       const span = {
         traceparent: job.row.traceparent,
         kind: SpanKind.PRODUCER,
-        attributes: { 'messaging.operation.type': 'send', 'messaging.destination.name': QUEUES.capture, 'tg.capture_key': job.key, 'tg.attempt': job.attempt },
+        attributes: {
+          'messaging.operation.type': 'send',
+          'messaging.destination.name': QUEUES.capture,
+          'tg.capture_key': job.key,
+          'tg.attempt': job.attempt,
+          ...(job.row.update_id !== undefined ? { 'tg.update_id': Number(job.row.update_id) } : {}),
+          ...(job.row.chat_id !== undefined && job.row.chat_id !== null ? { 'tg.chat_id': String(job.row.chat_id) } : {}),
+        },
       };
       const outcome = await inJobSpan('capture.deliver', span, () =>
         deliverCapture(job.row, {
