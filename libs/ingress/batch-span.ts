@@ -3,9 +3,9 @@
  * `getUpdates` call (polling; started retroactively, so the idle long polls that return nothing make
  * no trace) and the batch transaction `ingress.persist` as children, and one `ingress.update` child
  * per update (persist-batch.ts) whose traceparent is stored with the inbox row: the dispatch of the
- * update continues that trace in the worker process. No-ops when tracing is off.
+ * update continues that trace in the worker process. Nothing of this runs when tracing is off.
  */
-import { context, currentTraceparent, formatTraceparent, markError, ROOT_CONTEXT, SpanKind, trace, tracer } from '../observability/tracing';
+import { context, currentTraceparent, formatTraceparent, markError, ROOT_CONTEXT, SpanKind, trace, tracer, tracingEnabled } from '../observability/tracing';
 
 export interface BatchSpanInfo {
   /** `getUpdates` or `webhook`. */
@@ -22,9 +22,15 @@ export interface BatchSpanInfo {
  * under the incoming request's span for the webhook). `persist` resolves true when it committed.
  */
 export async function traceIngressBatch<T>(info: BatchSpanInfo, persist: () => Promise<T>, committed: (r: T) => boolean = (r) => r !== false): Promise<T> {
+  if (!tracingEnabled()) return persist();
   const t = tracer();
   const parent = info.operation === 'getUpdates' ? ROOT_CONTEXT : context.active();
-  const common = { 'messaging.system': 'telegram', 'messaging.operation.name': info.operation, 'messaging.batch.message_count': info.count, 'tg.bot_id': info.botId };
+  const common = {
+    'messaging.system': 'telegram',
+    'messaging.operation.name': info.operation,
+    'messaging.batch.message_count': info.count,
+    'tg.bot_id': info.botId,
+  };
   const batch = t.startSpan(
     'ingress.batch',
     { kind: SpanKind.CONSUMER, startTime: info.call?.start, attributes: { ...common, 'messaging.operation.type': 'receive' } },
@@ -37,7 +43,13 @@ export async function traceIngressBatch<T>(info: BatchSpanInfo, persist: () => P
       {
         kind: SpanKind.CLIENT,
         startTime: info.call.start,
-        attributes: { ...common, 'messaging.operation.type': 'receive', 'http.request.method': 'POST', 'http.response.status_code': info.call.status, 'tg.offset': info.call.offset },
+        attributes: {
+          ...common,
+          'messaging.operation.type': 'receive',
+          'http.request.method': 'POST',
+          'http.response.status_code': info.call.status,
+          'tg.offset': info.call.offset,
+        },
       },
       batchCtx,
     );

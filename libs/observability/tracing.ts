@@ -21,6 +21,7 @@
 import os from 'node:os';
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   isSpanContextValid,
   ROOT_CONTEXT,
   SpanKind,
@@ -58,6 +59,9 @@ interface Started {
   shutdown(): Promise<void>;
 }
 let started: Started | null = null;
+
+/** A span that records nothing, for code paths that skip tracing when it is off. */
+export const NOOP_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /** Whether this process runs the SDK (startTracing was called with tracing configured). */
 export function tracingEnabled(): boolean {
@@ -200,6 +204,7 @@ export async function inSpan<T>(
   opts: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!started) return fn(NOOP_SPAN);
   const parent = opts.parent ?? context.active();
   const span = tracer().startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
   try {

@@ -65,7 +65,7 @@ describe('W3C traceparent', () => {
     [`00-${T}-${S}-01${'x'.repeat(600)}`, 'too long'],
     [42, 'not a string'],
     [null, 'null'],
-  ])('%p is refused (%s): no parent, a new trace', (v) => {
+  ] as [unknown, string][])('%p is refused (%s): no parent, a new trace', (v) => {
     expect(parseTraceparent(v)).toBeNull();
     expect(traceIdOf(v)).toBeNull();
     expect(trace.getSpanContext(contextFromTraceparent(v))).toBeUndefined();
