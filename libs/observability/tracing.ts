@@ -27,7 +27,6 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
-  TraceFlags,
   type Attributes,
   type Context,
   type Span,
@@ -173,7 +172,7 @@ export function isValidTraceparent(value: unknown): value is string {
 /** The traceparent of a span context, or null when it is not valid (tracing off, no span). */
 export function formatTraceparent(sc: SpanContext | undefined): string | null {
   if (!sc || !isSpanContextValid(sc)) return null;
-  return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED ? '01' : '00'}`;
+  return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 1) === 1 ? '01' : '00'}`;
 }
 
 /** The traceparent of the active span (to store with a row this span creates), or null. */

@@ -68,7 +68,10 @@ export async function enqueueOutboundBatch(
     throw fromSqlError(err, messages.length === 1 ? messages[0]?.msgId : undefined);
   }
   // issue 18: the caller's trace context, on the rows created here (one more statement, only when traced)
-  const traced = rows.flatMap((r, i) => (r.created && messages[i].traceparent ? [{ id: r.id, traceparent: messages[i].traceparent! }] : []));
+  const traced = rows.flatMap((r, i) => {
+    const traceparent = messages[i].traceparent;
+    return r.created && traceparent ? [{ id: r.id, traceparent }] : [];
+  });
   if (traced.length > 0) await outboundSetTraceparent(client, traced);
   const conflict = rows.find((r) => r.conflict);
   if (conflict && opts.onConflict !== 'keep') throw new OutboundConflictError(conflict.msgId, { id: conflict.id, state: conflict.state });

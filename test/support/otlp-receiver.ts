@@ -52,7 +52,7 @@ export interface OtlpReceiver {
 }
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
-  const r: OtlpReceiver = { endpoint: '', spans: [], requests: 0, bodies: [], close: async () => undefined };
+  const r: OtlpReceiver = { endpoint: '', spans: [], requests: 0, bodies: [], close: () => Promise.resolve() };
   const server = http.createServer((req, res) => {
     r.requests++;
     const chunks: Buffer[] = [];
