@@ -12,7 +12,8 @@ import type { FastifyInstance } from 'fastify';
 import type PgBoss from 'pg-boss';
 import { createBoss } from '../../../libs/db';
 import type { BotApiSandbox } from '../../../libs/sandbox';
-import { exited } from '../../support/cli';
+import { freePort } from '../../../libs/db';
+import { exited, startCli } from '../../support/cli';
 import { createMigratedDatabase } from '../../support/db';
 import { newBotToken, startSandbox } from '../../support/ingress-harness';
 import { killHard, PollerProcess, startPollerProcess } from '../../support/ingress-processes';
@@ -76,6 +77,7 @@ async function stop(p: PollerProcess | WorkerProcess): Promise<void> {
 const sentTo = (token: string, chat: number) => sandbox.sent(token).filter((s) => s.resolved_chat_id === chat);
 const byName = (spans: ReceivedSpan[], name: string) => spans.filter((s) => s.name === name);
 const TP = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/;
+const ADMIN_TOKEN = 'admin-token-for-the-traces-test-0123';
 
 describe('traces across a poller and a worker process', () => {
   it('each update is ONE trace: ingress batch (poller) → handler run → reply sendMessage and capture delivery (worker); no token, no text', async () => {
@@ -221,6 +223,67 @@ describe('traces across a poller and a worker process', () => {
       await app?.close();
       await boss?.stop({ graceful: false, wait: true });
     }
+  });
+
+  it('a traced admin process: POST /v1/messages continues the traceparent header (fastify request span → admin.enqueue), a retry is an admin.retry span', async () => {
+    const { botId } = newBotToken();
+    const port = await freePort();
+    const admin = startCli(['admin'], {
+      DATABASE_URL: db.url,
+      ADMIN_TOKEN,
+      ADMIN_PORT: String(port),
+      LOG_LEVEL: 'info',
+      OTEL_SERVICE_NAME: 'relay-admin-under-test',
+      ...tracingEnv(receiver),
+    });
+    procs.push(admin as WorkerProcess);
+    await waitFor(() => admin.output().includes('admin API listening'), { what: 'admin API listening', timeoutMs: 30_000 });
+    const base = `http://127.0.0.1:${port}`;
+    const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const traceId = crypto.randomBytes(16).toString('hex');
+    const parentId = crypto.randomBytes(8).toString('hex');
+    const res = await fetch(`${base}/v1/messages`, {
+      method: 'POST',
+      headers: { ...headers, traceparent: `00-${traceId}-${parentId}-01` },
+      body: JSON.stringify({ msg_id: `admin-traced-${traceId}`, chat_id: 801, text: 'secret admin text', bot_id: botId }),
+    });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: number };
+    const bad = await fetch(`${base}/v1/messages`, {
+      method: 'POST',
+      headers: { ...headers, traceparent: 'not-a-traceparent' },
+      body: JSON.stringify({ msg_id: 'admin-bad', chat_id: 801, text: 'x', bot_id: botId }),
+    });
+    expect([bad.status, ((await bad.json()) as { code: string }).code]).toEqual([400, 'RELAY_ADMIN_TRACEPARENT_INVALID']);
+    // the stored context: the same trace, the admin's own span as parent
+    const stored = (await db.pool.query(`select traceparent from relay.outbound where id = $1`, [id])).rows[0].traceparent as string;
+    expect(stored).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    expect(stored).not.toContain(parentId);
+
+    await db.pool.query(`update relay.outbound set state = 'failed', failed_reason = 'test' where id = $1`, [id]);
+    const retry = await fetch(`${base}/v1/outbound/${id}/retry`, { method: 'POST', headers, body: JSON.stringify({ reason: 'traced retry' }) });
+    expect(retry.status).toBe(200);
+    await stop(admin as WorkerProcess);
+
+    const enqueue = byName(receiver.spans, 'admin.enqueue');
+    expect(enqueue).toEqual([
+      expect.objectContaining({
+        traceId,
+        attributes: expect.objectContaining({ 'tg.admin.action': 'enqueue', 'tg.admin.subject_kind': 'outbound', outcome: 'ok' }),
+        resource: expect.objectContaining({ 'service.name': 'relay-admin-under-test', 'process.pid': admin.pid }),
+      }),
+    ]);
+    // under the request span that continued the header's trace (http and/or fastify instrumentation)
+    const inTrace = receiver.spans.filter((s) => s.traceId === traceId);
+    expect(inTrace.some((s) => s.parentSpanId === parentId)).toBe(true);
+    expect(inTrace.some((s) => s.spanId === enqueue[0].parentSpanId)).toBe(true);
+    expect(byName(receiver.spans, 'admin.retry')).toEqual([
+      expect.objectContaining({ attributes: expect.objectContaining({ 'tg.admin.subject_id': id, outcome: 'ok' }) }),
+    ]);
+    // probes are not traced; nothing exported holds the admin token or the message text
+    const everything = receiver.bodies.join('\n');
+    expect(everything).not.toContain(ADMIN_TOKEN);
+    expect(everything).not.toContain('secret admin text');
   });
 
   it('tracing off (OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER=none, or no endpoint): the work is done, nothing is exported, no row carries a traceparent', async () => {
