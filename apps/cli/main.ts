@@ -152,7 +152,7 @@ export const COMMANDS: Record<string, Command> = {
 };
 
 /** Commands that run OpenTelemetry when OTEL_* asks for it (libs/observability/tracing.ts). */
-const TRACED_COMMANDS = new Set(['poller', 'worker', 'admin', 'start', 'jetstream', 'prune']);
+const TRACED_COMMANDS = new Set(['poller', 'worker', 'admin', 'start', 'jetstream']);
 
 export function usage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length)) + 2;
