@@ -236,7 +236,7 @@ describe('traces across a poller and a worker process', () => {
       OTEL_SERVICE_NAME: 'relay-admin-under-test',
       ...tracingEnv(receiver),
     });
-    procs.push(admin as WorkerProcess);
+    procs.push(admin);
     await waitFor(() => admin.output().includes('admin API listening'), { what: 'admin API listening', timeoutMs: 30_000 });
     const base = `http://127.0.0.1:${port}`;
     const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
@@ -263,7 +263,7 @@ describe('traces across a poller and a worker process', () => {
     await db.pool.query(`update relay.outbound set state = 'failed', failed_reason = 'test' where id = $1`, [id]);
     const retry = await fetch(`${base}/v1/outbound/${id}/retry`, { method: 'POST', headers, body: JSON.stringify({ reason: 'traced retry' }) });
     expect(retry.status).toBe(200);
-    await stop(admin as WorkerProcess);
+    await stop(admin);
 
     const enqueue = byName(receiver.spans, 'admin.enqueue');
     expect(enqueue).toEqual([
