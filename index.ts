@@ -16,9 +16,11 @@
  * await client.query('commit');
  * ```
  *
+ * `traceparent` (W3C, optional) in the message makes its sendMessage spans join your trace.
+ *
  * Without TypeScript, the same lives in SQL (after `tg-relay migrate`; see sql/functions/enqueue_outbound.sql):
  * `select * from relay.enqueue_outbound(msg_id, chat_id, text [, parse_mode, disable_notification,
- * reply_markup, …])` — idempotent by msg_id; a different payload under the same id raises SQLSTATE
+ * reply_markup, …, traceparent])` — idempotent by msg_id; a different payload under the same id raises SQLSTATE
  * TR409, an invalid message TR422.
  */
 

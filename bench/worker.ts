@@ -13,6 +13,11 @@
  * (m) METRICS_PORT cost (`--only=m`): the no-op loop of (a) with no metrics (METRICS_PORT unset:
  *     the components get no instruments) and with a process registry (claim and attempt histograms
  *     fed, scraped every second), interleaved rounds on the same backlog; jobs/s and the ratio.
+ * (d) the cost of OpenTelemetry tracing (issue 18): off (the default: only @opentelemetry/api's
+ *     no-op tracer, the SDK is not loaded) vs on (the SDK exporting every span over OTLP http/json to
+ *     a local receiver). First the per-job cost of the span wrapper every attempt runs through, with
+ *     tracing off, next to a direct call; then real `tg-relay worker` processes delivering the same
+ *     backlog of captures (rows carrying a traceparent, as ingress writes them) off and on, alternated.
  * Runs on DATABASE_URL if set, else on an embedded PostgreSQL in a temp dir.
  */
 import { performance } from 'node:perf_hooks';
@@ -26,14 +31,19 @@ import { createCollector } from '../libs/sandbox';
 import { insertCaptures } from '../test/support/capture-fixtures';
 import { benchDatabase } from './support/database';
 import { fmt, pct, startBenchWorker } from './support/worker-process';
+import { inJobSpan } from '../libs/queue/job-span';
+import { SpanKind, tracingEnabled } from '../libs/observability/tracing';
+import { startOtlpReceiver } from '../test/support/otlp-receiver';
 
 const args = process.argv.slice(2);
 const QUICK = args.includes('--quick');
-const ONLY = (args.find((a) => a.startsWith('--only='))?.slice(7) ?? 'a,b,c').split(',');
+const ONLY = (args.find((a) => a.startsWith('--only='))?.slice(7) ?? 'a,b,c,d').split(',');
 
 const SIZES = QUICK
   ? { throughputJobs: 3_000, claimSizes: [1_000, 10_000, 50_000], e2eSeconds: 5 }
   : { throughputJobs: 20_000, claimSizes: [1_000, 100_000, 1_000_000], e2eSeconds: 15 };
+const TRACING_JOBS = QUICK ? 1_000 : 5_000;
+const ROUNDS = QUICK ? 2 : 3;
 
 const log = (s: string) => process.stdout.write(`${s}\n`);
 
@@ -340,6 +350,85 @@ async function partC(url: string, pool: Pool): Promise<void> {
   log(`  duplicates at the collector: ${collector.duplicates().length}`);
 }
 
+// ---- (d) tracing off vs on -----------------------------------------------------------------------
+
+/** ns per call of `inJobSpan(no-op attempt)` vs the bare no-op attempt, tracing off (this process never loads the SDK). */
+async function spanWrapperCost(): Promise<{ bare: number; wrapped: number }> {
+  if (tracingEnabled()) throw new Error('the bench process must not run the SDK');
+  const attempt = () => Promise.resolve(Outcome.delivered({ status: 200 }));
+  const attrs = { 'messaging.operation.type': 'send', 'tg.capture_key': 'telegram:1:42:1', 'tg.attempt': 1 };
+  const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  const n = 200_000;
+  const time = async (fn: () => Promise<unknown>) => {
+    for (let i = 0; i < 20_000; i++) await fn(); // warm
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await fn();
+    return ((performance.now() - t0) * 1e6) / n;
+  };
+  const bare: number[] = [];
+  const wrapped: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    bare.push(await time(attempt));
+    wrapped.push(await time(() => inJobSpan('capture.deliver', { traceparent: tp, kind: SpanKind.PRODUCER, attributes: attrs }, attempt)));
+  }
+  return { bare: Math.min(...bare), wrapped: Math.min(...wrapped) };
+}
+
+/** One real worker process delivering `n` traced captures; captures/s. */
+async function deliverWithWorker(url: string, pool: Pool, captureUrl: string, n: number, env: Record<string, string>): Promise<number> {
+  await resetCaptures(pool);
+  const worker = await startBenchWorker({ DATABASE_URL: url, CAPTURE_URL: captureUrl, WORKER_CONCURRENCY: '64', ...env });
+  try {
+    const delivered = async () => (await pool.query(`select count(*)::int as n from relay.captures where state = 'delivered'`)).rows[0].n as number;
+    // warm-up (connections, JIT) not measured
+    await bulkCaptures(pool, 200, 0);
+    await pool.query(`select pg_notify('tg_relay_work', $1)`, [QUEUES.capture]);
+    while ((await delivered()) < 200) await new Promise((r) => setTimeout(r, 20));
+    await bulkCaptures(pool, n, 1_000_000);
+    // as ingress stores them when tracing is on: each row carries its update's trace context
+    await pool.query(`update relay.captures set traceparent = '00-' || md5(id::text) || '-' || left(md5('s' || id), 16) || '-01' where state = 'pending'`);
+    const t0 = performance.now();
+    await pool.query(`select pg_notify('tg_relay_work', $1)`, [QUEUES.capture]);
+    while ((await delivered()) < n + 200) await new Promise((r) => setTimeout(r, 20));
+    return n / ((performance.now() - t0) / 1000);
+  } finally {
+    await worker.stop();
+  }
+}
+
+async function partD(url: string, pool: Pool): Promise<void> {
+  log(`\n(d) tracing off vs on (OpenTelemetry, issue 18)`);
+  const w = await spanWrapperCost();
+  log(
+    `  span wrapper per attempt, tracing OFF (no SDK, @opentelemetry/api no-op): bare attempt ${fmt(w.bare, 0)} ns, wrapped ${fmt(w.wrapped, 0)} ns, ` +
+      `cost ${fmt(w.wrapped - w.bare, 0)} ns per job`,
+  );
+  const receiver = await startOtlpReceiver();
+  const collector = createCollector();
+  await collector.start();
+  const on = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
+  const runs: { off: number[]; on: number[] } = { off: [], on: [] };
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      runs.off.push(await deliverWithWorker(url, pool, collector.captureUrl, TRACING_JOBS, {}));
+      runs.on.push(await deliverWithWorker(url, pool, collector.captureUrl, TRACING_JOBS, on));
+    }
+  } finally {
+    await collector.stop();
+    await receiver.close();
+  }
+  const off = pct(runs.off, 50);
+  const onBest = pct(runs.on, 50);
+  log(
+    `  real tg-relay worker, ${fmt(TRACING_JOBS)} traced captures to the sandbox collector, median of ${ROUNDS} alternated runs: ` +
+      `tracing off ${fmt(off)} captures/s (runs ${runs.off.map((x) => fmt(x)).join(', ')}), ` +
+      `on ${fmt(onBest)} captures/s (runs ${runs.on.map((x) => fmt(x)).join(', ')}; ${fmt(receiver.spans.length)} spans exported)`,
+  );
+  log(
+    `  ratio on/off = ${fmt(onBest / off, 2)}x; off: ${fmt(w.wrapped - w.bare, 0)} ns per job = ${fmt(((w.wrapped - w.bare) / 1e9) * off * 100, 3)} % of a job at ${fmt(off)} jobs/s (no measurable cost)`,
+  );
+}
+
 async function main(): Promise<void> {
   log(`tg-relay worker benchmark${QUICK ? ' (--quick: smaller sizes)' : ''}; node ${process.version}`);
   const db = await benchDatabase();
@@ -348,6 +437,7 @@ async function main(): Promise<void> {
     if (ONLY.includes('b')) await partB(db.url, db.pool);
     if (ONLY.includes('c')) await partC(db.url, db.pool);
     if (ONLY.includes('m')) await partM(db.url, db.pool);
+    if (ONLY.includes('d')) await partD(db.url, db.pool);
   } finally {
     await db.close();
   }

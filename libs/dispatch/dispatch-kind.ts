@@ -7,7 +7,9 @@
 import type { PoolClient } from 'pg';
 import { QUEUES } from '../db/boss';
 import { notifyWork } from '../queue/enqueue';
-import type { ClaimedJob, ClaimStore, JobKind, SettledRow } from '../queue/job-kind';
+import type { ClaimedJob, ClaimStore, JobContext, JobKind, SettledRow } from '../queue/job-kind';
+import { inJobSpan } from '../queue/job-span';
+import { SpanKind } from '../observability/tracing';
 import { Outcome } from '../queue/outcome';
 import type { Handled } from './outcome';
 import {
@@ -113,30 +115,51 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
   return {
     queue: QUEUES.dispatch,
     store,
-    async execute(job, ctx) {
-      const raw = job.row.payload;
-      if (!raw || typeof raw !== 'object' || !Number.isInteger((raw as { update_id?: unknown }).update_id)) {
-        return Outcome.terminal('the stored payload is not a Telegram update (no integer update_id)', { errorCode: 'RELAY_DISPATCH_BAD_PAYLOAD' });
-      }
-      const outcome = await runner.runUpdate(raw, { signal: ctx.signal, timeoutMs: opts.handlerTimeoutMs });
-      if (outcome.kind === 'handled') {
-        const details: Record<string, unknown> = { via: outcome.via, updateType: job.row.update_type };
-        if (outcome.handledError) details.handledError = outcome.handledError;
-        return Outcome.delivered({ label: 'handled', details, effects: outcome.commit satisfies CommitEffect });
-      }
-      const { info } = outcome;
-      const details: Record<string, unknown> = { errorClass: info.errorClass, updateType: job.row.update_type };
-      if (info.code) details.code = info.code;
-      if (outcome.timedOut) details.timedOut = true;
-      if (outcome.aborted) details.aborted = true;
-      if (outcome.originalError) details.originalError = outcome.originalError;
-      if (outcome.terminal) {
-        if (info.code) details.code = info.code;
-        ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed in a way no retry can change; update failed');
-        return Outcome.terminal(`${info.code ?? info.errorClass}: ${info.message}`, { errorCode: info.code ?? info.errorClass, error: info.message, details });
-      }
-      if (!outcome.aborted) ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed; update will be retried');
-      return Outcome.retry(undefined, { errorCode: info.errorClass, error: info.message, details });
-    },
+    execute: (job, ctx) =>
+      // the handler run continues the update's trace (stored by ingress); replies it enqueues carry it on
+      inJobSpan(
+        'dispatch.update',
+        {
+          traceparent: job.row.traceparent,
+          kind: SpanKind.CONSUMER,
+          attributes: {
+            'messaging.system': 'telegram',
+            'messaging.operation.type': 'process',
+            'messaging.destination.name': QUEUES.dispatch,
+            'messaging.message.id': job.row.update_id,
+            'tg.update_id': Number(job.row.update_id),
+            ...(job.row.chat_id !== null ? { 'tg.chat_id': job.row.chat_id } : {}),
+            'tg.update_type': job.row.update_type,
+            'tg.attempt': job.attempt,
+          },
+        },
+        () => executeUpdate(job, ctx),
+      ),
   };
+
+  async function executeUpdate(job: ClaimedJob<InboxClaimedRow>, ctx: JobContext): Promise<Outcome> {
+    const raw = job.row.payload;
+    if (!raw || typeof raw !== 'object' || !Number.isInteger((raw as { update_id?: unknown }).update_id)) {
+      return Outcome.terminal('the stored payload is not a Telegram update (no integer update_id)', { errorCode: 'RELAY_DISPATCH_BAD_PAYLOAD' });
+    }
+    const outcome = await runner.runUpdate(raw, { signal: ctx.signal, timeoutMs: opts.handlerTimeoutMs });
+    if (outcome.kind === 'handled') {
+      const details: Record<string, unknown> = { via: outcome.via, updateType: job.row.update_type };
+      if (outcome.handledError) details.handledError = outcome.handledError;
+      return Outcome.delivered({ label: 'handled', details, effects: outcome.commit satisfies CommitEffect });
+    }
+    const { info } = outcome;
+    const details: Record<string, unknown> = { errorClass: info.errorClass, updateType: job.row.update_type };
+    if (info.code) details.code = info.code;
+    if (outcome.timedOut) details.timedOut = true;
+    if (outcome.aborted) details.aborted = true;
+    if (outcome.originalError) details.originalError = outcome.originalError;
+    if (outcome.terminal) {
+      if (info.code) details.code = info.code;
+      ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed in a way no retry can change; update failed');
+      return Outcome.terminal(`${info.code ?? info.errorClass}: ${info.message}`, { errorCode: info.code ?? info.errorClass, error: info.message, details });
+    }
+    if (!outcome.aborted) ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed; update will be retried');
+    return Outcome.retry(undefined, { errorCode: info.errorClass, error: info.message, details });
+  }
 }

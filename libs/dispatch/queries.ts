@@ -34,6 +34,8 @@ export interface InboxClaimedRow {
   job_id: string | null;
   claim_id: string;
   started_at: Date;
+  /** W3C trace context stored by ingress (issue 18); null without tracing. */
+  traceparent?: string | null;
 }
 
 /**
@@ -59,7 +61,7 @@ export async function inboxClaim(
         where t.id = picked.id
        returning t.id::text as id, t.bot_id, t.update_id::text as update_id, t.update_type, t.chat_id::text as chat_id,
                  coalesce(t.raw, t.payload::json) as payload, -- raw: the exact update (0007)
-                 t.attempts, t.job_id, t.claim_id::text as claim_id, t.started_at
+                 t.attempts, t.job_id, t.claim_id::text as claim_id, t.started_at, t.traceparent
      ), activated as (
        ${ACTIVATE_SQL('$6', '(select job_id from claimed where job_id is not null)')}
        returning 1

@@ -13,6 +13,7 @@
  */
 import type { PoolClient } from 'pg';
 import { charLength, OUTBOUND_TEXT_MAX, unicodeProblem } from '../outbound/message';
+import { currentTraceparent } from '../observability/tracing';
 import { InvalidReplyError, ReplySinkUnavailableError } from './errors';
 
 export type ReplyMode = 'direct' | 'outbound';
@@ -94,6 +95,8 @@ export interface OutboundReply {
   sourceUpdateId: number;
   /** Every sendMessage parameter as given (reply_parameters, link_preview_options, entities…). */
   payload: Record<string, unknown>;
+  /** The trace context of the handler run that made the reply (issue 18); null when tracing is off. */
+  traceparent?: string | null;
 }
 
 /**
@@ -162,6 +165,9 @@ function toOutboundReply(subject: DispatchSubject, n: number, payload: Record<st
     sourceUpdateId: subject.updateId,
     payload: { ...payload },
   };
+  // the dispatch span's context: the reply's sendMessage joins the update's trace (issue 18)
+  const traceparent = currentTraceparent();
+  if (traceparent) reply.traceparent = traceparent;
   if (typeof payload.parse_mode === 'string') reply.parseMode = payload.parse_mode;
   if (payload.reply_markup !== undefined) reply.replyMarkup = payload.reply_markup;
   if (payload.disable_notification !== undefined) reply.disableNotification = Boolean(payload.disable_notification);

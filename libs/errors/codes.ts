@@ -50,6 +50,7 @@ export const RELAY_CODES = {
   RELAY_ADMIN_VALIDATION: { meaning: 'a request field failed its schema', http: 400 },
   RELAY_ADMIN_BAD_REQUEST: { meaning: 'a malformed request (bad JSON, content type, out-of-range parameter)', http: 400 },
   RELAY_ADMIN_BAD_CURSOR: { meaning: 'a pagination cursor is malformed', http: 400 },
+  RELAY_ADMIN_TRACEPARENT_INVALID: { meaning: 'a traceparent header or field is not W3C trace context (00-<32 hex>-<16 hex>-<2 hex>)', http: 400 },
   RELAY_ADMIN_NOT_FOUND: { meaning: 'the addressed row does not exist', http: 404 },
   RELAY_ADMIN_ROUTE_NOT_FOUND: { meaning: 'no such route', http: 404 },
   RELAY_ADMIN_NOT_FAILED: { meaning: 'retry of a row that is not failed', http: 409 },

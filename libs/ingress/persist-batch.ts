@@ -19,6 +19,7 @@ import { QUEUES } from '../db/boss';
 import { withTransaction } from '../db/pool';
 import { enqueueJobs, newJobId } from '../queue/enqueue';
 import { DecodedUpdate, isAuthorized } from './decode';
+import { updateSpanTraceparent } from './batch-span';
 import { LeaseLostError } from './errors';
 import type { BatchPlan } from './plan-batch';
 import { cursorAdvanceFenced, cursorAudit, Fence, InboxRowInput, inboxInsertBatch, quarantineInsertBatch } from './queries';
@@ -102,6 +103,7 @@ export async function storeUpdates(
     const authorized = isAuthorized(u, o.allowedChatIds);
     if (!authorized) result.unauthorized++;
     const dispatch = authorized || o.dispatchUnauthorized;
+    const traceparent = updateSpanTraceparent(u);
     rows.push({
       updateId: u.updateId,
       type: u.type,
@@ -111,8 +113,10 @@ export async function storeUpdates(
       jobId: dispatch ? newJobId() : null,
       raw: u.raw,
       payloadJson: u.payloadJson,
+      traceparent, // issue 18: the update's trace continues in dispatch and capture delivery (null: tracing off)
     });
-    if (authorized && u.message) captures.push({ record: buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), jobId: newJobId() });
+    if (authorized && u.message)
+      captures.push({ record: buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), jobId: newJobId(), traceparent });
   }
 
   const inserted = await inboxInsertBatch(client, o.botId, o.generation, rows);

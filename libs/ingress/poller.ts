@@ -20,6 +20,7 @@ import type { Logger } from '../observability/logger';
 import { storableText } from '../db/storable-json';
 import { BotApiClient, ResponseParameters, TelegramApiError, TelegramNetworkError } from '../telegram';
 import { BackoffPolicy, backoffDelay, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT, sleep } from './backoff';
+import { traceIngressBatch } from './batch-span';
 import { Episodes } from './episodes';
 import { LeaseLostError } from './errors';
 import { scanUpdatesAnswer } from './json-scan';
@@ -372,6 +373,8 @@ export function createPoller(opts: PollerOptions): Poller {
     }
     const requested = offset;
     let body: string;
+    let status: number;
+    const callStart = new Date();
     try {
       const answer = await opts.api.callApiRaw(
         'getUpdates',
@@ -379,6 +382,7 @@ export function createPoller(opts: PollerOptions): Poller {
         { signal: stopCtl.signal, timeoutMs: longPollSeconds * 1000 + LONG_POLL_GRACE_MS },
       );
       body = answer.body;
+      status = answer.status;
     } catch (err) {
       if (metrics && !(err instanceof TelegramNetworkError && err.reason === 'aborted')) counted(getUpdatesFailure(err));
       await handleTelegramError(err, fence);
@@ -437,7 +441,8 @@ export function createPoller(opts: PollerOptions): Poller {
       if (longPollSeconds === 0) await sleep(opts.pollTimeoutMs, wake.signal);
       return;
     }
-    await commit(plan, fence);
+    const call = { start: callStart, end: new Date(), status, offset: requested };
+    await traceIngressBatch({ operation: 'getUpdates', botId: opts.botId, count: scanned.items.length, call }, () => commit(plan, fence));
   }
 
   async function loop(): Promise<void> {

@@ -168,14 +168,16 @@ export interface InboxRowInput {
   raw: string;
   /** The jsonb copy → `payload` (NUL and unpaired surrogates replaced by U+FFFD). */
   payloadJson: string;
+  /** W3C trace context of the update's ingress span (null: tracing off); dispatch continues it. */
+  traceparent?: string | null;
 }
 
 const INBOX_INSERT = `
-  insert into relay.inbox (bot_id, update_id, update_type, chat_id, authorized, payload, raw, state, job_id, generation, handled_at)
+  insert into relay.inbox (bot_id, update_id, update_type, chat_id, authorized, payload, raw, state, job_id, generation, handled_at, traceparent)
   select $1, u.update_id, u.update_type, u.chat_id, u.authorized, u.payload::jsonb, u.raw::json, u.state, u.job_id, $2,
-         case when u.state = 'handled' then clock_timestamp() end
-    from unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::text[], $8::uuid[], $9::text[], $10::text[])
-           as u(update_id, update_type, chat_id, authorized, state, job_id, raw, payload)
+         case when u.state = 'handled' then clock_timestamp() end, u.traceparent
+    from unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::text[], $8::uuid[], $9::text[], $10::text[], $11::text[])
+           as u(update_id, update_type, chat_id, authorized, state, job_id, raw, payload, traceparent)
   on conflict (bot_id, update_id) do nothing
   returning id, update_id, job_id`;
 
@@ -201,6 +203,7 @@ export async function inboxInsertBatch(
       rows.map((r) => r.jobId),
       rows.map((r) => r.raw),
       rows.map((r) => r.payloadJson),
+      rows.map((r) => r.traceparent ?? null),
     ],
   });
   return res.rows.map((r) => ({ id: String(r.id), updateId: Number(r.update_id), jobId: r.job_id }));

@@ -19,6 +19,7 @@ import type { Logger } from '../observability/logger';
 import { CaptureKeyConflictError } from '../captures/errors';
 import { decodeUpdate } from './decode';
 import { LeaseLostError } from './errors';
+import { traceIngressBatch } from './batch-span';
 import { persistBatch } from './persist-batch';
 import { measuredPersist } from './batch-metrics';
 import type { IngressMetrics } from '../observability/metrics';
@@ -87,14 +88,16 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
     if (!envelope.ok && envelope.failure.updateId === null) return reject(fence, raw, envelope.failure.error, envelope.failure.jsonPath);
     const plan = planBatch([raw], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
     try {
-      const r = await measuredPersist(opts.metrics, 'webhook', () =>
-        persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
-          botId: opts.botId,
-          fence,
-          leaseTtlMs: opts.leaseTtlMs,
-          allowedChatIds: allowed,
-          dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
-        }),
+      const r = await traceIngressBatch({ operation: 'webhook', botId: opts.botId, count: 1 }, () =>
+        measuredPersist(opts.metrics, 'webhook', () =>
+          persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
+            botId: opts.botId,
+            fence,
+            leaseTtlMs: opts.leaseTtlMs,
+            allowedChatIds: allowed,
+            dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+          }),
+        ),
       );
       if (plan.halt) {
         opts.logger.error({ reason: plan.halt }, 'webhook update rejected by DECODE_POLICY=stop (answered 500; Telegram will redeliver)');

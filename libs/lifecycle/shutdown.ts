@@ -1,9 +1,10 @@
 import type { Logger } from '../observability/logger';
+import { shutdownTracing } from '../observability/tracing';
 
 /**
  * First SIGTERM/SIGINT: run `drain` (stop taking work, finish or release in-flight work, release
  * leases, close pools) and exit with its code. A second signal while draining forces exit 1
- * (graphile-worker's convention). Returns a function that removes the handlers.
+ * (graphile-worker's convention). Buffered trace spans are flushed before the exit. Returns a function that removes the handlers.
  */
 export function onShutdownSignal(drain: (signal: NodeJS.Signals) => Promise<void>, logger: Logger): () => void {
   let draining = false;
@@ -15,12 +16,14 @@ export function onShutdownSignal(drain: (signal: NodeJS.Signals) => Promise<void
     draining = true;
     logger.info({ signal }, 'shutting down: draining');
     drain(signal).then(
-      () => {
+      async () => {
         logger.info('shutdown complete');
+        await shutdownTracing();
         process.exit(0);
       },
-      (err) => {
+      async (err) => {
         logger.error({ err }, 'shutdown failed');
+        await shutdownTracing();
         process.exit(1);
       },
     );

@@ -11,7 +11,7 @@ import { QUEUES } from '../db/boss';
 import { enqueueJobs, newJobId } from '../queue/enqueue';
 import { fromSqlError, OutboundConflictError, OutboundValidationError } from './errors';
 import { OutboundMessage, OutboundMessageInput, OutboundState, validateOutboundMessage } from './message';
-import { outboundUpsertMany } from './queries';
+import { outboundSetTraceparent, outboundUpsertMany } from './queries';
 
 /** What a caller does not have to say: the bot and the default chat (OPS_CHAT_ID). */
 export interface OutboundDefaults {
@@ -66,6 +66,12 @@ export async function enqueueOutboundBatch(
   } catch (err) {
     throw fromSqlError(err, messages.length === 1 ? messages[0]?.msgId : undefined);
   }
+  // issue 18: the caller's trace context, on the rows created here (one more statement, only when traced)
+  const traced = rows.flatMap((r, i) => {
+    const traceparent = messages[i].traceparent;
+    return r.created && traceparent ? [{ id: r.id, traceparent }] : [];
+  });
+  if (traced.length > 0) await outboundSetTraceparent(client, traced);
   const conflict = rows.find((r) => r.conflict);
   if (conflict && opts.onConflict !== 'keep') throw new OutboundConflictError(conflict.msgId, { id: conflict.id, state: conflict.state });
   const created = rows.filter((r) => r.created);

@@ -4,6 +4,7 @@
  * sql/0004_outbound.sql (which re-checks them for callers that bypass this module); here every
  * problem is reported at once with the field it concerns.
  */
+import { formatTraceparent, parseTraceparent } from '../observability/tracing';
 import { OutboundProblem, OutboundValidationError } from './errors';
 
 export const OUTBOUND_TEXT_MAX = 4096;
@@ -41,6 +42,11 @@ export interface OutboundMessageInput {
   bot_id?: string | number | null;
   /** Handler replies: the update that produced the message. */
   source_update_id?: number | string | null;
+  /**
+   * W3C trace context (`00-<trace id>-<span id>-<flags>`) of the caller's trace: the sendMessage
+   * spans join it (issue 18). Not part of the payload: a retry from another trace is the same message.
+   */
+  traceparent?: string | null;
 }
 
 /** A validated message. `chatId` null means "the default chat". */
@@ -57,6 +63,8 @@ export interface OutboundMessage {
   delivery: Delivery;
   maxAttempts: number | null;
   sourceUpdateId: string | null;
+  /** Set only when given (issue 18). */
+  traceparent?: string;
 }
 
 const INT_CHAT = /^-?\d{1,18}$/;
@@ -243,6 +251,13 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
     else bad('source_update_id', 'must be an integer');
   }
 
+  let traceparent: string | null = null;
+  const tp = m.traceparent;
+  if (tp !== undefined && tp !== null) {
+    traceparent = formatTraceparent(parseTraceparent(tp) ?? undefined);
+    if (traceparent === null) bad('traceparent', 'must be a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zero');
+  }
+
   if (problems.length) throw new OutboundValidationError(problems);
   return {
     msgId: msgId as string,
@@ -257,5 +272,6 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
     delivery: delivery as Delivery,
     maxAttempts: (ma as number | null | undefined) ?? null,
     sourceUpdateId,
+    ...(traceparent ? { traceparent } : {}),
   };
 }

@@ -57,6 +57,17 @@ export async function outboundUpsertMany(
   return rows;
 }
 
+/** Stores the trace context of new rows (issue 18), in the enqueuing transaction. */
+export async function outboundSetTraceparent(db: Queryable, items: { id: string; traceparent: string }[]): Promise<void> {
+  if (items.length === 0) return;
+  await db.query(
+    `update relay.outbound o set traceparent = t.traceparent
+       from unnest($1::bigint[], $2::text[]) as t(id, traceparent)
+      where o.id = t.id`,
+    [items.map((i) => i.id), items.map((i) => i.traceparent)],
+  );
+}
+
 /** Registers this deployment's bot and default chat for callers of relay.enqueue_outbound that omit them. */
 export async function outboundSettingsSave(db: Queryable, s: { botId: string; defaultChatId: string | null }): Promise<void> {
   await db.query(

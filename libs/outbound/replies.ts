@@ -62,5 +62,6 @@ export function replyToMessage(r: OutboundReply): OutboundMessageInput {
     kind: 'reply',
     delivery: 'at_least_once',
     source_update_id: r.sourceUpdateId,
+    ...(r.traceparent ? { traceparent: r.traceparent } : {}),
   };
 }

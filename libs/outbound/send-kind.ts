@@ -11,7 +11,9 @@ import { QUEUES } from '../db/boss';
 import type { BotApiClient } from '../telegram/client';
 import { notifyWork } from '../queue/enqueue';
 import { createClaimTableStore } from '../queue/claim-table-store';
-import type { ClaimedJob, ClaimStore, JobKind, RecoveredRow, SettledRow } from '../queue/job-kind';
+import type { ClaimedJob, ClaimStore, JobContext, JobKind, RecoveredRow, SettledRow } from '../queue/job-kind';
+import { inJobSpan } from '../queue/job-span';
+import { SpanKind } from '../observability/tracing';
 import { Outcome } from '../queue/outcome';
 import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
 import type { SendOutcome } from './classify-response';
@@ -175,54 +177,71 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
   return {
     queue: QUEUES.outbound,
     store,
-    async execute(job, ctx) {
-      const row = job.row;
-      const chatId = row.target_chat_id;
-      const slot = await limiter.acquire(pool, row.bot_id, chatId, ctx.signal);
-      if (!slot.ok) {
-        return Outcome.retry(slot.retryInMs, {
-          uncounted: true,
-          errorCode: 'RELAY_RATE_DEFERRED',
-          error: 'no send slot within the reservation horizon; not sent',
-        });
-      }
-      if (ctx.signal.aborted) return Outcome.retry(0, { uncounted: true, errorCode: 'RELAY_ABORTED', error: 'stopped before sending; not sent' });
-      if (row.delivery === 'at_most_once') sendingAtMostOnce.add(job.claimId);
-      let sent: SendOutcome;
-      try {
-        sent = await sendOutbound(telegram, row, opts.sendTimeoutMs);
-      } finally {
-        sendingAtMostOnce.delete(job.claimId);
-      }
-      if (sent.type === 'rate_limited') {
-        if (opts.maxRetryAfterMs !== undefined) sent = { ...sent, retryAfterMs: Math.min(sent.retryAfterMs, opts.maxRetryAfterMs) };
-        if (opts.max429 && (await outboundCount429(pool, row.id)) + 1 >= opts.max429) {
-          sent = {
-            type: 'terminal',
-            status: 429,
-            errorCode: 'RELAY_TOO_MANY_429',
-            reason: `rate limited ${opts.max429} times (OUTBOUND_MAX_429): ${sent.description}`,
-          };
-        }
-      }
-      if (sent.type === 'delivered') streak.succeeded();
-      const outcome = toEngineOutcome(sent, row, slot.waitedMs, sent.type === 'config' ? streak.failed() : undefined);
-      if (sent.type === 'config' && streak.current === 1) {
-        ctx.logger.error(
-          { status: sent.status, errorCode: sent.errorCode, reason: sent.reason },
-          'the Bot API answers as if the bot token or TELEGRAM_API_ROOT were wrong; outbound messages are kept and retried with backoff',
-        );
-      }
-      if (sent.type !== 'delivered') {
-        const level = sent.type === 'terminal' || sent.type === 'ambiguous' || sent.type === 'config' ? 'warn' : 'debug';
-        ctx.logger[level](
-          { msgId: row.msg_id, chatId, outcome: sent.type, status: outcome.status, errorCode: outcome.errorCode },
-          'outbound send not delivered',
-        );
-      }
-      return outcome;
-    },
+    execute: (job, ctx) =>
+      inJobSpan(
+        'sendMessage',
+        {
+          traceparent: job.row.traceparent,
+          kind: SpanKind.PRODUCER,
+          attributes: {
+            'messaging.system': 'telegram',
+            'messaging.operation.type': 'send',
+            'messaging.operation.name': 'sendMessage',
+            'messaging.message.id': job.row.msg_id,
+            'tg.msg_id': job.row.msg_id,
+            'tg.chat_id': job.row.target_chat_id,
+            'tg.kind': job.row.kind,
+            'tg.attempt': job.attempt,
+          },
+        },
+        () => execute(job, ctx),
+      ),
   };
+
+  async function execute(job: ClaimedJob<OutboundRow>, ctx: JobContext): Promise<Outcome> {
+    const row = job.row;
+    const chatId = row.target_chat_id;
+    const slot = await limiter.acquire(pool, row.bot_id, chatId, ctx.signal);
+    if (!slot.ok) {
+      return Outcome.retry(slot.retryInMs, {
+        uncounted: true,
+        errorCode: 'RELAY_RATE_DEFERRED',
+        error: 'no send slot within the reservation horizon; not sent',
+      });
+    }
+    if (ctx.signal.aborted) return Outcome.retry(0, { uncounted: true, errorCode: 'RELAY_ABORTED', error: 'stopped before sending; not sent' });
+    if (row.delivery === 'at_most_once') sendingAtMostOnce.add(job.claimId);
+    let sent: SendOutcome;
+    try {
+      sent = await sendOutbound(telegram, row, opts.sendTimeoutMs);
+    } finally {
+      sendingAtMostOnce.delete(job.claimId);
+    }
+    if (sent.type === 'rate_limited') {
+      if (opts.maxRetryAfterMs !== undefined) sent = { ...sent, retryAfterMs: Math.min(sent.retryAfterMs, opts.maxRetryAfterMs) };
+      if (opts.max429 && (await outboundCount429(pool, row.id)) + 1 >= opts.max429) {
+        sent = {
+          type: 'terminal',
+          status: 429,
+          errorCode: 'RELAY_TOO_MANY_429',
+          reason: `rate limited ${opts.max429} times (OUTBOUND_MAX_429): ${sent.description}`,
+        };
+      }
+    }
+    if (sent.type === 'delivered') streak.succeeded();
+    const outcome = toEngineOutcome(sent, row, slot.waitedMs, sent.type === 'config' ? streak.failed() : undefined);
+    if (sent.type === 'config' && streak.current === 1) {
+      ctx.logger.error(
+        { status: sent.status, errorCode: sent.errorCode, reason: sent.reason },
+        'the Bot API answers as if the bot token or TELEGRAM_API_ROOT were wrong; outbound messages are kept and retried with backoff',
+      );
+    }
+    if (sent.type !== 'delivered') {
+      const level = sent.type === 'terminal' || sent.type === 'ambiguous' || sent.type === 'config' ? 'warn' : 'debug';
+      ctx.logger[level]({ msgId: row.msg_id, chatId, outcome: sent.type, status: outcome.status, errorCode: outcome.errorCode }, 'outbound send not delivered');
+    }
+    return outcome;
+  }
 }
 
 /** SendOutcome → the engine's Outcome, with the effects the settle transaction applies. */

@@ -22,6 +22,8 @@ export interface OutboundRow {
   delivery: 'at_least_once' | 'at_most_once';
   attempts: number;
   max_attempts: number | null;
+  /** W3C trace context of the enqueue (issue 18): the sendMessage span joins that trace. */
+  traceparent?: string | null;
 }
 
 /** Integer ids go as JSON numbers (Telegram ids fit in 52 bits), @channel names as strings. */

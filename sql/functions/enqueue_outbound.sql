@@ -1,5 +1,5 @@
 -- relay.enqueue_outbound: repeatable (re-applied by `tg-relay migrate` whenever this file's sha256 changes;
--- libs/db/migrate.ts). Latest definition, first created by 0004_outbound.sql. Edit here, never in a numbered file.
+-- libs/db/migrate.ts). Latest definition, first created by 0004_outbound.sql; `traceparent` added by 0014_traceparent.sql. Edit here, never in a numbered file.
 /*
  * Public: enqueue one Telegram message inside the caller's transaction. Idempotent by msg_id for
  * good: the same msg_id with the same payload returns the existing row (created = false); with a
@@ -7,7 +7,12 @@
  * TR422 (RELAY_OUTBOUND_INVALID). Creates the pg-boss job and notifies idle workers; both take
  * effect when the caller commits. Example:
  *   select * from relay.enqueue_outbound('invoice:42:paid', '-1001234567890', '<b>Paid</b>', parse_mode => 'HTML');
+ * `traceparent` (W3C, optional) makes the message's sendMessage spans join the caller's trace; a
+ * value that is not W3C-formed is stored as null (a new trace), never a reason to refuse the message.
  */
+-- The 11-argument signature (before 0014): a parameter with a default cannot be added by CREATE OR
+-- REPLACE, and a second overload would make every existing call ambiguous, so it is dropped first.
+drop function if exists relay.enqueue_outbound(text, text, text, text, boolean, jsonb, text, text, text, integer, jsonb);
 create or replace function relay.enqueue_outbound(
   msg_id               text,
   chat_id              text,
@@ -19,12 +24,18 @@ create or replace function relay.enqueue_outbound(
   delivery             text default 'at_least_once',
   bot_id               text default null,
   max_attempts         integer default null,
-  send_options         jsonb default null
+  send_options         jsonb default null,
+  traceparent          text default null
 ) returns table (id bigint, created boolean, state text, target_chat_id text, job_id uuid)
 language plpgsql as $$
 declare
   r record;
   v_job uuid := gen_random_uuid();
+  v_tp text := case when enqueue_outbound.traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+                     and enqueue_outbound.traceparent !~ '^ff-'
+                     and enqueue_outbound.traceparent !~ '^[0-9a-f]{2}-0{32}-'
+                     and enqueue_outbound.traceparent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-0{16}-'
+                    then enqueue_outbound.traceparent end;
 begin
   select * into r from relay.outbound_upsert(enqueue_outbound.msg_id, enqueue_outbound.bot_id, enqueue_outbound.chat_id, null,
     enqueue_outbound.text, enqueue_outbound.parse_mode, enqueue_outbound.disable_notification, enqueue_outbound.reply_markup,
@@ -35,6 +46,9 @@ begin
       detail = format('existing outbound id %s, state %s', r.outbound_id, r.state);
   end if;
   if r.created then
+    if v_tp is not null then
+      update relay.outbound o set traceparent = v_tp where o.id = r.outbound_id;
+    end if;
     perform relay.outbound_boss_job_insert(v_job, jsonb_build_object('outboundId', r.outbound_id::text, 'msgId', enqueue_outbound.msg_id));
     perform pg_notify('tg_relay_work', 'outbound.send');
   end if;

@@ -121,6 +121,8 @@ describe('values that can only hurt are refused, with the variable and the allow
     ['TELEGRAM_API_ROOT', 'postgres://db:5432/x', /^TELEGRAM_API_ROOT: .*http or https/],
     ['CAPTURE_URL', 'file:///etc/passwd', /^CAPTURE_URL: .*http or https/],
     ['CAPTURE_URL', 'javascript:alert(1)', /^CAPTURE_URL: /],
+    ['TRACE_URL_TEMPLATE', 'javascript:alert("{trace_id}")', /^TRACE_URL_TEMPLATE: .*http or https/],
+    ['TRACE_URL_TEMPLATE', 'https://jaeger.example/trace/', /^TRACE_URL_TEMPLATE: .*\{trace_id\}/],
     ['WEBHOOK_PUBLIC_URL', 'ws://example.com', /^WEBHOOK_PUBLIC_URL: /],
     ['DATABASE_URL', 'http://db:5432/x', /^DATABASE_URL: .*postgres or postgresql URL/],
     // counts, ports, rates, ids
@@ -150,6 +152,7 @@ describe('values that can only hurt are refused, with the variable and the allow
     ['WEBHOOK_SECRET', 'a'.repeat(256), 'a'.repeat(256)],
     ['TELEGRAM_API_ROOT', 'http://127.0.0.1:8081', 'http://127.0.0.1:8081'],
     ['CAPTURE_URL', 'https://collector.example/hook', 'https://collector.example/hook'],
+    ['TRACE_URL_TEMPLATE', 'https://jaeger.example/trace/{trace_id}', 'https://jaeger.example/trace/{trace_id}'],
     ['DATABASE_URL', 'postgresql://u@h/db', 'postgresql://u@h/db'],
   ])('%s=%p at the edge of its range is accepted', (variable, value, parsed) => {
     expect((loadConfig({ [variable]: value }) as Record<string, unknown>)[variable]).toEqual(parsed);

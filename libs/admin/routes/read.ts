@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminContext } from '../context';
+import { traceIdOf } from '../../observability/tracing';
 import { notFound } from '../errors';
 import { KINDS, ListKind } from '../kinds';
 import { attemptHistory, auditList, itemGet, itemList, ListFilter } from '../queries';
@@ -48,7 +49,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asyn
       async (req) => {
         const row = await itemGet(ctx.pool, v.kind, req.params.id);
         if (!row) throw notFound(spec.noun, req.params.id);
-        return { ...row, history: await attemptHistory(ctx.pool, v.kind, req.params.id) };
+        return { ...withTrace(row, ctx.config.TRACE_URL_TEMPLATE), history: await attemptHistory(ctx.pool, v.kind, req.params.id) };
       },
     );
   }
@@ -83,3 +84,14 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asyn
   );
   void AuditEntryBody;
 };
+
+/**
+ * A detail row's stored traceparent (issue 18) as `trace_id` and, with TRACE_URL_TEMPLATE, the link
+ * to the trace viewer; the traceparent itself (a span id) is not served.
+ */
+export function withTrace(row: Record<string, unknown>, template: string | undefined): Record<string, unknown> {
+  if (!('traceparent' in row)) return row;
+  const { traceparent, ...rest } = row;
+  const traceId = traceIdOf(traceparent);
+  return { ...rest, trace_id: traceId, trace_url: traceId && template ? template.split('{trace_id}').join(traceId) : null };
+}

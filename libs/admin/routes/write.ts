@@ -5,6 +5,7 @@ import type { PoolClient } from 'pg';
 import { parseDuration } from '../../config/duration';
 import { withTransaction } from '../../db/pool';
 import type { AdminContext } from '../context';
+import { currentTraceparent, inSpan, isValidTraceparent, trace } from '../../observability/tracing';
 import { AdminError, notFound } from '../errors';
 import { ITEM_KINDS, ItemKind, KINDS } from '../kinds';
 import { auditInsert, ListFilter, itemLock, itemsSelectFailed, quarantineLock, quarantineResolve } from '../queries';
@@ -43,8 +44,18 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
     startedAt: Date,
     action: string,
     a: { kind?: string; subjectId?: number | null; subjectKey?: string | null; details?: Record<string, unknown>; refused?: AdminError },
-  ) =>
-    auditInsert(db, {
+  ) => {
+    // the admin action's span (opened by `act`) is named after the action it audits (issue 18)
+    const span = trace.getActiveSpan();
+    if (span?.isRecording()) {
+      span.updateName(`admin.${action}`);
+      span.setAttributes({ 'tg.admin.action': action, outcome: a.refused ? 'refused' : 'ok' });
+      if (a.kind) span.setAttribute('tg.admin.subject_kind', a.kind);
+      if (a.subjectId !== undefined && a.subjectId !== null) span.setAttribute('tg.admin.subject_id', a.subjectId);
+      if (a.subjectKey) span.setAttribute('tg.admin.subject_key', a.subjectKey);
+      if (a.refused) span.setAttribute('error.type', a.refused.code);
+    }
+    return auditInsert(db, {
       action,
       actor: req.actor ?? 'unknown',
       workerId: ctx.instanceId,
@@ -55,10 +66,11 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       error: a.refused?.message,
       startedAt,
     });
+  };
 
-  /** Runs `fn` in a transaction; a Refusal is committed (its audit row) and then thrown. */
+  /** Runs `fn` in a transaction (in an `admin.<action>` span); a Refusal is committed (its audit row) and then thrown. */
   const act = async <T>(fn: (db: PoolClient) => Promise<T | Refusal>): Promise<T> => {
-    const out = await withTransaction(ctx.pool, fn);
+    const out = await inSpan('admin.action', {}, () => withTransaction(ctx.pool, fn));
     if (out && typeof out === 'object' && 'refused' in (out as object)) throw (out as Refusal).refused;
     return out as T;
   };
@@ -352,6 +364,12 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
             delivery: Type.Optional(Type.Union([Type.Literal('at_least_once'), Type.Literal('at_most_once')])),
             max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
             bot_id: Type.Optional(BotIdFilter),
+            traceparent: Type.Optional(
+              Type.String({
+                maxLength: 128,
+                description: "W3C trace context of the caller's trace (also accepted as the `traceparent` header): the sendMessage spans join it",
+              }),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -364,7 +382,8 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
     },
     async (req, reply) => {
       const startedAt = ctx.clock();
-      const body = { ...req.body, ...(req.body.chat_id !== undefined ? { chat_id: String(req.body.chat_id) } : {}) };
+      const traceparent = requestTraceparent(req.body.traceparent, req.headers.traceparent);
+      const body = { ...req.body, ...(req.body.chat_id !== undefined ? { chat_id: String(req.body.chat_id) } : {}), traceparent };
       const out = await act(async (db) => {
         await db.query('savepoint enqueue');
         try {
@@ -394,3 +413,24 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
     },
   );
 };
+
+/**
+ * The trace a message enqueued over HTTP joins (issue 18): the body's `traceparent`, else this
+ * request's span when the admin process is traced (its parent is the `traceparent` header, taken by
+ * the http instrumentation), else the header itself. A malformed value is a 400, not a silent new trace.
+ */
+function requestTraceparent(fromBody: string | undefined, header: string | string[] | undefined): string | null {
+  for (const [where, v] of [
+    ['body field traceparent', fromBody],
+    ['header traceparent', header],
+  ] as const) {
+    if (v !== undefined && !isValidTraceparent(v)) {
+      throw new AdminError(
+        'RELAY_ADMIN_TRACEPARENT_INVALID',
+        `${where} must be a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zero`,
+        { field: where.startsWith('body') ? 'traceparent' : 'header:traceparent' },
+      );
+    }
+  }
+  return fromBody ?? currentTraceparent() ?? (typeof header === 'string' ? header.trim() : null);
+}

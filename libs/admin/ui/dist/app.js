@@ -424,7 +424,8 @@
     "handled_at",
     "resolved_at",
     "telegram_message_id",
-    "source_update_id"
+    "source_update_id",
+    "trace_id"
   ];
   var rank = (k) => {
     const i = FIELD_ORDER.indexOf(k);
@@ -449,6 +450,11 @@
     if (typeof v === "object") return h("code", null, JSON.stringify(v));
     if (/error|reason/.test(k)) return h("span", { class: "error-text" }, text(v));
     return text(v);
+  }
+  function traceLink(traceId, url) {
+    if (typeof traceId !== "string" || traceId === "") return h("span", { class: "muted" }, "— (not traced)");
+    if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return h("code", null, traceId);
+    return h("a", { href: url, target: "_blank", rel: "noopener noreferrer", title: "open the trace" }, h("code", null, traceId));
   }
   function timeline(history) {
     if (history.length === 0) return h("p", { class: "empty" }, "No attempt yet.");
@@ -623,13 +629,13 @@
         const row = current;
         replaceKeepingFocus(badge, stateBadge(String(row.state)));
         renderActions(current);
-        const hidden = /* @__PURE__ */ new Set([...HIDDEN[kind].map((f) => f.key), "history", "id"]);
+        const hidden = /* @__PURE__ */ new Set([...HIDDEN[kind].map((f) => f.key), "history", "id", "trace_url"]);
         replaceKeepingFocus(
           meta,
           h(
             "dl",
             { class: "meta" },
-            Object.entries(row).filter(([k]) => !hidden.has(k)).sort(([a], [b]) => rank(a) - rank(b)).map(([k, v]) => [h("dt", null, k), h("dd", { "data-field": k }, value(k, v))])
+            Object.entries(row).filter(([k]) => !hidden.has(k)).sort(([a], [b]) => rank(a) - rank(b)).map(([k, v]) => [h("dt", null, k), h("dd", { "data-field": k }, k === "trace_id" ? traceLink(v, row.trace_url) : value(k, v))])
           )
         );
         renderSecrets(current);

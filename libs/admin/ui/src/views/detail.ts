@@ -57,6 +57,7 @@ const FIELD_ORDER = [
   'resolved_at',
   'telegram_message_id',
   'source_update_id',
+  'trace_id',
 ];
 const rank = (k: string) => {
   const i = FIELD_ORDER.indexOf(k);
@@ -84,6 +85,13 @@ function value(k: string, v: unknown): Child {
   if (typeof v === 'object') return h('code', null, JSON.stringify(v));
   if (/error|reason/.test(k)) return h('span', { class: 'error-text' }, text(v));
   return text(v);
+}
+
+/** The item's OpenTelemetry trace id, linked to the trace viewer when TRACE_URL_TEMPLATE is set (issue 18). */
+function traceLink(traceId: unknown, url: unknown): Child {
+  if (typeof traceId !== 'string' || traceId === '') return h('span', { class: 'muted' }, '— (not traced)');
+  if (typeof url !== 'string' || !/^https?:\/\//i.test(url)) return h('code', null, traceId);
+  return h('a', { href: url, target: '_blank', rel: 'noopener noreferrer', title: 'open the trace' }, h('code', null, traceId));
 }
 
 function timeline(history: AttemptRow[]): HTMLElement {
@@ -275,7 +283,7 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
       const row = current as unknown as Record<string, unknown>;
       replaceKeepingFocus(badge, stateBadge(String(row.state)));
       renderActions(current);
-      const hidden = new Set([...HIDDEN[kind].map((f) => f.key), 'history', 'id']);
+      const hidden = new Set([...HIDDEN[kind].map((f) => f.key), 'history', 'id', 'trace_url']);
       replaceKeepingFocus(
         meta,
         h(
@@ -284,7 +292,7 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
           Object.entries(row)
             .filter(([k]) => !hidden.has(k))
             .sort(([a], [b]) => rank(a) - rank(b))
-            .map(([k, v]) => [h('dt', null, k), h('dd', { 'data-field': k }, value(k, v))]),
+            .map(([k, v]) => [h('dt', null, k), h('dd', { 'data-field': k }, k === 'trace_id' ? traceLink(v, row.trace_url) : value(k, v))]),
         ),
       );
       renderSecrets(current);
