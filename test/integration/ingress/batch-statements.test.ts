@@ -216,6 +216,68 @@ describe('round trips per batch', () => {
   });
 });
 
+describe('webhook group commit', () => {
+  function handler(botId: string, fence: Fence, log: Log) {
+    return createWebhookHandler({
+      pool: countingPool(db.pool, log),
+      boss,
+      botId,
+      fence: () => fence,
+      leaseTtlMs: 60_000,
+      decodePolicy: 'stop',
+      allowedChatIds: [],
+      logger: silentLogger(),
+    });
+  }
+
+  it('concurrent deliveries share batch transactions: 40 at once are two transactions, each answered 200 after its commit', async () => {
+    const { botId } = newBotToken();
+    const C = Number(botId);
+    const fence = await acquire(botId);
+    const log: Log = [];
+    const handle = handler(botId, fence, log);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => handle(JSON.stringify(makeMessageUpdate({ updateId: 100 + i, chatId: C + (i % 4) })))),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(40).fill(200));
+    // the first delivery alone, the 39 that arrived while it was in flight together
+    expect(log).toEqual([...BATCH, ...BATCH]);
+    expect(await inboxCount(db.pool, botId)).toBe(40);
+    expect(await jobCounts(db.pool, botId)).toEqual({ dispatch: 40, capture: 40 });
+    expect((await cursorOf(db.pool, botId))?.nextOffset).toBe(140);
+  });
+
+  it('a bad delivery in a group gets its own 500, the others 200; a repeated update_id is judged after the first commits', async () => {
+    const { botId } = newBotToken();
+    const C = Number(botId);
+    const fence = await acquire(botId);
+    const log: Log = [];
+    const handle = handler(botId, fence, log);
+    expect((await handle(JSON.stringify(makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })))).status).toBe(200);
+    const bodies = [
+      JSON.stringify(makeMessageUpdate({ updateId: 2, chatId: C })),
+      JSON.stringify(makeMessageUpdate({ updateId: 1, chatId: C, text: 'edited evidence' })),
+      JSON.stringify(makeMessageUpdate({ updateId: 3, chatId: C })),
+      JSON.stringify(makeMessageUpdate({ updateId: 4, chatId: C, text: 'first' })),
+      JSON.stringify(makeMessageUpdate({ updateId: 4, chatId: C, text: 'second, different' })),
+      JSON.stringify(makeMessageUpdate({ updateId: 5, chatId: C })),
+    ];
+    const answers = await Promise.all(bodies.map((b) => handle(b)));
+    expect(answers.map((a) => a.status)).toEqual([200, 500, 200, 200, 500, 200]);
+    expect(answers[1].body).toMatchObject({ error: 'RELAY_CAPTURE_KEY_CONFLICT' });
+    expect(answers[4].body).toMatchObject({ error: 'RELAY_CAPTURE_KEY_CONFLICT' });
+    const { rows } = await db.pool.query('select update_id::int as id, text from relay.captures where bot_id = $1 order by update_id', [botId]);
+    expect(rows).toEqual([
+      { id: 1, text: 'original' },
+      { id: 2, text: 'hello 2' },
+      { id: 3, text: 'hello 3' },
+      { id: 4, text: 'first' },
+      { id: 5, text: 'hello 5' },
+    ]);
+    expect(await jobCounts(db.pool, botId)).toEqual({ dispatch: 5, capture: 5 });
+  });
+});
+
 describe('what the single statement writes', () => {
   it("job rows are the same as pg-boss's own insert writes (every column but ids, data and times)", async () => {
     const { botId } = newBotToken();
