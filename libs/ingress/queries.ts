@@ -7,7 +7,7 @@ import type { PoolClient } from 'pg';
 import type { CaptureRecord } from '../captures/build';
 import { QUEUES } from '../db/boss';
 import type { Queryable } from '../db/pool';
-import { bossJobsInsertSql, workNotifySql } from '../queue/enqueue';
+import { bossJobsInsertSql, newJobId, workNotifySql } from '../queue/enqueue';
 
 export interface Fence {
   owner: string;
@@ -256,9 +256,9 @@ export interface BatchWriteResult {
  * trip between BEGIN and COMMIT instead of seven:
  *   cur   the fenced cursor advance (first: takes the cursor row lock; when it matches no row,
  *         every other step reads `exists (select from cur)` as false and writes nothing),
- *   ins   inbox rows if absent; a dispatched row gets its pg-boss job id (gen_random_uuid()) here,
+ *   ins   inbox rows if absent; a dispatched row carries its pg-boss job id (made here, in node),
  *   cin   the captures of the batch's authorized messages,
- *   cins  captures if absent (by capture_key); each new one gets its job id,
+ *   cins  captures if absent (by capture_key), each with its job id,
  *   jobs  update.dispatch and capture.deliver job rows for the new inbox rows and captures, in one
  *         INSERT produced by libs/queue/enqueue.ts (bossJobsInsertSql, the same row as pg-boss's),
  * then one NOTIFY per queue that got work, and the keys of captures that collided with different
@@ -289,30 +289,29 @@ function batchStatement(withCursor: boolean): string {
     guard = 'where exists (select from cur)';
     fenced = '(select count(*) from cur)::int';
   }
-  const u = ['bigint[]', 'text[]', 'bigint[]', 'bool[]', 'bool[]', 'text[]', 'text[]'].map($).join(', ');
-  const c = ['text[]', 'bigint[]', 'bigint[]', 'bigint[]', 'bigint[]', 'text[]', 'bigint[]', 'text[]', 'text[]', 'text[]'].map($).join(', ');
+  const u = ['bigint[]', 'text[]', 'bigint[]', 'bool[]', 'uuid[]', 'text[]', 'text[]'].map($).join(', ');
+  const c = ['text[]', 'bigint[]', 'bigint[]', 'bigint[]', 'bigint[]', 'text[]', 'bigint[]', 'text[]', 'text[]', 'text[]', 'uuid[]'].map($).join(', ');
   const jobSource = `select job_id as id, '${QUEUES.dispatch}'::text as name, jsonb_build_object('id', id::text) as data from ins where job_id is not null
                      union all
                      select job_id, '${QUEUES.capture}'::text, jsonb_build_object('id', id::text) from cins`;
   return `with ${cur}ins as (
       insert into relay.inbox (bot_id, update_id, update_type, chat_id, authorized, payload, raw, state, job_id, generation, handled_at)
       select ${bot}, u.update_id, u.update_type, u.chat_id, u.authorized, u.payload::jsonb, u.raw::json,
-             case when u.dispatch then 'pending' else 'handled' end,
-             case when u.dispatch then gen_random_uuid() end,
+             case when u.job_id is null then 'handled' else 'pending' end,
+             u.job_id,
              ${generation},
-             case when u.dispatch then null else clock_timestamp() end
-        from unnest(${u}) as u(update_id, update_type, chat_id, authorized, dispatch, raw, payload)
+             case when u.job_id is null then clock_timestamp() end
+        from unnest(${u}) as u(update_id, update_type, chat_id, authorized, job_id, raw, payload)
        ${guard}
       on conflict (bot_id, update_id) do nothing
       returning id, job_id
     ), cin as (
       select * from unnest(${c})
-        as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, payload_raw)
+        as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, payload_raw, job_id)
        ${guard}
     ), cins as (
       insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_raw, payload_sha256, job_id)
-      select capture_key, ${bot}, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), coalesce(payload, payload_raw)::jsonb, payload_raw::json, payload_sha256,
-             gen_random_uuid()
+      select capture_key, ${bot}, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), coalesce(payload, payload_raw)::jsonb, payload_raw::json, payload_sha256, job_id
         from cin
       on conflict (capture_key) do nothing
       returning id, capture_key, job_id
@@ -349,7 +348,8 @@ export async function ingressBatchWrite(client: PoolClient, input: BatchWriteInp
     u.map((r) => r.type),
     u.map((r) => r.chatId),
     u.map((r) => r.authorized),
-    u.map((r) => r.dispatch),
+    // job ids from node's crypto: gen_random_uuid() costs a kernel entropy read per row
+    u.map((r) => (r.dispatch ? newJobId() : null)),
     u.map((r) => r.raw),
     u.map((r) => r.payloadJson),
     c.map((x) => x.key),
@@ -363,6 +363,7 @@ export async function ingressBatchWrite(client: PoolClient, input: BatchWriteInp
     c.map((x) => (x.storedPayloadJson === x.payloadJson ? null : x.storedPayloadJson)),
     c.map((x) => x.sha256),
     c.map((x) => x.payloadJson),
+    c.map(() => newJobId()),
   );
   const { rows } = await client.query<{
     fenced: number;
