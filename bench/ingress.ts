@@ -304,7 +304,8 @@ async function runWebhook(url: string, n: number, connections: number): Promise<
   return (
     `webhook: ${fmt(n)} updates over ${connections} connections: ${fmt((n / ms) * 1000)} updates/s, answer p50 ${fmt(pct(answersMs, 50), 1)} ms, ` +
     `p99 ${fmt(pct(answersMs, 99), 1)} ms (answers ${answers}; inbox=${rows[0].inbox} captures=${rows[0].captures} jobs=${rows[0].jobs}); ` +
-    `batch transaction (1 update) p50 ${fmt(pct(batchesMs, 50), 2)} ms, p99 ${fmt(pct(batchesMs, 99), 2)} ms`
+    `${fmt(batchesMs.length)} batch transactions (group commit: ${fmt(n / Math.max(1, batchesMs.length), 1)} updates each on average), ` +
+    `p50 ${fmt(pct(batchesMs, 50), 2)} ms, p99 ${fmt(pct(batchesMs, 99), 2)} ms`
   );
 }
 
