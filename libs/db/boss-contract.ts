@@ -10,7 +10,7 @@ export const BOSS_CONTRACT = {
   /** The job states, in enum order: we compare with `< 'active'` / `< 'completed'` as pg-boss does. */
   jobStates: ['created', 'retry', 'active', 'completed', 'cancelled', 'failed'],
   tables: {
-    /** libs/queue/queries.ts ACTIVATE_SQL, libs/queue/boss-jobs.ts reschedule, sql/0011 outbound_boss_job_insert. */
+    /** libs/queue/queries.ts ACTIVATE_SQL, libs/queue/boss-jobs.ts reschedule, sql/0011 outbound_boss_job_insert, libs/queue/enqueue.ts bossJobsInsertSql (the ingress batch statement). */
     job: {
       id: 'uuid',
       name: 'text',
@@ -31,7 +31,7 @@ export const BOSS_CONTRACT = {
       policy: 'text',
       output: 'jsonb',
     },
-    /** sql/0011 outbound_boss_job_insert reads the queue's defaults as pg-boss's insert does. */
+    /** sql/0011 outbound_boss_job_insert and libs/queue/enqueue.ts bossJobsInsertSql read the queue's defaults as pg-boss's insert does. */
     queue: {
       name: 'text',
       policy: 'text',
