@@ -5,7 +5,7 @@
  * capture again" (no-op) from "different data under the same key" (RELAY_CAPTURE_KEY_CONFLICT).
  */
 import crypto from 'node:crypto';
-import { jsonbText, storableText } from '../db/storable-json';
+import { jsonbTextOfStringified, storableText } from '../db/storable-json';
 
 export interface CaptureSource {
   updateId: number;
@@ -86,7 +86,7 @@ export function buildCapture(src: CaptureSource): CaptureRecord {
     date: m.date as number,
     payload,
     payloadJson,
-    storedPayloadJson: jsonbText(payload, payloadJson),
+    storedPayloadJson: jsonbTextOfStringified(payload, payloadJson),
     sha256: crypto.createHash('sha256').update(payloadJson).digest('hex'),
   };
 }

@@ -23,7 +23,7 @@ export const BOSS_CONTRACT = {
     cancelJobs: 'b730f4631ba67617',
   } as Record<string, string>,
   tables: {
-    /** libs/db/boss.ts (every job statement), sql/functions outbound_boss_job_insert. */
+    /** libs/db/boss.ts (every job statement, incl. jobsInsertSql in the ingress batch statement), sql/functions outbound_boss_job_insert. */
     job: {
       id: 'uuid',
       name: 'text',
@@ -44,7 +44,7 @@ export const BOSS_CONTRACT = {
       policy: 'text',
       output: 'jsonb',
     },
-    /** sql/0011 outbound_boss_job_insert reads the queue's defaults as pg-boss's insert does. */
+    /** sql/functions/outbound_boss_job_insert.sql and libs/db/boss.ts insertFromSql read the queue's defaults as pg-boss's insert does. */
     queue: {
       name: 'text',
       policy: 'text',

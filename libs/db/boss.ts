@@ -105,7 +105,7 @@ export function activateJobsSql(queueParam: string, idsExpr: string, schema: str
  * plans.js insertJobs for our jobs (id, name, data, startAfter, retryLimit 0; no priority,
  * singleton, dead letter or per-job expiry; our pg-boss config sets no defaults), plus RETURNING.
  */
-const INSERT_SQL = (schema: string) => `
+const insertFromSql = (schema: string, source: string) => `
   insert into ${schema}.job (id, name, data, priority, start_after, singleton_key, singleton_on, dead_letter,
                                   expire_in, keep_until, retry_limit, retry_delay, retry_backoff, policy)
   select j.id, j.name, j.data, 0, j.start_after, null, null, q.dead_letter,
@@ -115,11 +115,25 @@ const INSERT_SQL = (schema: string) => `
          case when coalesce(q.retry_backoff, false) then greatest(q.retry_delay, 1) else coalesce(q.retry_delay, 0) end,
          coalesce(q.retry_backoff, false),
          q.policy
-    from (select x.id, x.name, x.data, coalesce(x.start_after, now()) as start_after
-            from unnest($1::uuid[], $2::text[], $3::jsonb[], $4::timestamptz[]) as x(id, name, data, start_after)) j
+    from (${source}) j
     join ${schema}.queue q on j.name = q.name
-  on conflict do nothing
+  on conflict do nothing`;
+
+const INSERT_SQL = (schema: string) =>
+  `${insertFromSql(schema, 'select x.id, x.name, x.data, coalesce(x.start_after, now()) as start_after from unnest($1::uuid[], $2::text[], $3::jsonb[], $4::timestamptz[]) as x(id, name, data, start_after)')}
   returning id::text`;
+
+/**
+ * The same insert as a data-modifying CTE inside a larger statement (the ingress batch writes its
+ * inbox rows, captures and their jobs in one statement): `source` is a query yielding `id uuid,
+ * name text, data jsonb`; the rows written are exactly those of `insertJobs` for the same input
+ * (start now; pinned column for column by test/integration/ingress/batch-statements.test.ts). A job
+ * whose queue does not exist is not inserted; `returning name` lets the caller count what was.
+ */
+export function jobsInsertSql(source: string): string {
+  return `${insertFromSql(BOSS_SCHEMA, `select s.id, s.name, s.data, now() as start_after from (${source}) s`)}
+  returning name`;
+}
 
 /** plans.js completeJobs (output null: our jobs complete without data). */
 const COMPLETE_SQL = (schema: string) => `

@@ -69,6 +69,16 @@ export function jsonbText(value: unknown, rawJson?: string): string {
 }
 
 /**
+ * jsonbText when `stringified` is already `JSON.stringify(value)`: that very string (no second
+ * stringify) unless it holds something jsonb refuses. Callers may compare the result with
+ * `stringified` by identity to skip sending the same text twice.
+ */
+export function jsonbTextOfStringified(value: unknown, stringified: string): string {
+  if (!RISKY_ESCAPE.test(stringified) && !MAYBE_UNSTORABLE.test(stringified)) return stringified;
+  return JSON.stringify(storableValue(value));
+}
+
+/**
  * The raw JSON text as a `json` column can keep it. Text decoded from HTTP never holds an unpaired
  * surrogate, but a JS string handed in directly may: the driver would turn it into U+FFFD. Inside
  * a JSON string (the only place valid JSON can hold one) its `\uXXXX` escape means the same

@@ -1,28 +1,32 @@
 /**
  * The batch transaction, shared by polling and the webhook: in ONE transaction, fenced by the
  * lease generation,
- *   1. advance the cursor (this statement checks the fence and takes the cursor row lock first),
+ *   1. advance the cursor (this step checks the fence and takes the cursor row lock first),
  *   2. insert the raw updates into relay.inbox if absent,
  *   3. create update.dispatch jobs for new authorized updates,
  *   4. insert captures of new-or-repeated authorized messages (identical → no-op, different →
  *      RELAY_CAPTURE_KEY_CONFLICT and rollback) and their capture.deliver jobs,
  *   5. quarantine undecodable updates (DECODE_POLICY=quarantine).
  * Any failure rolls everything back: the caller polls the same offset again (or answers 5xx).
- * Round trips: begin, 1, 2, 3 (+notify), 4, 4 jobs (+notify), 5 if any, commit.
+ *
+ * Steps 1-4 and the workers' wake-up (one NOTIFY per queue) are ONE statement
+ * (ingressBatchWrite in ./queries.ts: data-modifying CTEs over unnest), so a batch is three round
+ * trips: BEGIN, the statement, COMMIT (plus one for quarantine rows and one for a halt's audit row,
+ * only when the batch has them). The fence is part of that statement: when it matches no cursor
+ * row nothing is written and LeaseLostError rolls back; a capture conflict is reported by the same
+ * statement and rolled back here. Guarded by test/integration/ingress/batch-statements.test.ts
+ * (counts the queries issued); the cost breakdown is in docs/ingress.md ("Batch cost").
  */
 import type { JobLedger } from '../db/boss';
 import type { Pool, PoolClient } from 'pg';
 import { buildCapture } from '../captures/build';
 import { CaptureKeyConflictError } from '../captures/errors';
-import { captureInsertBatch, CaptureToInsert } from '../captures/queries';
-import { QUEUES } from '../db/boss';
 import { withTransaction } from '../db/pool';
-import { enqueueJobs, newJobId } from '../queue/enqueue';
 import { DecodedUpdate, isAuthorized } from './decode';
 import { updateSpanTraceparent } from './batch-span';
 import { LeaseLostError } from './errors';
 import type { BatchPlan } from './plan-batch';
-import { cursorAdvanceFenced, cursorAudit, Fence, InboxRowInput, inboxInsertBatch, quarantineInsertBatch } from './queries';
+import { BatchCaptureRow, BatchUpdateRow, BatchWriteInput, cursorAudit, Fence, ingressBatchWrite, quarantineInsertBatch } from './queries';
 
 export interface PersistOptions {
   botId: string;
@@ -62,17 +66,16 @@ export async function persistBatch(deps: PersistDeps, plan: BatchPlan, opts: Per
 }
 
 export async function persistInTransaction(client: PoolClient, boss: JobLedger, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
+  void boss; // the job rows are written by the batch statement itself (the ledger's jobsInsertSql)
   const { botId, fence } = opts;
   const halt = plan.halt ?? opts.halt;
-  const fenced = await cursorAdvanceFenced(client, botId, fence, { nextOffset: plan.nextOffset, ttlMs: opts.leaseTtlMs, halt });
-  if (!fenced) throw new LeaseLostError(botId, fence.generation);
-
-  const stored = await storeUpdates(client, boss, {
+  const stored = await writeUpdates(client, {
     botId,
     generation: fence.generation,
     updates: plan.updates,
     allowedChatIds: opts.allowedChatIds,
     dispatchUnauthorized: opts.dispatchUnauthorized,
+    cursor: { fence, nextOffset: plan.nextOffset, ttlMs: opts.leaseTtlMs, halt },
   });
   const result: PersistResult = { ...stored, quarantined: 0, nextOffset: plan.nextOffset };
   if (plan.quarantine.length > 0) {
@@ -95,45 +98,56 @@ export async function storeUpdates(
   boss: JobLedger,
   o: { botId: string; generation: number; updates: readonly DecodedUpdate[]; allowedChatIds: ReadonlySet<string>; dispatchUnauthorized: boolean },
 ): Promise<StoreResult> {
+  void boss;
+  return writeUpdates(client, { ...o, cursor: null });
+}
+
+async function writeUpdates(
+  client: PoolClient,
+  o: {
+    botId: string;
+    generation: number;
+    updates: readonly DecodedUpdate[];
+    allowedChatIds: ReadonlySet<string>;
+    dispatchUnauthorized: boolean;
+    cursor: BatchWriteInput['cursor'];
+  },
+): Promise<StoreResult> {
   const result: StoreResult = { stored: 0, duplicates: 0, unauthorized: 0, captures: 0, captureRepeats: 0, dispatchJobs: 0, captureJobs: 0 };
-  if (o.updates.length === 0) return result;
-  const rows: InboxRowInput[] = [];
-  const captures: CaptureToInsert[] = [];
+  if (o.updates.length === 0 && !o.cursor) return result;
+  const rows: BatchUpdateRow[] = [];
+  const captures: BatchCaptureRow[] = [];
   for (const u of o.updates) {
     const authorized = isAuthorized(u, o.allowedChatIds);
     if (!authorized) result.unauthorized++;
-    const dispatch = authorized || o.dispatchUnauthorized;
     const traceparent = updateSpanTraceparent(u);
     rows.push({
       updateId: u.updateId,
       type: u.type,
       chatId: u.chatId,
       authorized,
-      state: dispatch ? 'pending' : 'handled',
-      jobId: dispatch ? newJobId() : null,
+      dispatch: authorized || o.dispatchUnauthorized,
       raw: u.raw,
       payloadJson: u.payloadJson,
       traceparent, // issue 18: the update's trace continues in dispatch and capture delivery (null: tracing off)
     });
-    if (authorized && u.message)
-      captures.push({ record: buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), jobId: newJobId(), traceparent });
+    if (authorized && u.message) captures.push({ ...buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), traceparent });
   }
 
-  const inserted = await inboxInsertBatch(client, o.botId, o.generation, rows);
-  result.stored = inserted.length;
-  result.duplicates = rows.length - inserted.length;
-  const dispatchJobs = inserted.filter((r) => r.jobId !== null).map((r) => ({ id: r.jobId as string, data: { id: r.id } }));
-  await enqueueJobs(client, boss, QUEUES.dispatch, dispatchJobs);
-  result.dispatchJobs = dispatchJobs.length;
-
-  if (captures.length > 0) {
-    const c = await captureInsertBatch(client, o.botId, captures);
-    if (c.conflicts.length > 0) throw new CaptureKeyConflictError(c.conflicts);
-    result.captures = c.inserted.length;
-    result.captureRepeats = c.unchanged.length;
-    const captureJobs = c.inserted.map((r) => ({ id: r.jobId, data: { id: r.id } }));
-    await enqueueJobs(client, boss, QUEUES.capture, captureJobs);
-    result.captureJobs = captureJobs.length;
+  const w = await ingressBatchWrite(client, { botId: o.botId, generation: o.generation, cursor: o.cursor, updates: rows, captures });
+  if (!w.fenced) throw new LeaseLostError(o.botId, o.cursor?.fence.generation ?? o.generation);
+  if (w.conflicts.length > 0) throw new CaptureKeyConflictError(w.conflicts);
+  if (w.dispatchJobs !== w.dispatchRows || w.captureJobs !== w.captures) {
+    // pg-boss's insert would have returned fewer rows too (a queue missing): enqueueJobs' check
+    throw Object.assign(new Error('pg-boss did not create all jobs of the batch (does the queue exist? run tg-relay migrate)'), {
+      code: 'RELAY_ENQUEUE_FAILED',
+    });
   }
+  result.stored = w.stored;
+  result.duplicates = rows.length - w.stored;
+  result.dispatchJobs = w.dispatchJobs;
+  result.captures = w.captures;
+  result.captureRepeats = captures.length - w.captures - w.conflicts.length;
+  result.captureJobs = w.captureJobs;
   return result;
 }

@@ -4,7 +4,10 @@
  * replica's clock, so skew between hosts cannot make two owners believe they hold the lease.
  */
 import type { PoolClient } from 'pg';
+import type { CaptureRecord } from '../captures/build';
+import { jobsInsertSql, QUEUES } from '../db/boss';
 import type { Queryable } from '../db/pool';
+import { newJobId, workNotifySql } from '../queue/enqueue';
 
 export interface Fence {
   owner: string;
@@ -207,6 +210,197 @@ export async function inboxInsertBatch(
     ],
   });
   return res.rows.map((r) => ({ id: String(r.id), updateId: Number(r.update_id), jobId: r.job_id }));
+}
+
+/** One update of a batch as the batch statement writes it. */
+export interface BatchUpdateRow {
+  updateId: number;
+  type: string;
+  chatId: number | null;
+  authorized: boolean;
+  /** true: `pending` with an update.dispatch job; false: `handled` at once (unauthorized, not dispatched). */
+  dispatch: boolean;
+  /** The update exactly as received → `raw` (json, verbatim). */
+  raw: string;
+  /** The jsonb copy → `payload` (NUL and unpaired surrogates replaced by U+FFFD). */
+  payloadJson: string;
+  /** W3C trace context of the update's ingress span (issue 18), null when tracing is off. */
+  traceparent?: string | null;
+}
+
+/** A capture of the batch, with the trace context of its update (null when tracing is off). */
+export type BatchCaptureRow = CaptureRecord & { traceparent?: string | null };
+
+export interface BatchWriteInput {
+  botId: string;
+  /** Recorded on the new inbox rows. */
+  generation: number;
+  /**
+   * The fenced cursor step (the poller and the webhook): the statement writes nothing unless
+   * (owner, generation) still holds the lease. null for writes outside ingress (quarantine release).
+   */
+  cursor: { fence: Fence; nextOffset: number | null; ttlMs: number; halt?: string | null } | null;
+  updates: readonly BatchUpdateRow[];
+  captures: readonly BatchCaptureRow[];
+}
+
+export interface BatchWriteResult {
+  /** false: the lease fence rejected the batch and nothing was written. */
+  fenced: boolean;
+  /** New inbox rows (the others were already there). */
+  stored: number;
+  /** New inbox rows that carry an update.dispatch job, and the jobs pg-boss's table took. */
+  dispatchRows: number;
+  dispatchJobs: number;
+  /** New captures, and the capture.deliver jobs created for them. */
+  captures: number;
+  captureJobs: number;
+  /** Capture keys that already existed with a different sha256 (the caller must roll back). */
+  conflicts: string[];
+}
+
+/**
+ * The whole batch in ONE statement (data-modifying CTEs over unnest), so a batch costs one round
+ * trip between BEGIN and COMMIT instead of seven:
+ *   cur   the fenced cursor advance (first: takes the cursor row lock; when it matches no row,
+ *         every other step reads `exists (select from cur)` as false and writes nothing),
+ *   ins   inbox rows if absent; a dispatched row carries its pg-boss job id (made here, in node),
+ *   cin   the captures of the batch's authorized messages,
+ *   cins  captures if absent (by capture_key), each with its job id,
+ *   jobs  update.dispatch and capture.deliver job rows for the new inbox rows and captures, in one
+ *         INSERT produced by the job ledger adapter (libs/db/boss.ts jobsInsertSql, the same row as insertJobs),
+ * then one NOTIFY per queue that got work, and the keys of captures that collided with different
+ * data (read from the statement's snapshot: rows committed before it). Values only as parameters.
+ */
+function batchStatement(withCursor: boolean): string {
+  let n = 0;
+  const $ = (type: string) => `$${++n}::${type}`;
+  const bot = $('text');
+  const generation = $('bigint');
+  let cur = '';
+  let guard = '';
+  let fenced = '1';
+  if (withCursor) {
+    const [owner, next, ttl, haltMode, halt] = [$('text'), $('bigint'), $('int'), $('int'), $('text')];
+    cur = `cur as (
+      update relay.cursor
+         set next_offset = greatest(next_offset, coalesce(${next}, next_offset)),
+             progress_generation = ${generation}, progress_at = clock_timestamp(),
+             poll_error = null, poll_error_kind = null, poll_error_at = null,
+             lease_expires_at = clock_timestamp() + ${ttl} * interval '1 millisecond',
+             halted_reason = case ${haltMode} when 0 then halted_reason when 1 then null else ${halt} end,
+             halted_at = case ${haltMode} when 0 then halted_at when 1 then null else clock_timestamp() end,
+             updated_at = clock_timestamp()
+       where bot_id = ${bot} and lease_owner = ${owner} and lease_generation = ${generation}
+      returning 1
+    ), `;
+    guard = 'where exists (select from cur)';
+    fenced = '(select count(*) from cur)::int';
+  }
+  const u = ['bigint[]', 'text[]', 'bigint[]', 'bool[]', 'uuid[]', 'text[]', 'text[]', 'text[]'].map($).join(', ');
+  const c = ['text[]', 'bigint[]', 'bigint[]', 'bigint[]', 'bigint[]', 'text[]', 'bigint[]', 'text[]', 'text[]', 'text[]', 'uuid[]', 'text[]']
+    .map($)
+    .join(', ');
+  const jobSource = `select job_id as id, '${QUEUES.dispatch}'::text as name, jsonb_build_object('id', id::text) as data from ins where job_id is not null
+                     union all
+                     select job_id, '${QUEUES.capture}'::text, jsonb_build_object('id', id::text) from cins`;
+  return `with ${cur}ins as (
+      insert into relay.inbox (bot_id, update_id, update_type, chat_id, authorized, payload, raw, state, job_id, generation, handled_at, traceparent)
+      select ${bot}, u.update_id, u.update_type, u.chat_id, u.authorized, u.payload::jsonb, u.raw::json,
+             case when u.job_id is null then 'handled' else 'pending' end,
+             u.job_id,
+             ${generation},
+             case when u.job_id is null then clock_timestamp() end,
+             u.traceparent
+        from unnest(${u}) as u(update_id, update_type, chat_id, authorized, job_id, raw, payload, traceparent)
+       ${guard}
+      on conflict (bot_id, update_id) do nothing
+      returning id, job_id
+    ), cin as (
+      select * from unnest(${c})
+        as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, payload_raw, job_id, traceparent)
+       ${guard}
+    ), cins as (
+      insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_raw, payload_sha256, job_id, traceparent)
+      select capture_key, ${bot}, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), coalesce(payload, payload_raw)::jsonb, payload_raw::json, payload_sha256, job_id, traceparent
+        from cin
+      on conflict (capture_key) do nothing
+      returning id, capture_key, job_id
+    ), jobs as (
+      ${jobsInsertSql(jobSource)}
+    )
+    select ${fenced} as fenced,
+           (select count(*) from ins)::int as stored,
+           (select count(*) from ins where job_id is not null)::int as dispatch_rows,
+           (select count(*) from cins)::int as captures,
+           (select count(*) from jobs where name = '${QUEUES.dispatch}')::int as dispatch_jobs,
+           (select count(*) from jobs where name = '${QUEUES.capture}')::int as capture_jobs,
+           (select coalesce(array_agg(cin.capture_key), '{}')
+              from cin join relay.captures c on c.capture_key = cin.capture_key
+             where c.payload_sha256 <> cin.payload_sha256
+               and not exists (select from cins where cins.capture_key = cin.capture_key)) as conflicts,
+           ${workNotifySql('jobs')} as notified`;
+}
+
+const BATCH_FENCED = batchStatement(true);
+const BATCH_UNFENCED = batchStatement(false);
+
+/** Writes a batch (see batchStatement) in one round trip, inside the caller's transaction. */
+export async function ingressBatchWrite(client: PoolClient, input: BatchWriteInput): Promise<BatchWriteResult> {
+  const u = input.updates;
+  const c = input.captures;
+  const values: unknown[] = [input.botId, input.generation];
+  if (input.cursor) {
+    const { fence, halt } = input.cursor;
+    values.push(fence.owner, input.cursor.nextOffset, input.cursor.ttlMs, halt === undefined ? 0 : halt === null ? 1 : 2, halt ?? null);
+  }
+  values.push(
+    u.map((r) => r.updateId),
+    u.map((r) => r.type),
+    u.map((r) => r.chatId),
+    u.map((r) => r.authorized),
+    // job ids from node's crypto: gen_random_uuid() costs a kernel entropy read per row
+    u.map((r) => (r.dispatch ? newJobId() : null)),
+    u.map((r) => r.raw),
+    u.map((r) => r.payloadJson),
+    u.map((r) => r.traceparent ?? null),
+    c.map((x) => x.key),
+    c.map((x) => x.updateId),
+    c.map((x) => x.chatId),
+    c.map((x) => x.messageId),
+    c.map((x) => x.fromId),
+    c.map((x) => x.storedText),
+    c.map((x) => x.date),
+    // the jsonb copy is usually the exact document: sent once, parsed twice (json and jsonb)
+    c.map((x) => (x.storedPayloadJson === x.payloadJson ? null : x.storedPayloadJson)),
+    c.map((x) => x.sha256),
+    c.map((x) => x.payloadJson),
+    c.map(() => newJobId()),
+    c.map((x) => x.traceparent ?? null),
+  );
+  const { rows } = await client.query<{
+    fenced: number;
+    stored: number;
+    dispatch_rows: number;
+    captures: number;
+    dispatch_jobs: number;
+    capture_jobs: number;
+    conflicts: string[];
+  }>({
+    name: input.cursor ? 'relay_ingress_batch' : 'relay_ingress_store',
+    text: input.cursor ? BATCH_FENCED : BATCH_UNFENCED,
+    values,
+  });
+  const r = rows[0];
+  return {
+    fenced: r.fenced === 1,
+    stored: r.stored,
+    dispatchRows: r.dispatch_rows,
+    dispatchJobs: r.dispatch_jobs,
+    captures: r.captures,
+    captureJobs: r.capture_jobs,
+    conflicts: r.conflicts,
+  };
 }
 
 export type IngressTransport = 'polling' | 'webhook';

@@ -6,6 +6,8 @@
  * - 200 only after the batch transaction (the same `persistBatch` as polling) committed; 5xx
  *   otherwise, so Telegram redelivers; a redelivery of a committed update is absorbed by the inbox
  *   key. 503 + `Retry-After: 1` while this replica does not hold the lease.
+ * - Concurrent deliveries share a batch transaction (group commit, see `drain`): the cursor row
+ *   lock would otherwise make them commit one at a time.
  * - A body that is not a Telegram update at all (not JSON, not an object, no integer `update_id`)
  *   is answered 400 and recorded in relay.quarantine (transport `webhook`, error starting with
  *   `webhook body rejected`), whatever DECODE_POLICY says: it never halts anything.
@@ -23,7 +25,7 @@ import { traceIngressBatch } from './batch-span';
 import { persistBatch } from './persist-batch';
 import { measuredPersist } from './batch-metrics';
 import type { IngressMetrics } from '../observability/metrics';
-import { DecodePolicy, planBatch, sha256Hex } from './plan-batch';
+import { BatchPlan, DecodePolicy, planBatch, sha256Hex } from './plan-batch';
 import { Fence, quarantineInsertBatch } from './queries';
 
 export const WEBHOOK_PATH_PREFIX = '/telegram/webhook';
@@ -81,12 +83,8 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
     }
     return { status: 400, body: { ok: false, error: 'not a Telegram update', reason: error } };
   }
-  return async (raw) => {
-    const fence = opts.fence();
-    if (!fence) return { status: 503, body: { ok: false, error: 'not the ingress owner' }, headers: { 'retry-after': '1' } };
-    const envelope = decodeUpdate(raw);
-    if (!envelope.ok && envelope.failure.updateId === null) return reject(fence, raw, envelope.failure.error, envelope.failure.jsonPath);
-    const plan = planBatch([raw], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
+  /** One delivery in its own batch transaction (as before coalescing; also the fallback). */
+  async function persistAlone(plan: BatchPlan, fence: Fence): Promise<WebhookAnswer> {
     try {
       const r = await traceIngressBatch({ operation: 'webhook', botId: opts.botId, count: 1 }, () =>
         measuredPersist(opts.metrics, 'webhook', () =>
@@ -104,21 +102,109 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
         return { status: 500, body: { ok: false, error: 'undecodable update (DECODE_POLICY=stop)' } };
       }
       if (r.quarantined > 0) opts.logger.warn({ quarantined: r.quarantined }, 'undecodable webhook update quarantined');
-      return { status: 200, body: { ok: true } };
+      return OK;
     } catch (err) {
-      if (err instanceof LeaseLostError) {
-        opts.onLeaseLost?.();
-        return { status: 503, body: { ok: false, error: 'lease lost' }, headers: { 'retry-after': '1' } };
-      }
-      const code = (err as { code?: string }).code;
-      opts.logger.error({ err }, 'webhook batch transaction failed; answered 500 so Telegram redelivers');
-      return {
-        status: 500,
-        body: { ok: false, error: err instanceof CaptureKeyConflictError ? err.code : code && /^RELAY_/.test(code) ? code : 'persist failed' },
-      };
+      return failed(err);
     }
+  }
+  function failed(err: unknown): WebhookAnswer {
+    if (err instanceof LeaseLostError) {
+      opts.onLeaseLost?.();
+      return LEASE_LOST;
+    }
+    const code = (err as { code?: string }).code;
+    opts.logger.error({ err }, 'webhook batch transaction failed; answered 500 so Telegram redelivers');
+    return {
+      status: 500,
+      body: { ok: false, error: err instanceof CaptureKeyConflictError ? err.code : code && /^RELAY_/.test(code) ? code : 'persist failed' },
+    };
+  }
+
+  /*
+   * Group commit. Every delivery's transaction starts by locking the cursor row, so concurrent
+   * deliveries (Telegram uses up to max_connections) would commit one after another. Instead,
+   * deliveries that arrive while a batch transaction is in flight wait for it and are then written
+   * together, up to MAX_GROUP per transaction, each answered 200 only after that commit. A group
+   * that fails is retried one delivery per transaction, so a bad update (a capture key conflict)
+   * gets its own 500 and the others their 200; a fenced group answers 503 to all. Only clean
+   * deliveries are grouped (decoded, nothing to quarantine or halt on); two deliveries of one
+   * update_id never share a transaction (the later one waits for the next), so each is judged
+   * against the committed first exactly as before.
+   */
+  const waiting: Array<{ plan: BatchPlan; fence: Fence; answer: (a: WebhookAnswer) => void }> = [];
+  let draining = false;
+  async function drain(): Promise<void> {
+    draining = true;
+    try {
+      while (waiting.length > 0) {
+        const first = waiting[0];
+        const ids = new Set<number>();
+        const group: typeof waiting = [];
+        for (let i = 0; i < waiting.length && group.length < MAX_GROUP;) {
+          const w = waiting[i];
+          const id = w.plan.updates[0].updateId;
+          if (w.fence.owner === first.fence.owner && w.fence.generation === first.fence.generation && !ids.has(id)) {
+            ids.add(id);
+            group.push(w);
+            waiting.splice(i, 1);
+          } else i++;
+        }
+        if (group.length === 1) {
+          group[0].answer(await persistAlone(group[0].plan, group[0].fence));
+          continue;
+        }
+        const plan: BatchPlan = {
+          updates: group.map((g) => g.plan.updates[0]),
+          quarantine: [],
+          nextOffset: Math.max(...group.map((g) => g.plan.nextOffset ?? 0)),
+          halt: null,
+          transport: 'webhook',
+        };
+        try {
+          await traceIngressBatch({ operation: 'webhook', botId: opts.botId, count: group.length }, () =>
+            measuredPersist(opts.metrics, 'webhook', () =>
+              persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
+                botId: opts.botId,
+                fence: first.fence,
+                leaseTtlMs: opts.leaseTtlMs,
+                allowedChatIds: allowed,
+                dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+              }),
+            ),
+          );
+          for (const g of group) g.answer(OK);
+        } catch (err) {
+          if (err instanceof LeaseLostError) {
+            const a = failed(err);
+            for (const g of group) g.answer(a);
+            continue;
+          }
+          for (const g of group) g.answer(await persistAlone(g.plan, g.fence));
+        }
+      }
+    } finally {
+      draining = false;
+    }
+  }
+
+  return async (raw) => {
+    const fence = opts.fence();
+    if (!fence) return { status: 503, body: { ok: false, error: 'not the ingress owner' }, headers: { 'retry-after': '1' } };
+    const envelope = decodeUpdate(raw);
+    if (!envelope.ok && envelope.failure.updateId === null) return reject(fence, raw, envelope.failure.error, envelope.failure.jsonPath);
+    const plan = planBatch([raw], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
+    if (plan.halt || plan.quarantine.length > 0 || plan.updates.length !== 1) return persistAlone(plan, fence);
+    return new Promise<WebhookAnswer>((answer) => {
+      waiting.push({ plan, fence, answer });
+      if (!draining) void drain();
+    });
   };
 }
+
+/** Deliveries written in one transaction at most (a getUpdates batch is at most 100 too). */
+const MAX_GROUP = 100;
+const OK: WebhookAnswer = { status: 200, body: { ok: true } };
+const LEASE_LOST: WebhookAnswer = { status: 503, body: { ok: false, error: 'lease lost' }, headers: { 'retry-after': '1' } };
 
 export interface WebhookPluginOptions {
   botId: string;

@@ -24,3 +24,12 @@ export async function enqueueJobs(client: PoolClient, boss: JobLedger, queue: Qu
   await notifyWork(client, queue);
   return ids;
 }
+
+/**
+ * SQL expression that wakes idle workers once per queue named in `jobsCte` (a CTE with a `name`
+ * column, e.g. the RETURNING of the ledger's jobsInsertSql): the number of notifications sent. NOTIFY is
+ * transactional (delivered at commit) and PostgreSQL folds identical ones within a transaction.
+ */
+export function workNotifySql(jobsCte: string): string {
+  return `(select count(pg_notify('${WORK_CHANNEL}', n.name))::int from (select distinct name from ${jobsCte}) n)`;
+}
