@@ -5,8 +5,14 @@ import type { Readiness } from './health';
 import { attemptsMaxId, attemptsSince } from './queries';
 import type { Stats } from './stats';
 import { pruneStatus, PruneStatus } from '../retention/queries';
+import { WORK_TYPE_LIST } from '../queue/work-types';
 
-const SUBJECT_KIND: Record<string, string> = { capture: 'captures', outbound: 'outbound', inbox: 'inbox', quarantine: 'quarantine', cursor: 'cursor' };
+/** Audit subject → the `kind` label: the work types' API names (registry), then the admin-only subjects. */
+const SUBJECT_KIND: Record<string, string> = {
+  ...Object.fromEntries(WORK_TYPE_LIST.map((t) => [t.subject, t.name])),
+  quarantine: 'quarantine',
+  cursor: 'cursor',
+};
 
 /** Seconds; attempts are HTTP calls (collector, Bot API) or handler runs. */
 export const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

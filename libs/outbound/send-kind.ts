@@ -117,8 +117,8 @@ export function createOutboundClaimStore(opts: {
     // chat heads of this bot, ready for the rate limits, oldest message first (outbound_pending_bot_id_idx)
     where: (p: Param) => outboundClaimable('c', p(botId), rateLimited ? p(horizonMs) : null),
     order: 'c.id',
-    // the whole row (id as text, as the standard columns before it)
-    columns: 't.*, t.id::text as id',
+    // the whole row
+    columns: '*',
     nextDueInMs: (db, now) => outboundNextDueInMs(db, { botId, now, rateLimited, horizonMs }),
     async effects(db, landed) {
       const messageIds: { id: string; messageId: number }[] = [];

@@ -32,7 +32,8 @@ export interface ClaimVariant {
   order?: string;
   /**
    * The kind's columns of the claimed row (alias `t`), after the standard ones (id, job_id,
-   * claim_id, attempts, and max_attempts where the table has it), e.g. `t.payload` or `t.*`.
+   * claim_id, attempts, and max_attempts where the table has it), e.g. `t.payload`; or `*` for the
+   * whole row (id as text).
    */
   columns?: string;
   /** Extra columns of settled rows (alias `t`) for the effects step, e.g. whether a chat has followers. */
@@ -85,14 +86,18 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
               started_at = ${now(3)}, heartbeat_at = ${now(3)}, updated_at = now()
          from picked
         where t.id = picked.id
-       returning t.id::text as id, t.${t.key}::text as "claimKey", t.job_id::text as job_id, t.claim_id::text as claim_id, t.attempts${
-         t.budgetColumn ? `, t.${t.budgetColumn}` : ''
-       }${v.columns ? `, ${v.columns}` : ''}
+       returning ${
+         v.columns === '*'
+           ? `t.*, t.${t.key}::text as "claimKey"`
+           : `t.id::text as id, t.${t.key}::text as "claimKey", t.job_id, t.claim_id::text as claim_id, t.attempts${
+               t.budgetColumn ? `, t.${t.budgetColumn}` : ''
+             }${v.columns ? `, ${v.columns}` : ''}`
+       }
      ), activated as (
        ${ACTIVATE_SQL('$4', '(select job_id from claimed where job_id is not null)')}
        returning 1
      )
-     select claimed.*, (select count(*) from activated)::int as "activatedJobs" from claimed`,
+     select claimed.*${v.columns === '*' ? ', claimed.id::text as id' : ''}, (select count(*) from activated)::int as "activatedJobs" from claimed`,
   );
 
   const dueParams = params(2);
