@@ -5,14 +5,10 @@ import type { Logger } from '../observability/logger';
 import { AdminError } from './errors';
 import type { ItemKind } from './kinds';
 import { enqueueOutbound, OutboundMessageInput, OutboundValidationError } from '../outbound';
-import { createOutboundRateLimiter, OUTBOUND_RATE_LIMITS_DEFAULT, RESERVE_HORIZON_MS_DEFAULT } from '../outbound/rate-limit';
-import { createOutboundClaimStore } from '../outbound/send-kind';
-import { createCaptureStore } from '../captures/deliver';
-import { createInboxClaimStore } from '../dispatch/dispatch-kind';
+import { outboundAfterRecover } from '../outbound/send-kind';
 import { botIdFromToken } from '../config';
-import { QUEUES } from '../db/boss';
-import { recoverStaleOnce } from '../queue/stale-recovery';
-import type { ClaimStore } from '../queue/job-kind';
+import { createRescuer, registryRescueTargets, type Rescuer } from '../queue/rescuer';
+import { WORK_TYPES } from '../queue/work-types';
 import { cancelPending, requeueFailed } from '../queue/operator-actions';
 import { releaseQuarantinedUpdate } from './quarantine-release';
 
@@ -58,48 +54,31 @@ export interface ActionDeps {
   clock: () => Date;
 }
 
-const QUEUE_OF = { captures: QUEUES.capture, outbound: QUEUES.outbound, inbox: QUEUES.dispatch } as const;
-
 /** The actions wired to the libraries that implement them. */
 export function defaultActions(deps: ActionDeps): AdminActions {
   const botId = deps.config.TELEGRAM_BOT_TOKEN ? botIdFromToken(deps.config.TELEGRAM_BOT_TOKEN) : null;
-  // The workers' own claim stores: stale recovery is theirs (fencing, budgets, ledger jobs, audit
-  // rows, and for outbound the at-most-once rule and alerts), the admin API only triggers it now.
-  // Recovery is about dead workers, not bots, so the bot/limiter arguments are not used by it.
-  let stores: Record<ItemKind, ClaimStore<unknown>> | undefined;
-  const storeOf = (kind: ItemKind) => {
-    stores ??= {
-      captures: createCaptureStore(),
-      outbound: createOutboundClaimStore({
-        botId: botId ?? '0',
-        limiter: createOutboundRateLimiter(OUTBOUND_RATE_LIMITS_DEFAULT),
-        opsChatId: deps.config.OPS_CHAT_ID ?? null,
-        horizonMs: RESERVE_HORIZON_MS_DEFAULT,
-      }),
-      inbox: createInboxClaimStore({ botId: botId ?? '0', ordered: true }),
-    };
-    return stores[kind];
-  };
+  // The rescuer is the workers' own stale recovery (fencing, budgets, ledger jobs, audit rows, and
+  // for outbound the at-most-once rule and alerts) over the registry's tables: the admin API only
+  // triggers it now. Recovery is about dead workers, so it needs no bot and no rate limiter.
+  let rescuer: Rescuer | undefined;
+  const rescuerOf = () =>
+    (rescuer ??= createRescuer({
+      pool: deps.pool,
+      boss: deps.boss,
+      logger: deps.logger,
+      targets: registryRescueTargets({ outbound: outboundAfterRecover({ opsChatId: deps.config.OPS_CHAT_ID ?? null }) }),
+    }));
   return {
     async retryFailed(db, kind, ids) {
-      const moved = await requeueFailed(db, deps.boss, { table: kind, queue: QUEUE_OF[kind], ids, budget: deps.config.RETRY_MAX_ATTEMPTS });
+      const moved = await requeueFailed(db, deps.boss, { table: kind, queue: WORK_TYPES[kind].queue, ids, budget: deps.config.RETRY_MAX_ATTEMPTS });
       return moved.map((m) => ({ id: Number(m.id), state: m.state }));
     },
     async cancelPending(db, kind, ids) {
-      if (kind === 'inbox') throw new AdminError('RELAY_ADMIN_BAD_REQUEST', 'inbox updates cannot be cancelled');
-      const moved = await cancelPending(db, deps.boss, { table: kind, queue: QUEUE_OF[kind], ids });
+      if (WORK_TYPES[kind].model.cancelFrom.length === 0) throw new AdminError('RELAY_ADMIN_BAD_REQUEST', `${WORK_TYPES[kind].noun.many} cannot be cancelled`);
+      const moved = await cancelPending(db, deps.boss, { table: kind, queue: WORK_TYPES[kind].queue, ids });
       return moved.map((m) => ({ id: Number(m.id), state: m.state }));
     },
-    recoverStale: (kind, olderThanMs, workerId) =>
-      recoverStaleOnce({
-        pool: deps.pool,
-        boss: deps.boss,
-        kind: { queue: QUEUE_OF[kind], store: storeOf(kind) },
-        staleMs: olderThanMs,
-        maxAttempts: deps.config.RETRY_MAX_ATTEMPTS,
-        workerId,
-        logger: deps.logger,
-      }),
+    recoverStale: (kind, olderThanMs, workerId) => rescuerOf().rescue(kind, { staleMs: olderThanMs, maxAttempts: deps.config.RETRY_MAX_ATTEMPTS, workerId }),
     releaseQuarantined: (db, row) =>
       releaseQuarantinedUpdate(db, deps.boss, row, {
         allowedChatIds: new Set(deps.config.ALLOWED_CHAT_IDS.map(String)),

@@ -77,7 +77,8 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     // a path fastify cannot decode (FST_ERR_BAD_URL, bad percent-encoding) or a parameter over
     // maxParamLength: answered before any route, so in the API's error format here
     frameworkErrors: (err, _req, r) => {
-      const reply = r as unknown as FastifyReply;
+      // fastify types a framework error's reply by the (not yet known) route's schema: any reply will do
+      const reply = r as FastifyReply;
       void reply
         .code(400)
         .type('application/json; charset=utf-8')
@@ -150,5 +151,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
   if (opts.sandbox) await app.register(sandboxRoutes, { ctx, sandbox: opts.sandbox });
   await app.register(dashboardRoutes);
   await app.ready();
+  // the instance is typed by its pino logger and TypeBox provider; callers need only the plain
+  // FastifyInstance (inject, listen, close), which fastify's generics do not relate to it
   return app as unknown as FastifyInstance;
 }

@@ -1,4 +1,14 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifyTypeProvider,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
 import { RelayError } from '../errors/relay-error';
 
 /**
@@ -81,8 +91,9 @@ function send(reply: FastifyReply, status: number, body: Record<string, unknown>
 }
 
 /** Maps every error to the stable JSON shape; unexpected ones are logged and become a 500. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function installErrorHandlers(app: FastifyInstance<any, any, any, any, any>): void {
+export function installErrorHandlers<L extends FastifyBaseLogger, P extends FastifyTypeProvider>(
+  app: FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, L, P>,
+): void {
   app.setErrorHandler((err: FastifyError & { validationContext?: string }, request: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AdminError) {
       return send(reply, err.statusCode, { code: err.code, message: err.message, ...err.details });

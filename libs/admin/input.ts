@@ -17,13 +17,18 @@ import { AdminError } from './errors';
  */
 export const MAX_BODY_DEPTH = 32;
 
-/** Lone surrogate (String.prototype.isWellFormed is ES2024, not in our TypeScript lib). */
+/** String.prototype.isWellFormed: ES2024, not in our TypeScript lib, present from Node 20. */
+interface WellFormedCheck {
+  isWellFormed?: (this: string) => boolean;
+}
+
+/** Lone surrogate (the fallback where String.prototype.isWellFormed is missing). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Why a string cannot be accepted, or undefined when it is fine. */
 export function stringProblem(s: string): string | undefined {
   if (s.includes('\u0000')) return 'must not contain NUL (U+0000)';
-  const wellFormed = (s as unknown as { isWellFormed?: () => boolean }).isWellFormed;
+  const wellFormed: WellFormedCheck['isWellFormed'] = (String.prototype as WellFormedCheck).isWellFormed;
   if (wellFormed ? !wellFormed.call(s) : LONE_SURROGATE.test(s)) return 'must be well-formed Unicode (it holds a lone surrogate)';
   return undefined;
 }

@@ -1,7 +1,11 @@
-import { QUEUES, QueueName } from '../db/boss';
+import type { QueueName } from '../db/boss';
+import { WORK_TYPE_NAMES, WORK_TYPES, type WorkType, type WorkTypeName } from '../queue/work-types';
 
-/** The three kinds of work the admin API lists, retries and cancels, and the tables behind them. */
-export type ItemKind = 'captures' | 'outbound' | 'inbox';
+/**
+ * The work types the admin API lists, retries and cancels (the registry's, libs/queue/work-types.ts).
+ * The API calls them `kind` (`/v1/{kind}/…`); `ItemKind` is that name in this module.
+ */
+export type ItemKind = WorkTypeName;
 /** Everything a list/detail route serves: the work kinds plus quarantined updates. */
 export type ListKind = ItemKind | 'quarantine';
 
@@ -29,49 +33,30 @@ export interface KindSpec {
   noun: string;
 }
 
+/** A work type as the admin lists it: the registry's facts plus the list's own columns. */
+function workKind(t: WorkType, list: Pick<KindSpec, 'timeColumn' | 'chatColumns' | 'errorColumns'>): KindSpec {
+  return {
+    kind: t.name,
+    table: t.table,
+    subject: t.subject,
+    queue: t.queue,
+    states: t.model.states,
+    pendingState: t.model.pending,
+    doneState: t.model.done,
+    keyColumn: t.keyColumn,
+    noun: t.noun.one,
+    ...list,
+  };
+}
+
 export const KINDS: Record<ListKind, KindSpec> = {
-  captures: {
-    kind: 'captures',
-    table: 'relay.captures',
-    subject: 'capture',
-    queue: QUEUES.capture,
+  captures: workKind(WORK_TYPES.captures, { timeColumn: 'created_at', chatColumns: ['chat_id'], errorColumns: ['last_error', 'failed_reason'] }),
+  outbound: workKind(WORK_TYPES.outbound, {
     timeColumn: 'created_at',
-    states: ['pending', 'delivering', 'delivered', 'failed'],
-    pendingState: 'pending',
-    doneState: 'delivered',
-    chatColumns: ['chat_id'],
-    errorColumns: ['last_error', 'failed_reason'],
-    keyColumn: 'capture_key',
-    noun: 'capture',
-  },
-  outbound: {
-    kind: 'outbound',
-    table: 'relay.outbound',
-    subject: 'outbound',
-    queue: QUEUES.outbound,
-    timeColumn: 'created_at',
-    states: ['pending', 'delivering', 'delivered', 'failed'],
-    pendingState: 'pending',
-    doneState: 'delivered',
     chatColumns: ['chat_id', 'target_chat_id'],
     errorColumns: ['last_error', 'failed_reason'],
-    keyColumn: 'msg_id',
-    noun: 'outbound message',
-  },
-  inbox: {
-    kind: 'inbox',
-    table: 'relay.inbox',
-    subject: 'inbox',
-    queue: QUEUES.dispatch,
-    timeColumn: 'received_at',
-    states: ['pending', 'handled', 'failed'],
-    pendingState: 'pending',
-    doneState: 'handled',
-    chatColumns: ['chat_id'],
-    errorColumns: ['last_error'],
-    keyColumn: 'update_id',
-    noun: 'inbox update',
-  },
+  }),
+  inbox: workKind(WORK_TYPES.inbox, { timeColumn: 'received_at', chatColumns: ['chat_id'], errorColumns: ['last_error'] }),
   quarantine: {
     kind: 'quarantine',
     table: 'relay.quarantine',
@@ -85,4 +70,11 @@ export const KINDS: Record<ListKind, KindSpec> = {
   },
 };
 
-export const ITEM_KINDS: readonly ItemKind[] = ['captures', 'outbound', 'inbox'];
+export const ITEM_KINDS: readonly ItemKind[] = WORK_TYPE_NAMES;
+
+/** The work types' audit subjects as an SQL list of literals (constants from the registry). */
+export const WORK_SUBJECTS_SQL = ITEM_KINDS.map((k) => `'${WORK_TYPES[k].subject}'`).join(', ');
+/** The tables behind every list (work types and quarantine) by name in `relay`, as an SQL list of literals. */
+export const LIST_TABLES_SQL = Object.values(KINDS)
+  .map((k) => `'${k.table.replace('relay.', '')}'`)
+  .join(', ');

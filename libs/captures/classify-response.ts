@@ -29,7 +29,12 @@ export interface CaptureConfigEffect {
  * collector answers 200 without having received anything.
  * `backoffStep` is the number of configuration problems in a row (the backoff grows with it).
  */
-export function classifyCaptureResponse(status: number, headers: { get(name: string): string | null }, now: Date, backoffStep = 1): Outcome {
+export function classifyCaptureResponse(
+  status: number,
+  headers: { get(name: string): string | null },
+  now: Date,
+  backoffStep = 1,
+): Outcome<CaptureConfigEffect> {
   if (status >= 200 && status < 300) return Outcome.delivered({ status });
   const errorCode = `HTTP_${status}`;
   if (status === 408 || status === 429 || status >= 500) {
@@ -59,7 +64,7 @@ function captureConfigReason(status: number, location: string | null): string {
 }
 
 /** Network failure, timeout or abort → retry, with a stable code for the audit row. */
-export function classifyCaptureError(err: unknown, timedOut: boolean): Outcome {
+export function classifyCaptureError(err: unknown, timedOut: boolean): Outcome<CaptureConfigEffect> {
   if (timedOut) return Outcome.retry(undefined, { errorCode: 'TIMEOUT', error: 'collector did not answer within CAPTURE_TIMEOUT' });
   const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = e?.cause?.code ?? (e?.name === 'AbortError' ? 'ABORTED' : 'NETWORK_ERROR');

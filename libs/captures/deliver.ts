@@ -1,5 +1,6 @@
 import type { ClaimedJob, ClaimStore, JobContext, JobKind } from '../queue/job-kind';
-import { createClaimTableStore } from '../queue/claim-table-store';
+import { createClaimStore } from '../queue/claim-sql';
+import { CLAIM_TABLES } from '../queue/claim-tables';
 import { Outcome } from '../queue/outcome';
 import { inJobSpan } from '../queue/job-span';
 import { SpanKind } from '../observability/tracing';
@@ -22,34 +23,37 @@ export interface CaptureRow {
   traceparent?: string | null;
 }
 
-/** relay.captures as a claim table (the engine's generic claim/settle/heartbeat/recovery SQL). */
-export function createCaptureStore(opts: { opsChatId?: string | null } = {}): ClaimStore<CaptureRow & Record<string, unknown>> {
-  const base = createClaimTableStore<CaptureRow & Record<string, unknown>>({
-    subject: 'capture',
-    table: 'captures',
-    keyColumn: 'capture_key',
-    columns: ['capture_key', 'payload', 'payload_raw', 'update_id', 'chat_id', 'traceparent'],
-  });
-  return {
-    ...base,
+/** A claimed capture as the delivery reads it (plus the standard claim columns). */
+export type CaptureJobRow = CaptureRow & Record<string, unknown>;
+
+/** What a capture attempt hands to the settle transaction: a collector configuration problem. */
+export type CaptureEffects = CaptureConfigEffect;
+
+/**
+ * True for a capture attempt's effects. The capture store accepts any effects (`unknown`): tests and
+ * benches wrap it with kinds of their own, so it checks what it applies instead of trusting a type.
+ */
+function isCaptureEffects(fx: unknown): fx is CaptureEffects {
+  return typeof fx === 'object' && fx !== null && 'configProblem' in fx && typeof fx.configProblem === 'object' && fx.configProblem !== null;
+}
+
+/** relay.captures as a claim table (the engine's generated claim/settle/heartbeat/recovery SQL). */
+export function createCaptureStore(opts: { opsChatId?: string | null } = {}): ClaimStore<CaptureJobRow> {
+  return createClaimStore<CaptureJobRow>(CLAIM_TABLES.captures, {
+    columns: 't.capture_key, t.payload, t.payload_raw, t.update_id, t.chat_id, t.traceparent',
     // in the outcome transaction: a configuration problem is recorded (a new episode alerts once),
     // a delivery ends the episode
-    async settle(db, items, now) {
-      const settled = await base.settle(db, items, now);
-      const landed = new Set(settled.map((s) => s.claimId));
+    async effects(db, landed) {
       let problem: CaptureConfigEffect['configProblem'] | undefined;
       let delivered = false;
-      for (const item of items) {
-        if (!landed.has(item.claimId)) continue;
-        if (item.state === 'delivered') delivered = true;
-        const fx = item.effects as Partial<CaptureConfigEffect> | undefined;
-        if (fx?.configProblem) problem = fx.configProblem;
+      for (const { settlement } of landed) {
+        if (settlement.state === 'delivered') delivered = true;
+        if (isCaptureEffects(settlement.effects)) problem = settlement.effects.configProblem;
       }
       if (delivered) await configProblemClear(db, 'capture', '');
       else if (problem) await configProblemRecord(db, { component: 'capture', botId: '', ...problem }, { opsChatId: opts.opsChatId });
-      return settled;
     },
-  };
+  });
 }
 
 /**
@@ -60,7 +64,7 @@ export function createCaptureStore(opts: { opsChatId?: string | null } = {}): Cl
 export async function deliverCapture(
   row: CaptureRow,
   opts: { url: string; timeoutMs: number; signal?: AbortSignal; clock?: Clock; fetchImpl?: typeof fetch; backoffStep?: () => number },
-): Promise<Outcome> {
+): Promise<Outcome<CaptureEffects>> {
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
   let res: Response;
@@ -96,12 +100,12 @@ export function createCaptureKind(opts: {
   fetchImpl?: typeof fetch;
   /** OPS_CHAT_ID: where the alert of a collector configuration problem goes (else relay.outbound_settings). */
   opsChatId?: string | null;
-}): JobKind<CaptureRow & Record<string, unknown>> {
+}): JobKind<CaptureJobRow> {
   const streak = new ConfigStreak();
   return {
     queue: QUEUES.capture,
     store: createCaptureStore({ opsChatId: opts.opsChatId }),
-    async execute(job: ClaimedJob<CaptureRow & Record<string, unknown>>, ctx: JobContext) {
+    async execute(job: ClaimedJob<CaptureJobRow>, ctx: JobContext) {
       // the delivery joins the update's trace (stored by ingress)
       const span = {
         traceparent: job.row.traceparent,

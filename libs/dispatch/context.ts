@@ -66,8 +66,8 @@ export function callApiDirect<T = unknown>(
   opts: { signal?: AbortSignal } = {},
 ): Promise<T> {
   const telegram = 'telegram' in ctx ? ctx.telegram : ctx;
-  const routed = (telegram as unknown as { [DIRECT_CALL]?: Routed })[DIRECT_CALL];
-  if (!routed) return (telegram as unknown as { callApi: CallApi }).callApi(method, payload, opts) as Promise<T>;
+  const routed = DIRECT_CALL in telegram ? (telegram as Telegram & { [DIRECT_CALL]?: Routed })[DIRECT_CALL] : undefined;
+  if (!routed) return loose(telegram).callApi(method, payload, opts) as Promise<T>;
   const { direct } = routed;
   const state = routed.state();
   if (!state) return direct(method, payload, opts) as Promise<T>;
@@ -78,9 +78,17 @@ export function callApiDirect<T = unknown>(
   return direct(method, payload, { signal }) as Promise<T>;
 }
 
+/**
+ * telegraf types `callApi` per method name (and its payload per method); we pass any method name
+ * through (and replace the method on an instance), so we use it through this loose shape.
+ */
+function loose(telegram: Telegram): { callApi: CallApi } {
+  return telegram as unknown as { callApi: CallApi };
+}
+
 /** Replaces `telegram.callApi` on this instance so every call goes through the attempt's session. */
 export function routeTelegram(telegram: Telegram, state: () => DispatchState | undefined): void {
-  const t = telegram as unknown as { callApi: CallApi };
+  const t = loose(telegram);
   const original = t.callApi.bind(telegram);
   const direct: DirectCall = (method, payload, opts) => original(method, payload, opts);
   Object.defineProperty(telegram, DIRECT_CALL, { value: { direct, state } satisfies Routed, configurable: true });

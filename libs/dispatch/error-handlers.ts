@@ -6,8 +6,8 @@ import { CatchAllErrorHandlerError } from './errors';
  */
 export type ErrorHandlerResult = 'handled' | 'unhandled';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type ErrorClass<E> = abstract new (...args: any[]) => E;
+/** Any error class, whatever its constructor takes (`never[]`: every parameter list accepts it). */
+export type ErrorClass<E> = abstract new (...args: never[]) => E;
 
 /**
  * Typed as async (TypeScript widens `'handled'` to `string` in an async arrow checked against

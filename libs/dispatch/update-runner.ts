@@ -263,18 +263,19 @@ const ROUTE_METHODS: Record<string, number> = {
  * fails the update instead. Errors a middleware rethrows unchanged keep their origin.
  */
 function markRouteHandlers(bot: Telegraf<DispatchContext>): void {
-  const target = bot as unknown as Record<string, (...args: unknown[]) => unknown>;
   for (const [method, first] of Object.entries(ROUTE_METHODS)) {
-    const original = target[method];
-    if (typeof original !== 'function') continue;
-    target[method] = function (this: unknown, ...args: unknown[]) {
+    // the route methods by name (their signatures differ; only the handler arguments are wrapped)
+    const found: unknown = Reflect.get(bot, method);
+    if (typeof found !== 'function') continue;
+    const original = found as (...args: unknown[]) => unknown;
+    Reflect.set(bot, method, function (this: unknown, ...args: unknown[]) {
       const wrapped = args.map((a, i) =>
         i >= first && (typeof a === 'function' || (a && typeof (a as { middleware?: unknown }).middleware === 'function'))
           ? routeHandler(a as Middleware<DispatchContext>)
           : a,
       );
       return original.apply(bot, wrapped);
-    };
+    });
   }
 }
 

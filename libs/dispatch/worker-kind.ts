@@ -8,7 +8,7 @@ import type { JobLedger } from '../db/boss';
 import { botIdFromToken, ConfigError, type Config } from '../config';
 import type { Logger } from '../observability/logger';
 import { createOutboundReplyWriter } from '../outbound/replies';
-import { createDispatchKind } from './dispatch-kind';
+import { createDispatchKind, type CommitEffect } from './dispatch-kind';
 import { loadBotHandlers } from './handlers-module';
 import { createReplySink } from './reply-sink';
 import { createUpdateRunner, type UpdateRunner } from './update-runner';
@@ -18,7 +18,7 @@ import type { InboxClaimedRow } from './queries';
 export async function createDispatchKindFromConfig(
   config: Pick<Config, 'BOT_HANDLERS' | 'TELEGRAM_BOT_TOKEN' | 'TELEGRAM_API_ROOT' | 'HANDLER_TIMEOUT' | 'REPLY_MODE' | 'DISPATCH_ORDERING'>,
   deps: { boss: JobLedger; logger: Logger; cwd?: string },
-): Promise<JobKind<InboxClaimedRow> & { runner: UpdateRunner; close(): void }> {
+): Promise<JobKind<InboxClaimedRow, CommitEffect> & { runner: UpdateRunner }> {
   if (!config.BOT_HANDLERS) throw new ConfigError('BOT_HANDLERS is not set', [{ variable: 'BOT_HANDLERS', problem: 'required for update dispatch' }]);
   const token = config.TELEGRAM_BOT_TOKEN;
   if (!token) {
@@ -43,5 +43,5 @@ export async function createDispatchKindFromConfig(
     'update dispatch enabled',
   );
   const kind = createDispatchKind({ runner, handlerTimeoutMs: config.HANDLER_TIMEOUT, ordering: config.DISPATCH_ORDERING });
-  return Object.assign(kind, { runner, close: () => stop.abort() });
+  return { ...kind, runner, close: () => stop.abort() };
 }

@@ -138,8 +138,8 @@ async function writeUpdates(
   if (!w.fenced) throw new LeaseLostError(o.botId, o.cursor?.fence.generation ?? o.generation);
   if (w.conflicts.length > 0) throw new CaptureKeyConflictError(w.conflicts);
   if (w.dispatchJobs !== w.dispatchRows || w.captureJobs !== w.captures) {
-    // pg-boss's insert would have returned fewer rows too (a queue missing): enqueueJobs' check
-    throw Object.assign(new Error('pg-boss did not create all jobs of the batch (does the queue exist? run tg-relay migrate)'), {
+    // the ledger's insertJobs would have returned fewer rows too (a queue missing): enqueueJobs' check
+    throw Object.assign(new Error('the job ledger did not create all jobs of the batch (does the queue exist? run tg-relay migrate)'), {
       code: 'RELAY_ENQUEUE_FAILED',
     });
   }

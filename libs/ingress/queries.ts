@@ -249,7 +249,7 @@ export interface BatchWriteResult {
   fenced: boolean;
   /** New inbox rows (the others were already there). */
   stored: number;
-  /** New inbox rows that carry an update.dispatch job, and the jobs pg-boss's table took. */
+  /** New inbox rows that carry an update.dispatch job, and the ledger jobs created for them. */
   dispatchRows: number;
   dispatchJobs: number;
   /** New captures, and the capture.deliver jobs created for them. */
@@ -264,7 +264,7 @@ export interface BatchWriteResult {
  * trip between BEGIN and COMMIT instead of seven:
  *   cur   the fenced cursor advance (first: takes the cursor row lock; when it matches no row,
  *         every other step reads `exists (select from cur)` as false and writes nothing),
- *   ins   inbox rows if absent; a dispatched row carries its pg-boss job id (made here, in node),
+ *   ins   inbox rows if absent; a dispatched row carries its ledger job id (made here, in node),
  *   cin   the captures of the batch's authorized messages,
  *   cins  captures if absent (by capture_key), each with its job id,
  *   jobs  update.dispatch and capture.deliver job rows for the new inbox rows and captures, in one

@@ -15,7 +15,7 @@ export function createLogger(opts: { level?: string; name?: string; destination?
     serializers: {
       // pino's own serializer (type, message and stack with causes, own fields), redacted; a value
       // formatters.log already made plain is kept as it is
-      err: (err: unknown) => (err instanceof Error ? redactDeep({ ...(pino.stdSerializers.err(err) as unknown as Record<string, unknown>) }) : err),
+      err: (err: unknown) => (err instanceof Error ? redactDeep({ ...pino.stdSerializers.err(err) }) : err),
       // the message last of all: `log.error(err)` makes err.message the msg, format arguments are
       // interpolated into it — whatever the source, no token leaves in `msg`
       msg: (msg: unknown) => (typeof msg === 'string' ? redactToken(msg) : msg),

@@ -18,20 +18,25 @@ export function redactToken(text: string, token?: string): string {
  * (and cause), next to its own fields (code, status…).
  */
 export function redactDeep<T>(value: T, token?: string, depth = 0): T {
+  // the copy has the shape of the value (strings stay strings, arrays arrays, objects objects)
+  return redactCopy(value, token, depth) as T;
+}
+
+function redactCopy(value: unknown, token: string | undefined, depth: number): unknown {
   if (depth > 8) return value;
-  if (typeof value === 'string') return redactToken(value, token) as unknown as T;
-  if (Array.isArray(value)) return (value as unknown[]).map((v) => redactDeep(v, token, depth + 1)) as unknown as T;
+  if (typeof value === 'string') return redactToken(value, token);
+  if (Array.isArray(value)) return value.map((v: unknown) => redactCopy(v, token, depth + 1));
   if (value instanceof Error) {
     const out: Record<string, unknown> = { type: value.constructor?.name || value.name, message: redactToken(value.message, token) };
     if (value.stack) out.stack = redactToken(value.stack, token);
-    for (const [k, v] of Object.entries(value)) if (!(k in out)) out[k] = redactDeep(v, token, depth + 1);
-    if (value.cause !== undefined && !('cause' in out)) out.cause = redactDeep(value.cause, token, depth + 1);
-    return out as T;
+    for (const [k, v] of Object.entries(value)) if (!(k in out)) out[k] = redactCopy(v, token, depth + 1);
+    if (value.cause !== undefined && !('cause' in out)) out.cause = redactCopy(value.cause, token, depth + 1);
+    return out;
   }
   if (value && typeof value === 'object' && !(value instanceof Date)) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = redactDeep(v, token, depth + 1);
-    return out as T;
+    for (const [k, v] of Object.entries(value)) out[k] = redactCopy(v, token, depth + 1);
+    return out;
   }
   return value;
 }

@@ -3,7 +3,6 @@
  * $n parameters. The logic that every way in shares lives in SQL functions (sql/0004_outbound.sql).
  */
 import type { Queryable } from '../db/pool';
-import { ACTIVATE_SQL } from '../queue/queries';
 import type { OutboundMessage, OutboundState } from './message';
 import type { OutboundRow } from './send-message';
 
@@ -136,66 +135,32 @@ export async function outboundRatePenalize(
 const NOW = (n: number) => `coalesce($${n}::timestamptz, now())`;
 
 /**
- * Conditions under which a pending row (alias `o`) of bot $B may be claimed. Per-chat FIFO: only a
- * chat's head (no earlier pending or delivering row of the same (bot_id, target_chat_id), probed
- * through outbound_chat_fifo_idx) — so a later message never overtakes an earlier one, through
- * retries, 429s and replicas; a delivered or failed head releases the chat — and never while a
- * message of the chat is in flight (outbound_delivering_chat_idx; an operator's retry of a failed,
- * earlier message waits for it). With proactive rate
- * limiting also: the chat's next_at has come, and the bot is not blocked beyond the horizon (429).
+ * Conditions under which a pending row (alias `a`) of bot `bot` (a placeholder) may be claimed, on
+ * top of the engine's (pending, due; claim-sql.ts). Per-chat FIFO: only a chat's head (no earlier
+ * pending or delivering row of the same (bot_id, target_chat_id), probed through
+ * outbound_chat_fifo_idx) — so a later message never overtakes an earlier one, through retries,
+ * 429s and replicas; a delivered or failed head releases the chat — and never while a message of
+ * the chat is in flight (outbound_delivering_chat_idx; an operator's retry of a failed, earlier
+ * message waits for it). With proactive rate limiting (`horizon`, the placeholder of the horizon in
+ * ms) also: the chat's next_at has come, and the bot is not blocked beyond the horizon (429).
  */
-function claimable(b: number, rate: number | null): string {
-  const base = `o.bot_id = $${b} and o.state = 'pending'
+export function outboundClaimable(a: string, bot: string, horizon: string | null): string {
+  const base = `${a}.bot_id = ${bot}
      and not exists (select 1 from relay.outbound p
-                      where p.bot_id = o.bot_id and p.target_chat_id = o.target_chat_id
-                        and p.state in ('pending', 'delivering') and p.id < o.id)
+                      where p.bot_id = ${a}.bot_id and p.target_chat_id = ${a}.target_chat_id
+                        and p.state in ('pending', 'delivering') and p.id < ${a}.id)
      and not exists (select 1 from relay.outbound d
-                      where d.bot_id = o.bot_id and d.target_chat_id = o.target_chat_id and d.state = 'delivering')`;
-  if (rate === null) return base;
+                      where d.bot_id = ${a}.bot_id and d.target_chat_id = ${a}.target_chat_id and d.state = 'delivering')`;
+  if (horizon === null) return base;
   return `${base}
      and not exists (select 1 from relay.outbound_chat_rate r
-                      where r.bot_id = o.bot_id and r.chat_id = o.target_chat_id and r.next_at > clock_timestamp())
+                      where r.bot_id = ${a}.bot_id and r.chat_id = ${a}.target_chat_id and r.next_at > clock_timestamp())
      and not exists (select 1 from relay.outbound_bot_rate b
-                      where b.bot_id = $${b} and b.tat > clock_timestamp() + $${rate} * interval '1 millisecond')`;
+                      where b.bot_id = ${bot} and b.tat > clock_timestamp() + ${horizon} * interval '1 millisecond')`;
 }
 
-/** A row outboundClaimHeads returns: the whole relay.outbound row (id as text) under its new claim. */
+/** A claimed outbound row: the whole relay.outbound row (id as text) under its new claim. */
 export type OutboundClaimedRow = OutboundRow & { job_id: string | null; claim_id: string };
-
-/**
- * Claims up to `limit` due chat heads of the bot, oldest message first (outbound_pending_bot_id_idx)
- * → delivering under fresh claim
- * ids, and activates their ledger jobs, in one statement (as the engine's own claim does).
- */
-export async function outboundClaimHeads(
-  db: Queryable,
-  a: { botId: string; limit: number; workerId: string; now: Date | null; queue: string; rateLimited: boolean; horizonMs: number },
-): Promise<{ rows: OutboundClaimedRow[]; activated: number }> {
-  const { rows } = await db.query<OutboundClaimedRow & { activatedJobs?: number }>(
-    `with picked as (
-       select o.id from relay.outbound o
-        where ${claimable(4, a.rateLimited ? 6 : null)} and o.next_attempt_at <= ${NOW(3)}
-        order by o.id
-        limit $1
-        for update of o skip locked
-     ), claimed as (
-       update relay.outbound t
-          set state = 'delivering', attempts = t.attempts + 1, worker_id = $2, claim_id = gen_random_uuid(),
-              started_at = ${NOW(3)}, heartbeat_at = ${NOW(3)}, updated_at = now()
-         from picked
-        where t.id = picked.id
-       returning t.*
-     ), activated as (
-       ${ACTIVATE_SQL('$5', '(select job_id from claimed where job_id is not null)')}
-       returning 1
-     )
-     select claimed.*, claimed.id::text as id, (select count(*) from activated)::int as "activatedJobs" from claimed`,
-    a.rateLimited ? [a.limit, a.workerId, a.now, a.botId, a.queue, a.horizonMs] : [a.limit, a.workerId, a.now, a.botId, a.queue],
-  );
-  const activated = rows.length ? Number(rows[0].activatedJobs) : 0;
-  for (const r of rows) delete r.activatedJobs;
-  return { rows, activated };
-}
 
 /**
  * Milliseconds until a chat head of the bot becomes claimable (its next_attempt_at, its chat's

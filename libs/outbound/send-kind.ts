@@ -8,9 +8,11 @@
  */
 import type { Pool } from 'pg';
 import { QUEUES } from '../db/boss';
+import type { Queryable } from '../db/pool';
 import type { BotApiClient } from '../telegram/client';
 import { notifyWork } from '../queue/enqueue';
-import { createClaimTableStore } from '../queue/claim-table-store';
+import { createClaimStore, type Param } from '../queue/claim-sql';
+import { CLAIM_TABLES } from '../queue/claim-tables';
 import type { ClaimedJob, ClaimStore, JobContext, JobKind, RecoveredRow, SettledRow } from '../queue/job-kind';
 import { inJobSpan } from '../queue/job-span';
 import { SpanKind } from '../observability/tracing';
@@ -18,7 +20,7 @@ import { Outcome } from '../queue/outcome';
 import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
 import type { SendOutcome } from './classify-response';
 import {
-  outboundClaimHeads,
+  outboundClaimable,
   outboundCount429,
   outboundFailStaleAtMostOnce,
   outboundHasSuccessors,
@@ -64,53 +66,69 @@ export interface OutboundKindOptions {
   max429?: number;
 }
 
+/**
+ * What stale recovery adds for outbound (the rescuer applies it for the admin API and the workers
+ * alike): an at_most_once message whose worker died may have been sent, so it fails as
+ * `ambiguous` instead of going back to pending, and every recovered attempt is audited as
+ * `ambiguous`; then the alerts of messages that failed, and a NOTIFY when a chat is unblocked.
+ * Depends on the deployment's alert settings only, not on a bot or a rate limiter.
+ */
+export function outboundAfterRecover(opts: { opsChatId: string | null; alertsEnabled?: boolean }) {
+  return async (db: Queryable, rows: RecoveredRow[]): Promise<RecoveredRow[]> => {
+    const failedNow = new Set(
+      await outboundFailStaleAtMostOnce(
+        db,
+        rows.filter((r) => r.state === 'pending').map((r) => r.id),
+      ),
+    );
+    // The dead worker may have sent the message before it died: the recovered attempt's outcome is
+    // unknown, so its audit row says `ambiguous` (a send after it can be a duplicate), as for a
+    // connection dropped after the request was written.
+    const out = rows.map((r): RecoveredRow => ({ ...r, state: failedNow.has(r.id) ? 'failed' : r.state, label: 'ambiguous' }));
+    await outboundAfterFinal(db, out, opts);
+    return out;
+  };
+}
+
+/** Alerts for rows that just failed; a NOTIFY when a finished head lets its chat's next row go. */
+async function outboundAfterFinal(
+  db: Queryable,
+  rows: Pick<SettledRow, 'id' | 'state'>[],
+  opts: { opsChatId: string | null; alertsEnabled?: boolean },
+): Promise<void> {
+  const failed = rows.filter((r) => r.state === 'failed').map((r) => r.id);
+  if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opts.opsChatId);
+  const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
+  if (await outboundHasSuccessors(db, finished)) await notifyWork(db, QUEUES.outbound);
+}
+
 export function createOutboundClaimStore(opts: {
   botId: string;
   limiter: OutboundRateLimiter;
   opsChatId: string | null;
   horizonMs: number;
-  /** True while an at_most_once claim's request may be on the wire (see `release`). */
+  /** True while an at_most_once claim's request may be on the wire (see `releasable`). */
   sendingAtMostOnce?: (claimId: string) => boolean;
   /** META_ALERT_ON_DROP (default true). */
   alertsEnabled?: boolean;
-}): ClaimStore<OutboundRow> {
-  const base = createClaimTableStore<OutboundRow>({ subject: 'outbound', table: 'outbound', keyColumn: 'msg_id' });
+}): ClaimStore<OutboundRow, OutboundEffects> {
   const { botId, limiter, opsChatId, horizonMs } = opts;
   const rateLimited = limiter.limits.mode === 'proactive';
-  return {
-    ...base,
-    async claim(db, args) {
-      const { rows, activated } = await outboundClaimHeads(db, {
-        botId,
-        limit: args.limit,
-        workerId: args.workerId,
-        now: args.now,
-        queue: args.queue,
-        rateLimited,
-        horizonMs,
-      });
-      const withJob = rows.filter((r) => r.job_id).length;
-      if (activated !== withJob) args.onJobsOutOfStep?.(withJob, activated);
-      return rows.map((row): ClaimedJob<OutboundRow> => ({
-        id: String(row.id),
-        key: String(row.msg_id),
-        jobId: row.job_id ?? null,
-        claimId: row.claim_id,
-        attempt: Number(row.attempts),
-        maxAttempts: row.max_attempts ?? null,
-        row,
-      }));
-    },
+  const sending = opts.sendingAtMostOnce;
+  return createClaimStore<OutboundRow, OutboundEffects>(CLAIM_TABLES.outbound, {
+    // chat heads of this bot, ready for the rate limits, oldest message first (outbound_pending_bot_id_idx)
+    where: (p: Param) => outboundClaimable('c', p(botId), rateLimited ? p(horizonMs) : null),
+    order: 'c.id',
+    // the whole row
+    columns: '*',
     nextDueInMs: (db, now) => outboundNextDueInMs(db, { botId, now, rateLimited, horizonMs }),
-    async settle(db, items, now) {
-      const settled = await base.settle(db, items, now);
-      const landed = new Set(settled.map((s) => s.claimId));
+    async effects(db, landed) {
       const messageIds: { id: string; messageId: number }[] = [];
       let problem: OutboundEffects['configProblem'];
       let delivered = false;
-      for (const item of items) {
-        const fx = item.effects as OutboundEffects | undefined;
-        if (!fx || !landed.has(item.claimId)) continue;
+      for (const { settlement: item } of landed) {
+        const fx = item.effects;
+        if (!fx) continue;
         if (item.state === 'delivered') delivered = true;
         if (fx.configProblem) problem = fx.configProblem;
         if (fx.messageId !== undefined) messageIds.push({ id: item.id, messageId: fx.messageId });
@@ -122,45 +140,23 @@ export function createOutboundClaimStore(opts: {
       // the Bot API works again / answers as if misconfigured (no alert: it would go through the same Bot API)
       if (delivered) await configProblemClear(db, 'outbound', botId);
       else if (problem) await configProblemRecord(db, { component: 'outbound', botId, ...problem });
-      await afterFinal(db, settled);
-      return settled;
+      await outboundAfterFinal(
+        db,
+        landed.map((l) => l.row),
+        opts,
+      );
     },
     /**
      * Shutdown gives unfinished claims back as `pending`, but not an at_most_once message whose
      * request may already be on the wire: sending it again could deliver it twice. Such a row stays
-     * `delivering`; stale recovery then fails it as `ambiguous` (see recoverStale).
+     * `delivering`; stale recovery then fails it as `ambiguous` (see outboundAfterRecover).
      */
-    release(db, claims, now) {
-      const sending = opts.sendingAtMostOnce;
-      return base.release(db, sending ? claims.filter((c) => !sending(c.claimId)) : claims, now);
-    },
-    async recoverStale(db, args) {
-      const rows = await base.recoverStale(db, args);
-      const failedNow = new Set(
-        await outboundFailStaleAtMostOnce(
-          db,
-          rows.filter((r) => r.state === 'pending').map((r) => r.id),
-        ),
-      );
-      // The dead worker may have sent the message before it died: the recovered attempt's outcome is
-      // unknown, so its audit row says `ambiguous` (a send after it can be a duplicate), as for a
-      // connection dropped after the request was written.
-      const out = rows.map((r): RecoveredRow => ({ ...r, state: failedNow.has(r.id) ? 'failed' : r.state, label: 'ambiguous' }));
-      await afterFinal(db, out);
-      return out;
-    },
-  };
-
-  /** Alerts for rows that just failed; a NOTIFY when a finished head lets its chat's next row go. */
-  async function afterFinal(db: Parameters<ClaimStore['settle']>[0], rows: Pick<SettledRow, 'id' | 'state'>[]): Promise<void> {
-    const failed = rows.filter((r) => r.state === 'failed').map((r) => r.id);
-    if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opsChatId);
-    const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
-    if (await outboundHasSuccessors(db, finished)) await notifyWork(db, QUEUES.outbound);
-  }
+    releasable: sending ? (c) => !sending(c.claimId) : undefined,
+    afterRecover: outboundAfterRecover({ opsChatId, alertsEnabled: opts.alertsEnabled }),
+  });
 }
 
-export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundRow> {
+export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundRow, OutboundEffects> {
   const { pool, telegram, limiter } = opts;
   const botId = telegram.botId;
   const horizonMs = opts.horizonMs ?? RESERVE_HORIZON_MS_DEFAULT;
@@ -198,7 +194,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
       ),
   };
 
-  async function execute(job: ClaimedJob<OutboundRow>, ctx: JobContext): Promise<Outcome> {
+  async function execute(job: ClaimedJob<OutboundRow>, ctx: JobContext): Promise<Outcome<OutboundEffects>> {
     const row = job.row;
     const chatId = row.target_chat_id;
     const slot = await limiter.acquire(pool, row.bot_id, chatId, ctx.signal);
@@ -245,7 +241,12 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
 }
 
 /** SendOutcome → the engine's Outcome, with the effects the settle transaction applies. */
-export function toEngineOutcome(sent: SendOutcome, row: Pick<OutboundRow, 'bot_id' | 'target_chat_id' | 'delivery'>, waitedMs = 0, configStep = 1): Outcome {
+export function toEngineOutcome(
+  sent: SendOutcome,
+  row: Pick<OutboundRow, 'bot_id' | 'target_chat_id' | 'delivery'>,
+  waitedMs = 0,
+  configStep = 1,
+): Outcome<OutboundEffects> {
   const fx: OutboundEffects = { botId: row.bot_id, chatId: row.target_chat_id };
   const details: Record<string, unknown> = { chatId: row.target_chat_id };
   if (waitedMs > 0) details.rateWaitMs = Math.round(waitedMs);

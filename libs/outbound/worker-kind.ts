@@ -12,13 +12,13 @@ import { createBotApiClient } from '../telegram/client';
 import { normalizeChatId } from './message';
 import { outboundSettingsSave } from './queries';
 import { createOutboundRateLimiter } from './rate-limit';
-import { createOutboundKind } from './send-kind';
+import { createOutboundKind, type OutboundEffects } from './send-kind';
 import type { OutboundRow } from './send-message';
 
 export async function createOutboundKindFromConfig(
   config: Config,
   deps: { pool: Pool; logger: Logger; token: string; rateLimitMetrics?: RateLimitMetrics },
-): Promise<JobKind<OutboundRow> & { close(): void }> {
+): Promise<JobKind<OutboundRow, OutboundEffects>> {
   const telegram = createBotApiClient({
     token: deps.token,
     apiRoot: config.TELEGRAM_API_ROOT,
@@ -47,5 +47,5 @@ export async function createOutboundKindFromConfig(
     maxRetryAfterMs: config.OUTBOUND_MAX_RETRY_AFTER,
     max429: config.OUTBOUND_MAX_429,
   });
-  return Object.assign(kind, { close: () => telegram.close() });
+  return { ...kind, close: () => telegram.close() };
 }

@@ -15,7 +15,7 @@ import { OutcomeWriter } from './outcome-writer';
 import { attemptsInsert, AttemptRow } from './queries';
 import { decideSettlement, Decision } from './settlement';
 import { WakeSignal } from './signal';
-import { recoverStaleOnce } from './stale-recovery';
+import { createRescuer, rescueTargetOf, type Rescuer } from './rescuer';
 import type { WakeListener } from './wake-listener';
 
 /** Safety-net poll while idle: NOTIFY normally wakes the loop long before this. */
@@ -54,6 +54,8 @@ export interface KindWorkerDeps {
   outcomeWriters?: number;
   /** METRICS_PORT: claim and attempt timings (the rest is read from `stats` at scrape time). */
   metrics?: QueueMetrics;
+  /** The process's rescuer (createWorker shares one); default: one for this kind's table alone. */
+  rescuer?: Rescuer;
 }
 
 /** Heartbeat and stale-sweep period, and the heartbeat age at which a claim counts as stale. */
@@ -100,10 +102,10 @@ interface Held<Row> {
   ctl: AbortController;
   phase: Phase;
 }
-interface Finished<Row> {
+interface Finished<Row, Effects> {
   job: ClaimedJob<Row>;
-  outcome: Outcome;
-  decision: Decision;
+  outcome: Outcome<Effects>;
+  decision: Decision<Effects>;
   startedAt: Date;
   finishedAt: Date;
   durationMs: number;
@@ -120,7 +122,7 @@ interface Finished<Row> {
  * - heartbeats its claims, aborts jobs whose claim was lost, and sweeps stale claims of dead workers;
  * - every database error is caught, logged and retried with backoff: the loop never crashes.
  */
-export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps): KindWorker {
+export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps: KindWorkerDeps): KindWorker {
   const { pool, boss, workerId, config, clock } = deps;
   const logger = deps.logger.child({ queue: kind.queue });
   const pollMs = deps.pollIntervalMs ?? POLL_INTERVAL_MS_DEFAULT;
@@ -144,10 +146,11 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
   let crashed = false;
   const claimTimer = deps.metrics?.claimDuration.labels(kind.queue);
 
-  const writer = new OutcomeWriter<Finished<Row>>((batch) => writeOutcomes(batch), logger, deps.outcomeWriters ?? 2, {
+  const rescuer = deps.rescuer ?? createRescuer({ pool, boss, logger, clock, targets: [rescueTargetOf(kind)] });
+  const writer = new OutcomeWriter<Finished<Row, Effects>>((batch) => writeOutcomes(batch), logger, deps.outcomeWriters ?? 2, {
     // an outcome the database refuses (or whose kind effects throw) fails its own item, nothing else
     onUnwritable: (f, err) => {
-      const outcome = Outcome.terminal(`the attempt's outcome could not be written: ${shortError(err)}`, {
+      const outcome = Outcome.terminal<Effects>(`the attempt's outcome could not be written: ${shortError(err)}`, {
         errorCode: 'RELAY_OUTCOME_UNWRITABLE',
         error: shortError(err),
         details: { refusedOutcome: f.outcome.label ?? f.decision.auditOutcome, ...(f.outcome.errorCode ? { refusedErrorCode: f.outcome.errorCode } : {}) },
@@ -232,11 +235,11 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
       },
     };
     void (async () => {
-      let outcome: Outcome;
+      let outcome: Outcome<Effects>;
       try {
         outcome = await kind.execute(job, ctx);
       } catch (err) {
-        outcome = Outcome.retry(undefined, { errorCode: 'RELAY_HANDLER_THREW', error: shortError(err) });
+        outcome = Outcome.retry<Effects>(undefined, { errorCode: 'RELAY_HANDLER_THREW', error: shortError(err) });
       }
       if (h.phase === 'released') return; // given back at shutdown; its outcome is not ours to write
       h.phase = 'settling';
@@ -260,7 +263,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
 
   // ---- writing outcomes -------------------------------------------------------------------------
 
-  async function writeOutcomes(batch: Finished<Row>[]): Promise<void> {
+  async function writeOutcomes(batch: Finished<Row, Effects>[]): Promise<void> {
     const now = sqlNow(clock);
     let settled: SettledRow[] = [];
     await withTransaction(pool, async (db) => {
@@ -296,7 +299,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
     }
   }
 
-  function observeAttempt(m: QueueMetrics, f: Finished<Row>): void {
+  function observeAttempt(m: QueueMetrics, f: Finished<Row, Effects>): void {
     const state = f.decision.settlement.state;
     m.attemptDuration.observe({ queue: kind.queue, outcome: state === 'pending' ? 'retry' : state }, f.durationMs / 1000);
     if (f.outcome.status) {
@@ -305,7 +308,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
     }
   }
 
-  async function mirrorJobs(db: PoolClient, settled: SettledRow[], batch: Finished<Row>[]): Promise<void> {
+  async function mirrorJobs(db: PoolClient, settled: SettledRow[], batch: Finished<Row, Effects>[]): Promise<void> {
     const delivered = settled.filter((s) => s.state === 'delivered' && s.jobId).map((s) => s.jobId!);
     await bossJobsComplete(boss, db, kind.queue, delivered);
     const pending = settled.filter((s) => s.state === 'pending' && s.jobId);
@@ -325,7 +328,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
     for (const [reason, ids] of failedByReason) await bossJobsFail(boss, db, kind.queue, ids, { reason });
   }
 
-  function auditRow(f: Finished<Row>, landed: boolean, s: SettledRow | undefined): AttemptRow {
+  function auditRow(f: Finished<Row, Effects>, landed: boolean, s: SettledRow | undefined): AttemptRow {
     const { outcome, decision } = f;
     const details: Record<string, unknown> = { ...(outcome.details ?? {}) };
     if (decision.delayMs !== undefined) details.delayMs = decision.delayMs;
@@ -382,7 +385,7 @@ export function createKindWorker<Row>(kind: JobKind<Row>, deps: KindWorkerDeps):
 
   async function sweep(): Promise<number> {
     try {
-      const n = await recoverStaleOnce({ pool, boss, kind, staleMs: thresholdMs, maxAttempts: config.retry.maxAttempts, workerId, clock, logger });
+      const n = await rescuer.rescue(kind.queue, { staleMs: thresholdMs, maxAttempts: config.retry.maxAttempts, workerId });
       stats.recovered += n;
       if (n > 0) signal.notify();
       return n;

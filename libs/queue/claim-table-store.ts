@@ -1,10 +1,13 @@
-import type { AttemptSubject, ClaimedJob, ClaimStore } from './job-kind';
 import { escapeIdentifier } from 'pg';
-import { claimTable, tableClaim, tableHeartbeat, tableNextDueInMs, tableRecoverStale, tableRelease, tableSettle } from './queries';
+import { createClaimStore } from './claim-sql';
+import { CLAIM_TABLES } from './claim-tables';
+import type { AttemptSubject, ClaimStore } from './job-kind';
+import { WORK_TYPE_LIST } from './work-types';
 
 /**
- * The ClaimStore of a table with the standard claim columns (relay.captures, relay.outbound).
- * A kind with other needs (per-chat order, rate limits) can wrap it and replace `claim`.
+ * The ClaimStore of a registered work type's table with only extra columns (relay.captures,
+ * relay.outbound). Kept for callers of the earlier API; kinds build theirs with createClaimStore
+ * (claim-sql.ts) from the table's description.
  */
 export function createClaimTableStore<Row extends object>(opts: {
   subject: AttemptSubject;
@@ -14,32 +17,8 @@ export function createClaimTableStore<Row extends object>(opts: {
   /** Further columns the job needs in `row` (id, key, job_id, claim_id, attempts, max_attempts always come). */
   columns?: string[];
 }): ClaimStore<Row> {
-  const t = claimTable(opts.schema ?? 'relay', opts.table, opts.keyColumn);
+  const type = WORK_TYPE_LIST.find((t) => t.table === `${opts.schema ?? 'relay'}.${opts.table}` && t.keyColumn === opts.keyColumn);
+  if (!type) throw new Error(`${opts.schema ?? 'relay'}.${opts.table} is not a registered work type's table`);
   const columns = (opts.columns ?? []).map((c) => `t.${escapeIdentifier(c)}`).join(', ');
-  return {
-    subject: opts.subject,
-    activatesJobs: true,
-    async claim(db, args) {
-      const { rows, activated } = await tableClaim(db, t, { ...args, columns });
-      const withJob = rows.filter((r) => r.job_id).length;
-      if (activated !== withJob) args.onJobsOutOfStep?.(withJob, activated);
-      return rows.map((r): ClaimedJob<Row> => {
-        const { claimKey, ...row } = r;
-        return {
-          id: String(row.id),
-          key: String(claimKey),
-          jobId: row.job_id ?? null,
-          claimId: row.claim_id,
-          attempt: Number(row.attempts),
-          maxAttempts: row.max_attempts ?? null,
-          row: row as Row,
-        };
-      });
-    },
-    nextDueInMs: (db, now) => tableNextDueInMs(db, t, now),
-    settle: (db, items, now) => tableSettle(db, t, items, now),
-    heartbeat: (db, claims, now) => tableHeartbeat(db, t, claims, now),
-    recoverStale: (db, args) => tableRecoverStale(db, t, args),
-    release: (db, claims, now) => tableRelease(db, t, claims, now),
-  };
+  return createClaimStore<Row>(CLAIM_TABLES[type.name], { columns: columns || undefined });
 }

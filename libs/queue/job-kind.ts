@@ -3,8 +3,10 @@ import type { Queryable } from '../db/pool';
 import type { QueueName } from '../db/boss';
 import type { Outcome } from './outcome';
 
-/** `relay.attempts.subject` values written by workers. */
-export type AttemptSubject = 'capture' | 'outbound' | 'inbox';
+import type { WorkSubject } from './work-types';
+
+/** `relay.attempts.subject` values written by workers (the work-type registry's subjects). */
+export type AttemptSubject = WorkSubject;
 
 /** One job this worker holds: its domain row is `delivering` under `claimId`. */
 export interface ClaimedJob<Row = Record<string, unknown>> {
@@ -33,7 +35,7 @@ export interface ClaimRef {
 /** The state a settled row moves to. */
 export type SettledState = 'delivered' | 'pending' | 'failed';
 
-export interface Settlement {
+export interface Settlement<Effects = unknown> {
   id: string;
   claimId: string;
   state: SettledState;
@@ -44,8 +46,8 @@ export interface Settlement {
   failedReason?: string;
   /** For `pending`: the attempt is given back (attempts - 1), as for a rate limit. */
   uncounted?: boolean;
-  /** The outcome's kind-specific `effects`, for a kind's own settle to apply (see AttemptInfo). */
-  effects?: unknown;
+  /** The outcome's kind-specific `effects`, for the kind's effects step to apply (see AttemptInfo). */
+  effects?: Effects;
 }
 
 export interface SettledRow {
@@ -75,7 +77,7 @@ export interface RecoveredRow {
  * How a job kind keeps its domain rows. Every method runs on the caller's transaction client, so the
  * engine can move the ledger job in the same transaction. `now` is null for the database clock.
  */
-export interface ClaimStore<Row = Record<string, unknown>> {
+export interface ClaimStore<Row = Record<string, unknown>, Effects = unknown> {
   readonly subject: AttemptSubject;
   /**
    * True when `claim` also moves the claimed rows' ledger jobs to `active` itself (in the same
@@ -93,8 +95,11 @@ export interface ClaimStore<Row = Record<string, unknown>> {
   ): Promise<ClaimedJob<Row>[]>;
   /** Milliseconds until the earliest pending row is due (0 if due now), or null if none is pending. */
   nextDueInMs(db: Queryable, now: Date | null): Promise<number | null>;
-  /** Applies outcomes; a row whose claim was lost (fenced) is left alone and not returned. */
-  settle(db: Queryable, items: Settlement[], now: Date | null): Promise<SettledRow[]>;
+  /**
+   * Applies outcomes, then the kind's effects step for those whose claim still held; a row whose
+   * claim was lost (fenced) is left alone and not returned.
+   */
+  settle(db: Queryable, items: Settlement<Effects>[], now: Date | null): Promise<SettledRow[]>;
   /** Refreshes the heartbeat of claims; returns the claim ids still held. */
   heartbeat(db: Queryable, claims: ClaimRef[], now: Date | null): Promise<string[]>;
   /** `delivering` rows without a heartbeat for `staleMs` → `pending` (or `failed` once the budget is spent). */
@@ -111,17 +116,30 @@ export interface JobContext {
 }
 
 /**
- * A job kind plugged into the engine (capture.deliver, later update.dispatch and outbound.send).
- * The engine owns claiming, concurrency, heartbeats, backoff, budgets, stale recovery, fencing,
- * audit rows and the ledger job mirroring each row; the kind owns its domain rows and what one attempt does.
+ * A job kind: the engine plugin that runs one work type (see work-types.ts) in a worker process —
+ * capture.deliver, outbound.send, update.dispatch. The engine owns claiming, concurrency,
+ * heartbeats, backoff, budgets, stale recovery, fencing, audit rows and the ledger job mirroring
+ * each row; the kind owns its domain rows (its claim store) and what one attempt does.
+ *
+ * `Row` is the claimed row as `execute` reads it; `Effects` is what an attempt hands to the
+ * store's effects step (applied in the outcome transaction, only if the claim still holds).
  */
-export interface JobKind<Row = Record<string, unknown>> {
+export interface JobKind<Row = Record<string, unknown>, Effects = unknown> {
   /** Ledger queue carrying the kind (also the NOTIFY payload that wakes it). */
   readonly queue: QueueName;
-  readonly store: ClaimStore<Row>;
+  readonly store: ClaimStore<Row, Effects>;
   /**
    * One attempt. Expected failures are returned as Retry/Terminal values; a throw is treated as a
    * retryable failure with code RELAY_HANDLER_THREW.
    */
-  execute(job: ClaimedJob<Row>, ctx: JobContext): Promise<Outcome>;
+  execute(job: ClaimedJob<Row>, ctx: JobContext): Promise<Outcome<Effects>>;
+  /** Frees what the kind holds (HTTP agents, background tasks) after its claim loop stopped. */
+  close?(): void | Promise<void>;
 }
+
+/**
+ * A job kind with its row and effect types erased, for lists of different kinds (the worker's).
+ * Sound because the engine only ever passes a kind's own rows and outcomes back to it; the methods'
+ * parameters are bivariant, so any `JobKind<Row, Effects>` is assignable.
+ */
+export type AnyJobKind = JobKind<unknown, unknown>;

@@ -20,11 +20,11 @@ import {
 } from '../observability/tracing';
 import type { Outcome } from './outcome';
 
-export async function inJobSpan(
+export async function inJobSpan<Effects>(
   name: string,
   opts: { traceparent: unknown; kind: SpanKind; attributes: Attributes },
-  run: (span: Span) => Promise<Outcome>,
-): Promise<Outcome> {
+  run: (span: Span) => Promise<Outcome<Effects>>,
+): Promise<Outcome<Effects>> {
   if (!tracingEnabled()) return run(NOOP_SPAN);
   const parent = contextFromTraceparent(opts.traceparent);
   const span = tracer().startSpan(name, { kind: opts.kind, attributes: opts.attributes }, parent);

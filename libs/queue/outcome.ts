@@ -3,7 +3,7 @@
  * The engine turns it into a state change: Delivered → `delivered`; Retry → back to `pending` with
  * `next_attempt_at` (or `failed` once the attempt budget is spent); Terminal → `failed` at once.
  */
-export interface AttemptInfo {
+export interface AttemptInfo<Effects = unknown> {
   /** HTTP status (or API error code) the remote side answered with, if any. */
   status?: number;
   /** Stable short code: `HTTP_503`, `ETIMEDOUT`, `ECONNREFUSED`, `RELAY_HANDLER_THREW`… */
@@ -18,17 +18,18 @@ export interface AttemptInfo {
    */
   label?: string;
   /**
-   * Kind-specific facts the kind's own `settle` applies in the outcome transaction (handed over as
-   * `Settlement.effects`), e.g. a Telegram message id. Applied only if the claim still holds.
+   * Kind-specific facts the kind's effects step applies in the outcome transaction (handed over as
+   * `Settlement.effects`, typed by the kind's `Effects`), e.g. a Telegram message id. Applied only
+   * if the claim still holds.
    */
-  effects?: unknown;
+  effects?: Effects;
 }
 
-export interface Delivered extends AttemptInfo {
+export interface Delivered<Effects = unknown> extends AttemptInfo<Effects> {
   type: 'delivered';
 }
 
-export interface Retry extends AttemptInfo {
+export interface Retry<Effects = unknown> extends AttemptInfo<Effects> {
   type: 'retry';
   /** The remote side asked for this delay (Retry-After); overrides the computed backoff. */
   afterMs?: number;
@@ -45,20 +46,21 @@ export interface Retry extends AttemptInfo {
   backoffStep?: number;
 }
 
-export interface Terminal extends AttemptInfo {
+export interface Terminal<Effects = unknown> extends AttemptInfo<Effects> {
   type: 'terminal';
   /** Why it can never succeed; stored in `failed_reason`. */
   reason: string;
 }
 
-export type Outcome = Delivered | Retry | Terminal;
+/** `Effects`: what the job kind's effects step receives (see JobKind). */
+export type Outcome<Effects = unknown> = Delivered<Effects> | Retry<Effects> | Terminal<Effects>;
 
 export const Outcome = {
-  delivered: (info: AttemptInfo = {}): Delivered => ({ type: 'delivered', ...info }),
-  retry: (afterMs?: number, info: AttemptInfo & { uncounted?: boolean; backoffStep?: number } = {}): Retry => ({
+  delivered: <E = unknown>(info: AttemptInfo<E> = {}): Delivered<E> => ({ type: 'delivered', ...info }),
+  retry: <E = unknown>(afterMs?: number, info: AttemptInfo<E> & { uncounted?: boolean; backoffStep?: number } = {}): Retry<E> => ({
     type: 'retry',
     ...(afterMs === undefined ? {} : { afterMs }),
     ...info,
   }),
-  terminal: (reason: string, info: AttemptInfo = {}): Terminal => ({ type: 'terminal', reason, ...info }),
+  terminal: <E = unknown>(reason: string, info: AttemptInfo<E> = {}): Terminal<E> => ({ type: 'terminal', reason, ...info }),
 };

@@ -4,8 +4,8 @@ import type { Outcome } from './outcome';
 import type { AttemptRow } from './queries';
 
 /** What the engine writes for one finished attempt: the row's next state and its audit row. */
-export interface Decision {
-  settlement: Settlement;
+export interface Decision<Effects = unknown> {
+  settlement: Settlement<Effects>;
   /** The audit row's outcome (the outcome's `label` wins, see claim-loop). */
   auditOutcome: AttemptRow['outcome'];
   /** For retries: the delay chosen and whether the remote side imposed it. */
@@ -19,7 +19,7 @@ export interface Decision {
  * attempt was the last of the budget (the row's max_attempts, else RETRY_MAX_ATTEMPTS). An
  * uncounted Retry (rate limit) is pending after its own delay and never spends the budget.
  */
-export function decideSettlement(job: ClaimedJob<unknown>, outcome: Outcome, policy: BackoffPolicy, random?: () => number): Decision {
+export function decideSettlement<E>(job: ClaimedJob<unknown>, outcome: Outcome<E>, policy: BackoffPolicy, random?: () => number): Decision<E> {
   const base = {
     id: job.id,
     claimId: job.claimId,

@@ -6,7 +6,8 @@ import type { Logger } from '../observability/logger';
 import type { QueueMetrics } from '../observability/metrics';
 import { createKindWorker, EngineConfig, KindWorker } from './claim-loop';
 import type { Clock } from './clock';
-import type { JobKind } from './job-kind';
+import type { AnyJobKind } from './job-kind';
+import { createRescuer, rescueTargetOf } from './rescuer';
 import { createWakeListener, WakeListener } from './wake-listener';
 
 /** `host:pid:random` — unique per process, readable in relay.*.worker_id and relay.attempts. */
@@ -32,7 +33,7 @@ export function createWorker(opts: {
   logger: Logger;
   /** For the dedicated LISTEN connection. */
   databaseUrl: string;
-  kinds: JobKind<unknown>[];
+  kinds: AnyJobKind[];
   config: EngineConfig;
   workerId?: string;
   clock?: Clock;
@@ -53,6 +54,8 @@ export function createWorker(opts: {
     opts.listen === false || opts.kinds.length === 0
       ? undefined
       : createWakeListener({ url: opts.databaseUrl, logger, applicationName: 'tg-relay:worker-listen' });
+  // one rescuer for the process: each claim loop sweeps its own table through it
+  const rescuer = createRescuer({ pool: opts.pool, boss: opts.boss, logger, clock: opts.clock, targets: opts.kinds.map(rescueTargetOf) });
   const kinds = opts.kinds.map((kind) =>
     createKindWorker(kind, {
       pool: opts.pool,
@@ -67,6 +70,7 @@ export function createWorker(opts: {
       claimBatchMax: opts.claimBatchMax,
       outcomeWriters: opts.outcomeWriters,
       metrics: opts.metrics,
+      rescuer,
       onCrash: opts.onCrash && ((err) => opts.onCrash!(kind.queue, err)),
     }),
   );

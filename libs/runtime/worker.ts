@@ -10,7 +10,7 @@ import type { Logger } from '../observability/logger';
 import { queueMetrics, rateLimitMetrics } from '../observability/metrics';
 import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
 import { createCaptureKind } from '../captures/deliver';
-import { createWorker, JobKind, newWorkerId } from '../queue';
+import { AnyJobKind, createWorker, newWorkerId } from '../queue';
 import { staleTiming } from '../queue/claim-loop';
 import { createOutboundKindFromConfig } from '../outbound/worker-kind';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
@@ -32,9 +32,9 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
   const workerId = newWorkerId();
   const timeouts = timeoutsFromConfig(config);
   const pool = createPool(opts.databaseUrl, { max: 10, applicationName: 'tg-relay:worker', timeouts });
-  const kinds: JobKind<unknown>[] = [];
+  const kinds: AnyJobKind[] = [];
   const closeAll = async () => {
-    for (const k of kinds) (k as { close?: () => void }).close?.();
+    for (const k of kinds) await k.close?.();
     await pool.end().catch(() => undefined);
   };
   try {

@@ -8,6 +8,7 @@ import type { AdminContext } from '../context';
 import { currentTraceparent, inSpan, isValidTraceparent, trace } from '../../observability/tracing';
 import { AdminError, notFound } from '../errors';
 import { ITEM_KINDS, ItemKind, KINDS } from '../kinds';
+import { WORK_TYPES } from '../../queue/work-types';
 import { auditInsert, ListFilter, itemLock, itemsSelectFailed, quarantineLock, quarantineResolve } from '../queries';
 import { BotIdFilter, CHANNEL_PATTERN, CHAT_ID_PATTERN, chatFilterFor, ErrorText, errors, IdParams, TelegramId } from '../schemas';
 
@@ -185,7 +186,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       },
     );
 
-    if (kind !== 'inbox') {
+    if (WORK_TYPES[kind].model.cancelFrom.length > 0) {
       app.post(
         `/v1/${kind}/:id/cancel`,
         {

@@ -1,6 +1,7 @@
 /**
  * The admin API's responses as the dashboard reads them. Shared by the browser code (src/, its own
- * tsconfig with DOM types) and the Node side, so it imports nothing but the light schema module.
+ * tsconfig with DOM types) and the Node side, so it imports nothing but the light schema module and
+ * the dependency-free work-type registry.
  * List and detail rows come from the route schemas themselves; the stats and time-series shapes
  * are written out here (their server modules pull in the database layer) and
  * test/unit/admin-ui/api-types.test.ts makes `npm run typecheck` fail if they drift apart.
@@ -18,8 +19,9 @@ import type {
   QuarantineDetail as QuarantineDetailSchema,
   QuarantineSummary,
 } from '../schemas';
+import type { WorkTypeName } from '../../queue/work-types';
 
-export type ItemKind = 'captures' | 'outbound' | 'inbox';
+export type ItemKind = WorkTypeName;
 export type ListKind = ItemKind | 'quarantine';
 
 export type AttemptRow = Static<typeof Attempt>;

@@ -187,6 +187,65 @@
     return JSON.stringify(value2, null, 2);
   }
 
+  // libs/queue/work-types.ts
+  var WORK_TYPE_NAMES = ["captures", "outbound", "inbox"];
+  var CLAIM_TABLE_MODEL = {
+    states: ["pending", "delivering", "delivered", "failed"],
+    pending: "pending",
+    claimed: "delivering",
+    claimMarksState: true,
+    done: "delivered",
+    failed: "failed",
+    terminal: ["delivered", "failed"],
+    retryFrom: ["failed"],
+    cancelFrom: ["pending"],
+    recoverable: true
+  };
+  var WORK_TYPES = {
+    captures: {
+      name: "captures",
+      queue: "capture.deliver",
+      table: "relay.captures",
+      subject: "capture",
+      keyColumn: "capture_key",
+      model: CLAIM_TABLE_MODEL,
+      noun: { one: "capture", many: "captures" },
+      title: "Captures"
+    },
+    outbound: {
+      name: "outbound",
+      queue: "outbound.send",
+      table: "relay.outbound",
+      subject: "outbound",
+      keyColumn: "msg_id",
+      model: CLAIM_TABLE_MODEL,
+      noun: { one: "outbound message", many: "outbound messages" },
+      title: "Outbound"
+    },
+    inbox: {
+      name: "inbox",
+      queue: "update.dispatch",
+      table: "relay.inbox",
+      subject: "inbox",
+      keyColumn: "update_id",
+      model: {
+        states: ["pending", "handled", "failed"],
+        pending: "pending",
+        claimed: "pending",
+        claimMarksState: false,
+        done: "handled",
+        failed: "failed",
+        terminal: ["handled", "failed"],
+        retryFrom: ["failed"],
+        cancelFrom: [],
+        recoverable: true
+      },
+      noun: { one: "inbox update", many: "inbox updates" },
+      title: "Inbox"
+    }
+  };
+  var WORK_TYPE_LIST = WORK_TYPE_NAMES.map((n) => WORK_TYPES[n]);
+
   // libs/admin/ui/src/kinds.ts
   function stateBadge(state) {
     return h("span", { class: `badge state-${state}` }, state);
@@ -196,14 +255,17 @@
     return text2 ? h("span", { class: "error-text", title: text2 }, text2) : "—";
   };
   var time = (iso) => h("time", { datetime: iso ?? "" }, fmtTime(iso));
+  var fromRegistry = (t) => ({
+    title: t.title,
+    noun: t.noun.one,
+    states: t.model.states,
+    retry: t.model.retryFrom.length > 0,
+    cancel: t.model.cancelFrom.length > 0
+  });
   var KIND_VIEWS = {
     captures: {
-      title: "Captures",
-      noun: "capture",
-      states: ["pending", "delivering", "delivered", "failed"],
+      ...fromRegistry(WORK_TYPES.captures),
       chat: true,
-      retry: true,
-      cancel: true,
       timeLabel: "Created",
       columns: [
         { label: "Created", cell: (r) => time(r.created_at) },
@@ -216,12 +278,8 @@
       ]
     },
     outbound: {
-      title: "Outbound",
-      noun: "outbound message",
-      states: ["pending", "delivering", "delivered", "failed"],
+      ...fromRegistry(WORK_TYPES.outbound),
       chat: true,
-      retry: true,
-      cancel: true,
       timeLabel: "Created",
       columns: [
         { label: "Created", cell: (r) => time(r.created_at) },
@@ -235,12 +293,8 @@
       ]
     },
     inbox: {
-      title: "Inbox",
-      noun: "inbox update",
-      states: ["pending", "handled", "failed"],
+      ...fromRegistry(WORK_TYPES.inbox),
       chat: true,
-      retry: true,
-      cancel: false,
       timeLabel: "Received",
       columns: [
         { label: "Received", cell: (r) => time(r.received_at) },

@@ -1,6 +1,8 @@
 import { Child, h } from './dom';
 import { fmtTime } from './format';
 import type { ListKind, Summaries } from '../api-types';
+// the work-type registry itself (dependency-free), bundled: names, nouns, states, allowed actions
+import { WORK_TYPES, type WorkType } from '../../../queue/work-types';
 
 /** A state as text in a badge (never colour alone). */
 export function stateBadge(state: string): HTMLElement {
@@ -35,14 +37,19 @@ const err = (row: { failed_reason?: string | null; last_error?: string | null })
 
 const time = (iso: string | null) => h('time', { datetime: iso ?? '' }, fmtTime(iso));
 
+/** A work type's view facts from the registry: title, noun, states, whether retry and cancel exist. */
+const fromRegistry = (t: WorkType) => ({
+  title: t.title,
+  noun: t.noun.one,
+  states: t.model.states,
+  retry: t.model.retryFrom.length > 0,
+  cancel: t.model.cancelFrom.length > 0,
+});
+
 export const KIND_VIEWS: { [K in ListKind]: KindView<K> } = {
   captures: {
-    title: 'Captures',
-    noun: 'capture',
-    states: ['pending', 'delivering', 'delivered', 'failed'],
+    ...fromRegistry(WORK_TYPES.captures),
     chat: true,
-    retry: true,
-    cancel: true,
     timeLabel: 'Created',
     columns: [
       { label: 'Created', cell: (r) => time(r.created_at) },
@@ -55,12 +62,8 @@ export const KIND_VIEWS: { [K in ListKind]: KindView<K> } = {
     ],
   },
   outbound: {
-    title: 'Outbound',
-    noun: 'outbound message',
-    states: ['pending', 'delivering', 'delivered', 'failed'],
+    ...fromRegistry(WORK_TYPES.outbound),
     chat: true,
-    retry: true,
-    cancel: true,
     timeLabel: 'Created',
     columns: [
       { label: 'Created', cell: (r) => time(r.created_at) },
@@ -74,12 +77,8 @@ export const KIND_VIEWS: { [K in ListKind]: KindView<K> } = {
     ],
   },
   inbox: {
-    title: 'Inbox',
-    noun: 'inbox update',
-    states: ['pending', 'handled', 'failed'],
+    ...fromRegistry(WORK_TYPES.inbox),
     chat: true,
-    retry: true,
-    cancel: false,
     timeLabel: 'Received',
     columns: [
       { label: 'Received', cell: (r) => time(r.received_at) },

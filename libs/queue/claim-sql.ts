@@ -1,0 +1,280 @@
+/**
+ * The claim/settle/heartbeat/release/recover-stale/next-due SQL of every work type, generated once
+ * from its table description (claim-tables.ts) and a claim variant (the kind's extra claim rule,
+ * e.g. the per-chat ordering of the inbox and of outbound). One function builds each statement; a
+ * ClaimStore (createClaimStore) wraps them with the kind's typed effects step.
+ *
+ * Statements are built once per store (the variant is fixed at creation); values only as $n
+ * parameters; table and column names are escaped constants, never input.
+ * Times: `$now` is the injected clock's time, or null for the database's now() (see clock.ts).
+ */
+import type { Queryable } from '../db/pool';
+import { query, statement } from '../db/query';
+import type { ClaimTableDescription } from './claim-tables';
+import { safeText } from './errors';
+import type { ClaimedJob, ClaimRef, ClaimStore, RecoveredRow, SettledRow, Settlement } from './job-kind';
+import { ACTIVATE_SQL, STORED_ERROR_MAX } from './queries';
+
+const now = (n: number) => `coalesce($${n}::timestamptz, now())`;
+const safeError = (s: string | null | undefined): string | null => (s === null || s === undefined ? null : safeText(String(s), STORED_ERROR_MAX));
+
+/** Registers a parameter value and returns its placeholder (`$n`). */
+export type Param = (value: unknown) => string;
+
+/** A kind's rule on top of its table's: which pending rows it may claim, and in which order. */
+export interface ClaimVariant {
+  /**
+   * Extra condition on the candidate row (alias `c`), for the claim and the next-due query alike,
+   * e.g. the bot, the chat head rule, the rate limits. Values through `p`.
+   */
+  where?: (p: Param) => string;
+  /** Claim order (alias `c`); default oldest due first: `c.next_attempt_at, c.id`. */
+  order?: string;
+  /**
+   * The kind's columns of the claimed row (alias `t`), after the standard ones (id, job_id,
+   * claim_id, attempts, and max_attempts where the table has it), e.g. `t.payload`; or `*` for the
+   * whole row (id as text).
+   */
+  columns?: string;
+  /** Extra columns of settled rows (alias `t`) for the effects step, e.g. whether a chat has followers. */
+  settledColumns?: string;
+}
+
+/** A claimed row as a kind receives it by default: the standard claim columns, then the variant's. */
+export interface ClaimedColumns {
+  /** bigint, as text. */
+  id: string;
+  job_id: string | null;
+  claim_id: string;
+  attempts: number;
+  max_attempts?: number | null;
+  [column: string]: unknown;
+}
+
+/** What the claim statement returns: the business key, and the claimed columns. */
+export interface ClaimedTableRow extends ClaimedColumns {
+  claimKey: string;
+}
+
+type SettledTableRow = SettledRow & Record<string, unknown>;
+
+function params(first: number): { p: Param; values: unknown[] } {
+  const values: unknown[] = [];
+  return { p: (v) => `$${first + values.push(v) - 1}`, values };
+}
+
+/** The generated statements of one table and variant (exported for the tests and benches that print them). */
+export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) {
+  const m = t.workType.model;
+  const claimed = `'${m.claimed}'`;
+  // a claimed row: in the claimed state, or (inbox) pending with a claim id
+  const unclaimedPending = m.claimMarksState ? `c.state = 'pending'` : `c.state = 'pending' and c.claim_id is null`;
+  const budget = t.budgetColumn ? `coalesce(t.${t.budgetColumn}, $4)` : '$4';
+
+  const claimParams = params(5);
+  const claimWhere = v.where?.(claimParams.p);
+  const claim = statement<ClaimedTableRow & { activatedJobs?: number }>(
+    `with picked as (
+       select c.id from ${t.table} c
+        where ${unclaimedPending} and c.next_attempt_at <= ${now(3)}${claimWhere ? ` and ${claimWhere}` : ''}
+        order by ${v.order ?? 'c.next_attempt_at, c.id'}
+        limit $1
+        for update of c skip locked
+     ), claimed as (
+       update ${t.table} t
+          set ${m.claimMarksState ? `state = ${claimed}, ` : ''}attempts = t.attempts + 1, worker_id = $2, claim_id = gen_random_uuid(),
+              started_at = ${now(3)}, heartbeat_at = ${now(3)}, updated_at = now()
+         from picked
+        where t.id = picked.id
+       returning ${
+         v.columns === '*'
+           ? `t.*, t.${t.key}::text as "claimKey"`
+           : `t.id::text as id, t.${t.key}::text as "claimKey", t.job_id, t.claim_id::text as claim_id, t.attempts${
+               t.budgetColumn ? `, t.${t.budgetColumn}` : ''
+             }${v.columns ? `, ${v.columns}` : ''}`
+       }
+     ), activated as (
+       ${ACTIVATE_SQL('$4', '(select job_id from claimed where job_id is not null)')}
+       returning 1
+     )
+     select claimed.*${v.columns === '*' ? ', claimed.id::text as id' : ''}, (select count(*) from activated)::int as "activatedJobs" from claimed`,
+  );
+
+  const dueParams = params(2);
+  const dueWhere = v.where?.(dueParams.p);
+  const nextDue = statement<{ ms: number | null }>(
+    `select case when min(c.next_attempt_at) is null then null
+                else greatest(0, extract(epoch from (min(c.next_attempt_at) - ${now(1)})) * 1000)::float8 end as ms
+       from ${t.table} c
+      where ${unclaimedPending}${dueWhere ? ` and ${dueWhere}` : ''}`,
+  );
+
+  const outcome = t.outcomeColumns
+    ? `last_status = x.status,
+            last_error = x.error,
+            failed_reason = case when x.state = 'failed' then x.failed_reason end,`
+    : `last_error = case when x.state = 'delivered' then t.last_error else x.error end,`;
+  const settle = statement<SettledTableRow>(
+    `update ${t.table} t
+        set state = ${m.done === 'delivered' ? 'x.state' : `case x.state when 'delivered' then '${m.done}' else x.state end`},
+            next_attempt_at = case when x.state = 'pending' then ${now(2)} + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
+            ${t.doneAtColumn} = case when x.state = 'delivered' then ${now(2)} else t.${t.doneAtColumn} end,
+            ${outcome}
+            attempts = case when x.uncounted then greatest(t.attempts - 1, 0) else t.attempts end,
+            claim_id = null, heartbeat_at = null, updated_at = now()
+       from json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean)
+      where t.id = x.id and t.claim_id = x.claim_id and t.state = ${claimed}
+     returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", x.state as state, t.next_attempt_at as "nextAttemptAt"${
+       v.settledColumns ? `, ${v.settledColumns}` : ''
+     }`,
+  );
+
+  const heartbeat = statement<{ claimId: string }>(
+    `update ${t.table} t set heartbeat_at = ${now(3)}
+       from unnest($1::bigint[], $2::uuid[]) as v(id, claim_id)
+      where t.id = v.id and t.claim_id = v.claim_id and t.state = ${claimed}
+     returning v.claim_id::text as "claimId"`,
+  );
+
+  const spent = `'attempt budget spent (' || t.attempts || ' attempts); the last one went stale`;
+  const staleOutcome = t.outcomeColumns
+    ? `failed_reason = case when t.attempts >= ${budget} then ${spent}' end,
+            last_error = 'claim went stale: no heartbeat from its worker',
+            last_status = null,`
+    : `last_error = case when t.attempts >= ${budget} then ${spent}: no heartbeat from its worker'
+                              else 'claim went stale: no heartbeat from its worker' end,`;
+  const recoverStale = statement<RecoveredRow>(
+    `with stale as (
+       select id, worker_id, started_at, heartbeat_at from ${t.table}
+        where state = ${claimed}${m.claimMarksState ? '' : ' and claim_id is not null'}
+          and ${t.staleSince} < ${now(1)} - $2 * interval '1 millisecond'
+        order by ${t.staleOrder}
+        limit $3
+        for update skip locked
+     )
+     update ${t.table} t
+        set state = case when t.attempts >= ${budget} then 'failed' else 'pending' end,
+            ${staleOutcome}
+            next_attempt_at = ${now(1)},
+            claim_id = null, heartbeat_at = null, updated_at = now()
+       from stale
+      where t.id = stale.id
+     returning t.id::text as id, t.${t.key}::text as key, t.job_id::text as "jobId", t.state, t.attempts as attempt,
+               stale.worker_id as "workerId", stale.started_at as "startedAt", stale.heartbeat_at as "heartbeatAt",
+               t.next_attempt_at as "nextAttemptAt"`,
+  );
+
+  const release = statement<SettledRow>(
+    `update ${t.table} t
+        set ${m.claimMarksState ? `state = 'pending', ` : ''}attempts = greatest(t.attempts - 1, 0), next_attempt_at = ${now(3)},
+            last_error = 'released unfinished at worker shutdown', claim_id = null, heartbeat_at = null, updated_at = now()
+       from unnest($1::bigint[], $2::uuid[]) as v(id, claim_id)
+      where t.id = v.id and t.claim_id = v.claim_id and t.state = ${claimed}
+     returning t.id::text as id, v.claim_id::text as "claimId", t.job_id::text as "jobId", t.state, t.next_attempt_at as "nextAttemptAt"`,
+  );
+
+  return { claim, claimValues: claimParams.values, nextDue, nextDueValues: dueParams.values, settle, heartbeat, recoverStale, release };
+}
+
+/** A settled item whose claim still held, with its settled row (and the variant's settled columns). */
+export interface Landed<Effects> {
+  settlement: Settlement<Effects>;
+  row: SettledTableRow;
+}
+
+export interface ClaimStoreOptions<Row, Effects> extends ClaimVariant {
+  /** The claimed row as the kind reads it (default: the claim's columns without `claimKey`). */
+  toRow?: (r: ClaimedColumns) => Row;
+  /** Replaces the generated next-due query (outbound's skip scan over its chats). */
+  nextDueInMs?: (db: Queryable, now: Date | null) => Promise<number | null>;
+  /**
+   * The effects step: runs in the outcome transaction after the rows were settled, with the items
+   * whose claim still held (fenced ones are not passed) and their typed effects.
+   */
+  effects?: (db: Queryable, landed: Landed<Effects>[]) => Promise<void>;
+  /** After stale claims were recovered, in the same transaction (may change their state or label). */
+  afterRecover?: (db: Queryable, rows: RecoveredRow[]) => Promise<RecoveredRow[]>;
+  /** Claims `release` may give back (default all); the others stay for stale recovery. */
+  releasable?: (claim: ClaimRef) => boolean;
+}
+
+const rowOf = ({ claimKey: _k, ...row }: ClaimedTableRow): ClaimedColumns => row;
+
+/** The ClaimStore of a described table: the generated SQL plus the kind's variant and effects step. */
+export function createClaimStore<Row, Effects = unknown>(t: ClaimTableDescription, opts: ClaimStoreOptions<Row, Effects>): ClaimStore<Row, Effects> {
+  const sql = claimStatements(t, opts);
+  const toRow = opts.toRow;
+  const hasBudget = t.budgetColumn !== null;
+  const store: ClaimStore<Row, Effects> = {
+    subject: t.workType.subject,
+    activatesJobs: true,
+    async claim(db, args) {
+      const rows = await query(db, sql.claim, [args.limit, args.workerId, args.now, args.queue, ...sql.claimValues]);
+      const activated = rows.length ? (rows[0].activatedJobs ?? 0) : 0;
+      const withJob = rows.filter((r) => r.job_id).length;
+      if (activated !== withJob) args.onJobsOutOfStep?.(withJob, activated);
+      return rows.map((r): ClaimedJob<Row> => {
+        delete r.activatedJobs;
+        const row = rowOf(r);
+        return {
+          id: r.id,
+          key: r.claimKey,
+          jobId: r.job_id ?? null,
+          claimId: r.claim_id,
+          attempt: Number(r.attempts),
+          maxAttempts: hasBudget ? (r.max_attempts ?? null) : null,
+          row: toRow ? toRow(row) : (row as Row),
+        };
+      });
+    },
+    nextDueInMs:
+      opts.nextDueInMs ??
+      (async (db, at) => {
+        const [r] = await query(db, sql.nextDue, [at, ...sql.nextDueValues]);
+        const ms = r?.ms;
+        return ms === null || ms === undefined ? null : Math.ceil(Number(ms));
+      }),
+    async settle(db, items, at) {
+      if (items.length === 0) return [];
+      const rows = await query(db, sql.settle, [
+        JSON.stringify(
+          items.map((s) => ({
+            id: s.id,
+            claim_id: s.claimId,
+            state: s.state,
+            delay_ms: s.delayMs ?? 0,
+            status: s.status ?? null,
+            // without a failed_reason column the reason of a failure is the row's last_error
+            error: safeError(t.outcomeColumns || s.state !== 'failed' ? s.error : (s.failedReason ?? s.error)),
+            failed_reason: safeError(s.failedReason),
+            uncounted: s.uncounted === true && s.state === 'pending',
+          })),
+        ),
+        at,
+      ]);
+      if (opts.effects) {
+        const byClaim = new Map(items.map((s) => [s.claimId, s]));
+        await opts.effects(
+          db,
+          rows.map((row) => ({ settlement: byClaim.get(row.claimId)!, row })),
+        );
+      }
+      return rows.map((r): SettledRow => ({ id: r.id, claimId: r.claimId, jobId: r.jobId, state: r.state, nextAttemptAt: r.nextAttemptAt }));
+    },
+    async heartbeat(db, claims, at) {
+      if (claims.length === 0) return [];
+      const rows = await query(db, sql.heartbeat, [claims.map((c) => c.id), claims.map((c) => c.claimId), at]);
+      return rows.map((r) => r.claimId);
+    },
+    async recoverStale(db, args) {
+      const rows = await query(db, sql.recoverStale, [args.now, args.staleMs, args.limit, args.maxAttempts]);
+      return opts.afterRecover ? opts.afterRecover(db, rows) : rows;
+    },
+    async release(db, claims, at) {
+      const mine = opts.releasable ? claims.filter(opts.releasable) : claims;
+      if (mine.length === 0) return [];
+      return query(db, sql.release, [mine.map((c) => c.id), mine.map((c) => c.claimId), at]);
+    },
+  };
+  return store;
+}
