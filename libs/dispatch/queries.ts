@@ -93,14 +93,17 @@ export async function inboxClaim(
 export function inboxRowOf(r: ClaimedColumns): InboxClaimedRow {
   return {
     id: r.id,
-    bot_id: String(r.bot_id),
-    update_id: String(r.update_id),
-    update_type: String(r.update_type),
-    chat_id: r.chat_id === null || r.chat_id === undefined ? null : String(r.chat_id),
+    bot_id: text(r.bot_id),
+    update_id: text(r.update_id),
+    update_type: text(r.update_type),
+    chat_id: r.chat_id === null || r.chat_id === undefined ? null : text(r.chat_id),
     payload: r.payload,
     attempts: r.attempts,
     job_id: r.job_id,
     claim_id: r.claim_id,
-    started_at: r.started_at instanceof Date ? r.started_at : new Date(String(r.started_at)),
+    started_at: r.started_at instanceof Date ? r.started_at : new Date(text(r.started_at)),
   };
 }
+
+/** A text column's value (the claim returns these columns as text). */
+const text = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'bigint' ? v.toString() : '');

@@ -63,11 +63,10 @@ export type AfterRecover = (db: Queryable, rows: RecoveredRow[]) => Promise<Reco
 
 /** Rescue targets straight from the registry's table descriptions (no job kind, no bot needed). */
 export function registryRescueTargets(afterRecover: Partial<Record<WorkTypeName, AfterRecover>> = {}): RescueTarget[] {
-  return WORK_TYPE_LIST.map((t) => ({
-    queue: t.queue,
-    subject: t.subject,
-    recoverStale: createClaimStore<unknown>(CLAIM_TABLES[t.name], { afterRecover: afterRecover[t.name] }).recoverStale,
-  }));
+  return WORK_TYPE_LIST.map((t) => {
+    const store = createClaimStore<unknown>(CLAIM_TABLES[t.name], { afterRecover: afterRecover[t.name] });
+    return { queue: t.queue, subject: t.subject, recoverStale: (db, args) => store.recoverStale(db, args) };
+  });
 }
 
 /** The rescue target of a job kind's claim store. */
