@@ -74,6 +74,8 @@ export async function inboxDeferFollowers(db: Queryable, headIds: string[]): Pro
   return rowCount ?? 0;
 }
 
+const claimSql = new Map<string, ReturnType<typeof claimStatements>>();
+
 /**
  * Claims up to `limit` due rows of the bot (chat heads only when ordered), oldest due first, and
  * activates their pg-boss jobs, in one statement: the inbox store's claim without the engine
@@ -83,7 +85,9 @@ export async function inboxClaim(
   db: Queryable,
   args: { botId: string; limit: number; workerId: string; now: Date | null; ordered: boolean; queue: string },
 ): Promise<{ rows: InboxClaimedRow[]; activated: number }> {
-  const sql = claimStatements(CLAIM_TABLES.inbox, inboxClaimVariant(args.botId, args.ordered));
+  const variant = `${args.botId}:${args.ordered}`;
+  let sql = claimSql.get(variant);
+  if (!sql) claimSql.set(variant, (sql = claimStatements(CLAIM_TABLES.inbox, inboxClaimVariant(args.botId, args.ordered))));
   const rows = await query(db, sql.claim, [args.limit, args.workerId, args.now, args.queue, ...sql.claimValues]);
   const activated = rows.length ? (rows[0].activatedJobs ?? 0) : 0;
   return { activated, rows: rows.map(inboxRowOf) };
