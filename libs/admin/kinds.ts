@@ -71,3 +71,10 @@ export const KINDS: Record<ListKind, KindSpec> = {
 };
 
 export const ITEM_KINDS: readonly ItemKind[] = WORK_TYPE_NAMES;
+
+/** The work types' audit subjects as an SQL list of literals (constants from the registry). */
+export const WORK_SUBJECTS_SQL = ITEM_KINDS.map((k) => `'${WORK_TYPES[k].subject}'`).join(', ');
+/** The tables behind every list (work types and quarantine) by name in `relay`, as an SQL list of literals. */
+export const LIST_TABLES_SQL = Object.values(KINDS)
+  .map((k) => `'${k.table.replace('relay.', '')}'`)
+  .join(', ');

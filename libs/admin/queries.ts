@@ -5,7 +5,7 @@
  */
 import type { Queryable } from '../db/pool';
 import { read } from './db';
-import { KINDS, ListKind } from './kinds';
+import { KINDS, LIST_TABLES_SQL, ListKind, WORK_SUBJECTS_SQL } from './kinds';
 import { decodeCursor, encodeCursor } from './pagination';
 
 // ---------------------------------------------------------------------------------------------
@@ -240,7 +240,7 @@ export async function statsEstimates(db: Queryable): Promise<Record<string, { ro
        from pg_class c
        join pg_namespace n on n.oid = c.relnamespace
        left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = 'state'
-      where n.nspname = 'relay' and c.relname in ('captures', 'outbound', 'inbox', 'quarantine') and c.relkind in ('r', 'p')`,
+      where n.nspname = 'relay' and c.relname in (${LIST_TABLES_SQL}) and c.relkind in ('r', 'p')`,
   );
   const out: Record<string, { rows: number; freqs: Record<string, number> }> = {};
   for (const r of rows) {
@@ -275,7 +275,7 @@ export async function attemptsRecent(db: Queryable, since: Date): Promise<{ subj
             count(*) filter (where outcome in ('delivered', 'handled'))::int8 as delivered,
             count(*) filter (where outcome = 'failed')::int8 as failed
        from relay.attempts
-      where started_at >= $1 and subject in ('capture', 'outbound', 'inbox')
+      where started_at >= $1 and subject in (${WORK_SUBJECTS_SQL})
       group by subject`,
     [since],
   );

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminContext } from '../context';
 import { read } from '../db';
 import type { Queryable } from '../../db/pool';
-import { ITEM_KINDS, ItemKind, KINDS } from '../kinds';
+import { ITEM_KINDS, ItemKind, KINDS, WORK_SUBJECTS_SQL } from '../kinds';
 import { errors } from '../schemas';
 import type { AttemptBucket, AttemptTimeseries } from '../ui/api-types';
 
@@ -29,7 +29,7 @@ export async function attemptsTimeseries(
             count(*) filter (where outcome in ('delivered', 'handled'))::int8 as delivered,
             count(*) filter (where outcome = 'failed')::int8 as failed
        from relay.attempts
-      where started_at >= $1 and started_at < $2 and subject in ('capture', 'outbound', 'inbox')
+      where started_at >= $1 and started_at < $2 and subject in (${WORK_SUBJECTS_SQL})
       group by 1, 2`,
     [from, to, bucketSeconds],
   );

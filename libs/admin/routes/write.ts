@@ -7,6 +7,7 @@ import { withTransaction } from '../../db/pool';
 import type { AdminContext } from '../context';
 import { AdminError, notFound } from '../errors';
 import { ITEM_KINDS, ItemKind, KINDS } from '../kinds';
+import { WORK_TYPES } from '../../queue/work-types';
 import { auditInsert, ListFilter, itemLock, itemsSelectFailed, quarantineLock, quarantineResolve } from '../queries';
 import { BotIdFilter, CHANNEL_PATTERN, CHAT_ID_PATTERN, chatFilterFor, ErrorText, errors, IdParams, TelegramId } from '../schemas';
 
@@ -173,7 +174,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       },
     );
 
-    if (kind !== 'inbox') {
+    if (WORK_TYPES[kind].model.cancelFrom.length > 0) {
       app.post(
         `/v1/${kind}/:id/cancel`,
         {
