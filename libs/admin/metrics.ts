@@ -4,7 +4,6 @@ import type { Logger } from '../observability/logger';
 import type { Readiness } from './health';
 import type { Stats } from './stats';
 import { pruneStatus, PruneStatus } from '../retention/queries';
-import { WORK_TYPE_LIST } from '../queue/work-types';
 
 /**
  * The admin API's /metrics. Everything read from the database is a GAUGE of current state (queue

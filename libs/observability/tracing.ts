@@ -136,8 +136,9 @@ const isProbe = (url: string | undefined): boolean => !!url && /^\/(health|metri
  * attribute names a future instrumentation version adds.
  */
 export function redactSpan(span: Span): void {
-  const attrs = (span as unknown as { attributes?: Record<string, unknown> }).attributes;
-  if (!attrs) return;
+  // the SDK's span class keeps them in `attributes`; the API's Span interface does not declare it
+  const attrs: unknown = Reflect.get(span, 'attributes');
+  if (typeof attrs !== 'object' || attrs === null) return;
   for (const [k, v] of Object.entries(attrs)) {
     if (typeof v === 'string') {
       const r = redactToken(v);
