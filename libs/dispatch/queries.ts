@@ -108,6 +108,7 @@ export function inboxRowOf(r: ClaimedColumns): InboxClaimedRow {
     job_id: r.job_id,
     claim_id: r.claim_id,
     started_at: r.started_at instanceof Date ? r.started_at : new Date(text(r.started_at)),
+    traceparent: typeof r.traceparent === 'string' ? r.traceparent : null,
   };
 }
 
