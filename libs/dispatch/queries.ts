@@ -80,7 +80,7 @@ const claimSql = new Map<string, ReturnType<typeof claimStatements>>();
 
 /**
  * Claims up to `limit` due rows of the bot (chat heads only when ordered), oldest due first, and
- * activates their pg-boss jobs, in one statement: the inbox store's claim without the engine
+ * activates their ledger jobs, in one statement: the inbox store's claim without the engine
  * around it (tests and tools). Rows as the store's `row`.
  */
 export async function inboxClaim(
