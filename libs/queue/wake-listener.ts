@@ -50,6 +50,8 @@ export function createWakeListener(opts: { url: string; logger: Logger; channel?
       application_name: opts.applicationName ?? 'tg-relay:listen',
       keepAlive: true,
       connectionTimeoutMillis: 5_000,
+      // the LISTEN statement itself: one that never answers is treated as a lost connection
+      query_timeout: 10_000,
     });
     let lost = false;
     const onLost = (err?: Error) => {

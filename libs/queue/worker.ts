@@ -80,12 +80,15 @@ export function createWorker(opts: {
   return {
     workerId,
     kinds,
-    async start() {
-      if (started || stopPromise) return;
+    start() {
+      if (started || stopPromise) return Promise.resolve();
       started = true;
       for (const k of kinds) k.start();
-      // connect after the loops run: they start with a claim anyway; the listener retries on its own
-      await listener?.start();
+      // Not awaited: the loops start with a claim and poll anyway, the listener connects and retries
+      // on its own, and it wakes every loop once connected (work committed meanwhile). A LISTEN
+      // connection that hangs must not hold the worker's startup (and with it a SIGTERM) hostage.
+      void listener?.start();
+      return Promise.resolve();
     },
     stop(stopOpts = {}) {
       if (!stopPromise) {
