@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { migrationStatus } from '../db/migrate';
 import { configProblemsList } from '../queue/config-problems';
 import { read } from './db';
+import { withTimeout } from '../observability/metrics-server';
 
 /** What libs/ingress's `ingressHealth` reports about one bot's poller (the fields used here). */
 export interface IngressHealth {
@@ -37,16 +38,6 @@ export interface Readiness {
 }
 
 export const READINESS_TIMEOUT_MS = 2_000;
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-    }),
-  ]);
-}
 
 export interface ReadinessDeps {
   pool: Pool;

@@ -83,20 +83,24 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
     }
     return { status: 400, body: { ok: false, error: 'not a Telegram update', reason: error } };
   }
+  /** The batch transaction of `plan` (one delivery or a group), traced and measured. */
+  function persist(plan: BatchPlan, fence: Fence) {
+    return traceIngressBatch({ operation: 'webhook', botId: opts.botId, count: plan.updates.length }, () =>
+      measuredPersist(opts.metrics, 'webhook', () =>
+        persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
+          botId: opts.botId,
+          fence,
+          leaseTtlMs: opts.leaseTtlMs,
+          allowedChatIds: allowed,
+          dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+        }),
+      ),
+    );
+  }
   /** One delivery in its own batch transaction (as before coalescing; also the fallback). */
   async function persistAlone(plan: BatchPlan, fence: Fence): Promise<WebhookAnswer> {
     try {
-      const r = await traceIngressBatch({ operation: 'webhook', botId: opts.botId, count: 1 }, () =>
-        measuredPersist(opts.metrics, 'webhook', () =>
-          persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
-            botId: opts.botId,
-            fence,
-            leaseTtlMs: opts.leaseTtlMs,
-            allowedChatIds: allowed,
-            dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
-          }),
-        ),
-      );
+      const r = await persist(plan, fence);
       if (plan.halt) {
         opts.logger.error({ reason: plan.halt }, 'webhook update rejected by DECODE_POLICY=stop (answered 500; Telegram will redeliver)');
         return { status: 500, body: { ok: false, error: 'undecodable update (DECODE_POLICY=stop)' } };
@@ -161,17 +165,7 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
           transport: 'webhook',
         };
         try {
-          await traceIngressBatch({ operation: 'webhook', botId: opts.botId, count: group.length }, () =>
-            measuredPersist(opts.metrics, 'webhook', () =>
-              persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
-                botId: opts.botId,
-                fence: first.fence,
-                leaseTtlMs: opts.leaseTtlMs,
-                allowedChatIds: allowed,
-                dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
-              }),
-            ),
-          );
+          await persist(plan, first.fence);
           for (const g of group) g.answer(OK);
         } catch (err) {
           if (err instanceof LeaseLostError) {

@@ -28,7 +28,8 @@ export interface MetricsServer {
 /** How long one readiness check may take before it counts as not ready. */
 export const READY_CHECK_TIMEOUT_MS = 2_000;
 
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+/** `p`, or a rejection naming `what` once `ms` have passed (health checks must answer in time). */
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
     p.finally(() => clearTimeout(timer)),

@@ -11,6 +11,8 @@
  * nothing for them. With METRICS_PORT unset no registry exists and the components get `undefined`.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { BridgeStats } from '../jetstream/bridge';
+import type { KindWorkerStats } from '../queue/claim-loop';
 
 /** Seconds: claim statements and batch transactions (milliseconds to seconds). */
 export const DB_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -41,16 +43,7 @@ export interface ClaimLoopView {
   readonly inFlight: number;
   readonly heartbeatAgeMs: number;
   readonly outcomeBacklog: number;
-  readonly stats: Readonly<{
-    claimed: number;
-    delivered: number;
-    retried: number;
-    failed: number;
-    fenced: number;
-    recovered: number;
-    released: number;
-    claimErrors: number;
-  }>;
+  readonly stats: Readonly<KindWorkerStats>;
 }
 
 /** The instruments a claim loop feeds on its hot path (all else is read from its stats). */
@@ -244,17 +237,7 @@ export const ingressMetrics = once((registry: Registry): IngressMetrics => {
 // ---- JetStream bridge ------------------------------------------------------------------------------
 
 export interface BridgeView {
-  readonly stats: Readonly<{
-    batches: number;
-    created: number;
-    duplicates: number;
-    conflicts: number;
-    rejected: number;
-    naked: number;
-    skipped: number;
-    binds: number;
-    alertsPublished: number;
-  }>;
+  readonly stats: Readonly<BridgeStats>;
   health(): { connected: boolean; bound: boolean };
 }
 

@@ -4,7 +4,6 @@ export * from './clock';
 export * from './backoff';
 export * from './errors';
 export * from './job-kind';
-export * from './claim-table-store';
 export * from './work-types';
 export * from './claim-tables';
 export * from './claim-sql';
