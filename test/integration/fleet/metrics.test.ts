@@ -94,6 +94,14 @@ beforeAll(async () => {
   procs.worker1.workerId = await workerStarted(procs.worker1.child, 40_000);
   procs.worker2.workerId = await workerStarted(procs.worker2.child, 40_000);
   await bridgeBound(procs.bridge.child, 40_000);
+  // every endpoint is listening (the standby's start is not otherwise awaited: on a loaded machine its
+  // tsx start can outlast the others')
+  for (const p of Object.values(procs)) {
+    await waitFor(async () => (await fetch(`${base(p)}/health/live`).catch(() => null))?.ok === true, {
+      timeoutMs: 40_000,
+      what: `${p.name}'s metrics endpoint`,
+    });
+  }
 });
 
 afterAll(async () => {
