@@ -206,7 +206,10 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       for (const job of jobs) run(job);
       if (jobs.length === limit) continue; // maybe more: claim again at once
       if (stopping) break;
-      if (signal.isPending) continue; // new work was announced while we claimed
+      // new work was announced while we claimed: claim once more at once (consumed, so a notify
+      // that finds nothing is not seen again: a claim that needs no I/O would otherwise starve the
+      // event loop, one that does would claim in a tight loop)
+      if (signal.consume()) continue;
       let waitMs = pollMs;
       try {
         const due = await kind.store.nextDueInMs(pool, sqlNow(clock));

@@ -6,9 +6,14 @@ export class WakeSignal {
   private pending = false;
   private waiter: (() => void) | undefined;
 
-  /** A notify arrived that no wait has consumed yet. */
-  get isPending(): boolean {
-    return this.pending;
+  /**
+   * Takes a pending notify without waiting: true once per notify. A loop that acts on a pending
+   * notify must consume it, or it sees the same notify forever.
+   */
+  consume(): boolean {
+    const was = this.pending;
+    this.pending = false;
+    return was;
   }
 
   notify(): void {

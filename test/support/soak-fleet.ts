@@ -158,7 +158,14 @@ export class Fleet {
       m.intent = 'stop';
       m.child.kill(signal);
     }
-    const timer = setTimeout(() => running.forEach((m) => this.isRunning(m.name) && m.child.kill('SIGKILL')), timeoutMs);
+    const timer = setTimeout(() => {
+      for (const m of running) {
+        if (!this.isRunning(m.name)) continue;
+        // what the stuck process was doing, for the kept logs (a blocked event loop, a syscall, a futex)
+        fs.appendFileSync(path.join(this.opts.logDir, `${m.name}.stuck`), procSnapshot(m.child.pid));
+        m.child.kill('SIGKILL');
+      }
+    }, timeoutMs);
     await Promise.all(running.map((m) => m.exited));
     clearTimeout(timer);
     const lives = new Set(running.map((m) => m.life));
@@ -173,5 +180,37 @@ export class Fleet {
   /** Exits that were neither a SIGKILL of the soak nor the final stop. */
   crashes(): ExitRecord[] {
     return this.exits.filter((e) => e.cause === 'crashed');
+  }
+}
+
+/** Linux /proc view of a process: each thread's state, wait channel and current syscall, and its open files. */
+function procSnapshot(pid: number | undefined): string {
+  const read = (f: string) => {
+    try {
+      return fs.readFileSync(f, 'utf8').trim();
+    } catch (err) {
+      return `(${(err as Error).message})`;
+    }
+  };
+  try {
+    const lines = [`==== ${new Date().toISOString()} pid ${pid} ignored the stop signal`];
+    for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+      const dir = `/proc/${pid}/task/${t}`;
+      lines.push(
+        `thread ${t} ${read(`${dir}/comm`)} state=${read(`${dir}/stat`).split(' ')[2]} wchan=${read(`${dir}/wchan`)} syscall=${read(`${dir}/syscall`)}`,
+      );
+    }
+    const link = (fd: string) => {
+      try {
+        return fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        return '?';
+      }
+    };
+    const fds = fs.readdirSync(`/proc/${pid}/fd`).map((fd) => `${fd}->${link(fd)}`);
+    lines.push(`fds ${fds.join(' ')}`);
+    return `${lines.join('\n')}\n`;
+  } catch (err) {
+    return `pid ${pid}: no /proc snapshot (${(err as Error).message})\n`;
   }
 }

@@ -1,0 +1,94 @@
+/**
+ * A wake-up that finds no work must be consumed: the claim loop claims again at once when work was
+ * announced during a claim, but only once per announcement. It used to keep the flag set and claim
+ * in a tight loop forever; with a claim that needs no I/O (update dispatch before getMe answered)
+ * that loop never yielded to the event loop at all: no timer, no log line, no SIGTERM (the soak's
+ * "worker ignores the final SIGTERM" hang).
+ */
+import { setImmediate as nextMacrotask } from 'node:timers/promises';
+import { createBoss, Pool, QUEUES } from '../../../libs/db';
+import { createCaptureStore, type CaptureRow } from '../../../libs/captures/deliver';
+import { createWorker, JobKind, Outcome, Worker } from '../../../libs/queue';
+import { createMigratedDatabase } from '../../support/db';
+import { TEST_ENGINE_CONFIG, testLogger } from '../../support/worker-harness';
+
+let db: { url: string; pool: Pool; drop(): Promise<void> };
+let worker: Worker | undefined;
+
+beforeAll(async () => {
+  db = await createMigratedDatabase('wakespin');
+});
+
+afterEach(async () => {
+  await worker?.stop({ timeoutMs: 5_000 });
+  worker = undefined;
+});
+
+afterAll(async () => {
+  await db.drop();
+});
+
+type CaptureJobRow = CaptureRow & Record<string, unknown>;
+
+/** A capture kind whose claim finds nothing; `during` runs inside every claim (before it answers). */
+function emptyKind(counter: { claims: number }, during: () => void, io: 'database' | 'none'): JobKind<CaptureJobRow> {
+  const base = createCaptureStore();
+  return {
+    queue: QUEUES.capture,
+    store: {
+      ...base,
+      async claim(c, args) {
+        counter.claims++;
+        during();
+        if (io === 'database') return base.claim(c, args);
+        await nextMacrotask(); // yields to the event loop, so the test can count what a spin does
+        return [];
+      },
+      nextDueInMs: (c, now) => (io === 'database' ? base.nextDueInMs(c, now) : Promise.resolve(null)),
+    },
+    execute: () => Promise.resolve(Outcome.delivered({ status: 200 })),
+  };
+}
+
+function start(kind: JobKind<CaptureJobRow>): Worker {
+  return createWorker({
+    pool: db.pool,
+    boss: createBoss(db.url, { max: 1 }),
+    logger: testLogger(),
+    databaseUrl: db.url,
+    kinds: [kind],
+    listen: false,
+    pollIntervalMs: 60_000,
+    config: TEST_ENGINE_CONFIG,
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(['none', 'database'] as const)('claims that find nothing (%s I/O)', (io) => {
+  it('a wake-up announced during a claim causes one more claim, not a loop', async () => {
+    const counter = { claims: 0 };
+    let announce = false;
+    worker = start(
+      emptyKind(
+        counter,
+        () => {
+          if (announce) {
+            announce = false;
+            worker!.kinds[0].wake(); // new work announced while this claim runs
+          }
+        },
+        io,
+      ),
+    );
+    await worker.start();
+    await sleep(300);
+    const settled = counter.claims;
+    announce = true;
+    worker.kinds[0].wake();
+    await sleep(500);
+    // the wake-up's claim, the one announced during it; never hundreds
+    expect(counter.claims - settled).toBeGreaterThanOrEqual(2);
+    expect(counter.claims - settled).toBeLessThanOrEqual(3);
+  });
+});
