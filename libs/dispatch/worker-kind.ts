@@ -35,7 +35,8 @@ export async function createDispatchKindFromConfig(
   const runner = createUpdateRunner({ token, botId, apiRoot: config.TELEGRAM_API_ROOT, handlers, replySink, logger });
   await runner.install(); // a broken handlers module stops the worker at start, not at the first update
   const stop = new AbortController();
-  runner.start({ signal: stop.signal }).catch((err) => {
+  const started = runner.start({ signal: stop.signal });
+  started.catch((err) => {
     if (!stop.signal.aborted) logger.error({ err: { message: (err as Error).message } }, 'dispatch could not start');
   });
   logger.info(
@@ -43,5 +44,11 @@ export async function createDispatchKindFromConfig(
     'update dispatch enabled',
   );
   const kind = createDispatchKind({ runner, handlerTimeoutMs: config.HANDLER_TIMEOUT, ordering: config.DISPATCH_ORDERING });
-  return { ...kind, runner, close: () => stop.abort() };
+  // dispatch starts as soon as getMe answers, not at the claim loop's next poll (a start that
+  // failed — aborted by close — never makes it ready)
+  const whenReady = started.then(
+    () => undefined,
+    () => new Promise<void>(() => undefined),
+  );
+  return { ...kind, runner, close: () => stop.abort(), whenReady };
 }

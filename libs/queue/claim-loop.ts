@@ -518,6 +518,10 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       if (started || stopping) return;
       started = true;
       unsubscribe = deps.listener?.subscribe(kind.queue, () => signal.notify());
+      kind.whenReady?.then(
+        () => signal.notify(),
+        () => undefined,
+      );
       schedule();
       loopDone = loop().catch((err) => {
         crashed = true;

@@ -135,6 +135,11 @@ export interface JobKind<Row = Record<string, unknown>, Effects = unknown> {
   execute(job: ClaimedJob<Row>, ctx: JobContext): Promise<Outcome<Effects>>;
   /** Frees what the kind holds (HTTP agents, background tasks) after its claim loop stopped. */
   close?(): void | Promise<void>;
+  /**
+   * For a kind whose store claims nothing until something outside is ready (update dispatch waits
+   * for getMe): resolves then, and the claim loop claims at once instead of at its next poll.
+   */
+  readonly whenReady?: Promise<void>;
 }
 
 /**

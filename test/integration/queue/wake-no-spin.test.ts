@@ -3,7 +3,8 @@
  * announced during a claim, but only once per announcement. It used to keep the flag set and claim
  * in a tight loop forever; with a claim that needs no I/O (update dispatch before getMe answered)
  * that loop never yielded to the event loop at all: no timer, no log line, no SIGTERM (the soak's
- * "worker ignores the final SIGTERM" hang).
+ * "worker ignores the final SIGTERM" hang). And a kind that waits for something (dispatch for getMe)
+ * is claimed as soon as it is ready, not at the loop's next poll.
  */
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import { createBoss, Pool, QUEUES } from '../../../libs/db';
@@ -91,4 +92,32 @@ describe.each(['none', 'database'] as const)('claims that find nothing (%s I/O)'
     expect(counter.claims - settled).toBeGreaterThanOrEqual(2);
     expect(counter.claims - settled).toBeLessThanOrEqual(3);
   });
+});
+
+it('a kind that becomes ready is claimed at once, not at the next poll', async () => {
+  const counter = { claims: 0 };
+  let ready = false;
+  let markReady!: () => void;
+  const whenReady = new Promise<void>((r) => (markReady = r));
+  const base = emptyKind(counter, () => undefined, 'none');
+  const seen: number[] = [];
+  worker = start({
+    ...base,
+    whenReady,
+    store: {
+      ...base.store,
+      claim: (c, args) => {
+        if (ready) seen.push(counter.claims);
+        return base.store.claim(c, args);
+      },
+    },
+  });
+  await worker.start();
+  await sleep(200);
+  const before = counter.claims; // the first claim at start; then the 60 s poll
+  ready = true;
+  markReady();
+  await sleep(300);
+  expect(seen.length).toBeGreaterThanOrEqual(1);
+  expect(counter.claims).toBe(before + seen.length);
 });
