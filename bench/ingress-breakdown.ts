@@ -8,6 +8,8 @@
  *   EXPLAIN=1 …   also prints EXPLAIN (ANALYZE, BUFFERS, WAL) of the big statements of the last batch
  *                 (run in a savepoint that is rolled back, then the statement runs for real)
  *   DROP=idx,…    drops these relay.* indexes first (to measure what maintaining them costs)
+ *   DROP_LEDGER_FK=1  drops pg-boss's job → queue foreign keys first (to measure their deferred
+ *                 checks at COMMIT; never done to a real database)
  */
 import fs from 'node:fs';
 import type { PoolClient } from 'pg';
@@ -38,6 +40,11 @@ async function main(): Promise<void> {
   const db = await benchDatabase();
   const boss = createBoss(db.url, { max: 1 });
   for (const ix of (process.env.DROP ?? '').split(',').filter(Boolean)) await db.pool.query(`drop index relay.${ix.replace(/[^a-z0-9_]/g, '')}`);
+  if (process.env.DROP_LEDGER_FK === '1') {
+    await db.pool.query(`do $$ declare r record; begin
+      for r in select conrelid::regclass as t, conname from pg_constraint where conname in ('q_fkey', 'dlq_fkey') and connamespace = 'tg_relay_boss'::regnamespace
+      loop execute format('alter table %s drop constraint %I', r.t, r.conname); end loop; end $$`);
+  }
   const botId = '4242';
   await cursorEnsure(db.pool, botId);
   const g = await cursorAcquire(db.pool, botId, 'bench', 3_600_000);
