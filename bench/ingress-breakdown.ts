@@ -18,6 +18,7 @@ import { persistBatch } from '../libs/ingress/persist-batch';
 import { planBatch } from '../libs/ingress/plan-batch';
 import { cursorAcquire, cursorEnsure } from '../libs/ingress/queries';
 import { benchDatabase } from './support/database';
+import { messageUpdates } from './support/updates';
 import { pct } from './support/worker-process';
 
 const BATCHES = Number(process.argv[2] ?? 200);
@@ -81,22 +82,8 @@ async function main(): Promise<void> {
   };
   let id = 1;
   for (let b = 0; b < BATCHES + WARMUP; b++) {
-    const items: string[] = [];
-    for (let i = 0; i < 100; i++, id++) {
-      const chat = 1000 + (id % 100);
-      items.push(
-        JSON.stringify({
-          update_id: id,
-          message: {
-            message_id: id,
-            from: { id: chat, is_bot: false, first_name: 'U' },
-            chat: { id: chat, first_name: 'U', type: 'private' },
-            date: 1_700_000_000,
-            text: `message ${id}`,
-          },
-        }),
-      );
-    }
+    const items = messageUpdates(id);
+    id += 100;
     const plan = planBatch(items, { policy: 'stop', offset: id - 100, transport: 'polling' });
     if (b === WARMUP) times.clear();
     explainNow = process.env.EXPLAIN === '1' && b === BATCHES + WARMUP - 1;

@@ -20,6 +20,7 @@ import { planBatch } from '../libs/ingress/plan-batch';
 import { cursorAcquire, cursorEnsure } from '../libs/ingress/queries';
 import { newJobId } from '../libs/queue/enqueue';
 import { benchDatabase } from './support/database';
+import { messageUpdates } from './support/updates';
 import { pct } from './support/worker-process';
 
 const BATCHES = Number(process.argv[2] ?? 200);
@@ -91,7 +92,7 @@ async function main(): Promise<void> {
             .replace(/\(select count\(\*\) from jobs where name = 'update.dispatch'\)/, '(select count(*) from ins where job_id is not null)')
             .replace(/\(select count\(\*\) from jobs where name = 'capture.deliver'\)/, '(select count(*) from cins)');
           if (text === t) throw new Error('the batch statement changed: update the no-jobs rewrite');
-          return q({ ...(cfg), name: 'floor_nojobs', text }, ...rest);
+          return q({ ...cfg, name: 'floor_nojobs', text }, ...rest);
         }
         return q(cfg, ...rest);
       },
@@ -100,23 +101,9 @@ async function main(): Promise<void> {
   };
   let id = 1;
   for (let b = 0; b < BATCHES + WARMUP; b++) {
-    const items: string[] = [];
     const first = id;
-    for (let i = 0; i < 100; i++, id++) {
-      const chat = 1000 + (id % 100);
-      items.push(
-        JSON.stringify({
-          update_id: id,
-          message: {
-            message_id: id,
-            from: { id: chat, is_bot: false, first_name: 'U' },
-            chat: { id: chat, first_name: 'U', type: 'private' },
-            date: 1_700_000_000,
-            text: `message ${id}`,
-          },
-        }),
-      );
-    }
+    const items = messageUpdates(first);
+    id += 100;
     const keep = b >= WARMUP;
     // full
     const plan = planBatch(items, { policy: 'stop', offset: first, transport: 'polling' });
