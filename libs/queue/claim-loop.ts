@@ -179,6 +179,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
 
   async function loop(): Promise<void> {
     let failures = 0;
+    let lockedStreak = 0;
     while (!stopping) {
       const free = config.concurrency - held.size;
       if (free <= 0) {
@@ -199,9 +200,13 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
         failures++;
         stats.claimErrors++;
         logger.warn({ err: { message: shortError(err), code: (err as { code?: string }).code }, failures }, 'claim failed; retrying');
-        await signal.wait(Math.min(DB_RETRY_MAX_MS, DB_RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8)));
+        // the backoff holds through wake-ups (every NOTIFY would otherwise retry a failing claim at
+        // once); only a stop ends it early
+        const until = performance.now() + Math.min(DB_RETRY_MAX_MS, DB_RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8));
+        for (let left = until - performance.now(); !stopping && left > 0; left = until - performance.now()) await signal.wait(left);
         continue;
       }
+      if (jobs.length > 0) lockedStreak = 0;
       stats.claimed += jobs.length;
       for (const job of jobs) run(job);
       if (jobs.length === limit) continue; // maybe more: claim again at once
@@ -213,8 +218,14 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       let waitMs = pollMs;
       try {
         const due = await kind.store.nextDueInMs(pool, sqlNow(clock));
-        // floor: rows due now but locked by another transaction must not make us spin
-        if (due !== null) waitMs = Math.min(waitMs, Math.max(due, 5));
+        if (due !== null && (due > 0 || jobs.length > 0)) {
+          lockedStreak = 0;
+          waitMs = Math.min(waitMs, Math.max(due, 5));
+        } else if (due === 0) {
+          // due now, yet the claim found nothing: rows locked by another transaction (an outcome
+          // being written, or an operator's session holding them); 5 ms, doubling up to the poll
+          waitMs = Math.min(waitMs, 5 * 2 ** Math.min(lockedStreak++, 12));
+        }
       } catch {
         // the poll still bounds the wait
       }

@@ -10,6 +10,8 @@ import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import { createBoss, Pool, QUEUES } from '../../../libs/db';
 import { createCaptureStore, type CaptureRow } from '../../../libs/captures/deliver';
 import { createWorker, JobKind, Outcome, Worker } from '../../../libs/queue';
+import { captureStates, insertCaptures } from '../../support/capture-fixtures';
+import { waitFor } from '../../support/wait-for';
 import { createMigratedDatabase } from '../../support/db';
 import { TEST_ENGINE_CONFIG, testLogger } from '../../support/worker-harness';
 
@@ -23,6 +25,7 @@ beforeAll(async () => {
 afterEach(async () => {
   await worker?.stop({ timeoutMs: 5_000 });
   worker = undefined;
+  await db.pool.query('truncate relay.captures, relay.attempts');
 });
 
 afterAll(async () => {
@@ -120,4 +123,54 @@ it('a kind that becomes ready is claimed at once, not at the next poll', async (
   await sleep(300);
   expect(seen.length).toBeGreaterThanOrEqual(1);
   expect(counter.claims).toBe(before + seen.length);
+});
+
+it('a claim that keeps failing backs off through wake-ups (a NOTIFY does not cut the backoff short)', async () => {
+  const counter = { claims: 0 };
+  const base = emptyKind(counter, () => undefined, 'none');
+  worker = start({
+    ...base,
+    store: {
+      ...base.store,
+      claim: () => {
+        counter.claims++;
+        return Promise.reject(Object.assign(new Error('permission denied for table captures'), { code: '42501' }));
+      },
+    },
+  });
+  await worker.start();
+  const kindWorker = worker.kinds[0];
+  const noise = setInterval(() => kindWorker.wake(), 5); // work announced all the time
+  try {
+    await sleep(650);
+  } finally {
+    clearInterval(noise);
+  }
+  // backoff 100, 200, 400 ms: claims at about 0, 100, 300 ms (600 with a late timer); without it ~130
+  expect(counter.claims).toBeGreaterThanOrEqual(2);
+  expect(counter.claims).toBeLessThanOrEqual(5);
+  expect(kindWorker.stats.claimErrors).toBe(counter.claims);
+});
+
+it('rows due now but locked by another session are polled with a growing wait, not every 5 ms', async () => {
+  const boss = createBoss(db.url, { max: 1 });
+  const [c] = await insertCaptures(db.pool, boss, 1);
+  const locker = await db.pool.connect();
+  try {
+    await locker.query('begin');
+    await locker.query('select 1 from relay.captures where id = $1 for update', [c.id]);
+    const counter = { claims: 0 };
+    worker = start(emptyKind(counter, () => undefined, 'database'));
+    await worker.start();
+    await sleep(1_000);
+    // 5, 10, 20 … 640 ms: about 8 claims in a second; a fixed 5 ms floor made about 150
+    expect(counter.claims).toBeGreaterThanOrEqual(3);
+    expect(counter.claims).toBeLessThanOrEqual(20);
+    await locker.query('rollback');
+    // the lock gone, the row is claimed at the next try (within the grown wait, not the 60 s poll)
+    await waitFor(async () => (await captureStates(db.pool))[0]?.state === 'delivered', { what: 'capture delivered', timeoutMs: 10_000 });
+  } finally {
+    await locker.query('rollback').catch(() => undefined);
+    locker.release();
+  }
 });
