@@ -297,7 +297,8 @@ export const configSchema = z.object({
     .regex(/^SU[A-Z2-7]{54,}$/, 'expected an nkey user seed (starts with SU)')
     .optional(),
   NATS_ACK_WAIT: duration('how long NATS waits for an ack before redelivering').default('30s'),
-  NATS_NAK_BACKOFF: duration('the first redelivery delay after a database error (doubles per redelivery, up to 5 minutes)').default('1s'),
+  // below 100 ms a database outage turns into a redelivery loop against NATS and the database
+  NATS_NAK_BACKOFF: duration('the first redelivery delay after a database error (doubles per redelivery, up to 5 minutes)', { min: 100 }).default('1s'),
   NATS_BATCH: int('how many fetched messages share one transaction', 1, 1000).default('100'),
   JETSTREAM_HEALTH_PORT: int('a TCP port (0 picks a free one)', 0, 65535).default('8091'),
   JETSTREAM_HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
@@ -306,7 +307,8 @@ export const configSchema = z.object({
     .enum(['true', 'false'], { message: 'expected true or false' })
     .transform((v) => v === 'true')
     .default('true'),
-  OUTBOUND_MAX_RETRY_AFTER: duration('the longest wait honoured for one 429 retry_after').default('60s'),
+  // at least Telegram's own shortest retry_after: 0 would retry every rate-limited message at once
+  OUTBOUND_MAX_RETRY_AFTER: duration('the longest wait honoured for one 429 retry_after', { min: 1_000 }).default('60s'),
   OUTBOUND_MAX_429: int('how many 429 answers one message may take before it fails (0 = unlimited)', 0, 1_000_000).default('0'),
   // database session limits of every pool (libs/db/pool.ts); 0 leaves the server's own setting
   DB_STATEMENT_TIMEOUT: dbLimit('statement_timeout: the longest a statement may run', 1_000).default(String(DB_STATEMENT_TIMEOUT_MS_DEFAULT)),

@@ -21,6 +21,8 @@ import { safeText } from '../queue/errors';
 
 /** Used when a 429 carries neither parameters.retry_after nor a Retry-After header. */
 export const RATE_LIMIT_FALLBACK_MS = 1_000;
+/** The shortest wait honoured after a 429 (Telegram never asks for less than a second). */
+export const RATE_LIMIT_MIN_MS = 1_000;
 
 export interface Delivered {
   type: 'delivered';
@@ -97,7 +99,10 @@ export function classifySendError(err: unknown): SendOutcome {
     const code = err.errorCode;
     const description = short(err.description);
     if (code === 429) {
-      const ms = err.retryAfter !== undefined ? err.retryAfter * 1000 : RATE_LIMIT_FALLBACK_MS;
+      // Telegram's retry_after is whole seconds, at least 1; a peer answering 0 (or a fraction: a
+      // proxy, a self-hosted Bot API) must not make the message retry at once, forever (429s are
+      // not counted against the attempt budget)
+      const ms = err.retryAfter !== undefined ? Math.max(RATE_LIMIT_MIN_MS, err.retryAfter * 1000) : RATE_LIMIT_FALLBACK_MS;
       return { type: 'rate_limited', retryAfterMs: ms, status: 429, description };
     }
     if (err.migrateToChatId !== undefined) return { type: 'migrate', newChatId: String(err.migrateToChatId), status: code, description };

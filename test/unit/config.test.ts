@@ -111,6 +111,9 @@ describe('values that can only hurt are refused, with the variable and the allow
     ['CAPTURE_TIMEOUT', '10ms', /^CAPTURE_TIMEOUT: .*from 1s /],
     ['OUTBOUND_SEND_TIMEOUT', '999ms', /^OUTBOUND_SEND_TIMEOUT: .*from 1s /],
     ['RETRY_BASE', '0', /^RETRY_BASE: .*from 10ms /],
+    // 0 would retry a rate-limited message, or redeliver a NATS message, at once and forever
+    ['OUTBOUND_MAX_RETRY_AFTER', '0', /^OUTBOUND_MAX_RETRY_AFTER: .*from 1s /],
+    ['NATS_NAK_BACKOFF', '99ms', /^NATS_NAK_BACKOFF: .*from 100ms /],
     // secrets Telegram refuses or an attacker guesses
     ['WEBHOOK_SECRET', 'x', /^WEBHOOK_SECRET: expected 16 to 256 characters of A-Z, a-z, 0-9, _ and -/],
     ['WEBHOOK_SECRET', 'fifteen-chars15', /^WEBHOOK_SECRET: expected 16 to 256/],
@@ -148,6 +151,8 @@ describe('values that can only hurt are refused, with the variable and the allow
     ['SHUTDOWN_TIMEOUT', '0', 0],
     ['SHUTDOWN_TIMEOUT', String(TIMER_MAX_MS), TIMER_MAX_MS],
     ['RETRY_BASE', '10ms', 10],
+    ['OUTBOUND_MAX_RETRY_AFTER', '1s', 1000],
+    ['NATS_NAK_BACKOFF', '100ms', 100],
     ['WEBHOOK_SECRET', 'A-z_0'.repeat(4), 'A-z_0'.repeat(4)],
     ['WEBHOOK_SECRET', 'a'.repeat(256), 'a'.repeat(256)],
     ['TELEGRAM_API_ROOT', 'http://127.0.0.1:8081', 'http://127.0.0.1:8081'],

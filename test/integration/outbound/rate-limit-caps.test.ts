@@ -51,19 +51,19 @@ const row = async (msgId: string) => (await db.pool.query('select * from relay.o
 it('OUTBOUND_MAX_RETRY_AFTER caps the wait of a 429 that asks for an hour', async () => {
   sb.scriptChatError(TOKEN, 5001, hourLong429(2));
   await enqueue('cap-wait', 5001);
-  await startWorker({ OUTBOUND_MAX_RETRY_AFTER: '200ms' });
+  await startWorker({ OUTBOUND_MAX_RETRY_AFTER: '1s' }); // the smallest cap allowed
   await waitFor(async () => (await row('cap-wait'))?.state === 'delivered', { timeoutMs: 30_000, what: 'delivered after two capped 429 waits' });
   const audits = (await db.pool.query(`select http_status, details from relay.attempts where subject = 'outbound' and subject_key = 'cap-wait' order by id`))
     .rows;
   expect(audits.filter((a) => a.http_status === 429)).toHaveLength(2);
-  expect(audits.filter((a) => a.http_status === 429).every((a) => a.details.retryAfterMs === 200)).toBe(true);
+  expect(audits.filter((a) => a.http_status === 429).every((a) => a.details.retryAfterMs === 1000)).toBe(true);
 });
 
 it('OUTBOUND_MAX_429 fails a message at its third 429, with an alert; other chats are not held up', async () => {
   sb.scriptChatError(TOKEN, 5002, hourLong429(100));
   await enqueue('cap-count', 5002);
   await enqueue('other-chat', 5003);
-  await startWorker({ OUTBOUND_MAX_RETRY_AFTER: '100ms', OUTBOUND_MAX_429: '3' });
+  await startWorker({ OUTBOUND_MAX_RETRY_AFTER: '1s', OUTBOUND_MAX_429: '3' });
   await waitFor(async () => (await row('cap-count'))?.state === 'failed', { timeoutMs: 30_000, what: 'failed after 3 429s' });
   const r = await row('cap-count');
   expect(r.failed_reason).toMatch(/rate limited 3 times \(OUTBOUND_MAX_429\)/);

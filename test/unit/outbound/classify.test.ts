@@ -1,4 +1,5 @@
-import { classifySendError, classifySendSuccess, RATE_LIMIT_FALLBACK_MS } from '../../../libs/outbound/classify-response';
+import fc from 'fast-check';
+import { classifySendError, classifySendSuccess, RATE_LIMIT_FALLBACK_MS, RATE_LIMIT_MIN_MS } from '../../../libs/outbound/classify-response';
 import { TelegramApiError, TelegramNetworkError } from '../../../libs/telegram/errors';
 
 const api = (errorCode: number, description: string, parameters?: Record<string, number>, retryAfterHeader?: number) =>
@@ -24,6 +25,17 @@ describe('sendMessage classification', () => {
     });
     expect(classifySendError(api(429, 'Too Many Requests', undefined, 3))).toMatchObject({ type: 'rate_limited', retryAfterMs: 3000 });
     expect(classifySendError(api(429, 'Too Many Requests'))).toMatchObject({ type: 'rate_limited', retryAfterMs: RATE_LIMIT_FALLBACK_MS });
+  });
+
+  it('429 asking for less than a second (0, a fraction: a proxy or a self-hosted Bot API) waits a second, never 0', () => {
+    expect(classifySendError(api(429, 'Too Many Requests: retry after 0', { retry_after: 0 }))).toMatchObject({ type: 'rate_limited', retryAfterMs: 1000 });
+    expect(classifySendError(api(429, 'Too Many Requests', undefined, 0))).toMatchObject({ type: 'rate_limited', retryAfterMs: 1000 });
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.boolean(), (s, inHeader) => {
+        const out = classifySendError(inHeader ? api(429, 'Too Many Requests', undefined, s) : api(429, 'Too Many Requests', { retry_after: s }));
+        return out.type === 'rate_limited' && out.retryAfterMs >= RATE_LIMIT_MIN_MS && out.retryAfterMs === Math.max(1000, s * 1000);
+      }),
+    );
   });
 
   it('400 with migrate_to_chat_id → Migrate(new chat id)', () => {
