@@ -34,6 +34,10 @@ import { cursorRecordPollError, cursorRecordProgress, Fence, PollErrorKind } fro
 export const GET_UPDATES_LIMIT = 100;
 /** Telegram clamps `timeout` to 50 s. */
 const MAX_LONG_POLL_SECONDS = 50;
+/** An empty long poll answered sooner than this was not held open (timeout is at least 1 s)… */
+const EARLY_EMPTY_POLL_MS = 500;
+/** …and the next one waits until this much time has passed since the last was sent. */
+const EMPTY_POLL_MIN_MS = 1_000;
 /** Extra time the HTTP request gets beyond the long-poll timeout before we call it lost. */
 const LONG_POLL_GRACE_MS = 10_000;
 /** Bot API statuses that mean the configuration (token, API root) is wrong, not the update. */
@@ -438,7 +442,25 @@ export function createPoller(opts: PollerOptions): Poller {
         await sleep(backoffDelay(n, policy, random), wake.signal);
         return;
       }
-      if (longPollSeconds === 0) await sleep(opts.pollTimeoutMs, wake.signal);
+      if (longPollSeconds === 0) {
+        await sleep(opts.pollTimeoutMs, wake.signal);
+      } else {
+        // Telegram holds an empty long poll open for `timeout` seconds; a peer answering at once (a
+        // proxy, a broken self-hosted Bot API) would otherwise be polled, and progress written, in
+        // a tight loop
+        const heldMs = Date.now() - callStart.getTime();
+        if (heldMs < EARLY_EMPTY_POLL_MS) {
+          fail(
+            'early-empty',
+            'warn',
+            { timeoutS: longPollSeconds, answeredInMs: heldMs },
+            'getUpdates answered an empty long poll at once (the Bot API does not hold it open): polling at most once a second',
+          );
+          await sleep(EMPTY_POLL_MIN_MS - heldMs, wake.signal);
+        } else {
+          episodes.recover('early-empty', 'getUpdates holds empty long polls open again');
+        }
+      }
       return;
     }
     const call = { start: callStart, end: new Date(), status, offset: requested };

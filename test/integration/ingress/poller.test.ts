@@ -179,6 +179,38 @@ describe('durable poller', () => {
     expect(overlap.length + foreign409).toBeGreaterThan(0);
   });
 
+  it('a Bot API that answers empty long polls at once is polled about once a second, not in a tight loop', async () => {
+    const { token, botId } = newBotToken();
+    let polls = 0;
+    const api = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const method = req.url?.split('/').pop();
+        res.setHeader('content-type', 'application/json');
+        if (method === 'getWebhookInfo')
+          return res.end(JSON.stringify({ ok: true, result: { url: '', has_custom_certificate: false, pending_update_count: 0 } }));
+        polls++;
+        res.end(JSON.stringify({ ok: true, result: [] })); // timeout ignored
+      });
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+    try {
+      const p = start({ token, botId, apiRoot: `http://127.0.0.1:${(api.address() as AddressInfo).port}` });
+      await waitFor(() => polls >= 1, { what: 'first poll' });
+      const first = polls;
+      await new Promise((r) => setTimeout(r, 2_500));
+      // about 2-3 more; without the floor, hundreds (one poll and one progress write per round trip)
+      expect(polls - first).toBeGreaterThanOrEqual(1);
+      expect(polls - first).toBeLessThanOrEqual(5);
+      // one warning for the episode, not one per poll
+      expect(p.logs.lines().filter((l) => l.episode === 'early-empty' && l.level === 40)).toHaveLength(1);
+    } finally {
+      await Promise.all(running.splice(0).map((p) => p.stop()));
+      api.closeAllConnections();
+      await new Promise((r) => api.close(r));
+    }
+  });
+
   it('429: waits retry_after before polling again', async () => {
     const { token, botId } = newBotToken();
     const times: number[] = [];
