@@ -3,7 +3,7 @@
  */
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
-import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
+import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startAdminRuntime } from '../../libs/runtime/admin';
 
@@ -26,9 +26,13 @@ export async function run(_args: string[] = []): Promise<number | void> {
         '  !! It changes at every start. Set ADMIN_TOKEN (or ADMIN_TOKENS=label:token,…) to choose one.\n\n',
     );
   }
-  onShutdownSignal(async () => {
-    await admin.stop();
-    await db.stop();
-  }, logger);
+  onShutdownSignal(
+    async () => {
+      await admin.stop();
+      await db.stop();
+    },
+    logger,
+    { deadlineMs: shutdownDeadlineMs(config) },
+  );
   return new Promise<never>(() => undefined); // the shutdown handler exits the process
 }

@@ -1,7 +1,7 @@
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
 import { checkJetStreamConfig, startJetStreamRuntime } from '../../libs/jetstream/runtime';
-import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
+import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 
@@ -27,10 +27,14 @@ export async function run(): Promise<number> {
     throw err;
   }
   metrics?.server.addCheck('jetstream', rt.ready);
-  onShutdownSignal(async () => {
-    await rt.stop();
-    await metrics?.server.close();
-    await db.stop();
-  }, logger);
+  onShutdownSignal(
+    async () => {
+      await rt.stop();
+      await metrics?.server.close();
+      await db.stop();
+    },
+    logger,
+    { deadlineMs: shutdownDeadlineMs(config) },
+  );
   return new Promise<never>(() => undefined); // the shutdown handler exits the process
 }

@@ -6,7 +6,7 @@
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
 import { checkIngressConfig, startIngress } from '../../libs/ingress/runtime';
-import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
+import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 
@@ -29,11 +29,15 @@ export async function run(): Promise<number> {
   const ingress = await startIngress({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
   metrics?.server.addCheck('poller', ingress.ready);
   const closeMetrics = () => metrics?.server.close() ?? Promise.resolve();
-  const removeSignals = onShutdownSignal(async () => {
-    await ingress.stop();
-    await closeMetrics();
-    await db.stop();
-  }, logger);
+  const removeSignals = onShutdownSignal(
+    async () => {
+      await ingress.stop();
+      await closeMetrics();
+      await db.stop();
+    },
+    logger,
+    { deadlineMs: shutdownDeadlineMs(config) },
+  );
   const exit = await ingress.done;
   removeSignals();
   if (exit.reason === 'stalled') {

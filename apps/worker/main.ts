@@ -1,6 +1,6 @@
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
-import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
+import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 import { startWorkerRuntime } from '../../libs/runtime/worker';
@@ -39,11 +39,15 @@ export async function run(): Promise<number> {
     };
   })();
   // installed in the same tick (a signal is only handled on a later turn of the event loop)
-  onShutdownSignal(async () => {
-    // a startup that failed has closed what it opened; run() reports its error and exits with its code
-    const started = await startup.catch(() => new Promise<never>(() => undefined));
-    await started.stop();
-  }, logger);
+  onShutdownSignal(
+    async () => {
+      // a startup that failed has closed what it opened; run() reports its error and exits with its code
+      const started = await startup.catch(() => new Promise<never>(() => undefined));
+      await started.stop();
+    },
+    logger,
+    { deadlineMs: shutdownDeadlineMs(config) },
+  );
   await startup;
   return new Promise<never>(() => undefined); // the shutdown handler exits the process
 }
