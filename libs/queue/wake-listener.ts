@@ -12,6 +12,12 @@ export interface WakeListener {
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
+/**
+ * A connection counts as healthy again (the backoff starts over) only after staying up this long:
+ * one dropped right after LISTEN (a pooler, a tiny idle_session_timeout) would otherwise be
+ * re-made every 100 ms, waking every claim loop each time.
+ */
+const STABLE_AFTER_MS = 10_000;
 
 /**
  * A dedicated LISTEN connection (a pooled connection cannot hold LISTEN). Enqueueing transactions
@@ -54,10 +60,12 @@ export function createWakeListener(opts: { url: string; logger: Logger; channel?
       query_timeout: 10_000,
     });
     let lost = false;
+    let connectedAt: number | undefined = undefined; // set once LISTEN runs (read by onLost before that)
     const onLost = (err?: Error) => {
       if (lost) return;
       lost = true;
       connected = false;
+      if (connectedAt !== undefined && Date.now() - connectedAt >= STABLE_AFTER_MS) failures = 0;
       if (client === c) client = undefined;
       if (!stopped) opts.logger.warn({ err }, 'work listener lost its connection; reconnecting');
       c.end().catch(() => undefined);
@@ -86,8 +94,8 @@ export function createWakeListener(opts: { url: string; logger: Logger; channel?
     }
     client = c;
     connected = true;
+    connectedAt = Date.now();
     if (failures > 0) opts.logger.info('work listener reconnected');
-    failures = 0;
     fire(); // anything committed while we were not listening
   };
 
