@@ -379,6 +379,7 @@ export function createPoller(opts: PollerOptions): Poller {
     let body: string;
     let status: number;
     const callStart = new Date();
+    const sentAt = performance.now(); // elapsed time from the monotonic clock: a wall-clock step must not look like a held poll
     try {
       const answer = await opts.api.callApiRaw(
         'getUpdates',
@@ -448,12 +449,12 @@ export function createPoller(opts: PollerOptions): Poller {
         // Telegram holds an empty long poll open for `timeout` seconds; a peer answering at once (a
         // proxy, a broken self-hosted Bot API) would otherwise be polled, and progress written, in
         // a tight loop
-        const heldMs = Date.now() - callStart.getTime();
+        const heldMs = performance.now() - sentAt;
         if (heldMs < EARLY_EMPTY_POLL_MS) {
           fail(
             'early-empty',
             'warn',
-            { timeoutS: longPollSeconds, answeredInMs: heldMs },
+            { timeoutS: longPollSeconds, answeredInMs: Math.round(heldMs) },
             'getUpdates answered an empty long poll at once (the Bot API does not hold it open): polling at most once a second',
           );
           await sleep(EMPTY_POLL_MIN_MS - heldMs, wake.signal);
