@@ -87,6 +87,9 @@ export async function checkSoak(
     if (ok === false) failures.push(`${label}: ${value}${why ? ` — ${why}` : ''}`);
   };
   const section = (title: string) => figures.push({ label: `— ${title}`, value: '' });
+  // fresh statistics first: autovacuum may not have analyzed tables that grew by 100k rows in
+  // minutes, and a plan from stale estimates turned one check into a 3-minute nested loop
+  await pool.query('analyze relay.attempts, relay.inbox, relay.captures, relay.outbound, relay.quarantine');
 
   section('run');
   fig(
