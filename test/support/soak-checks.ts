@@ -89,7 +89,7 @@ export async function checkSoak(
   const section = (title: string) => figures.push({ label: `— ${title}`, value: '' });
   // fresh statistics first: autovacuum may not have analyzed tables that grew by 100k rows in
   // minutes, and a plan from stale estimates turned one check into a 3-minute nested loop
-  await pool.query('analyze relay.attempts, relay.inbox, relay.captures, relay.outbound, relay.quarantine');
+  await pool.query('analyze relay.attempts, relay.inbox, relay.captures, relay.outbound, relay.quarantine, tg_relay_boss.job');
 
   section('run');
   fig(
