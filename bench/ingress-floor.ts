@@ -60,6 +60,14 @@ const INBOX_PLAIN = INBOX_ONLY.replace(
 
 async function main(): Promise<void> {
   const db = await benchDatabase();
+  try {
+    await measure(db);
+  } finally {
+    await db.close(); // the bench database is dropped even when a variant fails
+  }
+}
+
+async function measure(db: Awaited<ReturnType<typeof benchDatabase>>): Promise<void> {
   const boss = createBoss(db.url, { max: 1 });
   await db.pool.query('create table public.bare (id bigint primary key, raw json not null)');
   const bots = { full: '4242', inbox: '4343', plain: '4444', captures: '4545', nojobs: '4646' };
@@ -186,7 +194,6 @@ async function main(): Promise<void> {
   for (const [k, xs] of Object.entries(ms))
     console.log(`${k.padEnd(22)} BEGIN → COMMIT acknowledged p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`);
   await boss.stop({ graceful: false, wait: false }).catch(() => undefined);
-  await db.close();
 }
 
 main().then(
