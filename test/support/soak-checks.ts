@@ -439,7 +439,11 @@ export async function checkSoak(
     `${end.stops.length - badStops.length} of ${end.stops.length}`,
     badStops.length === 0 && end.stops.length === options.pollers + options.workers + 1,
   );
-  for (const s of badStops) failures.push(`${s.name} exited ${s.code}/${s.signal} after SIGTERM; last output:\n${s.tail.slice(-1500)}`);
+  for (const s of badStops) {
+    // a process SIGKILLed for ignoring the stop left what it was doing in <name>.stuck (Fleet.stopAll)
+    const stuck = s.signal === 'SIGKILL' ? ` (its threads' state at the SIGKILL: ${s.name}.stuck in the kept logs)` : '';
+    failures.push(`${s.name} exited ${s.code}/${s.signal} after SIGTERM${stuck}; last output:\n${s.tail.slice(-1500)}`);
+  }
 
   return { seed: options.seed, durationMs: Date.now() - ctx.startedAt, figures, failures };
 }
