@@ -96,6 +96,20 @@ function hundred(firstId: number, chatBase: number): string[] {
 
 const BATCH: Log = ['begin', 'batch', 'commit'];
 
+/** The webhook handler of `botId` under `fence`, its statements counted into `log`. */
+function webhookHandler(botId: string, fence: Fence, log: Log) {
+  return createWebhookHandler({
+    pool: countingPool(db.pool, log),
+    boss,
+    botId,
+    fence: () => fence,
+    leaseTtlMs: 60_000,
+    decodePolicy: 'stop',
+    allowedChatIds: [],
+    logger: silentLogger(),
+  });
+}
+
 describe('round trips per batch', () => {
   it('a batch of 100 updates with captures and dispatch jobs is BEGIN, one statement, COMMIT', async () => {
     const { botId } = newBotToken();
@@ -199,16 +213,7 @@ describe('round trips per batch', () => {
     const { botId } = newBotToken();
     const fence = await acquire(botId);
     const log: Log = [];
-    const handle = createWebhookHandler({
-      pool: countingPool(db.pool, log),
-      boss,
-      botId,
-      fence: () => fence,
-      leaseTtlMs: 60_000,
-      decodePolicy: 'stop',
-      allowedChatIds: [],
-      logger: silentLogger(),
-    });
+    const handle = webhookHandler(botId, fence, log);
     const answer = await handle(JSON.stringify(makeMessageUpdate({ updateId: 7, chatId: Number(botId) })));
     expect(answer.status).toBe(200);
     expect(log).toEqual(BATCH);
@@ -217,25 +222,12 @@ describe('round trips per batch', () => {
 });
 
 describe('webhook group commit', () => {
-  function handler(botId: string, fence: Fence, log: Log) {
-    return createWebhookHandler({
-      pool: countingPool(db.pool, log),
-      boss,
-      botId,
-      fence: () => fence,
-      leaseTtlMs: 60_000,
-      decodePolicy: 'stop',
-      allowedChatIds: [],
-      logger: silentLogger(),
-    });
-  }
-
   it('concurrent deliveries share batch transactions: 40 at once are two transactions, each answered 200 after its commit', async () => {
     const { botId } = newBotToken();
     const C = Number(botId);
     const fence = await acquire(botId);
     const log: Log = [];
-    const handle = handler(botId, fence, log);
+    const handle = webhookHandler(botId, fence, log);
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, i) => handle(JSON.stringify(makeMessageUpdate({ updateId: 100 + i, chatId: C + (i % 4) })))),
     );
@@ -252,7 +244,7 @@ describe('webhook group commit', () => {
     const C = Number(botId);
     const fence = await acquire(botId);
     const log: Log = [];
-    const handle = handler(botId, fence, log);
+    const handle = webhookHandler(botId, fence, log);
     expect((await handle(JSON.stringify(makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })))).status).toBe(200);
     const bodies = [
       JSON.stringify(makeMessageUpdate({ updateId: 2, chatId: C })),
