@@ -39,6 +39,7 @@ import { createSandboxClient } from '../libs/sandbox';
 import { createBotApiClient } from '../libs/telegram';
 import { benchDatabase } from './support/database';
 import { fmt, pct } from './support/worker-process';
+import { messageUpdate } from './support/updates';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -256,19 +257,7 @@ async function runWebhook(url: string, n: number, connections: number): Promise<
       req.on('error', reject);
       req.end(body);
     });
-  const update = (id: number) => {
-    const chat = 1_000_000 + (id % CHATS);
-    return JSON.stringify({
-      update_id: id,
-      message: {
-        message_id: id,
-        from: { id: chat, is_bot: false, first_name: 'Bench' },
-        chat: { id: chat, type: 'private', first_name: 'Bench' },
-        date: 1_700_000_000,
-        text: `message ${id}`,
-      },
-    });
-  };
+  const update = (id: number) => messageUpdate(id, CHATS);
   // the lease is taken and the webhook registered in the background: wait for the first 200
   for (let i = 0; ; i++) {
     if ((await post(update(1))) === 200) break;
