@@ -117,13 +117,17 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
   // Settle, heartbeat and release lock their rows in id order first (a locking CTE: LockRows above
   // the sort), so two of them over overlapping claims (a heartbeat tick while an outcome batch is
   // written) can never take the same rows in opposite orders: that deadlocked ~70 times per full
-  // soak, each costing deadlock_timeout before PostgreSQL aborted one side.
-  const lockInOrder = (source: string, match: string) =>
-    `locked as (select t.id from ${t.table} t join ${source} on ${match} where t.state = ${claimed} order by t.id for update of t)`;
+  // soak, each costing deadlock_timeout before PostgreSQL aborted one side. `input` (alias x) has at
+  // least (id, claim_id); `locked` carries those input rows whose claim still holds (the fence: checked
+  // on the row's newest version under the lock, which this statement keeps until its update).
+  const lockInOrder = (input: string) =>
+    `with locked as (
+       select x.* from ${t.table} t join ${input} on t.id = x.id and t.claim_id = x.claim_id
+        where t.state = ${claimed} order by t.id for update of t)`;
   const settle = statement<SettledTableRow>(
-    `with x as materialized (
-       select * from json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean)
-     ), ${lockInOrder('x', 't.id = x.id and t.claim_id = x.claim_id')}
+    `${lockInOrder(
+      'json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean)',
+    )}
      update ${t.table} t
         set state = ${m.done === 'delivered' ? 'x.state' : `case x.state when 'delivered' then '${m.done}' else x.state end`},
             next_attempt_at = case when x.state = 'pending' then ${now(2)} + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
@@ -131,20 +135,19 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
             ${outcome}
             attempts = case when x.uncounted then greatest(t.attempts - 1, 0) else t.attempts end,
             claim_id = null, heartbeat_at = null, updated_at = now()
-       from x, locked
-      where t.id = locked.id and t.id = x.id and t.claim_id = x.claim_id and t.state = ${claimed}
+       from locked x
+      where t.id = x.id
      returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", x.state as state, t.next_attempt_at as "nextAttemptAt"${
        v.settledColumns ? `, ${v.settledColumns}` : ''
      }`,
   );
 
   const heartbeat = statement<{ claimId: string }>(
-    `with v as materialized (select * from unnest($1::bigint[], $2::uuid[]) as v(id, claim_id)),
-     ${lockInOrder('v', 't.id = v.id and t.claim_id = v.claim_id')}
+    `${lockInOrder('unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)')}
      update ${t.table} t set heartbeat_at = ${now(3)}
-       from v, locked
-      where t.id = locked.id and t.id = v.id and t.claim_id = v.claim_id and t.state = ${claimed}
-     returning v.claim_id::text as "claimId"`,
+       from locked x
+      where t.id = x.id
+     returning x.claim_id::text as "claimId"`,
   );
 
   const spent = `'attempt budget spent (' || t.attempts || ' attempts); the last one went stale`;
@@ -176,14 +179,13 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
   );
 
   const release = statement<SettledRow>(
-    `with v as materialized (select * from unnest($1::bigint[], $2::uuid[]) as v(id, claim_id)),
-     ${lockInOrder('v', 't.id = v.id and t.claim_id = v.claim_id')}
+    `${lockInOrder('unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)')}
      update ${t.table} t
         set ${m.claimMarksState ? `state = 'pending', ` : ''}attempts = greatest(t.attempts - 1, 0), next_attempt_at = ${now(3)},
             last_error = 'released unfinished at worker shutdown', claim_id = null, heartbeat_at = null, updated_at = now()
-       from v, locked
-      where t.id = locked.id and t.id = v.id and t.claim_id = v.claim_id and t.state = ${claimed}
-     returning t.id::text as id, v.claim_id::text as "claimId", t.job_id::text as "jobId", t.state, t.next_attempt_at as "nextAttemptAt"`,
+       from locked x
+      where t.id = x.id
+     returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", t.state, t.next_attempt_at as "nextAttemptAt"`,
   );
 
   return { claim, claimValues: claimParams.values, nextDue, nextDueValues: dueParams.values, settle, heartbeat, recoverStale, release };
