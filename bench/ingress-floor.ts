@@ -48,9 +48,7 @@ const INBOX_CAPTURES = INBOX_ONLY.replace(
    where exists (select from cur)
   on conflict (capture_key) do nothing returning id)
   select (select count(*) from ins) + (select count(*) from cins)`,
-)
-  .replace('with cur as (', 'with cur as (')
-  .replace(/\n {2}insert into relay.inbox/, ', ins as (\n  insert into relay.inbox');
+).replace(/\n {2}insert into relay.inbox/, ', ins as (\n  insert into relay.inbox');
 
 /** The same without ON CONFLICT (speculative insertion): absent rows found by an anti-join, as the cursor lock serializes a bot's writers. */
 const INBOX_PLAIN = INBOX_ONLY.replace(
@@ -126,7 +124,7 @@ async function measure(db: Awaited<ReturnType<typeof benchDatabase>>): Promise<v
     });
     if (keep) ms.full.push(performance.now() - t0);
     t0 = performance.now();
-    await persistBatch({ pool: noJobsPool, boss }, planBatch(items, { policy: 'stop', offset: first, transport: 'polling' }), {
+    await persistBatch({ pool: noJobsPool, boss }, plan, {
       botId: bots.nojobs,
       fence: fences.nojobs,
       leaseTtlMs: 3_600_000,
