@@ -28,6 +28,7 @@
 import crypto from 'node:crypto';
 import PgBoss from 'pg-boss';
 import type { PoolClient } from 'pg';
+import { RelayError } from '../errors/relay-error';
 import { DbTimeouts, Queryable, sessionOptions } from './pool';
 
 /** The ledger queues tg-relay uses; one per job kind. */
@@ -189,9 +190,7 @@ export function ledgerStatementsFor(schema: string): Omit<JobLedger, 'start' | '
       const ids = jobs.map((j) => j.id ?? newJobId());
       const { rowCount } = await db.query(insert, [ids, ids.map(() => queue), jobs.map((j) => JSON.stringify(j.data)), jobs.map((j) => j.startAfter ?? null)]);
       if (rowCount !== jobs.length) {
-        throw Object.assign(new Error(`the job ledger did not create all ${jobs.length} ${queue} jobs (does the queue exist? run tg-relay migrate)`), {
-          code: 'RELAY_ENQUEUE_FAILED',
-        });
+        throw new EnqueueFailedError(`the job ledger did not create all ${jobs.length} ${queue} jobs (does the queue exist? run tg-relay migrate)`);
       }
       return ids;
     },
@@ -268,9 +267,9 @@ export function createBoss(
   return boss;
 }
 
-/** Creates (idempotently) the three queues. Safe when several processes run it at once. */
-export async function ensureQueues(boss: BossLedger): Promise<void> {
-  await boss.ensureQueues();
+/** The job ledger did not create every job asked for: a queue is missing (run tg-relay migrate). */
+export class EnqueueFailedError extends RelayError {
+  readonly code = 'RELAY_ENQUEUE_FAILED' as const;
 }
 
 /** pg-boss's `{ db }` option: runs its SQL on our transaction's client (benches drive fetch() with it). */

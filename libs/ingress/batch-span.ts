@@ -21,7 +21,7 @@ export interface BatchSpanInfo {
  * Runs the batch transaction `persist` inside an `ingress.batch` span (a root span when polling;
  * under the incoming request's span for the webhook). `persist` resolves true when it committed.
  */
-export async function traceIngressBatch<T>(info: BatchSpanInfo, persist: () => Promise<T>, committed: (r: T) => boolean = (r) => r !== false): Promise<T> {
+export async function traceIngressBatch<T>(info: BatchSpanInfo, persist: () => Promise<T>): Promise<T> {
   if (!tracingEnabled()) return persist();
   const t = tracer();
   const parent = info.operation === 'getUpdates' ? ROOT_CONTEXT : context.active();
@@ -58,7 +58,7 @@ export async function traceIngressBatch<T>(info: BatchSpanInfo, persist: () => P
   const persistSpan = t.startSpan('ingress.persist', { attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'transaction' } }, batchCtx);
   try {
     const r = await context.with(trace.setSpan(batchCtx, persistSpan), persist);
-    const outcome = committed(r) ? 'committed' : 'not_committed';
+    const outcome = r !== false ? 'committed' : 'not_committed';
     persistSpan.setAttribute('outcome', outcome);
     batch.setAttribute('outcome', outcome);
     return r;

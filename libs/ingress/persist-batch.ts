@@ -17,7 +17,7 @@
  * statement and rolled back here. Guarded by test/integration/ingress/batch-statements.test.ts
  * (counts the queries issued); the cost breakdown is in docs/ingress.md ("Batch cost").
  */
-import type { JobLedger } from '../db/boss';
+import { EnqueueFailedError, type JobLedger } from '../db/boss';
 import type { Pool, PoolClient } from 'pg';
 import { buildCapture } from '../captures/build';
 import { CaptureKeyConflictError } from '../captures/errors';
@@ -139,15 +139,13 @@ async function writeUpdates(
   if (w.conflicts.length > 0) throw new CaptureKeyConflictError(w.conflicts);
   if (w.dispatchJobs !== w.dispatchRows || w.captureJobs !== w.captures) {
     // the ledger's insertJobs would have returned fewer rows too (a queue missing): enqueueJobs' check
-    throw Object.assign(new Error('the job ledger did not create all jobs of the batch (does the queue exist? run tg-relay migrate)'), {
-      code: 'RELAY_ENQUEUE_FAILED',
-    });
+    throw new EnqueueFailedError('the job ledger did not create all jobs of the batch (does the queue exist? run tg-relay migrate)');
   }
   result.stored = w.stored;
   result.duplicates = rows.length - w.stored;
   result.dispatchJobs = w.dispatchJobs;
   result.captures = w.captures;
-  result.captureRepeats = captures.length - w.captures - w.conflicts.length;
+  result.captureRepeats = captures.length - w.captures; // conflicts have thrown above
   result.captureJobs = w.captureJobs;
   return result;
 }

@@ -181,7 +181,7 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
       webhookAddress = () => w.address();
       status = () => {
         const st = w.status().state;
-        return { role: st === 'owner' ? 'owner' : st === 'stopped' ? 'stopped' : st === 'standby' ? 'standby' : 'starting', halted: null };
+        return { role: st === 'idle' ? 'starting' : st, halted: null };
       };
       await w.start();
       void w.done.then(resolveDone);

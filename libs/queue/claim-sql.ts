@@ -13,7 +13,8 @@ import { query, statement } from '../db/query';
 import type { ClaimTableDescription } from './claim-tables';
 import { safeText } from './errors';
 import type { ClaimedJob, ClaimRef, ClaimStore, RecoveredRow, SettledRow, Settlement } from './job-kind';
-import { ACTIVATE_SQL, STORED_ERROR_MAX } from './queries';
+import { activateJobsSql } from '../db/boss';
+import { STORED_ERROR_MAX } from './queries';
 
 const now = (n: number) => `coalesce($${n}::timestamptz, now())`;
 const safeError = (s: string | null | undefined): string | null => (s === null || s === undefined ? null : safeText(String(s), STORED_ERROR_MAX));
@@ -94,7 +95,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
              }${v.columns ? `, ${v.columns}` : ''}`
        }
      ), activated as (
-       ${ACTIVATE_SQL('$4', '(select job_id from claimed where job_id is not null)')}
+       ${activateJobsSql('$4', '(select job_id from claimed where job_id is not null)')}
        returning 1
      )
      select claimed.*${v.columns === '*' ? ', claimed.id::text as id' : ''}, (select count(*) from activated)::int as "activatedJobs" from claimed`,

@@ -4,7 +4,6 @@
  * descriptions in claim-sql.ts.
  */
 import type { Queryable } from '../db/pool';
-import { activateJobsSql } from '../db/boss';
 import { safeJson, safeText } from './errors';
 
 /** Longest error text stored (code points); every stored error string goes through safeText. */
@@ -12,7 +11,6 @@ export const STORED_ERROR_MAX = 1_000;
 const safeError = (s: string | null | undefined): string | null => (s === null || s === undefined ? null : safeText(String(s), STORED_ERROR_MAX));
 
 /** Ledger job activation for claim statements (created/retry → active): see libs/db/boss.ts. */
-export const ACTIVATE_SQL = activateJobsSql;
 
 export interface AttemptRow {
   subject: string;
