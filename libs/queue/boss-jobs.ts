@@ -4,22 +4,23 @@
  * output made safe (safeJson) on the way in.
  */
 import type { PoolClient } from 'pg';
-import { ledgerStatements, type JobLedger, type QueueName } from '../db/boss';
+import type { JobLedger, QueueName } from '../db/boss';
 import { safeJson } from './errors';
 
 /** created/retry → active. Returns how many moved. */
-export function bossJobsActivate(db: PoolClient, queue: QueueName, jobIds: string[]): Promise<number> {
-  return ledgerStatements.activateJobs(db, queue, jobIds);
+export function bossJobsActivate(boss: JobLedger, db: PoolClient, queue: QueueName, jobIds: string[]): Promise<number> {
+  return boss.activateJobs(db, queue, jobIds);
 }
 
 /** Back to the ledger's `retry` state, due at the row's next_attempt_at. */
 export function bossJobsReschedule(
+  boss: JobLedger,
   db: PoolClient,
   queue: QueueName,
   jobs: { jobId: string; startAfter: Date }[],
   output: Record<string, unknown>,
 ): Promise<number> {
-  return ledgerStatements.rescheduleJobs(db, queue, jobs, safeJson(output));
+  return boss.rescheduleJobs(db, queue, jobs, safeJson(output));
 }
 
 export function bossJobsComplete(boss: JobLedger, db: PoolClient, queue: QueueName, jobIds: string[]): Promise<number> {

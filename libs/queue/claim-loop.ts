@@ -171,7 +171,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     return withTransaction(pool, async (db) => {
       const jobs = await kind.store.claim(db, args);
       const jobIds = jobs.map((j) => j.jobId).filter((id): id is string => !!id);
-      const moved = await bossJobsActivate(db, kind.queue, jobIds);
+      const moved = await bossJobsActivate(boss, db, kind.queue, jobIds);
       if (moved !== jobIds.length) onJobsOutOfStep(jobIds.length, moved);
       return jobs;
     });
@@ -327,6 +327,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     await bossJobsComplete(boss, db, kind.queue, delivered);
     const pending = settled.filter((s) => s.state === 'pending' && s.jobId);
     await bossJobsReschedule(
+      boss,
       db,
       kind.queue,
       pending.map((s) => ({ jobId: s.jobId!, startAfter: s.nextAttemptAt! })),
@@ -439,6 +440,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
           now,
         );
         await bossJobsReschedule(
+          boss,
           db,
           kind.queue,
           rows.filter((r) => r.jobId).map((r) => ({ jobId: r.jobId!, startAfter: r.nextAttemptAt! })),

@@ -95,6 +95,7 @@ export async function rescueOnce(deps: RescuerDeps, target: RescueTarget, opts: 
       if (rows.length === 0) return 0;
       const pending = rows.filter((r) => r.state === 'pending' && r.jobId);
       await bossJobsReschedule(
+        deps.boss,
         db,
         target.queue,
         pending.map((r) => ({ jobId: r.jobId!, startAfter: r.nextAttemptAt! })),
