@@ -3,7 +3,7 @@
  */
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
-import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
+import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startAdminRuntime } from '../../libs/runtime/admin';
 
@@ -32,7 +32,7 @@ export async function run(_args: string[] = []): Promise<number | void> {
       await db.stop();
     },
     logger,
-    { deadlineMs: shutdownDeadlineMs(config) },
+    config,
   );
   return new Promise<never>(() => undefined); // the shutdown handler exits the process
 }

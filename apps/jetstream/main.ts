@@ -1,7 +1,7 @@
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
 import { checkJetStreamConfig, startJetStreamRuntime } from '../../libs/jetstream/runtime';
-import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
+import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 
@@ -34,7 +34,7 @@ export async function run(): Promise<number> {
       await db.stop();
     },
     logger,
-    { deadlineMs: shutdownDeadlineMs(config) },
+    config,
   );
   return new Promise<never>(() => undefined); // the shutdown handler exits the process
 }

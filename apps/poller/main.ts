@@ -6,7 +6,7 @@
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
 import { checkIngressConfig, startIngress } from '../../libs/ingress/runtime';
-import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
+import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 
@@ -36,7 +36,7 @@ export async function run(): Promise<number> {
       await db.stop();
     },
     logger,
-    { deadlineMs: shutdownDeadlineMs(config) },
+    config,
   );
   const exit = await ingress.done;
   removeSignals();

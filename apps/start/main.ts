@@ -8,7 +8,7 @@ import { Config, describeConfig, loadConfig } from '../../libs/config';
 import { createPool, Database, migrateAll, resolveDatabase } from '../../libs/db';
 import { startIngress, IngressRuntime } from '../../libs/ingress/runtime';
 import { JetStreamRuntime, startJetStreamRuntime } from '../../libs/jetstream/runtime';
-import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
+import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { AdminRuntime, startAdminRuntime } from '../../libs/runtime/admin';
 import { MetricsEndpoint, startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
@@ -52,7 +52,7 @@ export async function run(): Promise<number> {
       await db?.stop().catch((err) => logger.error({ err }, 'stopping PostgreSQL failed'));
     })());
 
-  onShutdownSignal(stopAll, logger, { deadlineMs: shutdownDeadlineMs(config) });
+  onShutdownSignal(stopAll, logger, config);
   try {
     db = await resolveDatabase(config, logger);
     await migrateAll(db.url, logger);

@@ -1,6 +1,6 @@
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
-import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
+import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 import { startWorkerRuntime } from '../../libs/runtime/worker';
@@ -46,7 +46,7 @@ export async function run(): Promise<number> {
       await started.stop();
     },
     logger,
-    { deadlineMs: shutdownDeadlineMs(config) },
+    config,
   );
   await startup;
   return new Promise<never>(() => undefined); // the shutdown handler exits the process

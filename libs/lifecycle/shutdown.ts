@@ -9,17 +9,22 @@ import { TIMER_MAX_MS } from '../config/schema';
 export const SHUTDOWN_GRACE_MS = 30_000;
 
 /** The hard deadline of a process's shutdown: SHUTDOWN_TIMEOUT for in-flight work, then the grace. */
-export function shutdownDeadlineMs(config: { SHUTDOWN_TIMEOUT: number }): number {
-  return Math.min(config.SHUTDOWN_TIMEOUT + SHUTDOWN_GRACE_MS, TIMER_MAX_MS);
+export function shutdownDeadlineMs(limits: { SHUTDOWN_TIMEOUT: number; graceMs?: number }): number {
+  return Math.min(limits.SHUTDOWN_TIMEOUT + (limits.graceMs ?? SHUTDOWN_GRACE_MS), TIMER_MAX_MS);
 }
 
 /**
  * First SIGTERM/SIGINT: run `drain` (stop taking work, finish or release in-flight work, release
  * leases, close pools) and exit with its code. A second signal while draining forces exit 1
- * (graphile-worker's convention). With `deadlineMs`, a drain still running after it exits 1 with an
- * error line. Buffered trace spans are flushed before the exit. Returns a function that removes the handlers.
+ * (graphile-worker's convention). A drain still running at the deadline (`shutdownDeadlineMs` of
+ * `limits`: the process's configuration) exits 1 with an error line. Buffered trace spans are flushed before the exit. Returns a function that removes the handlers.
  */
-export function onShutdownSignal(drain: (signal: NodeJS.Signals) => Promise<void>, logger: Logger, opts: { deadlineMs?: number } = {}): () => void {
+export function onShutdownSignal(
+  drain: (signal: NodeJS.Signals) => Promise<void>,
+  logger: Logger,
+  limits: { SHUTDOWN_TIMEOUT: number; graceMs?: number },
+): () => void {
+  const deadlineMs = shutdownDeadlineMs(limits);
   let draining = false;
   const handler = (signal: NodeJS.Signals) => {
     if (draining) {
@@ -28,18 +33,15 @@ export function onShutdownSignal(drain: (signal: NodeJS.Signals) => Promise<void
     }
     draining = true;
     logger.info({ signal }, 'shutting down: draining');
-    if (opts.deadlineMs !== undefined) {
-      // a drain stuck on a peer that never answers (a black-holed database connection waits for TCP
-      // keepalive, minutes) must not outlive the orchestrator's patience silently
-      const deadlineMs = Math.min(opts.deadlineMs, TIMER_MAX_MS);
-      setTimeout(() => {
-        logger.error(
-          { deadlineMs },
-          'shutdown did not finish in time: exiting now (claims left behind are recovered as stale by other workers, the lease expires)',
-        );
-        process.exit(1);
-      }, deadlineMs).unref();
-    }
+    // a drain stuck on a peer that never answers (a black-holed database connection waits for TCP
+    // keepalive, minutes) must not outlive the orchestrator's patience silently
+    setTimeout(() => {
+      logger.error(
+        { deadlineMs },
+        'shutdown did not finish in time: exiting now (claims left behind are recovered as stale by other workers, the lease expires)',
+      );
+      process.exit(1);
+    }, deadlineMs).unref();
     drain(signal).then(
       async () => {
         logger.info('shutdown complete');
