@@ -25,6 +25,11 @@ export interface DispatchKindOptions {
   handlerTimeoutMs: number;
   /** DISPATCH_ORDERING: 'chat' (default) dispatches each chat's updates strictly in update_id order. */
   ordering?: DispatchOrdering;
+  /**
+   * Resolves when the runner has started (getMe answered): nothing is claimed before. Omit it only
+   * for a runner already started.
+   */
+  whenReady?: Promise<void>;
 }
 
 /** A handled outcome's `effects`: writes that must commit with the handled mark (outbound replies). */
@@ -63,17 +68,13 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
   const { runner } = opts;
   const ordered = (opts.ordering ?? 'chat') === 'chat';
   const inbox = createInboxClaimStore({ botId: runner.botId, ordered });
-  // Nothing is claimed before the bot knows who it is (getMe at start may wait for the Bot API);
-  // the other job kinds of the process run meanwhile.
-  const ready = () => runner.botInfo() !== undefined;
-  const store: ClaimStore<InboxClaimedRow, CommitEffect> = {
-    ...inbox,
-    claim: (db, args) => (ready() ? inbox.claim(db, args) : Promise.resolve([])),
-    nextDueInMs: (db, now) => (ready() ? inbox.nextDueInMs(db, now) : Promise.resolve(null)),
-  };
+  // Nothing is claimed before the bot knows who it is (getMe at start may wait for the Bot API): the
+  // claim loop waits for whenReady; the other job kinds of the process run meanwhile.
+  if (!opts.whenReady && runner.botInfo() === undefined) throw new Error('createDispatchKind: start the runner first, or pass whenReady');
   return {
     queue: QUEUES.dispatch,
-    store,
+    store: inbox,
+    whenReady: opts.whenReady,
     execute: (job, ctx) =>
       // the handler run continues the update's trace (stored by ingress); replies it enqueues carry it on
       inJobSpan(

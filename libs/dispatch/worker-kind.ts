@@ -43,12 +43,12 @@ export async function createDispatchKindFromConfig(
     { handlers: handlers.file, shape: handlers.shape, replyMode: replySink.mode, ordering: config.DISPATCH_ORDERING, handlerTimeoutMs: config.HANDLER_TIMEOUT },
     'update dispatch enabled',
   );
-  const kind = createDispatchKind({ runner, handlerTimeoutMs: config.HANDLER_TIMEOUT, ordering: config.DISPATCH_ORDERING });
-  // dispatch starts as soon as getMe answers, not at the claim loop's next poll (a start that
-  // failed — aborted by close — never makes it ready)
+  // dispatch claims from the moment getMe answers (a start that failed — aborted by close — never
+  // makes it ready)
   const whenReady = started.then(
     () => undefined,
     () => new Promise<void>(() => undefined),
   );
-  return { ...kind, runner, close: () => stop.abort(), whenReady };
+  const kind = createDispatchKind({ runner, handlerTimeoutMs: config.HANDLER_TIMEOUT, ordering: config.DISPATCH_ORDERING, whenReady });
+  return { ...kind, runner, close: () => stop.abort() };
 }

@@ -136,6 +136,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   let stopPromise: Promise<void> | undefined;
   let loopDone: Promise<void> = Promise.resolve();
   let waitingForSlot = false;
+  let ready = !kind.whenReady;
   let lastHeartbeatOk = performance.now();
   let unsubscribe: (() => void) | undefined;
   let heartbeatTimer: NodeJS.Timeout | undefined;
@@ -181,6 +182,10 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     let failures = 0;
     let lockedStreak = 0;
     while (!stopping) {
+      if (!ready) {
+        await signal.wait(pollMs); // whenReady notifies; a NOTIFY meanwhile is consumed here
+        continue;
+      }
       const free = config.concurrency - held.size;
       if (free <= 0) {
         waitingForSlot = true;
@@ -531,10 +536,10 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       if (started || stopping) return;
       started = true;
       unsubscribe = deps.listener?.subscribe(kind.queue, () => signal.notify());
-      kind.whenReady?.then(
-        () => signal.notify(),
-        () => undefined,
-      );
+      void kind.whenReady?.then(() => {
+        ready = true;
+        signal.notify();
+      });
       schedule();
       loopDone = loop().catch((err) => {
         crashed = true;

@@ -136,8 +136,9 @@ export interface JobKind<Row = Record<string, unknown>, Effects = unknown> {
   /** Frees what the kind holds (HTTP agents, background tasks) after its claim loop stopped. */
   close?(): void | Promise<void>;
   /**
-   * For a kind whose store claims nothing until something outside is ready (update dispatch waits
-   * for getMe): resolves then, and the claim loop claims at once instead of at its next poll.
+   * For a kind that must not claim until something outside is ready (update dispatch waits for
+   * getMe): the claim loop claims nothing before it resolves, and claims at once when it does. It
+   * never rejects (a kind that never becomes ready never claims).
    */
   readonly whenReady?: Promise<void>;
 }
