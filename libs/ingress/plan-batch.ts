@@ -11,7 +11,7 @@
  * the batch) there is no known id, so we halt rather than guess.
  */
 import crypto from 'node:crypto';
-import { DecodeFailure, DecodedUpdate, decodeUpdate } from './decode';
+import { DecodeFailure, DecodedUpdate, DecodeResult, decodeUpdate } from './decode';
 
 export type DecodePolicy = 'stop' | 'quarantine';
 
@@ -48,6 +48,11 @@ function describe(f: DecodeFailure, afterId: number | null): string {
 }
 
 export function planBatch(items: readonly string[], opts: PlanOptions): BatchPlan {
+  return planDecoded(items.map(decodeUpdate), opts);
+}
+
+/** planBatch for updates already decoded (the webhook decodes its delivery before planning it). */
+export function planDecoded(decoded: readonly DecodeResult[], opts: PlanOptions): BatchPlan {
   const updates: DecodedUpdate[] = [];
   const quarantine: QuarantineItem[] = [];
   const seen = new Set<number>();
@@ -56,8 +61,7 @@ export function planBatch(items: readonly string[], opts: PlanOptions): BatchPla
   let trailingUnknown = false;
   let halt: string | null = null;
 
-  for (const raw of items) {
-    const r = decodeUpdate(raw);
+  for (const r of decoded) {
     if (r.ok) {
       const id = r.update.updateId;
       trailingUnknown = false;

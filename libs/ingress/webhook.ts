@@ -25,7 +25,7 @@ import { traceIngressBatch } from './batch-span';
 import { persistBatch } from './persist-batch';
 import { measuredPersist } from './batch-metrics';
 import type { IngressMetrics } from '../observability/metrics';
-import { BatchPlan, DecodePolicy, planBatch, sha256Hex } from './plan-batch';
+import { BatchPlan, DecodePolicy, planDecoded, sha256Hex } from './plan-batch';
 import { Fence, quarantineInsertBatch } from './queries';
 
 export const WEBHOOK_PATH_PREFIX = '/telegram/webhook';
@@ -186,7 +186,7 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
     if (!fence) return { status: 503, body: { ok: false, error: 'not the ingress owner' }, headers: { 'retry-after': '1' } };
     const envelope = decodeUpdate(raw);
     if (!envelope.ok && envelope.failure.updateId === null) return reject(fence, raw, envelope.failure.error, envelope.failure.jsonPath);
-    const plan = planBatch([raw], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
+    const plan = planDecoded([envelope], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
     if (plan.halt || plan.quarantine.length > 0 || plan.updates.length !== 1) return persistAlone(plan, fence);
     return new Promise<WebhookAnswer>((answer) => {
       waiting.push({ plan, fence, answer });
