@@ -257,6 +257,7 @@ export function createPoller(opts: PollerOptions): Poller {
 
   async function handleTelegramError(err: unknown, fence: Fence | null): Promise<void> {
     if (err instanceof TelegramNetworkError && err.reason === 'aborted') return; // stop()
+    if (metrics) counted(getUpdatesFailure(err));
     if (err instanceof TelegramApiError) {
       // A token that never worked in this process is a typo: say so and stop (exit 78). Once it
       // worked, a 401 (revoked? a proxy?) is retried like the rest and shown in readiness.
@@ -389,7 +390,6 @@ export function createPoller(opts: PollerOptions): Poller {
       body = answer.body;
       status = answer.status;
     } catch (err) {
-      if (metrics && !(err instanceof TelegramNetworkError && err.reason === 'aborted')) counted(getUpdatesFailure(err));
       await handleTelegramError(err, fence);
       return;
     }
@@ -415,7 +415,6 @@ export function createPoller(opts: PollerOptions): Poller {
       const e: { error_code?: unknown; description?: unknown; parameters?: unknown } = typeof env === 'object' && env !== null ? env : {};
       const d = e.description ?? 'ok is not true';
       const parameters = typeof e.parameters === 'object' && e.parameters !== null ? (e.parameters as ResponseParameters) : undefined;
-      if (metrics) counted(Number(e.error_code) === 409 ? 'conflict' : Number(e.error_code) === 429 ? 'rate_limited' : 'api_error');
       await handleTelegramError(
         new TelegramApiError('getUpdates', {
           errorCode: Number(e.error_code) || 500,
