@@ -369,7 +369,7 @@ async function spanWrapperCost(): Promise<{ bare: number; wrapped: number }> {
   const wrapped: number[] = [];
   for (let round = 0; round < 3; round++) {
     bare.push(await time(attempt));
-    wrapped.push(await time(() => inJobSpan('capture.deliver', { traceparent: tp, kind: SpanKind.PRODUCER, attributes: attrs }, attempt)));
+    wrapped.push(await time(() => inJobSpan('capture.deliver', { traceparent: tp, kind: SpanKind.PRODUCER, attributes: () => attrs }, attempt)));
   }
   return { bare: Math.min(...bare), wrapped: Math.min(...wrapped) };
 }

@@ -110,14 +110,14 @@ export function createCaptureKind(opts: {
       const span = {
         traceparent: job.row.traceparent,
         kind: SpanKind.PRODUCER,
-        attributes: {
+        attributes: () => ({
           'messaging.operation.type': 'send',
           'messaging.destination.name': QUEUES.capture,
           'tg.capture_key': job.key,
           'tg.attempt': job.attempt,
           ...(job.row.update_id !== undefined ? { 'tg.update_id': Number(job.row.update_id) } : {}),
           ...(job.row.chat_id !== undefined && job.row.chat_id !== null ? { 'tg.chat_id': String(job.row.chat_id) } : {}),
-        },
+        }),
       };
       const outcome = await inJobSpan('capture.deliver', span, () =>
         deliverCapture(job.row, {

@@ -82,7 +82,7 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
         {
           traceparent: job.row.traceparent,
           kind: SpanKind.CONSUMER,
-          attributes: {
+          attributes: () => ({
             'messaging.system': 'telegram',
             'messaging.operation.type': 'process',
             'messaging.destination.name': QUEUES.dispatch,
@@ -91,7 +91,7 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
             ...(job.row.chat_id !== null ? { 'tg.chat_id': job.row.chat_id } : {}),
             'tg.update_type': job.row.update_type,
             'tg.attempt': job.attempt,
-          },
+          }),
         },
         () => executeUpdate(job, ctx),
       ),

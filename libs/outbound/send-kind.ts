@@ -179,7 +179,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
         {
           traceparent: job.row.traceparent,
           kind: SpanKind.PRODUCER,
-          attributes: {
+          attributes: () => ({
             'messaging.system': 'telegram',
             'messaging.operation.type': 'send',
             'messaging.operation.name': 'sendMessage',
@@ -188,7 +188,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
             'tg.chat_id': job.row.target_chat_id,
             'tg.kind': job.row.kind,
             'tg.attempt': job.attempt,
-          },
+          }),
         },
         () => execute(job, ctx),
       ),

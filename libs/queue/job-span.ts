@@ -3,7 +3,8 @@
  * sendMessage attempt. Its parent is the row's stored `traceparent` (the trace of the update or of
  * the enqueue), or none (a new trace; also for a malformed value). The outcome becomes attributes
  * (`outcome`, `http.response.status_code`, `error.type`, `tg.retry_after`), never a message text.
- * Tracing off (the SDK not started): `run` is called directly, nothing else (bench/worker.ts (d)).
+ * Tracing off (the SDK not started): `run` is called directly, nothing else; the attributes are a
+ * function so that not even their object is built (bench/worker.ts (d)).
  */
 import {
   contextFromTraceparent,
@@ -22,12 +23,12 @@ import type { Outcome } from './outcome';
 
 export async function inJobSpan<Effects>(
   name: string,
-  opts: { traceparent: unknown; kind: SpanKind; attributes: Attributes },
+  opts: { traceparent: unknown; kind: SpanKind; attributes: () => Attributes },
   run: (span: Span) => Promise<Outcome<Effects>>,
 ): Promise<Outcome<Effects>> {
   if (!tracingEnabled()) return run(NOOP_SPAN);
   const parent = contextFromTraceparent(opts.traceparent);
-  const span = tracer().startSpan(name, { kind: opts.kind, attributes: opts.attributes }, parent);
+  const span = tracer().startSpan(name, { kind: opts.kind, attributes: opts.attributes() }, parent);
   try {
     const outcome = await context.with(trace.setSpan(parent, span), () => run(span));
     span.setAttribute('outcome', outcome.label ?? (outcome.type === 'terminal' ? 'failed' : outcome.type));
