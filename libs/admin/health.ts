@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { migrationStatus } from '../db/migrate';
 import { configProblemsList } from '../queue/config-problems';
 import { read } from './db';
-import { withTimeout } from '../observability/metrics-server';
+import { READY_CHECK_TIMEOUT_MS, withTimeout } from '../observability/metrics-server';
 
 /** What libs/ingress's `ingressHealth` reports about one bot's poller (the fields used here). */
 export interface IngressHealth {
@@ -37,8 +37,6 @@ export interface Readiness {
   };
 }
 
-export const READINESS_TIMEOUT_MS = 2_000;
-
 export interface ReadinessDeps {
   pool: Pool;
   clock: () => Date;
@@ -64,7 +62,7 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
       checks: { database: { ok: false }, migrations: { ok: false, pending: [] }, ingress: [], delivery: [] },
     };
     try {
-      await withTimeout(deps.pool.query('select 1'), READINESS_TIMEOUT_MS, 'the database');
+      await withTimeout(deps.pool.query('select 1'), READY_CHECK_TIMEOUT_MS, 'the database');
       out.checks.database.ok = true;
     } catch (err) {
       out.checks.database.error = (err as Error).message;
@@ -73,7 +71,7 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
     }
     try {
       if (!migrationsCurrent) {
-        const st = await withTimeout(migrationStatus(deps.pool, deps.sqlDir), READINESS_TIMEOUT_MS, 'the migration check');
+        const st = await withTimeout(migrationStatus(deps.pool, deps.sqlDir), READY_CHECK_TIMEOUT_MS, 'the migration check');
         migrationsCurrent = st.current;
         out.checks.migrations.pending = st.pending;
         if (!st.current) out.reasons.push(`migrations pending: ${st.pending.join(', ')} (run tg-relay migrate)`);
@@ -87,7 +85,7 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
       for (const botId of bots) {
         const h = await withTimeout(
           deps.ingressHealth(deps.pool, botId, { pollTimeoutMs: deps.pollTimeoutMs, now }),
-          READINESS_TIMEOUT_MS,
+          READY_CHECK_TIMEOUT_MS,
           'the ingress health check',
         );
         out.checks.ingress.push({ bot_id: botId, ready: h.ready, reasons: h.reasons, generation: h.generation, owner: h.owner });
@@ -95,7 +93,7 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
         if (!h.ready && h.reasons.length === 0) out.reasons.push(`bot ${botId}: ingress not ready`);
       }
       if (migrationsCurrent) {
-        const problems = await withTimeout(configProblemsList(deps.pool), READINESS_TIMEOUT_MS, 'the delivery check');
+        const problems = await withTimeout(configProblemsList(deps.pool), READY_CHECK_TIMEOUT_MS, 'the delivery check');
         for (const p of problems) {
           out.checks.delivery.push({
             component: p.component,

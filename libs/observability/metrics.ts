@@ -15,9 +15,9 @@ import type { BridgeStats } from '../jetstream/bridge';
 import type { KindWorkerStats } from '../queue/claim-loop';
 
 /** Seconds: claim statements and batch transactions (milliseconds to seconds). */
-export const DB_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const DB_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Seconds: attempts are HTTP calls (collector, Bot API) or handler runs. */
-export const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** A registry with Node's default process metrics under their standard names (process_*, nodejs_*). */
 export function createProcessRegistry(opts: { defaultMetrics?: boolean } = {}): Registry {

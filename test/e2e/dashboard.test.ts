@@ -17,22 +17,12 @@ import { startIngress } from '../../libs/ingress/runtime';
 import { createBotApiSandbox, createCollector, Collector, SANDBOX_DEFAULT_TOKEN } from '../../libs/sandbox';
 import type { Worker } from '../../libs/queue';
 import { countByState, insertCaptures, makeCapture } from '../support/capture-fixtures';
+import { CHROMIUM, CHROMIUM_ARGS } from '../support/chromium';
 import { createMigratedDatabase } from '../support/db';
 import { waitFor } from '../support/wait-for';
 import { startCaptureWorker, testLogger } from '../support/worker-harness';
 import { buildTestApp, startBoss, testConfig, TOKEN } from '../integration/admin/support';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 // the last run's screenshots stay for inspection (one folder, overwritten by the next run)
 const SHOTS = process.env.UPDATE_SCREENSHOTS ? path.resolve(__dirname, '../../docs') : path.join(os.tmpdir(), 'tg-relay-dashboard-screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });

@@ -5,7 +5,8 @@ import pino from 'pino';
 import type { Pool } from 'pg';
 import { createBoss } from '../../libs/db';
 import { createPoller, Poller, PollerOptions } from '../../libs/ingress/poller';
-import { cursorRead } from '../../libs/ingress/queries';
+import type { PersistOptions } from '../../libs/ingress/persist-batch';
+import { cursorAcquire, cursorEnsure, cursorRead, type Fence } from '../../libs/ingress/queries';
 import type { Logger } from '../../libs/observability/logger';
 import { BotApiSandbox, BotApiSandboxOptions, createBotApiSandbox } from '../../libs/sandbox';
 import { BotApiClient, createBotApiClient } from '../../libs/telegram';
@@ -118,4 +119,17 @@ export async function jobCounts(pool: Pool, botId: string): Promise<{ dispatch: 
 
 export function range(from: number, count: number): number[] {
   return Array.from({ length: count }, (_, i) => from + i);
+}
+
+/** Takes the lease of `botId` for `owner` (the cursor row made if absent); its fence. */
+export async function acquireLease(pool: Pool, botId: string, owner = 'owner-a', ttlMs = 60_000): Promise<Fence> {
+  await cursorEnsure(pool, botId);
+  const got = await cursorAcquire(pool, botId, owner, ttlMs);
+  if (!got) throw new Error('lease not acquired');
+  return { owner, generation: got.generation };
+}
+
+/** persistBatch's options for a test batch: every chat allowed, no halt, a 60 s lease. */
+export function persistOptions(botId: string, fence: Fence, o: Partial<PersistOptions> = {}): PersistOptions {
+  return { botId, fence, leaseTtlMs: 60_000, allowedChatIds: new Set(), dispatchUnauthorized: false, halt: null, ...o };
 }

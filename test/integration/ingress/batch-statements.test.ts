@@ -10,15 +10,15 @@ import { Client } from 'pg';
 import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, Pool, withTransaction } from '../../../libs/db';
 import { LeaseLostError } from '../../../libs/ingress/errors';
-import { persistBatch, PersistOptions } from '../../../libs/ingress/persist-batch';
+import { persistBatch } from '../../../libs/ingress/persist-batch';
 import { planBatch } from '../../../libs/ingress/plan-batch';
-import { cursorAcquire, cursorEnsure, Fence } from '../../../libs/ingress/queries';
+import type { Fence } from '../../../libs/ingress/queries';
 import { createWebhookHandler } from '../../../libs/ingress/webhook';
 import { silentLogger } from '../../../libs/observability/logger';
 import { enqueueJobs, WORK_CHANNEL } from '../../../libs/queue/enqueue';
 import { createMigratedDatabase } from '../../support/db';
 import { makeCallbackUpdate, makeMessageUpdate } from '../../support/ingress-fixtures';
-import { cursorOf, inboxCount, jobCounts, newBotToken } from '../../support/ingress-harness';
+import { acquireLease, cursorOf, inboxCount, jobCounts, newBotToken, persistOptions } from '../../support/ingress-harness';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let boss: BossLedger;
@@ -72,16 +72,8 @@ function countingPool(pool: Pool, log: Log): Pool {
   });
 }
 
-async function acquire(botId: string, owner = 'owner-a', ttlMs = 60_000): Promise<Fence> {
-  await cursorEnsure(db.pool, botId);
-  const got = await cursorAcquire(db.pool, botId, owner, ttlMs);
-  if (!got) throw new Error('lease not acquired');
-  return { owner, generation: got.generation };
-}
-
-function opts(botId: string, fence: Fence, o: Partial<PersistOptions> = {}): PersistOptions {
-  return { botId, fence, leaseTtlMs: 60_000, allowedChatIds: new Set(), dispatchUnauthorized: false, halt: null, ...o };
-}
+const acquire = (botId: string, owner?: string, ttlMs?: number) => acquireLease(db.pool, botId, owner, ttlMs);
+const opts = persistOptions;
 
 /** 100 updates: 90 messages over 10 chats (captures + dispatch jobs) and 10 callback queries. */
 function hundred(firstId: number, chatBase: number): string[] {

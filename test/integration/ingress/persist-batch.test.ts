@@ -2,12 +2,12 @@ import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, Pool } from '../../../libs/db';
 import { LeaseLostError } from '../../../libs/ingress/errors';
 import { ingressHealth } from '../../../libs/ingress/health';
-import { persistBatch, PersistOptions } from '../../../libs/ingress/persist-batch';
+import { persistBatch } from '../../../libs/ingress/persist-batch';
 import { planBatch } from '../../../libs/ingress/plan-batch';
-import { cursorAcquire, cursorEnsure, cursorRecordProgress, cursorRelease, Fence } from '../../../libs/ingress/queries';
+import { cursorRecordProgress, cursorRelease } from '../../../libs/ingress/queries';
 import { createMigratedDatabase } from '../../support/db';
 import { makeCallbackUpdate, makeMessageUpdate } from '../../support/ingress-fixtures';
-import { cursorOf, inboxUpdateIds, jobCounts, newBotToken } from '../../support/ingress-harness';
+import { acquireLease, cursorOf, inboxUpdateIds, jobCounts, newBotToken, persistOptions } from '../../support/ingress-harness';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let pool: Pool;
@@ -22,16 +22,8 @@ afterAll(async () => {
   await db.drop();
 });
 
-async function acquire(botId: string, owner = 'owner-a', ttlMs = 60_000): Promise<Fence> {
-  await cursorEnsure(pool, botId);
-  const got = await cursorAcquire(pool, botId, owner, ttlMs);
-  if (!got) throw new Error('lease not acquired');
-  return { owner, generation: got.generation };
-}
-
-function opts(botId: string, fence: Fence, o: Partial<PersistOptions> = {}): PersistOptions {
-  return { botId, fence, leaseTtlMs: 60_000, allowedChatIds: new Set(), dispatchUnauthorized: false, halt: null, ...o };
-}
+const acquire = (botId: string, owner?: string, ttlMs?: number) => acquireLease(pool, botId, owner, ttlMs);
+const opts = persistOptions;
 
 const raw = (u: unknown) => JSON.stringify(u);
 const plan = (items: unknown[], offset: number, policy: 'stop' | 'quarantine' = 'stop') =>

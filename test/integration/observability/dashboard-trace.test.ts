@@ -14,15 +14,12 @@ import { enqueueOutbound, OutboundValidationError } from '../../../libs/outbound
 import { createMigratedDatabase } from '../../support/db';
 import { buildTestApp, call, startBoss, testConfig, TOKEN } from '../admin/support';
 import { storeUpdates } from '../dispatch/helpers';
+import { CHROMIUM, CHROMIUM_ARGS } from '../../support/chromium';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let boss: BossLedger;
 const apps: FastifyInstance[] = [];
 let browser: Browser | undefined;
-
-// as test/e2e/dashboard.test.ts launches it (importing that file would run its tests here)
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'];
 
 const BOT = '1000000001';
 const TEMPLATE = 'https://jaeger.example/trace/{trace_id}?from=tg-relay';

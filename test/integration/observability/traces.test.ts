@@ -286,7 +286,7 @@ describe('traces across a poller and a worker process', () => {
     expect(everything).not.toContain('secret admin text');
   });
 
-  it('tracing off (OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER=none, or no endpoint): the work is done, nothing is exported, no row carries a traceparent', async () => {
+  it('tracing off (OTEL_SDK_DISABLED on the poller, OTEL_TRACES_EXPORTER=none on the worker): the work is done, nothing is exported, no row carries a traceparent', async () => {
     const { token, botId } = newBotToken();
     const off = { ...tracingEnv(receiver), OTEL_SDK_DISABLED: 'true' };
     const w = worker(token, { ...tracingEnv(receiver), OTEL_TRACES_EXPORTER: 'none' });
