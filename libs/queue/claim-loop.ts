@@ -83,6 +83,8 @@ export interface KindWorker {
   readonly stats: Readonly<KindWorkerStats>;
   /** Milliseconds since the claims' last successful heartbeat (or since it found none to renew). */
   readonly heartbeatAgeMs: number;
+  /** The heartbeat age past which the loop takes its own claims as lost and aborts their jobs. */
+  readonly heartbeatLimitMs: number;
   /** Finished attempts waiting for their outcome transaction. */
   readonly outcomeBacklog: number;
   /** Started, not stopping, and the loop has not ended by an error. */
@@ -138,6 +140,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   let waitingForSlot = false;
   let ready = !kind.whenReady;
   let lastHeartbeatOk = performance.now();
+  const heartbeatLimitMs = thresholdMs - tickMs;
   let unsubscribe: (() => void) | undefined;
   let heartbeatTimer: NodeJS.Timeout | undefined;
   let sweepTimer: NodeJS.Timeout | undefined;
@@ -396,7 +399,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       const silentFor = performance.now() - lastHeartbeatOk;
       logger.warn({ err: { message: shortError(err) }, silentForMs: Math.round(silentFor) }, 'heartbeat failed');
       // Others will soon treat our claims as stale: stop working on them rather than deliver twice.
-      if (silentFor > thresholdMs - tickMs) {
+      if (silentFor > heartbeatLimitMs) {
         for (const h of held.values())
           if (h.phase === 'running') h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'heartbeats failing; claim about to go stale'));
       }
@@ -523,6 +526,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       return held.size;
     },
     stats,
+    heartbeatLimitMs,
     get heartbeatAgeMs() {
       return performance.now() - lastHeartbeatOk;
     },

@@ -11,7 +11,6 @@ import { queueMetrics, rateLimitMetrics } from '../observability/metrics';
 import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
 import { createCaptureKind } from '../captures/deliver';
 import { AnyJobKind, createWorker, newWorkerId } from '../queue';
-import { staleTiming } from '../queue/claim-loop';
 import { createOutboundKindFromConfig } from '../outbound/worker-kind';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 import { createPeriodicPrune } from '../retention/periodic';
@@ -107,18 +106,16 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
       kinds.length ? 'worker started' : 'worker started with no job kind enabled',
     );
     let stopping: Promise<void> | undefined;
-    // a claim whose heartbeat is this old is about to be taken as stale (the loop aborts its jobs then)
-    const { tickMs, thresholdMs } = staleTiming(config.STALE_AFTER);
-    const heartbeatLimitMs = thresholdMs - tickMs;
     const ready = async (): Promise<ReadyCheck> => {
       if (stopping) return { ready: false, reasons: ['stopping'] };
       const reasons: string[] = [];
-      const loops = worker.kinds.map((k) => ({ queue: k.queue, running: k.running, heartbeat_age_seconds: k.heartbeatAgeMs / 1000, in_flight: k.inFlight }));
-      for (const l of loops) {
-        if (!l.running) reasons.push(`the ${l.queue} claim loop is not running`);
-        else if (l.heartbeat_age_seconds * 1000 > heartbeatLimitMs)
-          reasons.push(`the ${l.queue} heartbeat is ${l.heartbeat_age_seconds.toFixed(1)} s old (limit ${heartbeatLimitMs / 1000} s)`);
+      for (const k of worker.kinds) {
+        if (!k.running) reasons.push(`the ${k.queue} claim loop is not running`);
+        // a claim whose heartbeat is this old is about to be taken as stale (the loop aborts its jobs then)
+        else if (k.heartbeatAgeMs > k.heartbeatLimitMs)
+          reasons.push(`the ${k.queue} heartbeat is ${(k.heartbeatAgeMs / 1000).toFixed(1)} s old (limit ${k.heartbeatLimitMs / 1000} s)`);
       }
+      const loops = worker.kinds.map((k) => ({ queue: k.queue, running: k.running, heartbeat_age_seconds: k.heartbeatAgeMs / 1000, in_flight: k.inFlight }));
       const db = await databaseProblem(pool);
       if (db) reasons.push(db);
       return { ready: reasons.length === 0, reasons, worker_id: workerId, loops };
