@@ -23,6 +23,7 @@ import { inboxClaim } from '../libs/dispatch/queries';
 import { createBotApiSandbox } from '../libs/sandbox';
 import { startCli, exited } from '../test/support/cli';
 import { benchDatabase } from './support/database';
+import { median } from './support/worker-process';
 
 const args = process.argv.slice(2);
 const arg = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
@@ -36,7 +37,6 @@ const BOT_ID = '5000000001';
 
 const log = (s: string) => process.stdout.write(`${s}\n`);
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function reset(pool: Pool): Promise<void> {
   await pool.query(`truncate relay.inbox, relay.attempts`);

@@ -11,7 +11,6 @@
  *   DROP_LEDGER_FK=1  drops pg-boss's job → queue foreign keys first (to measure their deferred
  *                 checks at COMMIT; never done to a real database)
  */
-import fs from 'node:fs';
 import type { PoolClient } from 'pg';
 import { createBoss } from '../libs/db';
 import { persistBatch } from '../libs/ingress/persist-batch';
@@ -19,7 +18,7 @@ import { planBatch } from '../libs/ingress/plan-batch';
 import { cursorAcquire, cursorEnsure } from '../libs/ingress/queries';
 import { benchDatabase } from './support/database';
 import { messageUpdates } from './support/updates';
-import { pct } from './support/worker-process';
+import { loadAverage, pct } from './support/worker-process';
 
 const BATCHES = Number(process.argv[2] ?? 200);
 const WARMUP = 20;
@@ -98,7 +97,7 @@ async function main(): Promise<void> {
     });
     if (b >= WARMUP && !explainNow) batchMs.push(performance.now() - t0);
   }
-  const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  const load = loadAverage();
   console.log(`${BATCHES} batches of 100 updates (captures + dispatch jobs); load average ${load}`);
   for (const [l, xs] of times) {
     console.log(`${l.padEnd(24)} ${String(xs.length / BATCHES).padStart(2)}×/batch  p50 ${pct(xs, 50).toFixed(2)} ms  p99 ${pct(xs, 99).toFixed(2)} ms`);

@@ -12,7 +12,6 @@
  *
  *   npx tsx bench/ingress-floor.ts [batches=200]
  */
-import fs from 'node:fs';
 import { buildCapture } from '../libs/captures/build';
 import { createBoss } from '../libs/db';
 import { persistBatch } from '../libs/ingress/persist-batch';
@@ -21,7 +20,7 @@ import { cursorAcquire, cursorEnsure } from '../libs/ingress/queries';
 import { newJobId } from '../libs/queue/enqueue';
 import { benchDatabase } from './support/database';
 import { messageUpdates } from './support/updates';
-import { pct } from './support/worker-process';
+import { loadAverage, pct } from './support/worker-process';
 
 const BATCHES = Number(process.argv[2] ?? 200);
 const WARMUP = 20;
@@ -187,7 +186,7 @@ async function measure(db: Awaited<ReturnType<typeof benchDatabase>>): Promise<v
     if (keep) ms.bare.push(performance.now() - t0);
   }
   client.release();
-  const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  const load = loadAverage();
   console.log(`${BATCHES} batches of 100 message updates per variant, interleaved; load average ${load}`);
   for (const [k, xs] of Object.entries(ms))
     console.log(`${k.padEnd(22)} BEGIN → COMMIT acknowledged p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`);

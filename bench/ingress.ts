@@ -26,7 +26,6 @@ const USAGE = `usage: npx tsx bench/ingress.ts [options]   (DATABASE_URL: server
   --help             this text`;
 
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,7 +37,7 @@ import { silentLogger } from '../libs/observability/logger';
 import { createSandboxClient } from '../libs/sandbox';
 import { createBotApiClient } from '../libs/telegram';
 import { benchDatabase } from './support/database';
-import { fmt, pct } from './support/worker-process';
+import { fmt, loadAverage, median, pct } from './support/worker-process';
 import { messageUpdate } from './support/updates';
 
 function arg(name: string, fallback: number): number {
@@ -298,14 +297,11 @@ async function runWebhook(url: string, n: number, connections: number): Promise<
   );
 }
 
-const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').trim().split(' ').slice(0, 3).join(' ');
-
 async function main(): Promise<void> {
   const sandbox = await startSandboxProcess();
-  const loadStart = loadavg();
+  const loadStart = loadAverage();
   try {
     console.log(`ingress benchmark: sandbox ${sandbox.url} in its own process; load average ${loadStart} (${os.cpus().length} cores)`);
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const summary: string[] = [];
     if (ONLY !== 'webhook') {
       console.log(`polling: ${UPDATES} updates over ${CHATS} chats, ${ROUNDS} round(s)`);
@@ -336,7 +332,7 @@ async function main(): Promise<void> {
       console.log(`\n-- webhook: ${WEBHOOK_UPDATES} updates, ${CONNECTIONS} connections --`);
       summary.push(await runWebhook(sandbox.url, WEBHOOK_UPDATES, CONNECTIONS));
     }
-    console.log(`\n${summary.join('\n')}\nload average: ${loadStart} at the start, ${loadavg()} at the end (${os.cpus().length} cores)`);
+    console.log(`\n${summary.join('\n')}\nload average: ${loadStart} at the start, ${loadAverage()} at the end (${os.cpus().length} cores)`);
   } finally {
     await sandbox.stop();
   }

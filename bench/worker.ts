@@ -30,7 +30,7 @@ import { createProcessRegistry, queueMetrics, QueueMetrics } from '../libs/obser
 import { createCollector } from '../libs/sandbox';
 import { insertCaptures } from '../test/support/capture-fixtures';
 import { benchDatabase } from './support/database';
-import { fmt, pct, startBenchWorker } from './support/worker-process';
+import { fmt, median, pct, startBenchWorker } from './support/worker-process';
 import { inJobSpan } from '../libs/queue/job-span';
 import { SpanKind, tracingEnabled } from '../libs/observability/tracing';
 import { startOtlpReceiver } from '../test/support/otlp-receiver';
@@ -213,7 +213,7 @@ async function partA(url: string, pool: Pool): Promise<void> {
 
 async function partM(url: string, pool: Pool): Promise<void> {
   const n = SIZES.throughputJobs;
-  const rounds = QUICK ? 2 : 3;
+  const rounds = ROUNDS;
   const concurrency = 200;
   log(`\n(m) METRICS_PORT cost: no-op jobs/s, WORKER_CONCURRENCY=${concurrency}, ${fmt(n)} jobs per run, ${rounds} interleaved rounds`);
   const off: number[] = [];
@@ -229,7 +229,6 @@ async function partM(url: string, pool: Pool): Promise<void> {
     }
     log(`  round ${i + 1}: metrics off ${fmt(off[i])} jobs/s | metrics on (scraped every 1 s) ${fmt(on[i])} jobs/s`);
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   log(`  median: off ${fmt(median(off))} jobs/s, on ${fmt(median(on))} jobs/s, on/off = ${fmt(median(on) / median(off), 3)}x`);
 }
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 
 /** Thousands separators, `d` decimals. */
@@ -9,6 +10,12 @@ export const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 };
+
+/** The upper middle value of `xs` (the middle one for an odd count). */
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** The machine's 1, 5 and 15 minute load averages, as /proc/loadavg prints them. */
+export const loadAverage = () => fs.readFileSync('/proc/loadavg', 'utf8').trim().split(' ').slice(0, 3).join(' ');
 
 /**
  * A real `tg-relay worker` process from the TypeScript sources (scripts/tg-relay-dev.js, like the
