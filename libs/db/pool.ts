@@ -23,6 +23,15 @@ export const DB_LOCK_TIMEOUT_MS_DEFAULT = 10_000;
 export const DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT = 30_000;
 /** TCP keepalive: first probe after this much idle time, so a vanished peer is noticed by the OS. */
 export const DB_KEEPALIVE_DELAY_MS = 10_000;
+/**
+ * Beyond the server's own statement_timeout, how long the client waits for a query's answer before
+ * it takes the connection for dead (`pg`'s query_timeout). Keepalive cannot notice a black-holed path
+ * while a query is unanswered (the kernel retransmits for ~15 minutes first); this does, and the pool
+ * drops that connection and opens a new one. Sessions without a statement limit (migrations) get none.
+ */
+export const DB_CLIENT_GRACE_MS = 5_000;
+/** The error `pg` rejects a query with when its query_timeout passes. */
+const QUERY_READ_TIMEOUT = 'Query read timeout';
 export const DB_TIMEOUTS_DEFAULT: DbTimeouts = {
   statementMs: DB_STATEMENT_TIMEOUT_MS_DEFAULT,
   lockMs: DB_LOCK_TIMEOUT_MS_DEFAULT,
@@ -32,7 +41,10 @@ export const DB_TIMEOUTS_DEFAULT: DbTimeouts = {
 /** The `pg` connection options for our session limits and TCP keepalive (also given to the job ledger's pool). */
 export function sessionOptions(
   t: Partial<DbTimeouts> = {},
-): Pick<PoolConfig, 'statement_timeout' | 'lock_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'> {
+): Pick<
+  PoolConfig,
+  'statement_timeout' | 'lock_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis' | 'query_timeout'
+> {
   const v = { ...DB_TIMEOUTS_DEFAULT, ...t };
   return {
     statement_timeout: v.statementMs,
@@ -40,7 +52,17 @@ export function sessionOptions(
     idle_in_transaction_session_timeout: v.idleInTransactionMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: DB_KEEPALIVE_DELAY_MS,
+    ...(v.statementMs > 0 ? { query_timeout: v.statementMs + DB_CLIENT_GRACE_MS } : {}),
   };
+}
+
+/**
+ * True for a query that got no answer within the client's limit (DB_CLIENT_GRACE_MS past
+ * statement_timeout): that connection still has the query in flight, so it must not be reused
+ * (`client.release(true)`); anything queued behind it would wait for the same silence.
+ */
+export function isUnansweredQuery(err: unknown): boolean {
+  return err instanceof Error && err.message === QUERY_READ_TIMEOUT;
 }
 
 /** The three limits from the validated configuration (DB_STATEMENT_TIMEOUT, DB_LOCK_TIMEOUT, DB_IDLE_IN_TRANSACTION_TIMEOUT). */
@@ -97,6 +119,7 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
     await client.query('commit');
     return result;
   } catch (err) {
+    if (isUnansweredQuery(err)) broken = true; // a rollback would queue behind the unanswered query
     if (!broken) await client.query('rollback').catch(() => (broken = true));
     throw err;
   } finally {

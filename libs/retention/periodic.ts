@@ -7,6 +7,7 @@
  */
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
+import { isUnansweredQuery } from '../db/pool';
 import { runPrune, PruneOptions, PruneResult } from './prune';
 
 /** pg advisory lock key of periodic pruning (next to MIGRATION_LOCK_KEY 7_346_201_001 and +1). */
@@ -36,7 +37,10 @@ export function createPeriodicPrune(opts: {
     const onError = () => (broken = true);
     lock.on('error', onError);
     try {
-      const { rows } = await lock.query<{ got: boolean }>('select pg_try_advisory_lock($1) as got', [PRUNE_LOCK_KEY]);
+      const { rows } = await lock.query<{ got: boolean }>('select pg_try_advisory_lock($1) as got', [PRUNE_LOCK_KEY]).catch((err: unknown) => {
+        if (isUnansweredQuery(err)) broken = true; // never hand a connection with a query in flight back to the pool
+        throw err;
+      });
       if (!rows[0].got) return null;
       try {
         return await runPrune(opts.pool, { ...opts.prune, trigger: 'periodic', logger: opts.logger, signal });

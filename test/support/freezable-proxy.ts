@@ -2,7 +2,9 @@
  * A TCP proxy to PostgreSQL that can freeze: while frozen, bytes are swallowed in both directions
  * and new connections are accepted but never forwarded — the client sees an open socket that never
  * answers (a frozen network path, a hung load balancer), with no error and no FIN. `thaw()` closes
- * every connection made so far and forwards again.
+ * every connection made so far and forwards again. `blackholeExisting()` freezes only the connections
+ * made so far, for good, and keeps forwarding new ones: a failover or a lost NAT entry, where the old
+ * sockets stay open and silent while a new connection reaches the server.
  */
 import net from 'node:net';
 
@@ -11,6 +13,8 @@ export interface FreezableProxy {
   url: string;
   freeze(): void;
   thaw(): void;
+  /** Connections open now never pass another byte (and are never closed); new ones work. */
+  blackholeExisting(): void;
   stop(): Promise<void>;
 }
 
@@ -18,6 +22,7 @@ export async function startFreezableProxy(databaseUrl: string): Promise<Freezabl
   const target = new URL(databaseUrl);
   const sockets = new Set<net.Socket>();
   let frozen = false;
+  const blackholed = new WeakSet<net.Socket>();
   const server = net.createServer((client) => {
     sockets.add(client);
     client.on('error', () => undefined);
@@ -30,10 +35,10 @@ export async function startFreezableProxy(databaseUrl: string): Promise<Freezabl
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
     client.on('data', (d) => {
-      if (!frozen) upstream.write(d);
+      if (!frozen && !blackholed.has(client)) upstream.write(d);
     });
     upstream.on('data', (d) => {
-      if (!frozen) client.write(d);
+      if (!frozen && !blackholed.has(client)) client.write(d);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -45,6 +50,9 @@ export async function startFreezableProxy(databaseUrl: string): Promise<Freezabl
     url: u.toString(),
     freeze: () => {
       frozen = true;
+    },
+    blackholeExisting: () => {
+      for (const s of sockets) blackholed.add(s);
     },
     thaw: () => {
       frozen = false;
