@@ -26,7 +26,17 @@ import { DecodedUpdate, isAuthorized } from './decode';
 import { updateSpanTraceparent } from './batch-span';
 import { LeaseLostError } from './errors';
 import type { BatchPlan } from './plan-batch';
-import { BatchCaptureRow, BatchUpdateRow, BatchWriteInput, cursorAudit, Fence, ingressBatchWrite, quarantineInsertBatch } from './queries';
+import {
+  BatchCaptureRow,
+  BatchUpdateRow,
+  BatchWriteInput,
+  cursorAudit,
+  Fence,
+  ingressBatchWrite,
+  PreparedBatchWrite,
+  prepareBatchWrite,
+  quarantineInsertBatch,
+} from './queries';
 
 export interface PersistOptions {
   botId: string;
@@ -60,28 +70,40 @@ export interface PersistDeps {
   boss: JobLedger;
 }
 
-/** Runs the batch transaction. Throws LeaseLostError, CaptureKeyConflictError or a database error; nothing is committed then. */
+/**
+ * Runs the batch transaction. Throws LeaseLostError, CaptureKeyConflictError or a database error;
+ * nothing is committed then. The rows, captures (their JSON and sha256), job ids and parameters
+ * are built before BEGIN: the transaction holds the cursor row only for the database's work.
+ */
 export async function persistBatch(deps: PersistDeps, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
-  return withTransaction(deps.pool, (client) => persistInTransaction(client, deps.boss, plan, opts));
+  const write = prepareBatch(plan, opts);
+  return withTransaction(deps.pool, (client) => writeBatch(client, write, plan, opts));
 }
 
+/** persistBatch's work inside the caller's transaction (which then holds the cursor row until it ends). */
 export async function persistInTransaction(client: PoolClient, boss: JobLedger, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
   void boss; // the job rows are written by the batch statement itself (the ledger's jobsInsertSql)
-  const { botId, fence } = opts;
-  const halt = plan.halt ?? opts.halt;
-  const stored = await writeUpdates(client, {
-    botId,
-    generation: fence.generation,
+  return writeBatch(client, prepareBatch(plan, opts), plan, opts);
+}
+
+function prepareBatch(plan: BatchPlan, opts: PersistOptions): PreparedWrite {
+  return prepareWrite({
+    botId: opts.botId,
+    generation: opts.fence.generation,
     updates: plan.updates,
     allowedChatIds: opts.allowedChatIds,
     dispatchUnauthorized: opts.dispatchUnauthorized,
-    cursor: { fence, nextOffset: plan.nextOffset, ttlMs: opts.leaseTtlMs, halt },
+    cursor: { fence: opts.fence, nextOffset: plan.nextOffset, ttlMs: opts.leaseTtlMs, halt: plan.halt ?? opts.halt },
   });
+}
+
+async function writeBatch(client: PoolClient, write: PreparedWrite, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
+  const stored = await runWrite(client, write, opts.botId);
   const result: PersistResult = { ...stored, quarantined: 0, nextOffset: plan.nextOffset };
   if (plan.quarantine.length > 0) {
-    result.quarantined = await quarantineInsertBatch(client, botId, fence, plan.quarantine, plan.transport ?? 'polling');
+    result.quarantined = await quarantineInsertBatch(client, opts.botId, opts.fence, plan.quarantine, plan.transport ?? 'polling');
   }
-  if (plan.halt) await cursorAudit(client, botId, fence, 'halted', plan.halt);
+  if (plan.halt) await cursorAudit(client, opts.botId, opts.fence, 'halted', plan.halt);
   return result;
 }
 
@@ -98,28 +120,34 @@ export async function storeUpdates(
   boss: JobLedger,
   o: { botId: string; generation: number; updates: readonly DecodedUpdate[]; allowedChatIds: ReadonlySet<string>; dispatchUnauthorized: boolean },
 ): Promise<StoreResult> {
-  void boss;
-  return writeUpdates(client, { ...o, cursor: null });
+  void boss; // the job rows are written by the batch statement itself (the ledger's jobsInsertSql)
+  return runWrite(client, prepareWrite({ ...o, cursor: null }), o.botId);
 }
 
-async function writeUpdates(
-  client: PoolClient,
-  o: {
-    botId: string;
-    generation: number;
-    updates: readonly DecodedUpdate[];
-    allowedChatIds: ReadonlySet<string>;
-    dispatchUnauthorized: boolean;
-    cursor: BatchWriteInput['cursor'];
-  },
-): Promise<StoreResult> {
-  const result: StoreResult = { stored: 0, duplicates: 0, unauthorized: 0, captures: 0, captureRepeats: 0, dispatchJobs: 0, captureJobs: 0 };
-  if (o.updates.length === 0 && !o.cursor) return result;
+/** A batch's statement ready to send, and what the caller needs to read its result. */
+interface PreparedWrite {
+  statement: PreparedBatchWrite | null;
+  rows: number;
+  captures: number;
+  unauthorized: number;
+}
+
+/** Everything of a batch write that needs no database: rows, captures, parameters. */
+function prepareWrite(o: {
+  botId: string;
+  generation: number;
+  updates: readonly DecodedUpdate[];
+  allowedChatIds: ReadonlySet<string>;
+  dispatchUnauthorized: boolean;
+  cursor: BatchWriteInput['cursor'];
+}): PreparedWrite {
+  if (o.updates.length === 0 && !o.cursor) return { statement: null, rows: 0, captures: 0, unauthorized: 0 };
   const rows: BatchUpdateRow[] = [];
   const captures: BatchCaptureRow[] = [];
+  let unauthorized = 0;
   for (const u of o.updates) {
     const authorized = isAuthorized(u, o.allowedChatIds);
-    if (!authorized) result.unauthorized++;
+    if (!authorized) unauthorized++;
     const traceparent = updateSpanTraceparent(u);
     rows.push({
       updateId: u.updateId,
@@ -133,19 +161,26 @@ async function writeUpdates(
     });
     if (authorized && u.message) captures.push({ ...buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), traceparent });
   }
+  const statement = prepareBatchWrite({ botId: o.botId, generation: o.generation, cursor: o.cursor, updates: rows, captures });
+  return { statement, rows: rows.length, captures: captures.length, unauthorized };
+}
 
-  const w = await ingressBatchWrite(client, { botId: o.botId, generation: o.generation, cursor: o.cursor, updates: rows, captures });
-  if (!w.fenced) throw new LeaseLostError(o.botId, o.cursor?.fence.generation ?? o.generation);
-  if (w.conflicts.length > 0) throw new CaptureKeyConflictError(w.conflicts);
-  if (w.dispatchJobs !== w.dispatchRows || w.captureJobs !== w.captures) {
+/** Sends a prepared write in the caller's transaction and checks its result (fence, conflicts, every job created). */
+async function runWrite(client: PoolClient, w: PreparedWrite, botId: string): Promise<StoreResult> {
+  const result: StoreResult = { stored: 0, duplicates: 0, unauthorized: w.unauthorized, captures: 0, captureRepeats: 0, dispatchJobs: 0, captureJobs: 0 };
+  if (!w.statement) return result;
+  const r = await ingressBatchWrite(client, w.statement);
+  if (!r.fenced) throw new LeaseLostError(botId, w.statement.generation);
+  if (r.conflicts.length > 0) throw new CaptureKeyConflictError(r.conflicts);
+  if (r.dispatchJobs !== r.dispatchRows || r.captureJobs !== r.captures) {
     // the ledger's insertJobs would have returned fewer rows too (a queue missing): enqueueJobs' check
     throw new EnqueueFailedError('the job ledger did not create all jobs of the batch (does the queue exist? run tg-relay migrate)');
   }
-  result.stored = w.stored;
-  result.duplicates = rows.length - w.stored;
-  result.dispatchJobs = w.dispatchJobs;
-  result.captures = w.captures;
-  result.captureRepeats = captures.length - w.captures; // conflicts have thrown above
-  result.captureJobs = w.captureJobs;
+  result.stored = r.stored;
+  result.duplicates = w.rows - r.stored;
+  result.dispatchJobs = r.dispatchJobs;
+  result.captures = r.captures;
+  result.captureRepeats = w.captures - r.captures; // conflicts have thrown above
+  result.captureJobs = r.captureJobs;
   return result;
 }

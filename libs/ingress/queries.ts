@@ -263,8 +263,23 @@ function batchStatement(withCursor: boolean): string {
 const BATCH_FENCED = batchStatement(true);
 const BATCH_UNFENCED = batchStatement(false);
 
-/** Writes a batch (see batchStatement) in one round trip, inside the caller's transaction. */
-export async function ingressBatchWrite(client: PoolClient, input: BatchWriteInput): Promise<BatchWriteResult> {
+/**
+ * A batch statement with its parameters ready to send: built before the transaction begins (job
+ * ids, and the array parameters serialized to PostgreSQL array literals, what `pg` would otherwise
+ * do after BEGIN), so the transaction, and the cursor row lock it holds, lasts only as long as the
+ * database work.
+ */
+export interface PreparedBatchWrite {
+  readonly name: string;
+  readonly text: string;
+  readonly values: readonly unknown[];
+  /** The fenced form (with the cursor step); the result's `fenced` only means something then. */
+  readonly withCursor: boolean;
+  readonly generation: number;
+}
+
+/** The parameters of the batch statement (see batchStatement), serialized; no I/O. */
+export function prepareBatchWrite(input: BatchWriteInput): PreparedBatchWrite {
   const u = input.updates;
   const c = input.captures;
   const values: unknown[] = [input.botId, input.generation];
@@ -272,7 +287,7 @@ export async function ingressBatchWrite(client: PoolClient, input: BatchWriteInp
     const { fence, halt } = input.cursor;
     values.push(fence.owner, input.cursor.nextOffset, input.cursor.ttlMs, halt === undefined ? 0 : halt === null ? 1 : 2, halt ?? null);
   }
-  values.push(
+  const arrays: (readonly (string | number | boolean | null)[])[] = [
     u.map((r) => r.updateId),
     u.map((r) => r.type),
     u.map((r) => r.chatId),
@@ -295,7 +310,34 @@ export async function ingressBatchWrite(client: PoolClient, input: BatchWriteInp
     c.map((x) => x.payloadJson),
     c.map(() => newJobId()),
     c.map((x) => x.traceparent ?? null),
-  );
+  ];
+  for (const a of arrays) values.push(pgArrayLiteral(a));
+  return {
+    name: input.cursor ? 'relay_ingress_batch' : 'relay_ingress_store',
+    text: input.cursor ? BATCH_FENCED : BATCH_UNFENCED,
+    values,
+    withCursor: input.cursor !== null,
+    generation: input.generation,
+  };
+}
+
+/**
+ * A one-dimensional PostgreSQL array literal of `values`, exactly as `pg` serializes a JS array
+ * parameter (every element double-quoted with `\` and `"` escaped, null as NULL), so the server
+ * reads the same text. Property-tested against the server (test/integration/ingress/batch-statements).
+ */
+export function pgArrayLiteral(values: readonly (string | number | boolean | null)[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) {
+    if (i > 0) out += ',';
+    const v = values[i];
+    out += v === null ? 'NULL' : '"' + String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
+  }
+  return out + '}';
+}
+
+/** Sends a prepared batch statement (one round trip), inside the caller's transaction. */
+export async function ingressBatchWrite(client: PoolClient, prepared: PreparedBatchWrite): Promise<BatchWriteResult> {
   const { rows } = await client.query<{
     fenced: number;
     stored: number;
@@ -304,11 +346,7 @@ export async function ingressBatchWrite(client: PoolClient, input: BatchWriteInp
     dispatch_jobs: number;
     capture_jobs: number;
     conflicts: string[];
-  }>({
-    name: input.cursor ? 'relay_ingress_batch' : 'relay_ingress_store',
-    text: input.cursor ? BATCH_FENCED : BATCH_UNFENCED,
-    values,
-  });
+  }>({ name: prepared.name, text: prepared.text, values: prepared.values as unknown[] });
   const r = rows[0];
   return {
     fenced: r.fenced === 1,

@@ -6,13 +6,14 @@
  * round trip to the batch fails here. Also pins what the single statement must still do: job rows
  * identical to pg-boss's own insert, one NOTIFY per queue, the fence and the capture conflict.
  */
+import fc from 'fast-check';
 import { Client } from 'pg';
 import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, Pool, withTransaction } from '../../../libs/db';
 import { LeaseLostError } from '../../../libs/ingress/errors';
 import { persistBatch } from '../../../libs/ingress/persist-batch';
 import { planBatch } from '../../../libs/ingress/plan-batch';
-import type { Fence } from '../../../libs/ingress/queries';
+import { pgArrayLiteral, type Fence } from '../../../libs/ingress/queries';
 import { createWebhookHandler } from '../../../libs/ingress/webhook';
 import { silentLogger } from '../../../libs/observability/logger';
 import { enqueueJobs, WORK_CHANNEL } from '../../../libs/queue/enqueue';
@@ -318,5 +319,30 @@ describe('what the single statement writes', () => {
     } finally {
       await listener.end();
     }
+  });
+});
+
+describe('the parameters, serialized before BEGIN', () => {
+  // what PostgreSQL text can hold: no NUL, no unpaired surrogate (raw updates are JSON text: NUL is escaped there)
+  const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+  const storableText = fc.string({ unit: 'binary', maxLength: 40 }).filter((t) => !t.includes('\u0000') && !LONE_SURROGATE.test(t));
+  const text = fc.oneof(storableText, fc.constantFrom('', 'NULL', '"', '\\', '{a,b}', '\\"x\\"', ' ', '{"k":"v\\n"}'));
+
+  it('an array literal reaches the server as the array it was built from (text with quotes, backslashes, braces, "NULL"; nulls; integers; booleans)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.option(text, { nil: null }), { maxLength: 12 }),
+        fc.array(fc.option(fc.maxSafeInteger(), { nil: null }), { maxLength: 12 }),
+        fc.array(fc.boolean(), { maxLength: 12 }),
+        async (texts, ints, bools) => {
+          const { rows } = await db.pool.query<{ t: (string | null)[]; i: (string | null)[]; b: boolean[] }>(
+            'select $1::text[] as t, $2::bigint[]::text[] as i, $3::bool[] as b',
+            [pgArrayLiteral(texts), pgArrayLiteral(ints), pgArrayLiteral(bools)],
+          );
+          expect(rows[0]).toEqual({ t: texts, i: ints.map((n) => (n === null ? null : String(n))), b: bools });
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });
