@@ -23,7 +23,10 @@ export const RELAY_CODES = {
   // ingress
   RELAY_LEASE_LOST: { meaning: "the ingress lease was lost: the batch's writes were fenced and rolled back" },
   RELAY_NOT_LEASE_OWNER: { meaning: 'this replica does not hold the ingress lease of the bot' },
-  RELAY_CAPTURE_KEY_CONFLICT: { meaning: 'a capture key arrived again with different data; the batch was not committed' },
+  RELAY_CAPTURE_KEY_CONFLICT: {
+    meaning:
+      'a capture key arrived again with different data: the stored capture is kept; ingress keeps that update in relay.quarantine, an admin release is refused',
+  },
   RELAY_QUARANTINE_UNDECODABLE: { meaning: 'a quarantined update still does not decode as a Telegram update' },
   // outbound
   RELAY_OUTBOUND_INVALID: { meaning: 'an outbound message failed validation (SQLSTATE TR422)', http: 400 },

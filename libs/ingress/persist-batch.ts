@@ -4,8 +4,10 @@
  *   1. advance the cursor (this step checks the fence and takes the cursor row lock first),
  *   2. insert the raw updates into relay.inbox if absent,
  *   3. create update.dispatch jobs for new authorized updates,
- *   4. insert captures of new-or-repeated authorized messages (identical → no-op, different →
- *      RELAY_CAPTURE_KEY_CONFLICT and rollback) and their capture.deliver jobs,
+ *   4. insert captures of new-or-repeated authorized messages (identical → no-op) and their
+ *      capture.deliver jobs; a capture key already stored with different data is never
+ *      overwritten: that update is kept in relay.quarantine with RELAY_CAPTURE_KEY_CONFLICT as its
+ *      error, and the rest of the batch commits (one item's conflict never halts ingress),
  *   5. quarantine undecodable updates (DECODE_POLICY=quarantine).
  * Any failure rolls everything back: the caller polls the same offset again (or answers 5xx).
  *
@@ -13,8 +15,8 @@
  * (ingressBatchWrite in ./queries.ts: data-modifying CTEs over unnest), so a batch is three round
  * trips: BEGIN, the statement, COMMIT (plus one for quarantine rows and one for a halt's audit row,
  * only when the batch has them). The fence is part of that statement: when it matches no cursor
- * row nothing is written and LeaseLostError rolls back; a capture conflict is reported by the same
- * statement and rolled back here. Guarded by test/integration/ingress/batch-statements.test.ts
+ * row nothing is written and LeaseLostError rolls back; capture conflicts are reported by the same
+ * statement (and cost one more statement, the quarantine insert, only when there are any). Guarded by test/integration/ingress/batch-statements.test.ts
  * (counts the queries issued); the cost breakdown is in docs/ingress.md ("Batch cost").
  */
 import { EnqueueFailedError, type JobLedger } from '../db/boss';
@@ -22,10 +24,11 @@ import type { Pool, PoolClient } from 'pg';
 import { buildCapture } from '../captures/build';
 import { CaptureKeyConflictError } from '../captures/errors';
 import { withTransaction } from '../db/pool';
+import type { Logger } from '../observability/logger';
 import { DecodedUpdate, isAuthorized } from './decode';
 import { updateSpanTraceparent } from './batch-span';
 import { LeaseLostError } from './errors';
-import type { BatchPlan } from './plan-batch';
+import { BatchPlan, sha256Hex } from './plan-batch';
 import {
   BatchCaptureRow,
   BatchUpdateRow,
@@ -35,6 +38,7 @@ import {
   ingressBatchWrite,
   PreparedBatchWrite,
   prepareBatchWrite,
+  QuarantineInput,
   quarantineInsertBatch,
 } from './queries';
 
@@ -62,6 +66,12 @@ export interface PersistResult {
   dispatchJobs: number;
   captureJobs: number;
   quarantined: number;
+  /**
+   * Captures refused because their key is stored with different data (RELAY_CAPTURE_KEY_CONFLICT);
+   * each such update is kept in relay.quarantine (new rows counted in `conflictsQuarantined`).
+   */
+  captureConflicts: string[];
+  conflictsQuarantined: number;
   nextOffset: number | null;
 }
 
@@ -71,8 +81,8 @@ export interface PersistDeps {
 }
 
 /**
- * Runs the batch transaction. Throws LeaseLostError, CaptureKeyConflictError or a database error;
- * nothing is committed then. The rows, captures (their JSON and sha256), job ids and parameters
+ * Runs the batch transaction. Throws LeaseLostError or a database error; nothing is committed then.
+ * A capture key conflict is no error of the batch: see PersistResult.captureConflicts. The rows, captures (their JSON and sha256), job ids and parameters
  * are built before BEGIN: the transaction holds the cursor row only for the database's work.
  */
 export async function persistBatch(deps: PersistDeps, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
@@ -98,16 +108,51 @@ function prepareBatch(plan: BatchPlan, opts: PersistOptions): PreparedWrite {
 }
 
 async function writeBatch(client: PoolClient, write: PreparedWrite, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
-  const stored = await runWrite(client, write, opts.botId);
-  const result: PersistResult = { ...stored, quarantined: 0, nextOffset: plan.nextOffset };
+  const { conflicts, ...stored } = await runWrite(client, write, opts.botId);
+  const transport = plan.transport ?? 'polling';
+  const result: PersistResult = {
+    ...stored,
+    quarantined: 0,
+    captureConflicts: conflicts.map((c) => c.key),
+    conflictsQuarantined: 0,
+    nextOffset: plan.nextOffset,
+  };
   if (plan.quarantine.length > 0) {
-    result.quarantined = await quarantineInsertBatch(client, opts.botId, opts.fence, plan.quarantine, plan.transport ?? 'polling');
+    result.quarantined = await quarantineInsertBatch(client, opts.botId, opts.fence, plan.quarantine, transport);
+  }
+  if (conflicts.length > 0) {
+    result.conflictsQuarantined = await quarantineInsertBatch(client, opts.botId, opts.fence, conflicts.map(conflictQuarantine), transport);
   }
   if (plan.halt) await cursorAudit(client, opts.botId, opts.fence, 'halted', plan.halt);
   return result;
 }
 
-export type StoreResult = Omit<PersistResult, 'quarantined' | 'nextOffset'>;
+export type StoreResult = Omit<PersistResult, 'quarantined' | 'captureConflicts' | 'conflictsQuarantined' | 'nextOffset'>;
+
+/** A capture refused for its key: the update it belongs to, and whether that update's inbox row was new. */
+interface CaptureConflict {
+  key: string;
+  update: DecodedUpdate;
+  inboxStored: boolean;
+}
+
+/**
+ * The quarantine row that keeps an update whose capture was refused: its exact bytes (nothing is
+ * lost even when its update_id was already stored with other content) and why, naming the key and
+ * what was kept; never the content.
+ */
+function conflictQuarantine(c: CaptureConflict): QuarantineInput {
+  const kept = c.inboxStored
+    ? 'the update is stored in relay.inbox and dispatched; its capture was not created'
+    : 'its update_id was already stored in relay.inbox (that version is kept); this version is kept only here';
+  return {
+    updateId: c.update.updateId,
+    raw: c.update.raw,
+    sha256: sha256Hex(c.update.raw),
+    error: `RELAY_CAPTURE_KEY_CONFLICT: capture key ${c.key} is already stored with different data and is not overwritten; ${kept}`,
+    jsonPath: `$.${c.update.type}`,
+  };
+}
 
 /**
  * Steps 2-4 without the cursor: inbox rows if absent, update.dispatch jobs for the new authorized
@@ -121,7 +166,9 @@ export async function storeUpdates(
   o: { botId: string; generation: number; updates: readonly DecodedUpdate[]; allowedChatIds: ReadonlySet<string>; dispatchUnauthorized: boolean },
 ): Promise<StoreResult> {
   void boss; // the job rows are written by the batch statement itself (the ledger's jobsInsertSql)
-  return runWrite(client, prepareWrite({ ...o, cursor: null }), o.botId);
+  const { conflicts, ...stored } = await runWrite(client, prepareWrite({ ...o, cursor: null }), o.botId);
+  if (conflicts.length > 0) throw new CaptureKeyConflictError(conflicts.map((c) => c.key)); // an operator's request: refused whole
+  return stored;
 }
 
 /** A batch's statement ready to send, and what the caller needs to read its result. */
@@ -130,6 +177,8 @@ interface PreparedWrite {
   rows: number;
   captures: number;
   unauthorized: number;
+  /** The update of each capture, by capture key (to name what a conflict belongs to). */
+  captureUpdates: ReadonlyMap<string, DecodedUpdate>;
 }
 
 /** Everything of a batch write that needs no database: rows, captures, parameters. */
@@ -141,9 +190,10 @@ function prepareWrite(o: {
   dispatchUnauthorized: boolean;
   cursor: BatchWriteInput['cursor'];
 }): PreparedWrite {
-  if (o.updates.length === 0 && !o.cursor) return { statement: null, rows: 0, captures: 0, unauthorized: 0 };
+  if (o.updates.length === 0 && !o.cursor) return { statement: null, rows: 0, captures: 0, unauthorized: 0, captureUpdates: new Map() };
   const rows: BatchUpdateRow[] = [];
   const captures: BatchCaptureRow[] = [];
+  const captureUpdates = new Map<string, DecodedUpdate>();
   let unauthorized = 0;
   for (const u of o.updates) {
     const authorized = isAuthorized(u, o.allowedChatIds);
@@ -159,19 +209,32 @@ function prepareWrite(o: {
       payloadJson: u.payloadJson,
       traceparent, // issue 18: the update's trace continues in dispatch and capture delivery (null: tracing off)
     });
-    if (authorized && u.message) captures.push({ ...buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), traceparent });
+    if (authorized && u.message) {
+      const capture = buildCapture({ updateId: u.updateId, type: u.type, message: u.message });
+      captures.push({ ...capture, traceparent });
+      captureUpdates.set(capture.key, u);
+    }
   }
   const statement = prepareBatchWrite({ botId: o.botId, generation: o.generation, cursor: o.cursor, updates: rows, captures });
-  return { statement, rows: rows.length, captures: captures.length, unauthorized };
+  return { statement, rows: rows.length, captures: captures.length, unauthorized, captureUpdates };
 }
 
-/** Sends a prepared write in the caller's transaction and checks its result (fence, conflicts, every job created). */
-async function runWrite(client: PoolClient, w: PreparedWrite, botId: string): Promise<StoreResult> {
-  const result: StoreResult = { stored: 0, duplicates: 0, unauthorized: w.unauthorized, captures: 0, captureRepeats: 0, dispatchJobs: 0, captureJobs: 0 };
+/** Sends a prepared write in the caller's transaction and checks its result (fence, every job created); conflicts are the caller's. */
+async function runWrite(client: PoolClient, w: PreparedWrite, botId: string): Promise<StoreResult & { conflicts: CaptureConflict[] }> {
+  const result: StoreResult & { conflicts: CaptureConflict[] } = {
+    stored: 0,
+    duplicates: 0,
+    unauthorized: w.unauthorized,
+    captures: 0,
+    captureRepeats: 0,
+    dispatchJobs: 0,
+    captureJobs: 0,
+    conflicts: [],
+  };
   if (!w.statement) return result;
   const r = await ingressBatchWrite(client, w.statement);
   if (!r.fenced) throw new LeaseLostError(botId, w.statement.generation);
-  if (r.conflicts.length > 0) throw new CaptureKeyConflictError(r.conflicts);
+  result.conflicts = r.conflicts.map((key, i) => ({ key, update: w.captureUpdates.get(key)!, inboxStored: r.conflictsStored[i] }));
   if (r.dispatchJobs !== r.dispatchRows || r.captureJobs !== r.captures) {
     // the ledger's insertJobs would have returned fewer rows too (a queue missing): enqueueJobs' check
     throw new EnqueueFailedError('the job ledger did not create all jobs of the batch (does the queue exist? run tg-relay migrate)');
@@ -180,7 +243,15 @@ async function runWrite(client: PoolClient, w: PreparedWrite, botId: string): Pr
   result.duplicates = w.rows - r.stored;
   result.dispatchJobs = r.dispatchJobs;
   result.captures = r.captures;
-  result.captureRepeats = w.captures - r.captures; // conflicts have thrown above
+  result.captureRepeats = w.captures - r.captures - r.conflicts.length;
   result.captureJobs = r.captureJobs;
   return result;
+}
+
+/** The one warning about a batch's capture key conflicts (keys are ids, never content), for the poller and the webhook. */
+export function logCaptureConflicts(logger: Logger, r: PersistResult, generation: number): void {
+  logger.warn(
+    { captureKeys: r.captureConflicts, quarantined: r.conflictsQuarantined, generation },
+    'capture key already stored with different data (RELAY_CAPTURE_KEY_CONFLICT): the stored capture is kept and not overwritten, these updates are kept in relay.quarantine; the rest of the batch committed',
+  );
 }

@@ -25,7 +25,7 @@ import { Episodes } from './episodes';
 import { LeaseLostError } from './errors';
 import { scanUpdatesAnswer } from './json-scan';
 import { createLease, Lease } from './lease';
-import { persistBatch } from './persist-batch';
+import { logCaptureConflicts, persistBatch } from './persist-batch';
 import { measuredPersist } from './batch-metrics';
 import type { GetUpdatesResult, IngressMetrics } from '../observability/metrics';
 import { BatchPlan, DecodePolicy, planBatch } from './plan-batch';
@@ -348,6 +348,7 @@ export function createPoller(opts: PollerOptions): Poller {
       logger.debug({ generation: fence.generation, offset, ...r }, 'batch committed');
       if (r.quarantined > 0)
         logger.warn({ quarantined: r.quarantined, generation: fence.generation }, 'undecodable updates quarantined (DECODE_POLICY=quarantine)');
+      if (r.captureConflicts.length > 0) logCaptureConflicts(logger, r, fence.generation);
       if (plan.halt) {
         haltedReason = plan.halt;
         logger.error({ reason: plan.halt, offset }, 'ingress halted by DECODE_POLICY=stop; fix or set DECODE_POLICY=quarantine, then restart the poller');

@@ -173,8 +173,14 @@ export interface BatchWriteResult {
   /** New captures, and the capture.deliver jobs created for them. */
   captures: number;
   captureJobs: number;
-  /** Capture keys that already existed with a different sha256 (the caller must roll back). */
+  /**
+   * Capture keys that already existed with a different sha256: their captures were not written
+   * (never an overwrite). The caller refuses the write (admin release) or keeps those updates in
+   * relay.quarantine (ingress).
+   */
   conflicts: string[];
+  /** For each of `conflicts`: whether its update's inbox row was new in this statement (false: the update_id was already stored). */
+  conflictsStored: boolean[];
 }
 
 /**
@@ -188,7 +194,8 @@ export interface BatchWriteResult {
  *   jobs  update.dispatch and capture.deliver job rows for the new inbox rows and captures, in one
  *         INSERT produced by the job ledger adapter (libs/db/boss.ts jobsInsertSql, the same row as insertJobs),
  * then one NOTIFY per queue that got work, and the keys of captures that collided with different
- * data (read from the statement's snapshot: rows committed before it). Values only as parameters.
+ * data (conf, read from the statement's snapshot: rows committed before it), each with whether its
+ * update's inbox row was new. Values only as parameters.
  */
 function batchStatement(withCursor: boolean): string {
   let n = 0;
@@ -233,7 +240,7 @@ function batchStatement(withCursor: boolean): string {
         from unnest(${u}) as u(update_id, update_type, chat_id, authorized, job_id, raw, payload, traceparent)
        ${guard}
       on conflict (bot_id, update_id) do nothing
-      returning id, job_id
+      returning id, job_id, update_id
     ), cin as (
       select * from unnest(${c})
         as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, payload_raw, job_id, traceparent)
@@ -246,6 +253,11 @@ function batchStatement(withCursor: boolean): string {
       returning id, capture_key, job_id
     ), jobs as (
       ${jobsInsertSql(jobSource)}
+    ), conf as (
+      select cin.capture_key, exists (select from ins where ins.update_id = cin.update_id) as stored
+        from cin join relay.captures c on c.capture_key = cin.capture_key
+       where c.payload_sha256 <> cin.payload_sha256
+         and not exists (select from cins where cins.capture_key = cin.capture_key)
     )
     select ${fenced} as fenced,
            (select count(*) from ins)::int as stored,
@@ -253,10 +265,8 @@ function batchStatement(withCursor: boolean): string {
            (select count(*) from cins)::int as captures,
            (select count(*) from jobs where name = '${QUEUES.dispatch}')::int as dispatch_jobs,
            (select count(*) from jobs where name = '${QUEUES.capture}')::int as capture_jobs,
-           (select coalesce(array_agg(cin.capture_key), '{}')
-              from cin join relay.captures c on c.capture_key = cin.capture_key
-             where c.payload_sha256 <> cin.payload_sha256
-               and not exists (select from cins where cins.capture_key = cin.capture_key)) as conflicts,
+           (select coalesce(array_agg(capture_key order by capture_key), '{}') from conf) as conflicts,
+           (select coalesce(array_agg(stored order by capture_key), '{}') from conf) as conflicts_stored,
            ${workNotifySql('jobs')} as notified`;
 }
 
@@ -346,6 +356,7 @@ export async function ingressBatchWrite(client: PoolClient, prepared: PreparedBa
     dispatch_jobs: number;
     capture_jobs: number;
     conflicts: string[];
+    conflicts_stored: boolean[];
   }>({ name: prepared.name, text: prepared.text, values: prepared.values as unknown[] });
   const r = rows[0];
   return {
@@ -356,6 +367,7 @@ export async function ingressBatchWrite(client: PoolClient, prepared: PreparedBa
     captures: r.captures,
     captureJobs: r.capture_jobs,
     conflicts: r.conflicts,
+    conflictsStored: r.conflicts_stored,
   };
 }
 

@@ -18,11 +18,10 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
-import { CaptureKeyConflictError } from '../captures/errors';
 import { decodeUpdate } from './decode';
 import { LeaseLostError } from './errors';
 import { traceIngressBatch } from './batch-span';
-import { persistBatch } from './persist-batch';
+import { logCaptureConflicts, persistBatch } from './persist-batch';
 import { measuredPersist } from './batch-metrics';
 import type { IngressMetrics } from '../observability/metrics';
 import { BatchPlan, DecodePolicy, planDecoded, sha256Hex } from './plan-batch';
@@ -106,6 +105,7 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
         return { status: 500, body: { ok: false, error: 'undecodable update (DECODE_POLICY=stop)' } };
       }
       if (r.quarantined > 0) opts.logger.warn({ quarantined: r.quarantined }, 'undecodable webhook update quarantined');
+      if (r.captureConflicts.length > 0) logCaptureConflicts(opts.logger, r, fence.generation);
       return OK;
     } catch (err) {
       return failed(err);
@@ -120,7 +120,7 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
     opts.logger.error({ err }, 'webhook batch transaction failed; answered 500 so Telegram redelivers');
     return {
       status: 500,
-      body: { ok: false, error: err instanceof CaptureKeyConflictError ? err.code : code && /^RELAY_/.test(code) ? code : 'persist failed' },
+      body: { ok: false, error: code && /^RELAY_/.test(code) ? code : 'persist failed' },
     };
   }
 
@@ -129,8 +129,9 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
    * deliveries (Telegram uses up to max_connections) would commit one after another. Instead,
    * deliveries that arrive while a batch transaction is in flight wait for it and are then written
    * together, up to MAX_GROUP per transaction, each answered 200 only after that commit. A group
-   * that fails is retried one delivery per transaction, so a bad update (a capture key conflict)
-   * gets its own 500 and the others their 200; a fenced group answers 503 to all. Only clean
+   * that fails is retried one delivery per transaction, so a delivery whose write fails gets its
+   * own 500 and the others their 200 (a capture key conflict is no failure: that update is kept in
+   * relay.quarantine and answered 200 with the rest); a fenced group answers 503 to all. Only clean
    * deliveries are grouped (decoded, nothing to quarantine or halt on); two deliveries of one
    * update_id never share a transaction (the later one waits for the next), so each is judged
    * against the committed first exactly as before.
@@ -165,7 +166,8 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
           transport: 'webhook',
         };
         try {
-          await persist(plan, first.fence);
+          const r = await persist(plan, first.fence);
+          if (r.captureConflicts.length > 0) logCaptureConflicts(opts.logger, r, first.fence.generation);
           for (const g of group) g.answer(OK);
         } catch (err) {
           if (err instanceof LeaseLostError) {

@@ -218,7 +218,7 @@ export const ingressMetrics = once((registry: Registry): IngressMetrics => {
     }),
     updates: new Counter({
       name: 'tg_relay_ingress_updates_total',
-      help: 'Updates this process committed, by transport and result (stored, duplicate, quarantined)',
+      help: 'Updates this process committed, by transport and result (stored, duplicate, quarantined, capture_conflict: kept in relay.quarantine, its capture key holding other data)',
       labelNames: ['transport', 'result'],
       registers: r,
     }),

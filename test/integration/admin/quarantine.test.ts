@@ -81,6 +81,26 @@ describe('release', () => {
       ['admin.release', 'RELAY_ADMIN_RELEASE_FAILED'],
     ]);
   });
+  test('an update kept for a capture key conflict is refused (409) while another capture holds its key, and nothing of it is written', async () => {
+    // as ingress keeps it: its capture key telegram:7004:4242:3 is stored with different data
+    await db.pool.query(
+      `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_raw, payload_sha256)
+       values ('telegram:7004:4242:3', 'another-bot', 7004, 4242, 3, '{}', '{}', 'another-sha')`,
+    );
+    const id = await quarantine(message(7004), 7004);
+    const res = await call(app, 'POST', `/v1/quarantine/${id}/release`);
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({
+      code: 'RELAY_ADMIN_RELEASE_FAILED',
+      cause: 'RELAY_CAPTURE_KEY_CONFLICT',
+      message: 'its capture key is already stored with different data',
+    });
+    expect((await db.pool.query(`select state from relay.quarantine where id = $1`, [id])).rows[0].state).toBe('quarantined');
+    expect((await db.pool.query(`select count(*)::int as n from relay.inbox where update_id = 7004`)).rows[0].n).toBe(0);
+    expect((await db.pool.query(`select payload_sha256 from relay.captures where capture_key = 'telegram:7004:4242:3'`)).rows).toEqual([
+      { payload_sha256: 'another-sha' },
+    ]);
+  });
 });
 
 describe('discard', () => {

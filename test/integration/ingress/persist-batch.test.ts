@@ -86,19 +86,73 @@ describe('persistBatch', () => {
     expect(rows[0].n).toBe(2);
   });
 
-  it('the same capture key with different data raises RELAY_CAPTURE_KEY_CONFLICT and commits nothing of the batch', async () => {
+  it('a capture key stored with different data fails only its update: kept in relay.quarantine, the stored capture never overwritten, the rest of the batch committed', async () => {
     const { botId } = newBotToken();
     const C = Number(botId); // chats unique to this test: capture keys are global
     const fence = await acquire(botId);
     await persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })], 1), opts(botId, fence));
-    const tampered = [makeMessageUpdate({ updateId: 1, chatId: C, text: 'edited evidence' }), makeMessageUpdate({ updateId: 2, chatId: C })];
-    const err = await persistBatch({ pool, boss }, plan(tampered, 1), opts(botId, fence)).catch((e) => e);
-    expect(err).toMatchObject({ code: 'RELAY_CAPTURE_KEY_CONFLICT', captureKeys: [`telegram:1:${C}:1`] });
-    expect(await inboxUpdateIds(pool, botId)).toEqual([1]);
-    expect((await cursorOf(pool, botId))?.nextOffset).toBe(2);
-    const { rows } = await pool.query('select text from relay.captures where bot_id = $1', [botId]);
-    expect(rows).toEqual([{ text: 'original' }]);
-    expect(await jobCounts(pool, botId)).toEqual({ dispatch: 1, capture: 1 });
+    // another bot of the same database already captured telegram:3:C:3 (the key has no bot id)
+    const other = newBotToken().botId;
+    const otherFence = await acquire(other);
+    await persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 3, chatId: C, text: "the other bot's message" })], 3), opts(other, otherFence));
+
+    const tampered = makeMessageUpdate({ updateId: 1, chatId: C, text: 'edited evidence' }); // update_id 1 again, other content
+    const items = [tampered, makeMessageUpdate({ updateId: 2, chatId: C }), makeMessageUpdate({ updateId: 3, chatId: C, text: 'mine' })];
+    const r = await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence));
+    expect(r).toMatchObject({
+      stored: 2,
+      duplicates: 1,
+      captures: 1,
+      captureRepeats: 0,
+      captureConflicts: [`telegram:1:${C}:1`, `telegram:3:${C}:3`],
+      conflictsQuarantined: 2,
+      quarantined: 0,
+      nextOffset: 4,
+    });
+    // ingress goes on: the cursor is past the batch, update 2 is stored with its capture, update 3 is stored and dispatched
+    expect(await inboxUpdateIds(pool, botId)).toEqual([1, 2, 3]);
+    expect((await cursorOf(pool, botId))?.nextOffset).toBe(4);
+    expect(await jobCounts(pool, botId)).toEqual({ dispatch: 3, capture: 2 });
+    const caps = await pool.query('select capture_key, bot_id, text from relay.captures where chat_id = $1 order by update_id', [C]);
+    expect(caps.rows).toEqual([
+      { capture_key: `telegram:1:${C}:1`, bot_id: botId, text: 'original' },
+      { capture_key: `telegram:2:${C}:2`, bot_id: botId, text: 'hello 2' },
+      { capture_key: `telegram:3:${C}:3`, bot_id: other, text: "the other bot's message" },
+    ]);
+    // nothing lost: both refused versions are kept byte for byte, with why (ids, never the content)
+    const q = await pool.query(
+      `select update_id::int as id, convert_from(raw, 'UTF8') as raw, error, json_path, transport, state from relay.quarantine where bot_id = $1 order by update_id`,
+      [botId],
+    );
+    expect(q.rows).toEqual([
+      {
+        id: 1,
+        raw: raw(tampered),
+        error: `RELAY_CAPTURE_KEY_CONFLICT: capture key telegram:1:${C}:1 is already stored with different data and is not overwritten; its update_id was already stored in relay.inbox (that version is kept); this version is kept only here`,
+        json_path: '$.message',
+        transport: 'polling',
+        state: 'quarantined',
+      },
+      {
+        id: 3,
+        raw: raw(items[2]),
+        error: `RELAY_CAPTURE_KEY_CONFLICT: capture key telegram:3:${C}:3 is already stored with different data and is not overwritten; the update is stored in relay.inbox and dispatched; its capture was not created`,
+        json_path: '$.message',
+        transport: 'polling',
+        state: 'quarantined',
+      },
+    ]);
+    for (const row of q.rows) expect(row.error).not.toMatch(/edited evidence|mine/);
+    const audit = await pool.query(
+      `select count(*)::int as n from relay.attempts where subject = 'quarantine' and outcome = 'quarantined' and subject_key in ('1', '3') and details->>'generation' = $1`,
+      [String(fence.generation)],
+    );
+    expect(audit.rows[0].n).toBe(2);
+
+    // a redelivery of the same batch adds nothing (quarantine is idempotent by bot + update_id)
+    const again = await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence));
+    expect(again).toMatchObject({ stored: 0, duplicates: 3, captures: 0, captureRepeats: 1, conflictsQuarantined: 0 });
+    expect(again.captureConflicts).toHaveLength(2);
   });
 
   it('unauthorized updates are stored and advance the cursor, with no capture and no dispatch job', async () => {

@@ -302,6 +302,43 @@ describe('durable poller', () => {
     expect(q.logs.text()).not.toContain('secret user text');
   });
 
+  it('a capture key already stored with different data (another bot of the database) never halts ingress: that update waits in quarantine, the ones after it flow', async () => {
+    const { token, botId } = newBotToken();
+    const chat = Number(botId);
+    const a = sandbox.injectMessage(token, { chatId: chat, text: 'a' });
+    // the key has no bot id: another bot's capture already holds the one the next message will have
+    const next = { updateId: a.update_id + 1, messageId: a.message!.message_id + 1 };
+    const key = `telegram:${next.updateId}:${chat}:${next.messageId}`;
+    await db.pool.query(
+      `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_raw, payload_sha256)
+       values ($1, 'another-bot', $2, $3, $4, '{"other":true}', '{"other":true}', 'not-this-one')`,
+      [key, next.updateId, chat, next.messageId],
+    );
+    const b = sandbox.injectMessage(token, { chatId: chat, text: 'secret user text' });
+    expect(`telegram:${b.update_id}:${chat}:${b.message!.message_id}`).toBe(key);
+    const c = sandbox.injectMessage(token, { chatId: chat, text: 'c' });
+
+    const p = start({ token, botId });
+    await waitFor(async () => (await inboxCount(db.pool, botId)) === 3, { what: 'all three updates stored' });
+    await waitFor(() => (sandbox.confirmedOffset(token) ?? 0) > c.update_id, { what: 'the batch confirmed to Telegram' });
+    expect(p.poller.status().state).toBe('polling');
+    const q = await db.pool.query(`select update_id::int as id, convert_from(raw, 'UTF8') as raw, error from relay.quarantine where bot_id = $1`, [botId]);
+    expect(q.rows).toHaveLength(1);
+    expect(q.rows[0]).toMatchObject({ id: b.update_id, error: expect.stringContaining(`RELAY_CAPTURE_KEY_CONFLICT: capture key ${key}`) });
+    expect(JSON.parse(q.rows[0].raw)).toEqual(b);
+    const caps = await db.pool.query(`select bot_id, update_id::int as id, payload_sha256 from relay.captures where chat_id = $1 order by update_id`, [chat]);
+    expect(caps.rows.map((r) => [r.bot_id, r.id])).toEqual([
+      [botId, a.update_id],
+      ['another-bot', b.update_id],
+      [botId, c.update_id],
+    ]);
+    expect(caps.rows[1].payload_sha256).toBe('not-this-one'); // never overwritten
+    expect(await jobCounts(db.pool, botId)).toEqual({ dispatch: 3, capture: 2 });
+    await waitFor(async () => (await ingressHealth(db.pool, botId, { pollTimeoutMs: 1000 })).ready, { what: 'ready' });
+    expect(p.logs.text()).toContain(key);
+    expect(p.logs.text()).not.toContain('secret user text');
+  });
+
   it('quarantine: an item that is not JSON at the end of a batch is stored raw and passed one slot at a time', async () => {
     const { token, botId } = newBotToken();
     const a = sandbox.injectMessage(token, { chatId: Number(botId), text: 'a' });
