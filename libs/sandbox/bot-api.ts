@@ -248,6 +248,7 @@ class BotApiSandboxServer implements BotApiSandbox {
       webhook: bot.webhook ? bot.webhookInfo() : null,
       sent_count: bot.sent.length,
       revoked: bot.revoked,
+      long_poll_open: bot.poll !== null,
     };
   }
 

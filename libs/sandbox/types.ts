@@ -238,4 +238,6 @@ export interface BotStateSummary {
   webhook: WebhookInfo | null;
   sent_count: number;
   revoked: boolean;
+  /** A getUpdates of this bot is being held open (long poll) right now. */
+  long_poll_open: boolean;
 }

@@ -44,6 +44,9 @@ describe('poller watchdog', () => {
     await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, stuck), { what: 'the poller owns the lease', timeoutMs: 60_000 });
     const before = (await cursorOf(db.pool, botId))!.nextOffset;
 
+    // frozen while a long poll is open, so the poll answers the updates and the batch hangs (frozen
+    // during an empty poll's progress write, the poller would never see them: no stall to detect)
+    await waitFor(() => sandbox.botState(token).long_poll_open, { what: 'the poller inside a long poll', intervalMs: 1 });
     proxy.freeze();
     sandbox.injectMessages(token, 3, { chats: 1, chatBase: Number(botId) });
 

@@ -35,7 +35,7 @@ describe('sandbox control API over HTTP', () => {
     const body = await (await fetch(`${api}/bot${TOKEN}/getUpdates`)).text();
     expect(body).toContain('{"weird":true},not json at all]');
     const state = await client.botState(TOKEN);
-    expect(state).toMatchObject({ bot_id: 5050, pending_count: 8, confirmed_offset: null, next_update_id: 100008, webhook: null });
+    expect(state).toMatchObject({ bot_id: 5050, pending_count: 8, confirmed_offset: null, next_update_id: 100008, webhook: null, long_poll_open: false });
     await tg(api, TOKEN, 'getUpdates', { offset: 100003 });
     expect((await client.botState(TOKEN)).confirmed_offset).toBe(100003);
   });
