@@ -174,9 +174,9 @@ export interface BatchWriteResult {
   captures: number;
   captureJobs: number;
   /**
-   * Capture keys that already existed with a different sha256: their captures were not written
-   * (never an overwrite). The caller refuses the write (admin release) or keeps those updates in
-   * relay.quarantine (ingress).
+   * Capture keys that already existed with a different sha256 (or were committed by a concurrent
+   * transaction while this statement ran): their captures were not written (never an overwrite).
+   * The caller refuses the write (admin release) or keeps those updates in relay.quarantine (ingress).
    */
   conflicts: string[];
   /** For each of `conflicts`: whether its update's inbox row was new in this statement (false: the update_id was already stored). */
@@ -254,10 +254,12 @@ function batchStatement(withCursor: boolean): string {
     ), jobs as (
       ${jobsInsertSql(jobSource)}
     ), conf as (
+      -- neither written nor found identical: a row with other data, or one a concurrent transaction
+      -- committed after this statement's snapshot (ON CONFLICT waited for it): never a silent no-op
       select cin.capture_key, exists (select from ins where ins.update_id = cin.update_id) as stored
-        from cin join relay.captures c on c.capture_key = cin.capture_key
-       where c.payload_sha256 <> cin.payload_sha256
-         and not exists (select from cins where cins.capture_key = cin.capture_key)
+        from cin
+       where not exists (select from cins where cins.capture_key = cin.capture_key)
+         and not exists (select from relay.captures c where c.capture_key = cin.capture_key and c.payload_sha256 = cin.payload_sha256)
     )
     select ${fenced} as fenced,
            (select count(*) from ins)::int as stored,

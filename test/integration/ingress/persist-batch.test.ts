@@ -8,6 +8,7 @@ import { cursorRecordProgress, cursorRelease } from '../../../libs/ingress/queri
 import { createMigratedDatabase } from '../../support/db';
 import { makeCallbackUpdate, makeMessageUpdate } from '../../support/ingress-fixtures';
 import { acquireLease, cursorOf, inboxUpdateIds, jobCounts, newBotToken, persistOptions } from '../../support/ingress-harness';
+import { waitFor } from '../../support/wait-for';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let pool: Pool;
@@ -153,6 +154,42 @@ describe('persistBatch', () => {
     const again = await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence));
     expect(again).toMatchObject({ stored: 0, duplicates: 3, captures: 0, captureRepeats: 1, conflictsQuarantined: 0 });
     expect(again.captureConflicts).toHaveLength(2);
+  });
+
+  it('a capture key committed by a concurrent transaction while the batch waited for it is a conflict too, never a silent no-op', async () => {
+    const { botId } = newBotToken();
+    const C = Number(botId);
+    const fence = await acquire(botId);
+    const key = `telegram:1:${C}:1`;
+    const other = await pool.connect();
+    try {
+      await other.query('begin');
+      await other.query(
+        `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_raw, payload_sha256)
+         values ($1, 'another-bot', 1, $2, 1, '{}', '{}', 'concurrent')`,
+        [key, C],
+      );
+      const batch = persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1), opts(botId, fence));
+      // the batch's ON CONFLICT waits for the other transaction's row
+      await waitFor(
+        async () =>
+          (
+            await pool.query(
+              `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and wait_event = 'transactionid'`,
+            )
+          ).rows[0].n > 0,
+        {
+          what: 'the batch waiting on the capture key',
+        },
+      );
+      await other.query('commit');
+      const r = await batch;
+      expect(r).toMatchObject({ stored: 1, captures: 0, captureRepeats: 0, captureConflicts: [key], conflictsQuarantined: 1 });
+    } finally {
+      other.release();
+    }
+    const q = await pool.query(`select error from relay.quarantine where bot_id = $1`, [botId]);
+    expect(q.rows).toEqual([{ error: expect.stringMatching(new RegExp(`^RELAY_CAPTURE_KEY_CONFLICT: capture key ${key} `)) }]);
   });
 
   it('unauthorized updates are stored and advance the cursor, with no capture and no dispatch job', async () => {
