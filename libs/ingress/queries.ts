@@ -3,7 +3,7 @@
  * One function per statement. Lease times use the database clock (`clock_timestamp()`), never a
  * replica's clock, so skew between hosts cannot make two owners believe they hold the lease.
  */
-import type { PoolClient } from 'pg';
+import pg, { type PoolClient } from 'pg';
 import type { CaptureRecord } from '../captures/build';
 import { jobsInsertSql, QUEUES } from '../db/boss';
 import type { Queryable } from '../db/pool';
@@ -285,8 +285,6 @@ export interface PreparedBatchWrite {
   readonly name: string;
   readonly text: string;
   readonly values: readonly unknown[];
-  /** The fenced form (with the cursor step); the result's `fenced` only means something then. */
-  readonly withCursor: boolean;
   readonly generation: number;
 }
 
@@ -328,24 +326,20 @@ export function prepareBatchWrite(input: BatchWriteInput): PreparedBatchWrite {
     name: input.cursor ? 'relay_ingress_batch' : 'relay_ingress_store',
     text: input.cursor ? BATCH_FENCED : BATCH_UNFENCED,
     values,
-    withCursor: input.cursor !== null,
     generation: input.generation,
   };
 }
 
+/** `pg`'s own parameter serializer (exported as `utils`, not declared by @types/pg). */
+const pgUtils = (pg as unknown as { utils: { prepareValue(value: unknown): unknown } }).utils;
+
 /**
- * A one-dimensional PostgreSQL array literal of `values`, exactly as `pg` serializes a JS array
- * parameter (every element double-quoted with `\` and `"` escaped, null as NULL), so the server
- * reads the same text. Property-tested against the server (test/integration/ingress/batch-statements).
+ * A one-dimensional PostgreSQL array literal of `values`: `pg`'s own serialization of a JS array
+ * parameter, done here so that it happens before BEGIN. Property-tested against the server
+ * (test/integration/ingress/batch-statements).
  */
 export function pgArrayLiteral(values: readonly (string | number | boolean | null)[]): string {
-  let out = '{';
-  for (let i = 0; i < values.length; i++) {
-    if (i > 0) out += ',';
-    const v = values[i];
-    out += v === null ? 'NULL' : '"' + String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
-  }
-  return out + '}';
+  return pgUtils.prepareValue(values) as string;
 }
 
 /** Sends a prepared batch statement (one round trip), inside the caller's transaction. */
