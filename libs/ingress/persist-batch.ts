@@ -38,6 +38,7 @@ import {
   ingressBatchWrite,
   PreparedBatchWrite,
   prepareBatchWrite,
+  CaptureConflictRow,
   QuarantineInput,
   quarantineInsertBatch,
 } from './queries';
@@ -129,12 +130,8 @@ async function writeBatch(client: PoolClient, write: PreparedWrite, plan: BatchP
 
 export type StoreResult = Omit<PersistResult, 'quarantined' | 'captureConflicts' | 'conflictsQuarantined' | 'nextOffset'>;
 
-/** A capture refused for its key: the update it belongs to, and whether that update's inbox row was new. */
-interface CaptureConflict {
-  key: string;
-  update: DecodedUpdate;
-  inboxStored: boolean;
-}
+/** A capture refused for its key, with the update it belongs to. */
+type CaptureConflict = CaptureConflictRow & { update: DecodedUpdate };
 
 /**
  * The quarantine row that keeps an update whose capture was refused: its exact bytes (nothing is
@@ -177,8 +174,8 @@ interface PreparedWrite {
   rows: number;
   captures: number;
   unauthorized: number;
-  /** The update of each capture, by capture key (to name what a conflict belongs to). */
-  captureUpdates: ReadonlyMap<string, DecodedUpdate>;
+  /** The batch's updates (to name what a conflict belongs to). */
+  updates: readonly DecodedUpdate[];
 }
 
 /** Everything of a batch write that needs no database: rows, captures, parameters. */
@@ -190,10 +187,9 @@ function prepareWrite(o: {
   dispatchUnauthorized: boolean;
   cursor: BatchWriteInput['cursor'];
 }): PreparedWrite {
-  if (o.updates.length === 0 && !o.cursor) return { statement: null, rows: 0, captures: 0, unauthorized: 0, captureUpdates: new Map() };
+  if (o.updates.length === 0 && !o.cursor) return { statement: null, rows: 0, captures: 0, unauthorized: 0, updates: o.updates };
   const rows: BatchUpdateRow[] = [];
   const captures: BatchCaptureRow[] = [];
-  const captureUpdates = new Map<string, DecodedUpdate>();
   let unauthorized = 0;
   for (const u of o.updates) {
     const authorized = isAuthorized(u, o.allowedChatIds);
@@ -209,14 +205,10 @@ function prepareWrite(o: {
       payloadJson: u.payloadJson,
       traceparent, // issue 18: the update's trace continues in dispatch and capture delivery (null: tracing off)
     });
-    if (authorized && u.message) {
-      const capture = buildCapture({ updateId: u.updateId, type: u.type, message: u.message });
-      captures.push({ ...capture, traceparent });
-      captureUpdates.set(capture.key, u);
-    }
+    if (authorized && u.message) captures.push({ ...buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), traceparent });
   }
   const statement = prepareBatchWrite({ botId: o.botId, generation: o.generation, cursor: o.cursor, updates: rows, captures });
-  return { statement, rows: rows.length, captures: captures.length, unauthorized, captureUpdates };
+  return { statement, rows: rows.length, captures: captures.length, unauthorized, updates: o.updates };
 }
 
 /** Sends a prepared write in the caller's transaction and checks its result (fence, every job created); conflicts are the caller's. */
@@ -234,7 +226,8 @@ async function runWrite(client: PoolClient, w: PreparedWrite, botId: string): Pr
   if (!w.statement) return result;
   const r = await ingressBatchWrite(client, w.statement);
   if (!r.fenced) throw new LeaseLostError(botId, w.statement.generation);
-  result.conflicts = r.conflicts.map((key, i) => ({ key, update: w.captureUpdates.get(key)!, inboxStored: r.conflictsStored[i] }));
+  // update_ids are unique in a batch (planBatch); conflicts are rare, so they are looked up only then
+  result.conflicts = r.conflicts.map((c) => ({ ...c, update: w.updates.find((u) => u.updateId === c.updateId)! }));
   if (r.dispatchJobs !== r.dispatchRows || r.captureJobs !== r.captures) {
     // the ledger's insertJobs would have returned fewer rows too (a queue missing): enqueueJobs' check
     throw new EnqueueFailedError('the job ledger did not create all jobs of the batch (does the queue exist? run tg-relay migrate)');

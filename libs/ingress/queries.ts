@@ -178,9 +178,15 @@ export interface BatchWriteResult {
    * transaction while this statement ran): their captures were not written (never an overwrite).
    * The caller refuses the write (admin release) or keeps those updates in relay.quarantine (ingress).
    */
-  conflicts: string[];
-  /** For each of `conflicts`: whether its update's inbox row was new in this statement (false: the update_id was already stored). */
-  conflictsStored: boolean[];
+  conflicts: CaptureConflictRow[];
+}
+
+/** A capture the batch statement neither wrote nor found identical. */
+export interface CaptureConflictRow {
+  key: string;
+  updateId: number;
+  /** Whether its update's inbox row was new in this statement (false: the update_id was already stored). */
+  inboxStored: boolean;
 }
 
 /**
@@ -194,8 +200,8 @@ export interface BatchWriteResult {
  *   jobs  update.dispatch and capture.deliver job rows for the new inbox rows and captures, in one
  *         INSERT produced by the job ledger adapter (libs/db/boss.ts jobsInsertSql, the same row as insertJobs),
  * then one NOTIFY per queue that got work, and the keys of captures that collided with different
- * data (conf, read from the statement's snapshot: rows committed before it), each with whether its
- * update's inbox row was new. Values only as parameters.
+ * data (conf, read from the statement's snapshot: rows committed before it), each with its
+ * update_id and whether that update's inbox row was new. Values only as parameters.
  */
 function batchStatement(withCursor: boolean): string {
   let n = 0;
@@ -256,7 +262,7 @@ function batchStatement(withCursor: boolean): string {
     ), conf as (
       -- neither written nor found identical: a row with other data, or one a concurrent transaction
       -- committed after this statement's snapshot (ON CONFLICT waited for it): never a silent no-op
-      select cin.capture_key, exists (select from ins where ins.update_id = cin.update_id) as stored
+      select cin.capture_key, cin.update_id, exists (select from ins where ins.update_id = cin.update_id) as inbox_stored
         from cin
        where not exists (select from cins where cins.capture_key = cin.capture_key)
          and not exists (select from relay.captures c where c.capture_key = cin.capture_key and c.payload_sha256 = cin.payload_sha256)
@@ -267,8 +273,8 @@ function batchStatement(withCursor: boolean): string {
            (select count(*) from cins)::int as captures,
            (select count(*) from jobs where name = '${QUEUES.dispatch}')::int as dispatch_jobs,
            (select count(*) from jobs where name = '${QUEUES.capture}')::int as capture_jobs,
-           (select coalesce(array_agg(capture_key order by capture_key), '{}') from conf) as conflicts,
-           (select coalesce(array_agg(stored order by capture_key), '{}') from conf) as conflicts_stored,
+           (select coalesce(jsonb_agg(jsonb_build_object('key', capture_key, 'updateId', update_id, 'inboxStored', inbox_stored) order by capture_key), '[]')
+              from conf) as conflicts,
            ${workNotifySql('jobs')} as notified`;
 }
 
@@ -351,8 +357,7 @@ export async function ingressBatchWrite(client: PoolClient, prepared: PreparedBa
     captures: number;
     dispatch_jobs: number;
     capture_jobs: number;
-    conflicts: string[];
-    conflicts_stored: boolean[];
+    conflicts: CaptureConflictRow[];
   }>({ name: prepared.name, text: prepared.text, values: prepared.values as unknown[] });
   const r = rows[0];
   return {
@@ -363,7 +368,6 @@ export async function ingressBatchWrite(client: PoolClient, prepared: PreparedBa
     captures: r.captures,
     captureJobs: r.capture_jobs,
     conflicts: r.conflicts,
-    conflictsStored: r.conflicts_stored,
   };
 }
 
