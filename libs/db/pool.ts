@@ -101,29 +101,56 @@ export function createPool(connectionString: string, opts: { max?: number; appli
   return pool;
 }
 
+/** What `withClient` hands its callback about the connection. */
+export interface ClientState {
+  /** The connection failed (an 'error' event) or a query on it went unanswered. */
+  readonly broken: boolean;
+  /** Destroy the client instead of returning it to the pool (a cleanup query on it failed). */
+  markBroken(): void;
+}
+
 /**
- * Runs `fn` in a transaction on a dedicated client; rolls back on any error and rethrows it.
- * Survives the database going away mid-transaction (restart: FATAL 57P01): the client carries an
- * 'error' listener while we hold it, and a broken client is destroyed instead of returned to the pool.
+ * Runs `fn` on a dedicated client and gives it back to the pool, or destroys it when it cannot be
+ * reused: the connection failed while we held it (the client carries an 'error' listener, e.g. a
+ * restart's FATAL 57P01), a query on it went unanswered (the answer may still arrive, and anything
+ * queued behind it would wait for the same silence), or `fn` said so.
  */
-export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function withClient<T>(pool: Pool, fn: (client: PoolClient, state: ClientState) => Promise<T>): Promise<T> {
   const client = await pool.connect();
-  let broken = false;
-  const onError = () => {
-    broken = true;
+  const state = {
+    broken: false,
+    markBroken() {
+      state.broken = true;
+    },
   };
+  const onError = () => state.markBroken();
   client.on('error', onError);
   try {
-    await client.query('begin');
-    const result = await fn(client);
-    await client.query('commit');
-    return result;
+    return await fn(client, state);
   } catch (err) {
-    if (isUnansweredQuery(err)) broken = true; // a rollback would queue behind the unanswered query
-    if (!broken) await client.query('rollback').catch(() => (broken = true));
+    if (isUnansweredQuery(err)) state.markBroken();
     throw err;
   } finally {
     client.off('error', onError);
-    client.release(broken ? true : undefined);
+    client.release(state.broken || undefined);
   }
+}
+
+/**
+ * Runs `fn` in a transaction on a dedicated client (withClient); rolls back on any error and
+ * rethrows it. No rollback on a broken client: after an unanswered query it would queue behind it.
+ */
+export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  return withClient(pool, async (client, state) => {
+    try {
+      await client.query('begin');
+      const result = await fn(client);
+      await client.query('commit');
+      return result;
+    } catch (err) {
+      if (isUnansweredQuery(err)) state.markBroken();
+      if (!state.broken) await client.query('rollback').catch(() => state.markBroken());
+      throw err;
+    }
+  });
 }

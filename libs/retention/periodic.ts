@@ -7,7 +7,7 @@
  */
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
-import { isUnansweredQuery } from '../db/pool';
+import { withClient } from '../db/pool';
 import { runPrune, PruneOptions, PruneResult } from './prune';
 
 /** pg advisory lock key of periodic pruning (next to MIGRATION_LOCK_KEY 7_346_201_001 and +1). */
@@ -31,27 +31,16 @@ export function createPeriodicPrune(opts: {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<PruneResult | null> | undefined;
 
-  const once = async (): Promise<PruneResult | null> => {
-    const lock = await opts.pool.connect();
-    let broken = false;
-    const onError = () => (broken = true);
-    lock.on('error', onError);
-    try {
-      const { rows } = await lock.query<{ got: boolean }>('select pg_try_advisory_lock($1) as got', [PRUNE_LOCK_KEY]).catch((err: unknown) => {
-        if (isUnansweredQuery(err)) broken = true; // never hand a connection with a query in flight back to the pool
-        throw err;
-      });
+  const once = (): Promise<PruneResult | null> =>
+    withClient(opts.pool, async (lock, state) => {
+      const { rows } = await lock.query<{ got: boolean }>('select pg_try_advisory_lock($1) as got', [PRUNE_LOCK_KEY]);
       if (!rows[0].got) return null;
       try {
         return await runPrune(opts.pool, { ...opts.prune, trigger: 'periodic', logger: opts.logger, signal });
       } finally {
-        await lock.query('select pg_advisory_unlock($1)', [PRUNE_LOCK_KEY]).catch(() => (broken = true));
+        await lock.query('select pg_advisory_unlock($1)', [PRUNE_LOCK_KEY]).catch(() => state.markBroken());
       }
-    } finally {
-      lock.off('error', onError);
-      lock.release(broken || undefined);
-    }
-  };
+    });
 
   const tick = () => {
     running ??= once()
