@@ -16,8 +16,9 @@
  * trips: BEGIN, the statement, COMMIT (plus one for quarantine rows and one for a halt's audit row,
  * only when the batch has them). The fence is part of that statement: when it matches no cursor
  * row nothing is written and LeaseLostError rolls back; capture conflicts are reported by the same
- * statement (and cost one more statement, the quarantine insert, only when there are any). Guarded by test/integration/ingress/batch-statements.test.ts
- * (counts the queries issued); the cost breakdown is in docs/ingress.md ("Batch cost").
+ * statement (and cost one more statement, the quarantine insert, only when there are any).
+ * Guarded by test/integration/ingress/batch-statements.test.ts (counts the queries issued); the
+ * cost breakdown is in docs/ingress.md ("Batch cost").
  */
 import { EnqueueFailedError, type JobLedger } from '../db/boss';
 import type { Pool, PoolClient } from 'pg';
@@ -83,8 +84,9 @@ export interface PersistDeps {
 
 /**
  * Runs the batch transaction. Throws LeaseLostError or a database error; nothing is committed then.
- * A capture key conflict is no error of the batch: see PersistResult.captureConflicts. The rows, captures (their JSON and sha256), job ids and parameters
- * are built before BEGIN: the transaction holds the cursor row only for the database's work.
+ * A capture key conflict is no error of the batch: see PersistResult.captureConflicts. The rows,
+ * captures (their JSON and sha256), job ids and parameters are built before BEGIN: the
+ * transaction holds the cursor row only for the database's work.
  */
 export async function persistBatch(deps: PersistDeps, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
   const write = prepareBatch(plan, opts);

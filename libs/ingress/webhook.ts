@@ -82,9 +82,9 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
     }
     return { status: 400, body: { ok: false, error: 'not a Telegram update', reason: error } };
   }
-  /** The batch transaction of `plan` (one delivery or a group), traced and measured. */
-  function persist(plan: BatchPlan, fence: Fence) {
-    return traceIngressBatch({ operation: 'webhook', botId: opts.botId, count: plan.updates.length }, () =>
+  /** The batch transaction of `plan` (one delivery or a group), traced and measured; its capture conflicts logged. */
+  async function persist(plan: BatchPlan, fence: Fence) {
+    const r = await traceIngressBatch({ operation: 'webhook', botId: opts.botId, count: plan.updates.length }, () =>
       measuredPersist(opts.metrics, 'webhook', () =>
         persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
           botId: opts.botId,
@@ -95,6 +95,8 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
         }),
       ),
     );
+    if (r.captureConflicts.length > 0) logCaptureConflicts(opts.logger, r, fence.generation);
+    return r;
   }
   /** One delivery in its own batch transaction (as before coalescing; also the fallback). */
   async function persistAlone(plan: BatchPlan, fence: Fence): Promise<WebhookAnswer> {
@@ -105,7 +107,6 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
         return { status: 500, body: { ok: false, error: 'undecodable update (DECODE_POLICY=stop)' } };
       }
       if (r.quarantined > 0) opts.logger.warn({ quarantined: r.quarantined }, 'undecodable webhook update quarantined');
-      if (r.captureConflicts.length > 0) logCaptureConflicts(opts.logger, r, fence.generation);
       return OK;
     } catch (err) {
       return failed(err);
@@ -166,8 +167,7 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
           transport: 'webhook',
         };
         try {
-          const r = await persist(plan, first.fence);
-          if (r.captureConflicts.length > 0) logCaptureConflicts(opts.logger, r, first.fence.generation);
+          await persist(plan, first.fence);
           for (const g of group) g.answer(OK);
         } catch (err) {
           if (err instanceof LeaseLostError) {
