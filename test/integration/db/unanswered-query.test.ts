@@ -11,6 +11,7 @@ import { createCollector, Collector } from '../../../libs/sandbox';
 import { countByState, insertCaptures } from '../../support/capture-fixtures';
 import { createMigratedDatabase } from '../../support/db';
 import { FreezableProxy, startFreezableProxy } from '../../support/freezable-proxy';
+import { exited } from '../../support/cli';
 import { waitFor } from '../../support/wait-for';
 import { killWorker, startWorkerProcess, workerStarted, WorkerProcess } from '../../support/worker-process';
 
@@ -77,8 +78,13 @@ describe('a silent database connection', () => {
     expect((await db.pool.query('select v from silent_tx order by v')).rows).toEqual([{ v: 2 }]);
   });
 
-  it('a worker whose connections go silent delivers new work over new connections, without a restart', async () => {
-    child = startWorkerProcess({ DATABASE_URL: proxy.url, CAPTURE_URL: collector.captureUrl, DB_STATEMENT_TIMEOUT: `${STATEMENT_MS}ms` });
+  it('a worker whose connections go silent delivers new work over new connections, without a restart, and still stops cleanly', async () => {
+    child = startWorkerProcess({
+      DATABASE_URL: proxy.url,
+      CAPTURE_URL: collector.captureUrl,
+      DB_STATEMENT_TIMEOUT: `${STATEMENT_MS}ms`,
+      SHUTDOWN_TIMEOUT: '2s',
+    });
     await workerStarted(child);
     const boss = createBoss(db.url, { max: 1 });
     await insertCaptures(db.pool, boss, 1);
@@ -89,5 +95,9 @@ describe('a silent database connection', () => {
     await waitFor(async () => (await countByState(db.pool)).delivered === 3, { what: 'the captures delivered after the silence', timeoutMs: 60_000 });
     expect(collector.received()).toHaveLength(3);
     expect(child.exitCode).toBeNull();
+    // the connections it gave up on (still open, never answering) do not hold up a graceful stop
+    child.kill('SIGTERM');
+    expect(await exited(child)).toEqual({ code: 0, signal: null });
+    expect(child.output()).toContain('shutdown complete');
   });
 });
