@@ -29,7 +29,12 @@ export { enqueueOutbound, enqueueOutboundBatch } from './libs/outbound/enqueue';
 export type { EnqueueOptions, EnqueuedOutbound, OutboundDefaults } from './libs/outbound/enqueue';
 export type { OutboundMessageInput, OutboundState, OutboundKind, ParseMode, Delivery } from './libs/outbound/message';
 export { OUTBOUND_TEXT_MAX, OUTBOUND_MSG_ID_MAX } from './libs/outbound/message';
-export { OutboundValidationError, OutboundConflictError, SQLSTATE_OUTBOUND_INVALID, SQLSTATE_OUTBOUND_CONFLICT } from './libs/outbound/errors';
+export {
+  OutboundValidationError,
+  OutboundConflictError,
+  SQLSTATE_OUTBOUND_INVALID,
+  SQLSTATE_OUTBOUND_CONFLICT,
+} from './libs/outbound/errors';
 export type { OutboundProblem } from './libs/outbound/errors';
 export { createBoss, QUEUES } from './libs/db/boss';
 export { BossLedger } from './libs/db/boss';
@@ -42,4 +47,10 @@ export { defineBot } from './libs/dispatch/handlers-module';
 export type { RegisterHandlers, DispatchApi, DispatchBot } from './libs/dispatch/handlers-module';
 export { DispatchContext, callApiDirect, dispatchSignal } from './libs/dispatch/context';
 export type { ErrorClass, ErrorHandler, ErrorHandlerResult } from './libs/dispatch/error-handlers';
-export { HandlerTimeoutError, DispatchAbortedError, DispatchClosedError, CatchAllErrorHandlerError, ReplySinkUnavailableError } from './libs/dispatch/errors';
+export {
+  HandlerTimeoutError,
+  DispatchAbortedError,
+  DispatchClosedError,
+  CatchAllErrorHandlerError,
+  ReplySinkUnavailableError,
+} from './libs/dispatch/errors';

@@ -68,7 +68,9 @@ async function main(): Promise<void> {
     );
     await db.pool.query('vacuum analyze relay.captures');
     await db.pool.query('vacuum analyze relay.attempts');
-    console.log(`seeded ${ROWS.toLocaleString()} captures and 200,000 attempts in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `seeded ${ROWS.toLocaleString()} captures and 200,000 attempts in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+    );
 
     const exact: number[] = [];
     for (let i = 0; i < 5; i++) {
@@ -76,14 +78,20 @@ async function main(): Promise<void> {
       await db.pool.query('select state, count(*) from relay.captures group by state');
       exact.push(Number(process.hrtime.bigint() - s) / 1e6);
     }
-    console.log(`for comparison, exact "count(*) group by state" on 1 client: median ${exact.sort((a, b) => a - b)[2].toFixed(1)} ms`);
+    console.log(
+      `for comparison, exact "count(*) group by state" on 1 client: median ${exact.sort((a, b) => a - b)[2].toFixed(1)} ms`,
+    );
 
     const config = loadConfig({ ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'silent', POLL_TIMEOUT: '25s' });
     const app = await buildAdminApp({ pool: db.pool, boss, config, logger: silentLogger() });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     try {
-      const sample = await (await fetch(`${address}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
-      const states = (sample as { kinds: { captures: { states: Record<string, { count: number; approximate: boolean }> } } }).kinds.captures.states;
+      const sample = await (
+        await fetch(`${address}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })
+      ).json();
+      const states = (
+        sample as { kinds: { captures: { states: Record<string, { count: number; approximate: boolean }> } } }
+      ).kinds.captures.states;
       console.log('captures by state (exact up to 10,000):', JSON.stringify(states));
 
       // 1 connection: every request computes its own stats; N connections: concurrent requests

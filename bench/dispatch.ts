@@ -72,7 +72,13 @@ async function pendingCount(pool: Pool): Promise<number> {
   return Number((await pool.query(`select count(*) from relay.inbox where state = 'pending'`)).rows[0].count);
 }
 
-async function measure(url: string, pool: Pool, apiRoot: string, workers: number, ordering: 'chat' | 'none'): Promise<number> {
+async function measure(
+  url: string,
+  pool: Pool,
+  apiRoot: string,
+  workers: number,
+  ordering: 'chat' | 'none',
+): Promise<number> {
   await reset(pool);
   const env = {
     DATABASE_URL: url,
@@ -87,7 +93,8 @@ async function measure(url: string, pool: Pool, apiRoot: string, workers: number
   try {
     const deadline = Date.now() + 30_000;
     while (!children.every((c) => c.output().includes('bot handlers ready'))) {
-      if (children.some((c) => c.exitCode !== null)) throw new Error(`a worker exited:\n${children.map((c) => c.output()).join('\n')}`);
+      if (children.some((c) => c.exitCode !== null))
+        throw new Error(`a worker exited:\n${children.map((c) => c.output()).join('\n')}`);
       if (Date.now() > deadline) throw new Error('workers did not become ready');
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -102,7 +109,8 @@ async function measure(url: string, pool: Pool, apiRoot: string, workers: number
     const { rows } = await pool.query(
       `select count(*)::int as handled, (select count(*)::int from relay.attempts where subject = 'inbox') as audited from relay.inbox where state = 'handled'`,
     );
-    if (rows[0].handled !== n || rows[0].audited !== n) throw new Error(`expected ${n} handled and audited, got ${JSON.stringify(rows[0])}`);
+    if (rows[0].handled !== n || rows[0].audited !== n)
+      throw new Error(`expected ${n} handled and audited, got ${JSON.stringify(rows[0])}`);
     return n / seconds;
   } finally {
     for (const c of children) c.kill('SIGTERM');
@@ -118,7 +126,14 @@ async function claimMs(pool: Pool, ordered: boolean, samples = 50): Promise<numb
     for (let i = 0; i < samples; i++) {
       await client.query('begin');
       const t = performance.now();
-      await inboxClaim(client, { botId: BOT_ID, limit: 32, workerId: 'bench', now: null, ordered, queue: QUEUES.dispatch });
+      await inboxClaim(client, {
+        botId: BOT_ID,
+        limit: 32,
+        workerId: 'bench',
+        now: null,
+        ordered,
+        queue: QUEUES.dispatch,
+      });
       times.push(performance.now() - t);
       await client.query('rollback');
     }
@@ -135,7 +150,9 @@ async function claimLatency(pool: Pool): Promise<void> {
   await reset(pool);
   await insertUpdates(pool, CHATS * 20);
   await pool.query('analyze relay.inbox');
-  log(`| ${fmt(CHATS * 20)} pending over ${fmt(CHATS)} chats | ${fmt(await claimMs(pool, false), 2)} ms | ${fmt(await claimMs(pool, true), 2)} ms |`);
+  log(
+    `| ${fmt(CHATS * 20)} pending over ${fmt(CHATS)} chats | ${fmt(await claimMs(pool, false), 2)} ms | ${fmt(await claimMs(pool, true), 2)} ms |`,
+  );
   // worst case: chat 42 has 10,000 updates queued, older than 1,000 other chats' heads, and its
   // head has just failed and waits for a retry (settled through the real store, as a worker would)
   await reset(pool);
@@ -152,14 +169,24 @@ async function claimLatency(pool: Pool): Promise<void> {
   const store = createInboxClaimStore({ botId: BOT_ID, ordered: true });
   const [head] = await store.claim(pool, { limit: 1, workerId: 'bench', now: null, queue: QUEUES.dispatch });
   if (head?.key !== '1') throw new Error('expected to claim the head of chat 42');
-  await withTransaction(pool, (c) => store.settle(c, [{ id: head.id, claimId: head.claimId, state: 'pending', delayMs: 3_600_000, error: 'bench' }], null));
+  await withTransaction(pool, (c) =>
+    store.settle(
+      c,
+      [{ id: head.id, claimId: head.claimId, state: 'pending', delayMs: 3_600_000, error: 'bench' }],
+      null,
+    ),
+  );
   await pool.query('analyze relay.inbox');
   log(
     `| 1 chat blocked by a retry with 10,000 behind it, then ${fmt(CHATS)} heads | ${fmt(await claimMs(pool, false), 2)} ms | ${fmt(await claimMs(pool, true), 2)} ms |`,
   );
   // the same chat with its head in flight (claimed, handler running): its backlog stays due and is walked
-  await pool.query(`update relay.inbox set next_attempt_at = now() - interval '1 minute', claim_id = gen_random_uuid(), last_error = null where update_id = 1`);
-  await pool.query(`update relay.inbox set next_attempt_at = now() - interval '1 minute' where chat_id = 42 and update_id > 1`);
+  await pool.query(
+    `update relay.inbox set next_attempt_at = now() - interval '1 minute', claim_id = gen_random_uuid(), last_error = null where update_id = 1`,
+  );
+  await pool.query(
+    `update relay.inbox set next_attempt_at = now() - interval '1 minute' where chat_id = 42 and update_id > 1`,
+  );
   await pool.query('analyze relay.inbox');
   log(
     `| 1 chat with its head in flight and 10,000 behind it, then ${fmt(CHATS)} heads | ${fmt(await claimMs(pool, false), 2)} ms | ${fmt(await claimMs(pool, true), 2)} ms |`,
@@ -171,7 +198,9 @@ async function main(): Promise<void> {
   const sandbox = createBotApiSandbox();
   await sandbox.start();
   try {
-    log(`update dispatch: no-op handler, ${fmt(CHATS)} chats × ${PER_CHAT} updates = ${fmt(CHATS * PER_CHAT)} updates per measurement,`);
+    log(
+      `update dispatch: no-op handler, ${fmt(CHATS)} chats × ${PER_CHAT} updates = ${fmt(CHATS * PER_CHAT)} updates per measurement,`,
+    );
     log(`WORKER_CONCURRENCY=${CONCURRENCY} per process, ${ROUNDS} round(s), median shown\n`);
     const results: Record<string, number[]> = {};
     if (args.includes('--claim-only')) return await claimLatency(db.pool);
@@ -181,7 +210,9 @@ async function main(): Promise<void> {
         for (const mode of modes) {
           const rate = await measure(db.url, db.pool, sandbox.url, workers, mode);
           (results[`${workers}:${mode}`] ??= []).push(rate);
-          log(`  round ${round + 1}: ${workers} worker(s), ordering=${mode.padEnd(4)} ${fmt(rate).padStart(7)} updates/s`);
+          log(
+            `  round ${round + 1}: ${workers} worker(s), ordering=${mode.padEnd(4)} ${fmt(rate).padStart(7)} updates/s`,
+          );
         }
       }
     }

@@ -39,7 +39,8 @@ const EXPLAINED = new Set(['batch statement', 'inbox', 'captures', 'jobs (pg-bos
 async function main(): Promise<void> {
   const db = await benchDatabase();
   const boss = createBoss(db.url, { max: 1 });
-  for (const ix of (process.env.DROP ?? '').split(',').filter(Boolean)) await db.pool.query(`drop index relay.${ix.replace(/[^a-z0-9_]/g, '')}`);
+  for (const ix of (process.env.DROP ?? '').split(',').filter(Boolean))
+    await db.pool.query(`drop index relay.${ix.replace(/[^a-z0-9_]/g, '')}`);
   if (process.env.DROP_LEDGER_FK === '1') {
     await db.pool.query(`do $$ declare r record; begin
       for r in select conrelid::regclass as t, conname from pg_constraint where conname in ('q_fkey', 'dlq_fkey') and connamespace = 'tg_relay_boss'::regnamespace
@@ -100,7 +101,9 @@ async function main(): Promise<void> {
   const load = loadAverage();
   console.log(`${BATCHES} batches of 100 updates (captures + dispatch jobs); load average ${load}`);
   for (const [l, xs] of times) {
-    console.log(`${l.padEnd(24)} ${String(xs.length / BATCHES).padStart(2)}×/batch  p50 ${pct(xs, 50).toFixed(2)} ms  p99 ${pct(xs, 99).toFixed(2)} ms`);
+    console.log(
+      `${l.padEnd(24)} ${String(xs.length / BATCHES).padStart(2)}×/batch  p50 ${pct(xs, 50).toFixed(2)} ms  p99 ${pct(xs, 99).toFixed(2)} ms`,
+    );
   }
   const trips = [...times.values()].reduce((a, x) => a + x.length, 0) / BATCHES;
   console.log(

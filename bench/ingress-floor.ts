@@ -74,7 +74,10 @@ async function measure(db: Awaited<ReturnType<typeof benchDatabase>>): Promise<v
     const g = await cursorAcquire(db.pool, botId, 'bench', 3_600_000);
     fences[k] = { owner: 'bench', generation: g!.generation };
   }
-  const ms: Record<'full' | 'full minus job rows' | 'no ledger jobs' | 'inbox+cursor' | 'inbox, no on conflict' | 'bare', number[]> = {
+  const ms: Record<
+    'full' | 'full minus job rows' | 'no ledger jobs' | 'inbox+cursor' | 'inbox, no on conflict' | 'bare',
+    number[]
+  > = {
     full: [],
     'full minus job rows': [],
     'no ledger jobs': [],
@@ -93,8 +96,14 @@ async function measure(db: Awaited<ReturnType<typeof benchDatabase>>): Promise<v
         if (typeof cfg === 'object' && cfg && (cfg as { name?: string }).name === 'relay_ingress_batch') {
           const t = (cfg as { text: string }).text;
           const text = t
-            .replace(/jobs as \(\s*insert into[\s\S]*?returning name\s*\)/, 'jobs as (select null::text as name where false)')
-            .replace(/\(select count\(\*\) from jobs where name = 'update.dispatch'\)/, '(select count(*) from ins where job_id is not null)')
+            .replace(
+              /jobs as \(\s*insert into[\s\S]*?returning name\s*\)/,
+              'jobs as (select null::text as name where false)',
+            )
+            .replace(
+              /\(select count\(\*\) from jobs where name = 'update.dispatch'\)/,
+              '(select count(*) from ins where job_id is not null)',
+            )
             .replace(/\(select count\(\*\) from jobs where name = 'capture.deliver'\)/, '(select count(*) from cins)');
           if (text === t) throw new Error('the batch statement changed: update the no-jobs rewrite');
           return q({ ...cfg, name: 'floor_nojobs', text }, ...rest);
@@ -139,7 +148,10 @@ async function measure(db: Awaited<ReturnType<typeof benchDatabase>>): Promise<v
       ['no ledger jobs', 'captures', 'floor_captures', INBOX_CAPTURES],
     ] as const) {
       t0 = performance.now(); // building the captures counts, as in persistBatch
-      const caps = bot === 'captures' ? u.map((x) => buildCapture({ updateId: x.updateId, type: x.type, message: x.message! })) : [];
+      const caps =
+        bot === 'captures'
+          ? u.map((x) => buildCapture({ updateId: x.updateId, type: x.type, message: x.message! }))
+          : [];
       await client.query('begin');
       await client.query({
         name,
@@ -189,7 +201,9 @@ async function measure(db: Awaited<ReturnType<typeof benchDatabase>>): Promise<v
   const load = loadAverage();
   console.log(`${BATCHES} batches of 100 message updates per variant, interleaved; load average ${load}`);
   for (const [k, xs] of Object.entries(ms))
-    console.log(`${k.padEnd(22)} BEGIN → COMMIT acknowledged p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`);
+    console.log(
+      `${k.padEnd(22)} BEGIN → COMMIT acknowledged p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`,
+    );
   await boss.stop({ graceful: false, wait: false }).catch(() => undefined);
 }
 

@@ -71,7 +71,8 @@ const ONLY = (() => {
 const LATENCIES = (() => {
   const i = process.argv.indexOf('--latency-ms');
   const v = i > 0 ? process.argv[i + 1].split(',').map(Number) : [0, 50];
-  if (v.some((x) => !Number.isInteger(x) || x < 0)) usageError('--latency-ms takes non-negative integers, comma-separated');
+  if (v.some((x) => !Number.isInteger(x) || x < 0))
+    usageError('--latency-ms takes non-negative integers, comma-separated');
   return v;
 })();
 /** Ratio targets of issue 15, by Bot API latency. */
@@ -84,7 +85,13 @@ async function startSandboxProcess(): Promise<{ url: string; stop(): Promise<voi
   const port = await freePort();
   const collectorPort = await freePort();
   const child = spawn(process.execPath, [path.resolve(__dirname, '../scripts/tg-relay-dev.js'), 'sandbox'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, SANDBOX_PORT: String(port), SANDBOX_COLLECTOR_PORT: String(collectorPort), LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      SANDBOX_PORT: String(port),
+      SANDBOX_COLLECTOR_PORT: String(collectorPort),
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -171,7 +178,10 @@ function timedPool(pool: Pool, batchesMs: number[]): Pool {
   });
 }
 
-async function runDurable(url: string, latencyMs: number): Promise<{ rate: number; check: string; batchesMs: number[] }> {
+async function runDurable(
+  url: string,
+  latencyMs: number,
+): Promise<{ rate: number; check: string; batchesMs: number[] }> {
   const token = newToken();
   const botId = token.split(':')[0];
   await inject(url, token, UPDATES, latencyMs);
@@ -205,7 +215,11 @@ async function runDurable(url: string, latencyMs: number): Promise<{ rate: numbe
   api.close();
   await db.close();
   const r = rows[0];
-  return { rate: (UPDATES / ms) * 1000, check: `inbox=${r.inbox} captures=${r.captures} jobs=${r.jobs} cursor=${r.next_offset}`, batchesMs };
+  return {
+    rate: (UPDATES / ms) * 1000,
+    check: `inbox=${r.inbox} captures=${r.captures} jobs=${r.jobs} cursor=${r.next_offset}`,
+    batchesMs,
+  };
 }
 
 const SECRET = 'bench-webhook-secret-0123456789';
@@ -246,7 +260,11 @@ async function runWebhook(url: string, n: number, connections: number): Promise<
           port,
           method: 'POST',
           path: `/telegram/webhook/${botId}`,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-telegram-bot-api-secret-token': SECRET },
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            'x-telegram-bot-api-secret-token': SECRET,
+          },
         },
         (res) => {
           res.resume();
@@ -301,7 +319,9 @@ async function main(): Promise<void> {
   const sandbox = await startSandboxProcess();
   const loadStart = loadAverage();
   try {
-    console.log(`ingress benchmark: sandbox ${sandbox.url} in its own process; load average ${loadStart} (${os.cpus().length} cores)`);
+    console.log(
+      `ingress benchmark: sandbox ${sandbox.url} in its own process; load average ${loadStart} (${os.cpus().length} cores)`,
+    );
     const summary: string[] = [];
     if (ONLY !== 'webhook') {
       console.log(`polling: ${UPDATES} updates over ${CHATS} chats, ${ROUNDS} round(s)`);
@@ -332,7 +352,9 @@ async function main(): Promise<void> {
       console.log(`\n-- webhook: ${WEBHOOK_UPDATES} updates, ${CONNECTIONS} connections --`);
       summary.push(await runWebhook(sandbox.url, WEBHOOK_UPDATES, CONNECTIONS));
     }
-    console.log(`\n${summary.join('\n')}\nload average: ${loadStart} at the start, ${loadAverage()} at the end (${os.cpus().length} cores)`);
+    console.log(
+      `\n${summary.join('\n')}\nload average: ${loadStart} at the start, ${loadAverage()} at the end (${os.cpus().length} cores)`,
+    );
   } finally {
     await sandbox.stop();
   }

@@ -63,7 +63,11 @@ async function scenario(batch: number) {
     const n = Math.min(500, MESSAGES - from);
     await Promise.all(
       Array.from({ length: n }, (_, k) => from + k).map((i) =>
-        js.publish(subject, JSON.stringify({ msg_id: `tp-${i}`, chat_id: 10_000 + (i % CHATS), text: `throughput ${i}`, kind: 'bench' }), { msgID: `tp-${i}` }),
+        js.publish(
+          subject,
+          JSON.stringify({ msg_id: `tp-${i}`, chat_id: 10_000 + (i % CHATS), text: `throughput ${i}`, kind: 'bench' }),
+          { msgID: `tp-${i}` },
+        ),
       ),
     );
   }
@@ -102,7 +106,12 @@ async function scenario(batch: number) {
     const count = async () => Number((await db.pool.query('select count(*)::int as n from relay.outbound')).rows[0].n);
     await waitUntil(async () => (await count()) >= MESSAGES, 600_000, 'backlog committed');
     const drainSeconds = (performance.now() - tBound) / 1000;
-    const throughput = { publishSeconds, publishRate: MESSAGES / publishSeconds, drainSeconds, rate: MESSAGES / drainSeconds };
+    const throughput = {
+      publishSeconds,
+      publishRate: MESSAGES / publishSeconds,
+      drainSeconds,
+      rate: MESSAGES / drainSeconds,
+    };
 
     // 2. added latency at a steady rate
     await listener.connect();
@@ -142,7 +151,11 @@ async function scenario(batch: number) {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const msgId = `lat-${i}`;
       sentAt.set(msgId, performance.now());
-      pubs.push(js.publish(subject, JSON.stringify({ msg_id: msgId, chat_id: 20_000 + (i % CHATS), text: `latency ${i}` }), { msgID: msgId }));
+      pubs.push(
+        js.publish(subject, JSON.stringify({ msg_id: msgId, chat_id: 20_000 + (i % CHATS), text: `latency ${i}` }), {
+          msgID: msgId,
+        }),
+      );
     }
     await Promise.all(pubs);
     await waitUntil(
@@ -157,10 +170,16 @@ async function scenario(batch: number) {
 
     // exactly once
     const dup = Number(
-      (await db.pool.query('select count(*)::int as n from (select msg_id from relay.outbound group by msg_id having count(*) > 1) d')).rows[0].n,
+      (
+        await db.pool.query(
+          'select count(*)::int as n from (select msg_id from relay.outbound group by msg_id having count(*) > 1) d',
+        )
+      ).rows[0].n,
     );
     const rows = await count();
-    const jobs = Number((await db.pool.query(`select count(*)::int as n from tg_relay_boss.job where name = 'outbound.send'`)).rows[0].n);
+    const jobs = Number(
+      (await db.pool.query(`select count(*)::int as n from tg_relay_boss.job where name = 'outbound.send'`)).rows[0].n,
+    );
     return {
       batch,
       bridges: BRIDGES,
@@ -168,7 +187,10 @@ async function scenario(batch: number) {
       latency: { messages: total, ratePerS: RATE, p50: pct(lat, 50), p99: pct(lat, 99), max: lat[lat.length - 1] },
       check: { rows, expected: MESSAGES + total, duplicates: dup, jobs },
       // batches rolled back and naked (deadlocks between bridges, database errors)
-      naked: outputs.reduce((n, o) => n + o.split('\n').filter((l) => l.includes('jetstream batch not committed')).length, 0),
+      naked: outputs.reduce(
+        (n, o) => n + o.split('\n').filter((l) => l.includes('jetstream batch not committed')).length,
+        0,
+      ),
     };
   } finally {
     for (const b of bridges) b.kill('SIGTERM');
@@ -192,7 +214,9 @@ async function main() {
         `rows ${r.check.rows}/${r.check.expected}, duplicates ${r.check.duplicates}, jobs ${r.check.jobs}, batches naked ${r.naked}\n`,
     );
   }
-  const bad = results.filter((r) => r.check.rows !== r.check.expected || r.check.duplicates !== 0 || r.check.jobs !== r.check.rows);
+  const bad = results.filter(
+    (r) => r.check.rows !== r.check.expected || r.check.duplicates !== 0 || r.check.jobs !== r.check.rows,
+  );
   if (bad.length) {
     process.stderr.write('FAILED: not exactly once\n');
     process.exitCode = 1;

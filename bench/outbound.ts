@@ -56,7 +56,9 @@ function startWorker(env: Record<string, string>): ChildProcess {
 
 async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Result> {
   const db = await benchDatabase();
-  const sandbox = createBotApiSandbox({ limits: { perBot: { count: CAP, windowMs: 1000 }, privateChat: { count: PER_CHAT, windowMs: 1000, burst: 1 } } });
+  const sandbox = createBotApiSandbox({
+    limits: { perBot: { count: CAP, windowMs: 1000 }, privateChat: { count: PER_CHAT, windowMs: 1000, burst: 1 } },
+  });
   const apiRoot = await sandbox.start();
   const token = `${botSeq}:bench-outbound-token-not-a-secret`;
   const boss = createBoss(db.url, { max: 1 });
@@ -67,7 +69,11 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
       enqueueOutboundBatch(
         c,
         boss,
-        Array.from({ length: MESSAGES }, (_, i) => ({ msg_id: `bench-${i}`, chat_id: 1 + (i % CHATS), text: `message ${i}` })),
+        Array.from({ length: MESSAGES }, (_, i) => ({
+          msg_id: `bench-${i}`,
+          chat_id: 1 + (i % CHATS),
+          text: `message ${i}`,
+        })),
         { botId: String(botSeq) },
       ),
     );
@@ -89,7 +95,8 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
         `select count(*) filter (where state = 'delivered')::int as d, count(*) filter (where state = 'failed')::int as f from relay.outbound`,
       );
       if (rows[0].d + rows[0].f >= MESSAGES) break;
-      if (performance.now() - t0 > 600_000) throw new Error(`${mode}: not done after 10 minutes (${rows[0].d} delivered)`);
+      if (performance.now() - t0 > 600_000)
+        throw new Error(`${mode}: not done after 10 minutes (${rows[0].d} delivered)`);
       await new Promise((r) => setTimeout(r, 200));
     }
     const wallSeconds = (performance.now() - t0) / 1000;
@@ -124,7 +131,9 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
     };
   } finally {
     for (const w of workers) w.kill('SIGTERM');
-    await Promise.all(workers.map((w) => (w.exitCode !== null ? Promise.resolve() : new Promise((r) => w.once('exit', r)))));
+    await Promise.all(
+      workers.map((w) => (w.exitCode !== null ? Promise.resolve() : new Promise((r) => w.once('exit', r)))),
+    );
     await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
     await sandbox.stop();
     await db.close();
@@ -132,7 +141,9 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
 }
 
 async function main(): Promise<void> {
-  console.log(`outbound: ${MESSAGES} messages to ${CHATS} chats, ${WORKERS} worker processes, sandbox limits ${CAP}/s per bot and ${PER_CHAT}/s per chat`);
+  console.log(
+    `outbound: ${MESSAGES} messages to ${CHATS} chats, ${WORKERS} worker processes, sandbox limits ${CAP}/s per bot and ${PER_CHAT}/s per chat`,
+  );
   const results: Result[] = [];
   let botSeq = 8_100_000;
   for (const mode of MODES) {

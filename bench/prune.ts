@@ -111,9 +111,13 @@ interface Phase {
 }
 
 async function partB(url: string, pool: Pool): Promise<void> {
-  log(`\n(b) e2e at a steady ${RATE} captures/s (real tg-relay worker, sandbox collector), without and with a prune of ${fmt(PRUNE)} rows`);
+  log(
+    `\n(b) e2e at a steady ${RATE} captures/s (real tg-relay worker, sandbox collector), without and with a prune of ${fmt(PRUNE)} rows`,
+  );
   const received = new Map<string, number>();
-  const collector = createCollector({ onReceive: (r) => received.set(r.key, performance.timeOrigin + performance.now()) });
+  const collector = createCollector({
+    onReceive: (r) => received.set(r.key, performance.timeOrigin + performance.now()),
+  });
   await collector.start();
   const worker = await startBenchWorker({ DATABASE_URL: url, CAPTURE_URL: collector.captureUrl, PRUNE_EVERY: 'off' });
   const boss = createBoss(url, { max: 1 });
@@ -161,7 +165,9 @@ async function partB(url: string, pool: Pool): Promise<void> {
   const prunePool = createPool(url, { max: 2, applicationName: 'tg-relay:prune' });
   let pruneDone = false;
   const t0 = performance.now();
-  const pruning = runPrune(prunePool, { retentionMs: 14 * DAY, retentionFailedMs: 90 * DAY, trigger: 'cli' }).finally(() => (pruneDone = true));
+  const pruning = runPrune(prunePool, { retentionMs: 14 * DAY, retentionFailedMs: 90 * DAY, trigger: 'cli' }).finally(
+    () => (pruneDone = true),
+  );
   const during = await steady(SECONDS, () => pruneDone);
   const result = await pruning;
   const pruneSecs = (performance.now() - t0) / 1000;
@@ -176,7 +182,9 @@ async function partB(url: string, pool: Pool): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  log(`tg-relay prune benchmark: ${fmt(ROWS)} delivered captures, ${fmt(PRUNE)} past RETENTION; node ${process.version}`);
+  log(
+    `tg-relay prune benchmark: ${fmt(ROWS)} delivered captures, ${fmt(PRUNE)} past RETENTION; node ${process.version}`,
+  );
   const db = await benchDatabase();
   try {
     const t0 = performance.now();

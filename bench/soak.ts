@@ -46,12 +46,14 @@ async function main(): Promise<number> {
     return Number(v);
   };
   const variant = f.has('poison') ? 'poison' : f.has('plain') ? 'plain' : (process.env.SOAK_VARIANT ?? 'both');
-  if (!['plain', 'poison', 'both'].includes(variant)) throw new Error(`SOAK_VARIANT: expected plain, poison or both, got "${variant}"`);
+  if (!['plain', 'poison', 'both'].includes(variant))
+    throw new Error(`SOAK_VARIANT: expected plain, poison or both, got "${variant}"`);
   const poisonOnly = variant === 'poison';
   const base = f.has('short') ? (poisonOnly ? SHORT_POISON_SOAK : SHORT_SOAK) : FULL_SOAK;
   const share = get('hostile-share', 'SOAK_HOSTILE_SHARE');
   const hostileUserShare = share === undefined ? POISON_DEFAULTS.hostileUserShare : Number(share);
-  if (!(hostileUserShare > 0 && hostileUserShare <= 1)) throw new Error(`--hostile-share / SOAK_HOSTILE_SHARE: expected a share in (0, 1], got "${share}"`);
+  if (!(hostileUserShare > 0 && hostileUserShare <= 1))
+    throw new Error(`--hostile-share / SOAK_HOSTILE_SHARE: expected a share in (0, 1], got "${share}"`);
   const feed = get('feed', 'SOAK_FEED');
   const feedMs = feed === undefined ? base.feedMs : parseDuration(feed);
   if (feedMs === undefined) throw new Error(`--feed / SOAK_FEED: expected a duration like 90s, got "${feed}"`);

@@ -94,7 +94,13 @@ async function resetCaptures(pool: Pool): Promise<void> {
 
 // ---- (a) throughput -----------------------------------------------------------------------------
 
-async function ourLoop(url: string, pool: Pool, n: number, concurrency: number, metrics?: QueueMetrics): Promise<number> {
+async function ourLoop(
+  url: string,
+  pool: Pool,
+  n: number,
+  concurrency: number,
+  metrics?: QueueMetrics,
+): Promise<number> {
   await resetCaptures(pool);
   await bulkCaptures(pool, n, 0);
   await pool.query('analyze relay.captures; analyze tg_relay_boss.job');
@@ -176,13 +182,21 @@ async function tightLoop(boss: PgBoss, pool: Pool, n: number): Promise<number> {
 async function partA(url: string, pool: Pool): Promise<void> {
   const n = SIZES.throughputJobs;
   log(`\n(a) no-op jobs/s, backlog of ${fmt(n)} ready jobs each`);
-  const boss = new PgBoss({ connectionString: url, schema: 'tg_relay_boss', supervise: false, schedule: false, max: 10 });
+  const boss = new PgBoss({
+    connectionString: url,
+    schema: 'tg_relay_boss',
+    supervise: false,
+    schedule: false,
+    max: 10,
+  });
   boss.on('error', () => undefined);
   await boss.start();
   const ours: Record<string, number> = {};
   for (const c of [16, 200, 1000]) {
     ours[c] = await ourLoop(url, pool, n, c);
-    log(`  our claim loop, WORKER_CONCURRENCY=${c} (claims of up to ${Math.min(500, Math.ceil(c / 2))}): ${fmt(ours[c])} jobs/s`);
+    log(
+      `  our claim loop, WORKER_CONCURRENCY=${c} (claims of up to ${Math.min(500, Math.ceil(c / 2))}): ${fmt(ours[c])} jobs/s`,
+    );
   }
   // work() has no concurrency option: N work() calls, each fetching batchSize and sleeping
   // pollingIntervalSeconds (its minimum, 0.5) between fetches; jobs in flight = N x batchSize.
@@ -194,15 +208,22 @@ async function partA(url: string, pool: Pool): Promise<void> {
     [32, 100],
   ] as const) {
     work[`${w}x${b}`] = await bossWork(boss, pool, n, w, b);
-    log(`  pg-boss work() x${w}, batchSize ${b} (${w * b} in flight), pollingIntervalSeconds 0.5: ${fmt(work[`${w}x${b}`])} jobs/s`);
+    log(
+      `  pg-boss work() x${w}, batchSize ${b} (${w * b} in flight), pollingIntervalSeconds 0.5: ${fmt(work[`${w}x${b}`])} jobs/s`,
+    );
   }
   const tight = await tightLoop(boss, pool, n);
   log(`  pg-boss tight fetch(100)+complete loop: ${fmt(tight)} jobs/s`);
   await boss.stop({ graceful: false, wait: true });
-  if (QUICK) log('  (--quick: a backlog this small fits in one work() x32 round and is cheap for fetch() to sort; the ratios below are a smoke check only)');
+  if (QUICK)
+    log(
+      '  (--quick: a backlog this small fits in one work() x32 round and is cheap for fetch() to sort; the ratios below are a smoke check only)',
+    );
   const best = Math.max(...Object.values(ours));
   const bestWork = Math.max(...Object.values(work));
-  log(`  ratios (best of each): ours/work() = ${fmt(best / bestWork, 2)}x (target >= 3x), ours/tight loop = ${fmt(best / tight, 2)}x (target >= 1x)`);
+  log(
+    `  ratios (best of each): ours/work() = ${fmt(best / bestWork, 2)}x (target >= 3x), ours/tight loop = ${fmt(best / tight, 2)}x (target >= 1x)`,
+  );
   log(
     `  same jobs in flight: 200: ours ${fmt(ours[200])} vs work() x2 ${fmt(work['2x100'])} = ${fmt(ours[200] / work['2x100'], 1)}x; ` +
       `1000: ours ${fmt(ours[1000])} vs work() x10 ${fmt(work['10x100'])} = ${fmt(ours[1000] / work['10x100'], 1)}x`,
@@ -215,7 +236,9 @@ async function partM(url: string, pool: Pool): Promise<void> {
   const n = SIZES.throughputJobs;
   const rounds = ROUNDS;
   const concurrency = 200;
-  log(`\n(m) METRICS_PORT cost: no-op jobs/s, WORKER_CONCURRENCY=${concurrency}, ${fmt(n)} jobs per run, ${rounds} interleaved rounds`);
+  log(
+    `\n(m) METRICS_PORT cost: no-op jobs/s, WORKER_CONCURRENCY=${concurrency}, ${fmt(n)} jobs per run, ${rounds} interleaved rounds`,
+  );
   const off: number[] = [];
   const on: number[] = [];
   for (let i = 0; i < rounds; i++) {
@@ -229,7 +252,9 @@ async function partM(url: string, pool: Pool): Promise<void> {
     }
     log(`  round ${i + 1}: metrics off ${fmt(off[i])} jobs/s | metrics on (scraped every 1 s) ${fmt(on[i])} jobs/s`);
   }
-  log(`  median: off ${fmt(median(off))} jobs/s, on ${fmt(median(on))} jobs/s, on/off = ${fmt(median(on) / median(off), 3)}x`);
+  log(
+    `  median: off ${fmt(median(off))} jobs/s, on ${fmt(median(on))} jobs/s, on/off = ${fmt(median(on) / median(off), 3)}x`,
+  );
 }
 
 // ---- (b) claim latency vs backlog ---------------------------------------------------------------
@@ -290,11 +315,15 @@ async function partB(url: string, pool: Pool): Promise<void> {
     const bossReps = size >= 500_000 ? 3 : 10;
     const boss = pct(await timeBossFetch(url, pool, bossReps), 50);
     results.push({ size, ours, boss });
-    log(`  ${fmt(size).padStart(9)} ready: ours p50 ${fmt(ours, 2)} ms | pg-boss fetch(100) p50 ${fmt(boss, 1)} ms   (built in ${fmt(build, 1)} s)`);
+    log(
+      `  ${fmt(size).padStart(9)} ready: ours p50 ${fmt(ours, 2)} ms | pg-boss fetch(100) p50 ${fmt(boss, 1)} ms   (built in ${fmt(build, 1)} s)`,
+    );
   }
   const first = results[0];
   const last = results[results.length - 1];
-  log(`  ours @${fmt(last.size)} / @${fmt(first.size)} = ${fmt(last.ours / first.ours, 2)}x (target <= 2x); pg-boss fetch: ${fmt(last.boss / first.boss, 1)}x`);
+  log(
+    `  ours @${fmt(last.size)} / @${fmt(first.size)} = ${fmt(last.ours / first.ours, 2)}x (target <= 2x); pg-boss fetch: ${fmt(last.boss / first.boss, 1)}x`,
+  );
   await resetCaptures(pool);
 }
 
@@ -304,10 +333,14 @@ async function partC(url: string, pool: Pool): Promise<void> {
   const rate = 200;
   const seconds = SIZES.e2eSeconds;
   const total = rate * seconds;
-  log(`\n(c) end to end: ${fmt(total)} captures at a steady ${rate}/s to the sandbox collector (worker: a real tg-relay worker process)`);
+  log(
+    `\n(c) end to end: ${fmt(total)} captures at a steady ${rate}/s to the sandbox collector (worker: a real tg-relay worker process)`,
+  );
   await resetCaptures(pool);
   const received = new Map<string, number>();
-  const collector = createCollector({ onReceive: (r) => received.set(r.key, performance.timeOrigin + performance.now()) });
+  const collector = createCollector({
+    onReceive: (r) => received.set(r.key, performance.timeOrigin + performance.now()),
+  });
   await collector.start();
   const worker = await startBenchWorker({ DATABASE_URL: url, CAPTURE_URL: collector.captureUrl });
   const boss = createBoss(url, { max: 1 });
@@ -342,7 +375,9 @@ async function partC(url: string, pool: Pool): Promise<void> {
   const lat = [...enqueuedAt].filter(([k]) => received.has(k)).map(([k, t]) => received.get(k)! - t);
   await worker.stop();
   await collector.stop();
-  log(`  delivered ${fmt(received.size)}/${fmt(total)}; enqueued at ${fmt(total / enqueueSecs, 1)}/s; delivered at ${fmt(received.size / secs, 1)} captures/s`);
+  log(
+    `  delivered ${fmt(received.size)}/${fmt(total)}; enqueued at ${fmt(total / enqueueSecs, 1)}/s; delivered at ${fmt(received.size / secs, 1)} captures/s`,
+  );
   log(
     `  latency enqueue → collector receipt: p50 ${fmt(pct(lat, 50), 1)} ms, p90 ${fmt(pct(lat, 90), 1)} ms, p99 ${fmt(pct(lat, 99), 1)} ms, max ${fmt(Math.max(...lat), 1)} ms (target p50 <= 30, p99 <= 150)`,
   );
@@ -368,24 +403,42 @@ async function spanWrapperCost(): Promise<{ bare: number; wrapped: number }> {
   const wrapped: number[] = [];
   for (let round = 0; round < 3; round++) {
     bare.push(await time(attempt));
-    wrapped.push(await time(() => inJobSpan('capture.deliver', { traceparent: tp, kind: SpanKind.PRODUCER, attributes: () => attrs }, attempt)));
+    wrapped.push(
+      await time(() =>
+        inJobSpan('capture.deliver', { traceparent: tp, kind: SpanKind.PRODUCER, attributes: () => attrs }, attempt),
+      ),
+    );
   }
   return { bare: Math.min(...bare), wrapped: Math.min(...wrapped) };
 }
 
 /** One real worker process delivering `n` traced captures; captures/s. */
-async function deliverWithWorker(url: string, pool: Pool, captureUrl: string, n: number, env: Record<string, string>): Promise<number> {
+async function deliverWithWorker(
+  url: string,
+  pool: Pool,
+  captureUrl: string,
+  n: number,
+  env: Record<string, string>,
+): Promise<number> {
   await resetCaptures(pool);
-  const worker = await startBenchWorker({ DATABASE_URL: url, CAPTURE_URL: captureUrl, WORKER_CONCURRENCY: '64', ...env });
+  const worker = await startBenchWorker({
+    DATABASE_URL: url,
+    CAPTURE_URL: captureUrl,
+    WORKER_CONCURRENCY: '64',
+    ...env,
+  });
   try {
-    const delivered = async () => (await pool.query(`select count(*)::int as n from relay.captures where state = 'delivered'`)).rows[0].n as number;
+    const delivered = async () =>
+      (await pool.query(`select count(*)::int as n from relay.captures where state = 'delivered'`)).rows[0].n as number;
     // warm-up (connections, JIT) not measured
     await bulkCaptures(pool, 200, 0);
     await pool.query(`select pg_notify('tg_relay_work', $1)`, [QUEUES.capture]);
     while ((await delivered()) < 200) await new Promise((r) => setTimeout(r, 20));
     await bulkCaptures(pool, n, 1_000_000);
     // as ingress stores them when tracing is on: each row carries its update's trace context
-    await pool.query(`update relay.captures set traceparent = '00-' || md5(id::text) || '-' || left(md5('s' || id), 16) || '-01' where state = 'pending'`);
+    await pool.query(
+      `update relay.captures set traceparent = '00-' || md5(id::text) || '-' || left(md5('s' || id), 16) || '-01' where state = 'pending'`,
+    );
     const t0 = performance.now();
     await pool.query(`select pg_notify('tg_relay_work', $1)`, [QUEUES.capture]);
     while ((await delivered()) < n + 200) await new Promise((r) => setTimeout(r, 20));

@@ -7,7 +7,9 @@ try {
   cli = require('../dist/apps/cli/main.js');
 } catch (err) {
   if (err && err.code === 'MODULE_NOT_FOUND' && String(err.message).includes('dist/apps/cli/main.js')) {
-    process.stderr.write('tg-relay: not built yet (no dist/): run "npm run build" first, or "npm start", which builds when needed\n');
+    process.stderr.write(
+      'tg-relay: not built yet (no dist/): run "npm run build" first, or "npm start", which builds when needed\n',
+    );
     process.exit(1);
   }
   throw err;

@@ -16,7 +16,9 @@ export class EchoRejected extends Error {
   override name = 'EchoRejected';
 }
 
-export const KEYBOARD = Markup.inlineKeyboard([[Markup.button.callback('👍 Like', 'like'), Markup.button.callback('👎 Dislike', 'dislike')]]);
+export const KEYBOARD = Markup.inlineKeyboard([
+  [Markup.button.callback('👍 Like', 'like'), Markup.button.callback('👎 Dislike', 'dislike')],
+]);
 
 export default defineBot((bot, dispatch) => {
   bot.start((ctx) => ctx.reply(`Hello, ${ctx.from.first_name}! Send me text and I echo it. Rate me:`, KEYBOARD));

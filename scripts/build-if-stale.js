@@ -22,7 +22,8 @@ function newest(p) {
   }
   if (!st.isDirectory()) return /\.(ts|json)$/.test(p) ? st.mtimeMs : 0;
   let max = 0;
-  for (const e of fs.readdirSync(p)) if (e !== 'node_modules' && e !== 'dist') max = Math.max(max, newest(path.join(p, e)));
+  for (const e of fs.readdirSync(p))
+    if (e !== 'node_modules' && e !== 'dist') max = Math.max(max, newest(path.join(p, e)));
   return max;
 }
 
@@ -48,10 +49,15 @@ if (reason) {
   try {
     tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
   } catch {
-    process.stderr.write('tg-relay: cannot build: typescript is not installed (run "npm install" with dev dependencies)\n');
+    process.stderr.write(
+      'tg-relay: cannot build: typescript is not installed (run "npm install" with dev dependencies)\n',
+    );
     process.exit(1);
   }
-  const r = spawnSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json')], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
   if (r.status !== 0) process.exit(r.status ?? 1);
   fs.writeFileSync(STAMP, `${new Date().toISOString()}\n`);
 }

@@ -46,7 +46,10 @@ const LOG_VARS = [
   'LOG_LEVEL           fatal|error|warn|info|debug|trace (default info)',
   'OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_*  OpenTelemetry traces (off unless an endpoint or OTEL_TRACES_EXPORTER is set): see the README',
 ];
-const BOT_VARS = ['TELEGRAM_BOT_TOKEN  the bot token from @BotFather', 'TELEGRAM_API_ROOT   Bot API root (default https://api.telegram.org)'];
+const BOT_VARS = [
+  'TELEGRAM_BOT_TOKEN  the bot token from @BotFather',
+  'TELEGRAM_API_ROOT   Bot API root (default https://api.telegram.org)',
+];
 const WORKER_VARS = [
   'CAPTURE_URL         the collector that receives captures (unset: no capture kind)',
   "BOT_HANDLERS        module with the bot's telegraf handlers (unset: no dispatch kind)",

@@ -42,7 +42,10 @@ export async function run(): Promise<number> {
   removeSignals();
   if (exit.reason === 'stalled') {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);
-    await Promise.race([Promise.all([ingress.stop(), closeMetrics(), db.stop()]), new Promise((r) => setTimeout(r, STALLED_STOP_TIMEOUT_MS).unref())]);
+    await Promise.race([
+      Promise.all([ingress.stop(), closeMetrics(), db.stop()]),
+      new Promise((r) => setTimeout(r, STALLED_STOP_TIMEOUT_MS).unref()),
+    ]);
     return EXIT_STALLED;
   }
   await ingress.stop();

@@ -13,11 +13,19 @@ export async function run(_args: string[], parsed: ParsedArgs): Promise<number> 
   const dryRun = parsed.values['dry-run'] === true;
   const config = loadConfig();
   // logs go to stderr: stdout carries only the one JSON line (cron mails it, scripts parse it)
-  const logger = createLogger({ level: config.LOG_LEVEL, destination: pino.destination({ fd: 2, sync: true }) }).child({ app: 'prune' });
+  const logger = createLogger({ level: config.LOG_LEVEL, destination: pino.destination({ fd: 2, sync: true }) }).child({
+    app: 'prune',
+  });
   const db = await resolveDatabase(config, logger);
   const pool = createPool(db.url, { max: 2, applicationName: 'tg-relay:prune' });
   try {
-    const result = await runPrune(pool, { retentionMs: config.RETENTION, retentionFailedMs: config.RETENTION_FAILED, dryRun, trigger: 'cli', logger });
+    const result = await runPrune(pool, {
+      retentionMs: config.RETENTION,
+      retentionFailedMs: config.RETENTION_FAILED,
+      dryRun,
+      trigger: 'cli',
+      logger,
+    });
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return 0;
   } finally {

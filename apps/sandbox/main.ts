@@ -92,7 +92,12 @@ interface SendArgs {
 function parseArgs(args: string[], allowed: string[]): SendArgs {
   let parsed;
   try {
-    parsed = parseArgsStrict({ args, options: Object.fromEntries(allowed.map((a) => [a, { type: 'string' as const }])), allowPositionals: true, strict: true });
+    parsed = parseArgsStrict({
+      args,
+      options: Object.fromEntries(allowed.map((a) => [a, { type: 'string' as const }])),
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }

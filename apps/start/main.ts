@@ -80,7 +80,9 @@ export async function run(): Promise<number> {
       config,
       databaseUrl: db.url,
       logger,
-      sandbox: sandboxMode ? { url: sandboxMode.sandbox.url, token: config.TELEGRAM_BOT_TOKEN!, chatId: SANDBOX_CHAT_ID } : undefined,
+      sandbox: sandboxMode
+        ? { url: sandboxMode.sandbox.url, token: config.TELEGRAM_BOT_TOKEN!, chatId: SANDBOX_CHAT_ID }
+        : undefined,
     });
   } catch (err) {
     await stopAll();
@@ -133,8 +135,13 @@ export async function run(): Promise<number> {
     worker.died.then((message) => ({ what: 'worker', message, code: EXIT_COMPONENT_DIED })),
     admin.died.then((message) => ({ what: 'admin API', message, code: EXIT_COMPONENT_DIED })),
   ]);
-  process.stderr.write(`tg-relay start: the ${death.what} stopped (${death.message}); stopping everything and exiting ${death.code}\n`);
+  process.stderr.write(
+    `tg-relay start: the ${death.what} stopped (${death.message}); stopping everything and exiting ${death.code}\n`,
+  );
   logger.fatal({ component: death.what, exitCode: death.code }, `${death.what} died: tg-relay start exits`);
-  await Promise.race([stopAll(), new Promise((r) => setTimeout(r, config.SHUTDOWN_TIMEOUT + DYING_STOP_GRACE_MS).unref())]);
+  await Promise.race([
+    stopAll(),
+    new Promise((r) => setTimeout(r, config.SHUTDOWN_TIMEOUT + DYING_STOP_GRACE_MS).unref()),
+  ]);
   return death.code;
 }

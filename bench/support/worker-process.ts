@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /** Thousands separators, `d` decimals. */
-export const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+export const fmt = (n: number, d = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
 /** The p-th percentile (nearest rank) of `xs`. */
 export const pct = (xs: number[], p: number) => {
@@ -22,7 +23,9 @@ export const loadAverage = () => fs.readFileSync('/proc/loadavg', 'utf8').trim()
  * tests: a bench measures the code in the checkout, never a stale dist/), resolved once it logged
  * "worker started". `stop()` sends SIGTERM and waits for the exit.
  */
-export async function startBenchWorker(env: Record<string, string>): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
+export async function startBenchWorker(
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
   const child = spawn(process.execPath, [path.resolve(__dirname, '../../scripts/tg-relay-dev.js'), 'worker'], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -35,13 +35,26 @@ export interface ReleaseResult {
  */
 export interface AdminActions {
   /** failed → pending, due now, attempt budget renewed, a live ledger job; returns the rows moved. */
-  retryFailed(db: PoolClient, kind: ItemKind, ids: number[], why: { actor: string; reason: string | null }): Promise<MovedRow[]>;
+  retryFailed(
+    db: PoolClient,
+    kind: ItemKind,
+    ids: number[],
+    why: { actor: string; reason: string | null },
+  ): Promise<MovedRow[]>;
   /** pending → failed with failed_reason `cancelled` (its ledger job cancelled); returns the rows moved. */
-  cancelPending(db: PoolClient, kind: ItemKind, ids: number[], why: { actor: string; reason: string | null }): Promise<MovedRow[]>;
+  cancelPending(
+    db: PoolClient,
+    kind: ItemKind,
+    ids: number[],
+    why: { actor: string; reason: string | null },
+  ): Promise<MovedRow[]>;
   /** delivering claims without a heartbeat for `olderThanMs` → pending now (own transactions); returns how many. */
   recoverStale(kind: ItemKind, olderThanMs: number, workerId: string): Promise<number>;
   /** Re-decodes a quarantined update and persists it through the normal ingress path. */
-  releaseQuarantined(db: PoolClient, row: { id: number; bot_id: string; raw: Buffer; generation: number | null }): Promise<ReleaseResult>;
+  releaseQuarantined(
+    db: PoolClient,
+    row: { id: number; bot_id: string; raw: Buffer; generation: number | null },
+  ): Promise<ReleaseResult>;
   /** Idempotent enqueue by msg_id: created, or the same message again; a different payload throws RELAY_OUTBOUND_CONFLICT. */
   enqueueMessage(db: PoolClient, msg: OutboundMessageInput): Promise<{ created: boolean; id: number }>;
 }
@@ -66,19 +79,28 @@ export function defaultActions(deps: ActionDeps): AdminActions {
       pool: deps.pool,
       boss: deps.boss,
       logger: deps.logger,
-      targets: registryRescueTargets({ outbound: outboundAfterRecover({ opsChatId: deps.config.OPS_CHAT_ID ?? null }) }),
+      targets: registryRescueTargets({
+        outbound: outboundAfterRecover({ opsChatId: deps.config.OPS_CHAT_ID ?? null }),
+      }),
     }));
   return {
     async retryFailed(db, kind, ids) {
-      const moved = await requeueFailed(db, deps.boss, { table: kind, queue: WORK_TYPES[kind].queue, ids, budget: deps.config.RETRY_MAX_ATTEMPTS });
+      const moved = await requeueFailed(db, deps.boss, {
+        table: kind,
+        queue: WORK_TYPES[kind].queue,
+        ids,
+        budget: deps.config.RETRY_MAX_ATTEMPTS,
+      });
       return moved.map((m) => ({ id: Number(m.id), state: m.state }));
     },
     async cancelPending(db, kind, ids) {
-      if (WORK_TYPES[kind].model.cancelFrom.length === 0) throw new AdminError('RELAY_ADMIN_BAD_REQUEST', `${WORK_TYPES[kind].noun.many} cannot be cancelled`);
+      if (WORK_TYPES[kind].model.cancelFrom.length === 0)
+        throw new AdminError('RELAY_ADMIN_BAD_REQUEST', `${WORK_TYPES[kind].noun.many} cannot be cancelled`);
       const moved = await cancelPending(db, deps.boss, { table: kind, queue: WORK_TYPES[kind].queue, ids });
       return moved.map((m) => ({ id: Number(m.id), state: m.state }));
     },
-    recoverStale: (kind, olderThanMs, workerId) => rescuerOf().rescue(kind, { staleMs: olderThanMs, maxAttempts: deps.config.RETRY_MAX_ATTEMPTS, workerId }),
+    recoverStale: (kind, olderThanMs, workerId) =>
+      rescuerOf().rescue(kind, { staleMs: olderThanMs, maxAttempts: deps.config.RETRY_MAX_ATTEMPTS, workerId }),
     releaseQuarantined: (db, row) =>
       releaseQuarantinedUpdate(db, deps.boss, row, {
         allowedChatIds: new Set(deps.config.ALLOWED_CHAT_IDS.map(String)),
@@ -95,7 +117,10 @@ export function defaultActions(deps: ActionDeps): AdminActions {
           throw new AdminError(
             'RELAY_ADMIN_VALIDATION',
             `body.${p.field} ${p.problem}`,
-            { field: `body.${p.field}`, errors: err.problems.map((x) => ({ field: `body.${x.field}`, message: x.problem })) },
+            {
+              field: `body.${p.field}`,
+              errors: err.problems.map((x) => ({ field: `body.${x.field}`, message: x.problem })),
+            },
             { cause: err },
           );
         }

@@ -65,7 +65,8 @@ export interface BuildAdminAppOptions {
  */
 export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<FastifyInstance> {
   const tokens = opts.tokens ?? tokensFromConfig(opts.config);
-  if (tokens.length === 0) throw new Error('buildAdminApp: no admin token (resolveAdminTokens decides what to do without one)');
+  if (tokens.length === 0)
+    throw new Error('buildAdminApp: no admin token (resolveAdminTokens decides what to do without one)');
   const clock = opts.clock ?? (() => new Date());
   const logger = opts.logger.child({ component: 'admin-api' });
   const app = Fastify({
@@ -96,16 +97,26 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     instanceId: opts.instanceId ?? `admin@${os.hostname()}:${process.pid}`,
     ingressHealth,
     pendingUpdates: opts.pendingUpdates,
-    readiness: readinessChecker({ pool: opts.pool, clock, ingressHealth, pollTimeoutMs: opts.config.POLL_TIMEOUT, botIds: opts.botIds }),
+    readiness: readinessChecker({
+      pool: opts.pool,
+      clock,
+      ingressHealth,
+      pollTimeoutMs: opts.config.POLL_TIMEOUT,
+      botIds: opts.botIds,
+    }),
     metrics: createAdminMetrics({ db: opts.pool, clock, logger, processMetrics: opts.processMetrics }),
-    actions: { ...defaultActions({ pool: opts.pool, boss: opts.boss, config: opts.config, logger, clock }), ...opts.actions },
+    actions: {
+      ...defaultActions({ pool: opts.pool, boss: opts.boss, config: opts.config, logger, clock }),
+      ...opts.actions,
+    },
     bulkLimit: opts.bulkLimit ?? BULK_LIMIT_DEFAULT,
   };
 
   const routes: { method: string; url: string; hidden: boolean }[] = [];
   ROUTES.set(app, routes);
   app.addHook('onRoute', (r) => {
-    for (const m of [r.method].flat()) if (m !== 'HEAD') routes.push({ method: m, url: r.url, hidden: !!r.schema?.hide || r.url.startsWith('/docs') });
+    for (const m of [r.method].flat())
+      if (m !== 'HEAD') routes.push({ method: m, url: r.url, hidden: !!r.schema?.hide || r.url.startsWith('/docs') });
   });
   installErrorHandlers(app);
   const docsPublic = opts.config.ADMIN_DOCS_PUBLIC;
@@ -120,7 +131,13 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
   app.addHook('onResponse', async (req, reply) => {
     ctx.metrics.request(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode);
     req.log.debug(
-      { method: req.method, url: req.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), actor: req.actor },
+      {
+        method: req.method,
+        url: req.routeOptions.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        actor: req.actor,
+      },
       'admin request',
     );
   });
@@ -139,7 +156,9 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String((json as { $id?: string }).$id ?? `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => String((json as { $id?: string }).$id ?? `def-${i}`),
+    },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());

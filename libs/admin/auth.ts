@@ -29,8 +29,11 @@ export function tokensFromConfig(config: Pick<Config, 'ADMIN_TOKEN' | 'ADMIN_TOK
   if (config.ADMIN_TOKEN) out.push({ label: ADMIN_TOKEN_LABEL, token: config.ADMIN_TOKEN });
   for (const t of config.ADMIN_TOKENS ?? []) {
     if (out.some((o) => o.label === t.label))
-      throw new AdminStartError(`ADMIN_TOKENS: label "${t.label}" is used twice (ADMIN_TOKEN is labelled "${ADMIN_TOKEN_LABEL}")`);
-    if (out.some((o) => o.token === t.token)) throw new AdminStartError(`ADMIN_TOKENS: the token labelled "${t.label}" is also used by another label`);
+      throw new AdminStartError(
+        `ADMIN_TOKENS: label "${t.label}" is used twice (ADMIN_TOKEN is labelled "${ADMIN_TOKEN_LABEL}")`,
+      );
+    if (out.some((o) => o.token === t.token))
+      throw new AdminStartError(`ADMIN_TOKENS: the token labelled "${t.label}" is also used by another label`);
     out.push(t);
   }
   return out;
@@ -55,7 +58,10 @@ export function isLoopbackHost(host: string): boolean {
  *   caller prints so that the operator on this machine can use it;
  * - none, and any other host → refuses to start, saying why.
  */
-export function resolveAdminTokens(config: Pick<Config, 'ADMIN_TOKEN' | 'ADMIN_TOKENS' | 'ADMIN_HOST'>): { tokens: AdminToken[]; generated?: AdminToken } {
+export function resolveAdminTokens(config: Pick<Config, 'ADMIN_TOKEN' | 'ADMIN_TOKENS' | 'ADMIN_HOST'>): {
+  tokens: AdminToken[];
+  generated?: AdminToken;
+} {
   const tokens = tokensFromConfig(config);
   if (tokens.length > 0) return { tokens };
   if (!isLoopbackHost(config.ADMIN_HOST)) {
@@ -100,7 +106,10 @@ export function bearerAuth(tokens: AdminToken[], isPublic: (req: FastifyRequest)
     if (isPublic(req)) return;
     const header = req.headers.authorization;
     reply.header('www-authenticate', 'Bearer realm="tg-relay-admin"');
-    if (!header) throw new AdminError('RELAY_ADMIN_UNAUTHORIZED', 'missing Authorization: Bearer <token> header', { reason: 'missing' });
+    if (!header)
+      throw new AdminError('RELAY_ADMIN_UNAUTHORIZED', 'missing Authorization: Bearer <token> header', {
+        reason: 'missing',
+      });
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     const found = m ? check(m[1]) : undefined;
     if (!found) {

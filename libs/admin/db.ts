@@ -16,13 +16,18 @@ const adminTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
     if (oid === INT8 || oid === NUMERIC) return (v: string) => Number(v);
     // pg-types types its parsers as `any`: give them the shape they have (a column's text in, a value out)
-    if (oid === TIMESTAMPTZ || oid === TIMESTAMP) return (v: string) => new Date((types.getTypeParser(oid, 'text') as (v: string) => Date)(v)).toISOString();
+    if (oid === TIMESTAMPTZ || oid === TIMESTAMP)
+      return (v: string) => new Date((types.getTypeParser(oid, 'text') as (v: string) => Date)(v)).toISOString();
     return types.getTypeParser(oid, format ?? 'text') as (v: string) => unknown;
   }) as typeof types.getTypeParser,
 };
 
 /** Runs a read with the admin API's JSON-friendly type parsers. */
-export async function read<R extends QueryResultRow = Record<string, unknown>>(db: Queryable, text: string, values: unknown[] = []): Promise<R[]> {
+export async function read<R extends QueryResultRow = Record<string, unknown>>(
+  db: Queryable,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
   const res = await db.query<R>({ text, values, types: adminTypes });
   return res.rows;
 }

@@ -49,7 +49,8 @@ export class AdminError extends RelayError {
   }
 }
 
-export const notFound = (what: string, id: string | number) => new AdminError('RELAY_ADMIN_NOT_FOUND', `${what} ${id} does not exist`, { id: String(id) });
+export const notFound = (what: string, id: string | number) =>
+  new AdminError('RELAY_ADMIN_NOT_FOUND', `${what} ${id} does not exist`, { id: String(id) });
 
 interface AjvIssue {
   instancePath?: string;
@@ -94,41 +95,63 @@ function send(reply: FastifyReply, status: number, body: Record<string, unknown>
 export function installErrorHandlers<L extends FastifyBaseLogger, P extends FastifyTypeProvider>(
   app: FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, L, P>,
 ): void {
-  app.setErrorHandler((err: FastifyError & { validationContext?: string }, request: FastifyRequest, reply: FastifyReply) => {
-    if (err instanceof AdminError) {
-      return send(reply, err.statusCode, { code: err.code, message: err.message, ...err.details });
-    }
-    if (err.validation && err.validation.length > 0) {
-      const issues = err.validation as AjvIssue[];
-      const first = issues[0];
-      const field = fieldOf(err.validationContext, first);
-      const detail = first.keyword === 'additionalProperties' ? 'is not a known field' : (first.message ?? 'is invalid');
-      return send(reply, 400, {
-        code: 'RELAY_ADMIN_VALIDATION',
-        message: `${field} ${detail}`,
-        field,
-        errors: issues.map((i) => ({ field: fieldOf(err.validationContext, i), message: i.message ?? 'is invalid', keyword: i.keyword })),
-      });
-    }
-    const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
-    if (status === 413) return send(reply, 413, { code: 'RELAY_ADMIN_PAYLOAD_TOO_LARGE', message: err.message });
-    if (status >= 400 && status < 500) {
-      // fastify's own request errors (bad JSON, wrong content type…): keep its code as `cause`
-      return send(reply, status, { code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: err.code });
-    }
-    const code = (err as { code?: string }).code;
-    if (isPgInputError(err)) {
-      // last line of defence: the schemas and guardInput (input.ts) should have refused the value
-      request.log.warn({ err, route: request.routeOptions.url }, 'admin request: PostgreSQL refused a parameter (answered 400; a schema should catch this)');
-      return send(reply, 400, { code: 'RELAY_ADMIN_BAD_REQUEST', message: 'a parameter is malformed or out of range', cause: code });
-    }
-    request.log.error({ err }, 'admin request failed');
-    if (code === 'ECONNREFUSED' || code === '57P01' || code === '53300' || /timeout exceeded when trying to connect/i.test(err.message)) {
-      return send(reply, 503, { code: 'RELAY_ADMIN_UNAVAILABLE', message: 'the database is not reachable' });
-    }
-    return send(reply, 500, { code: 'RELAY_ADMIN_INTERNAL', message: 'internal error (see the admin log)' });
-  });
+  app.setErrorHandler(
+    (err: FastifyError & { validationContext?: string }, request: FastifyRequest, reply: FastifyReply) => {
+      if (err instanceof AdminError) {
+        return send(reply, err.statusCode, { code: err.code, message: err.message, ...err.details });
+      }
+      if (err.validation && err.validation.length > 0) {
+        const issues = err.validation as AjvIssue[];
+        const first = issues[0];
+        const field = fieldOf(err.validationContext, first);
+        const detail =
+          first.keyword === 'additionalProperties' ? 'is not a known field' : (first.message ?? 'is invalid');
+        return send(reply, 400, {
+          code: 'RELAY_ADMIN_VALIDATION',
+          message: `${field} ${detail}`,
+          field,
+          errors: issues.map((i) => ({
+            field: fieldOf(err.validationContext, i),
+            message: i.message ?? 'is invalid',
+            keyword: i.keyword,
+          })),
+        });
+      }
+      const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
+      if (status === 413) return send(reply, 413, { code: 'RELAY_ADMIN_PAYLOAD_TOO_LARGE', message: err.message });
+      if (status >= 400 && status < 500) {
+        // fastify's own request errors (bad JSON, wrong content type…): keep its code as `cause`
+        return send(reply, status, { code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: err.code });
+      }
+      const code = (err as { code?: string }).code;
+      if (isPgInputError(err)) {
+        // last line of defence: the schemas and guardInput (input.ts) should have refused the value
+        request.log.warn(
+          { err, route: request.routeOptions.url },
+          'admin request: PostgreSQL refused a parameter (answered 400; a schema should catch this)',
+        );
+        return send(reply, 400, {
+          code: 'RELAY_ADMIN_BAD_REQUEST',
+          message: 'a parameter is malformed or out of range',
+          cause: code,
+        });
+      }
+      request.log.error({ err }, 'admin request failed');
+      if (
+        code === 'ECONNREFUSED' ||
+        code === '57P01' ||
+        code === '53300' ||
+        /timeout exceeded when trying to connect/i.test(err.message)
+      ) {
+        return send(reply, 503, { code: 'RELAY_ADMIN_UNAVAILABLE', message: 'the database is not reachable' });
+      }
+      return send(reply, 500, { code: 'RELAY_ADMIN_INTERNAL', message: 'internal error (see the admin log)' });
+    },
+  );
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>
-    send(reply, 404, { code: 'RELAY_ADMIN_ROUTE_NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+    send(reply, 404, {
+      code: 'RELAY_ADMIN_ROUTE_NOT_FOUND',
+      message: `no route ${request.method} ${request.url.split('?')[0]}`,
+    }),
   );
 }

@@ -11,7 +11,11 @@ export interface IngressHealth {
   generation: number | null;
   owner: string | null;
 }
-export type IngressHealthFn = (pool: Pool, botId: string, opts: { pollTimeoutMs: number; now?: Date }) => Promise<IngressHealth>;
+export type IngressHealthFn = (
+  pool: Pool,
+  botId: string,
+  opts: { pollTimeoutMs: number; now?: Date },
+) => Promise<IngressHealth>;
 
 export interface Readiness {
   ready: boolean;
@@ -71,7 +75,11 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
     }
     try {
       if (!migrationsCurrent) {
-        const st = await withTimeout(migrationStatus(deps.pool, deps.sqlDir), READY_CHECK_TIMEOUT_MS, 'the migration check');
+        const st = await withTimeout(
+          migrationStatus(deps.pool, deps.sqlDir),
+          READY_CHECK_TIMEOUT_MS,
+          'the migration check',
+        );
         migrationsCurrent = st.current;
         out.checks.migrations.pending = st.pending;
         if (!st.current) out.reasons.push(`migrations pending: ${st.pending.join(', ')} (run tg-relay migrate)`);
@@ -79,7 +87,9 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
       out.checks.migrations.ok = migrationsCurrent;
       let bots = deps.botIds;
       if (!bots) {
-        bots = (await read<{ bot_id: string }>(deps.pool, 'select bot_id from relay.cursor order by bot_id')).map((r) => r.bot_id);
+        bots = (await read<{ bot_id: string }>(deps.pool, 'select bot_id from relay.cursor order by bot_id')).map(
+          (r) => r.bot_id,
+        );
         if (bots.length === 0) out.reasons.push('no poller has recorded a cursor yet');
       }
       for (const botId of bots) {
@@ -88,7 +98,13 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
           READY_CHECK_TIMEOUT_MS,
           'the ingress health check',
         );
-        out.checks.ingress.push({ bot_id: botId, ready: h.ready, reasons: h.reasons, generation: h.generation, owner: h.owner });
+        out.checks.ingress.push({
+          bot_id: botId,
+          ready: h.ready,
+          reasons: h.reasons,
+          generation: h.generation,
+          owner: h.owner,
+        });
         for (const r of h.reasons) out.reasons.push(`bot ${botId}: ${r}`);
         if (!h.ready && h.reasons.length === 0) out.reasons.push(`bot ${botId}: ingress not ready`);
       }
@@ -105,7 +121,8 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
             last_seen_at: p.lastSeenAt,
             occurrences: p.occurrences,
           });
-          const who = p.component === 'capture' ? 'capture delivery' : `outbound delivery${p.botId ? ` (bot ${p.botId})` : ''}`;
+          const who =
+            p.component === 'capture' ? 'capture delivery' : `outbound delivery${p.botId ? ` (bot ${p.botId})` : ''}`;
           out.reasons.push(`${who}: ${p.reason} (since ${p.since.toISOString()}, ${p.occurrences} attempts deferred)`);
         }
       }

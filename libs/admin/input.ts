@@ -29,12 +29,16 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 export function stringProblem(s: string): string | undefined {
   if (s.includes('\u0000')) return 'must not contain NUL (U+0000)';
   const wellFormed: WellFormedCheck['isWellFormed'] = (String.prototype as WellFormedCheck).isWellFormed;
-  if (wellFormed ? !wellFormed.call(s) : LONE_SURROGATE.test(s)) return 'must be well-formed Unicode (it holds a lone surrogate)';
+  if (wellFormed ? !wellFormed.call(s) : LONE_SURROGATE.test(s))
+    return 'must be well-formed Unicode (it holds a lone surrogate)';
   return undefined;
 }
 
 const badRequest = (field: string, problem: string) =>
-  new AdminError('RELAY_ADMIN_VALIDATION', `${field} ${problem}`, { field, errors: [{ field, message: problem, keyword: 'wellFormed' }] });
+  new AdminError('RELAY_ADMIN_VALIDATION', `${field} ${problem}`, {
+    field,
+    errors: [{ field, message: problem, keyword: 'wellFormed' }],
+  });
 
 /** Walks a parsed value iteratively (no recursion: a hostile body cannot blow the stack). */
 export function checkValue(root: unknown, context: string, maxDepth = MAX_BODY_DEPTH): void {
@@ -80,7 +84,8 @@ function checkNumerals(values: unknown, schema: unknown, context: string): void 
   for (const [k, raw] of Object.entries(values as Record<string, unknown>)) {
     if (!isIntegerOnly(props[k])) continue;
     for (const v of [raw].flat()) {
-      if (typeof v === 'string' && !DECIMAL.test(v)) throw badRequest(`${context}.${k}`, 'must be an integer written in decimal digits');
+      if (typeof v === 'string' && !DECIMAL.test(v))
+        throw badRequest(`${context}.${k}`, 'must be an integer written in decimal digits');
     }
   }
 }

@@ -50,13 +50,21 @@ function workKind(t: WorkType, list: Pick<KindSpec, 'timeColumn' | 'chatColumns'
 }
 
 export const KINDS: Record<ListKind, KindSpec> = {
-  captures: workKind(WORK_TYPES.captures, { timeColumn: 'created_at', chatColumns: ['chat_id'], errorColumns: ['last_error', 'failed_reason'] }),
+  captures: workKind(WORK_TYPES.captures, {
+    timeColumn: 'created_at',
+    chatColumns: ['chat_id'],
+    errorColumns: ['last_error', 'failed_reason'],
+  }),
   outbound: workKind(WORK_TYPES.outbound, {
     timeColumn: 'created_at',
     chatColumns: ['chat_id', 'target_chat_id'],
     errorColumns: ['last_error', 'failed_reason'],
   }),
-  inbox: workKind(WORK_TYPES.inbox, { timeColumn: 'received_at', chatColumns: ['chat_id'], errorColumns: ['last_error'] }),
+  inbox: workKind(WORK_TYPES.inbox, {
+    timeColumn: 'received_at',
+    chatColumns: ['chat_id'],
+    errorColumns: ['last_error'],
+  }),
   quarantine: {
     kind: 'quarantine',
     table: 'relay.quarantine',

@@ -21,7 +21,12 @@ export interface AdminMetrics {
   request(method: string, route: string, status: number): void;
 }
 
-export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; logger: Logger; processMetrics?: boolean }): AdminMetrics {
+export function createAdminMetrics(opts: {
+  db: Queryable;
+  clock: () => Date;
+  logger: Logger;
+  processMetrics?: boolean;
+}): AdminMetrics {
   const registry = new Registry();
   // Node's process metrics under their standard names (process_*, nodejs_*)
   if (opts.processMetrics) collectDefaultMetrics({ register: registry });
@@ -92,17 +97,40 @@ export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; log
     labelNames: ['bot_id'],
     registers: r,
   });
-  const leaseValid = new Gauge({ name: 'tg_relay_poller_lease_valid', help: '1 when a poller holds an unexpired lease', labelNames: ['bot_id'], registers: r });
-  const halted = new Gauge({ name: 'tg_relay_poller_halted', help: '1 when polling halted (decode policy stop)', labelNames: ['bot_id'], registers: r });
-  const quarantine = new Gauge({ name: 'tg_relay_quarantine_items', help: 'Quarantined updates by state', labelNames: ['state'], registers: r });
-  const ready = new Gauge({ name: 'tg_relay_ready', help: '1 when /health/ready passes (database, migrations, poller progressing)', registers: r });
+  const leaseValid = new Gauge({
+    name: 'tg_relay_poller_lease_valid',
+    help: '1 when a poller holds an unexpired lease',
+    labelNames: ['bot_id'],
+    registers: r,
+  });
+  const halted = new Gauge({
+    name: 'tg_relay_poller_halted',
+    help: '1 when polling halted (decode policy stop)',
+    labelNames: ['bot_id'],
+    registers: r,
+  });
+  const quarantine = new Gauge({
+    name: 'tg_relay_quarantine_items',
+    help: 'Quarantined updates by state',
+    labelNames: ['state'],
+    registers: r,
+  });
+  const ready = new Gauge({
+    name: 'tg_relay_ready',
+    help: '1 when /health/ready passes (database, migrations, poller progressing)',
+    registers: r,
+  });
   // retention (docs/retention.md): read from relay.prune_runs, so every replica's passes show here
   const pruneLast = new Gauge({
     name: 'tg_relay_prune_last_run_timestamp_seconds',
     help: 'When the last prune pass (periodic or CLI) started (0: never)',
     registers: r,
   });
-  const pruneLastDuration = new Gauge({ name: 'tg_relay_prune_last_run_duration_seconds', help: 'Duration of the last prune pass', registers: r });
+  const pruneLastDuration = new Gauge({
+    name: 'tg_relay_prune_last_run_duration_seconds',
+    help: 'Duration of the last prune pass',
+    registers: r,
+  });
   const pruneLastDeleted = new Gauge({
     name: 'tg_relay_prune_last_run_deleted_rows',
     help: 'Rows the last prune pass deleted, per table',
@@ -115,7 +143,11 @@ export function createAdminMetrics(opts: { db: Queryable; clock: () => Date; log
     labelNames: ['table'],
     registers: r,
   });
-  const pruneRuns24h = new Gauge({ name: 'tg_relay_prune_runs_24h', help: 'Prune passes recorded during the last 24 h', registers: r });
+  const pruneRuns24h = new Gauge({
+    name: 'tg_relay_prune_runs_24h',
+    help: 'Prune passes recorded during the last 24 h',
+    registers: r,
+  });
   const setPrune = (p: PruneStatus | undefined) => {
     if (!p) return;
     pruneLast.set(p.last ? p.last.started_at.getTime() / 1000 : 0);

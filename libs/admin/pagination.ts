@@ -19,6 +19,8 @@ export function decodeCursor(cursor: string): Keyset {
   const k = m ? { us: Number(m[1]), id: Number(m[2]) } : undefined;
   // a cursor this API returned holds a row's exact time and id: both safe integers
   if (!k || !Number.isSafeInteger(k.us) || !Number.isSafeInteger(k.id))
-    throw new AdminError('RELAY_ADMIN_BAD_CURSOR', 'cursor is not one this API returned', { field: 'querystring.cursor' });
+    throw new AdminError('RELAY_ADMIN_BAD_CURSOR', 'cursor is not one this API returned', {
+      field: 'querystring.cursor',
+    });
   return k;
 }

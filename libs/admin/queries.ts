@@ -87,7 +87,12 @@ export function filterClause(kind: ListKind, f: ListFilter, values: unknown[]): 
  * One page, newest first by (time, id) — a total order, so pages never skip or repeat a row.
  * Fetches limit+1 rows to know whether there is a next page.
  */
-export async function itemList(db: Queryable, kind: ListKind, f: ListFilter, page: { limit: number; cursor?: string }): Promise<Page<Record<string, unknown>>> {
+export async function itemList(
+  db: Queryable,
+  kind: ListKind,
+  f: ListFilter,
+  page: { limit: number; cursor?: string },
+): Promise<Page<Record<string, unknown>>> {
   const spec = KINDS[kind];
   const values: unknown[] = [];
   let where = filterClause(kind, f, values);
@@ -197,7 +202,10 @@ export async function auditList(
     values,
   );
   const more = rows.length > page.limit;
-  const items = (more ? rows.slice(0, page.limit) : rows).map((r) => ({ ...r, action: r.action.replace(/^admin\./, '') }));
+  const items = (more ? rows.slice(0, page.limit) : rows).map((r) => ({
+    ...r,
+    action: r.action.replace(/^admin\./, ''),
+  }));
   return { items, next_cursor: more ? encodeCursor({ us: 0, id: items[items.length - 1].id }) : null };
 }
 
@@ -214,16 +222,24 @@ export const DONE_STATE_SKIP_ABOVE = 5 * EXACT_COUNT_CAP;
  * scan of at most that many entries of the `(state, time)` index), and each kind's oldest
  * pending row. Returns `{ "<kind>.<state>": n, "<kind>.oldest": iso|null }`.
  */
-export async function statsCounts(db: Queryable, kinds: ListKind[], skip: ReadonlySet<string> = new Set()): Promise<Record<string, number | string | null>> {
+export async function statsCounts(
+  db: Queryable,
+  kinds: ListKind[],
+  skip: ReadonlySet<string> = new Set(),
+): Promise<Record<string, number | string | null>> {
   const cols: string[] = [];
   for (const kind of kinds) {
     const spec = KINDS[kind];
     for (const state of spec.states) {
       if (skip.has(`${kind}.${state}`)) continue;
-      cols.push(`(select count(*) from (select 1 from ${spec.table} where state = '${state}' limit ${EXACT_COUNT_CAP + 1}) s) as "${kind}.${state}"`);
+      cols.push(
+        `(select count(*) from (select 1 from ${spec.table} where state = '${state}' limit ${EXACT_COUNT_CAP + 1}) s) as "${kind}.${state}"`,
+      );
     }
     if (spec.pendingState) {
-      cols.push(`(select min(${spec.timeColumn}) from ${spec.table} where state = '${spec.pendingState}') as "${kind}.oldest"`);
+      cols.push(
+        `(select min(${spec.timeColumn}) from ${spec.table} where state = '${spec.pendingState}') as "${kind}.oldest"`,
+      );
     }
   }
   const rows = await read<Record<string, number | string | null>>(db, `select ${cols.join(',\n')}`);
@@ -234,7 +250,9 @@ export async function statsCounts(db: Queryable, kinds: ListKind[], skip: Readon
  * Planner statistics per table: estimated rows (reltuples, kept by ANALYZE/autovacuum) and the
  * most-common-values frequencies of `state`. Used only for states above the exact-count cap.
  */
-export async function statsEstimates(db: Queryable): Promise<Record<string, { rows: number; freqs: Record<string, number> }>> {
+export async function statsEstimates(
+  db: Queryable,
+): Promise<Record<string, { rows: number; freqs: Record<string, number> }>> {
   const rows = await read<{ table: string; rows: number; vals: string | null; freqs: number[] | null }>(
     db,
     `select c.relname as table, c.reltuples::float8 as rows, s.most_common_vals::text as vals, s.most_common_freqs as freqs
@@ -261,7 +279,9 @@ export async function statsEstimates(db: Queryable): Promise<Record<string, { ro
 
 /** Exact count of one state (the fallback when a table was never analyzed). */
 export async function stateCountExact(db: Queryable, kind: ListKind, state: string): Promise<number> {
-  const rows = await read<{ n: number }>(db, `select count(*)::int8 as n from ${KINDS[kind].table} where state = $1`, [state]);
+  const rows = await read<{ n: number }>(db, `select count(*)::int8 as n from ${KINDS[kind].table} where state = $1`, [
+    state,
+  ]);
   return rows[0].n;
 }
 
@@ -269,7 +289,10 @@ export async function stateCountExact(db: Queryable, kind: ListKind, state: stri
  * Attempts and successful deliveries per subject in [since, now): the "rate over the last
  * minute". Served by attempts_started_idx.
  */
-export async function attemptsRecent(db: Queryable, since: Date): Promise<{ subject: string; attempts: number; delivered: number; failed: number }[]> {
+export async function attemptsRecent(
+  db: Queryable,
+  since: Date,
+): Promise<{ subject: string; attempts: number; delivered: number; failed: number }[]> {
   return read(
     db,
     `select subject, count(*)::int8 as attempts,
@@ -309,7 +332,11 @@ export async function cursorList(db: Queryable): Promise<CursorRow[]> {
 // Mutations (the route's transaction locks what an action will move)
 
 /** One row, locked for the rest of the transaction. */
-export async function itemLock(db: Queryable, kind: ListKind, id: number): Promise<{ id: number; state: string; key: string } | undefined> {
+export async function itemLock(
+  db: Queryable,
+  kind: ListKind,
+  id: number,
+): Promise<{ id: number; state: string; key: string } | undefined> {
   const spec = KINDS[kind];
   const rows = await read<{ id: number; state: string; key: string }>(
     db,
@@ -323,7 +350,13 @@ export async function itemLock(db: Queryable, kind: ListKind, id: number): Promi
  * Up to `limit` failed rows matching the filter, oldest first, locked (rows another transaction
  * holds are skipped, not waited for). Fetches limit+1 to tell whether more remain.
  */
-export async function itemsSelectFailed(db: Queryable, kind: ListKind, f: ListFilter, limit: number, lock: boolean): Promise<{ ids: number[]; more: boolean }> {
+export async function itemsSelectFailed(
+  db: Queryable,
+  kind: ListKind,
+  f: ListFilter,
+  limit: number,
+  lock: boolean,
+): Promise<{ ids: number[]; more: boolean }> {
   const spec = KINDS[kind];
   const values: unknown[] = [];
   const where = filterClause(kind, { ...f, state: 'failed' }, values);
@@ -340,7 +373,11 @@ export async function itemsSelectFailed(db: Queryable, kind: ListKind, f: ListFi
 /** Keys of rows (for audit subject_key). */
 export async function itemKeys(db: Queryable, kind: ListKind, ids: number[]): Promise<Map<number, string>> {
   const spec = KINDS[kind];
-  const rows = await read<{ id: number; key: string }>(db, `select id, ${spec.keyColumn}::text as key from ${spec.table} where id = any($1::int8[])`, [ids]);
+  const rows = await read<{ id: number; key: string }>(
+    db,
+    `select id, ${spec.keyColumn}::text as key from ${spec.table} where id = any($1::int8[])`,
+    [ids],
+  );
   return new Map(rows.map((r) => [r.id, r.key]));
 }
 
@@ -365,5 +402,8 @@ export async function quarantineLock(db: Queryable, id: number): Promise<Quarant
 
 /** quarantined → released | discarded (the raw bytes stay: admin actions never delete data). */
 export async function quarantineResolve(db: Queryable, id: number, state: 'released' | 'discarded'): Promise<void> {
-  await db.query(`update relay.quarantine set state = $2, resolved_at = now() where id = $1 and state = 'quarantined'`, [id, state]);
+  await db.query(
+    `update relay.quarantine set state = $2, resolved_at = now() where id = $1 and state = 'quarantined'`,
+    [id, state],
+  );
 }

@@ -15,7 +15,9 @@ export const ErrorBody = Type.Object(
   {
     code: Type.String({ description: 'stable error code, e.g. RELAY_ADMIN_VALIDATION' }),
     message: Type.String(),
-    field: Type.Optional(Type.String({ description: 'the field at fault, as location.path (querystring.limit, body.chat_id)' })),
+    field: Type.Optional(
+      Type.String({ description: 'the field at fault, as location.path (querystring.limit, body.chat_id)' }),
+    ),
   },
   { $id: 'Error', additionalProperties: true, description: 'Every error: a stable code and a message' },
 );
@@ -30,7 +32,8 @@ export const errors = (...statuses: number[]) => Object.fromEntries(statuses.map
  */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 export const RowId = (description = 'row id') => Type.Integer({ minimum: 1, maximum: MAX_ID, description });
-export const TelegramId = (description: string, minimum = -MAX_ID) => Type.Integer({ minimum, maximum: MAX_ID, description });
+export const TelegramId = (description: string, minimum = -MAX_ID) =>
+  Type.Integer({ minimum, maximum: MAX_ID, description });
 export const IdParams = Type.Object({ id: RowId() }, { additionalProperties: false });
 
 /** A chat id as a decimal string: 16 digits hold every 52-bit Telegram id and stay within bigint. */
@@ -39,10 +42,20 @@ export const CHANNEL_PATTERN = '@[A-Za-z0-9_]{4,64}';
 /** Chat filter for tables whose chat columns are bigint (inbox, captures): numeric ids only. */
 export const NumericChatFilter = Type.String({ pattern: `^${CHAT_ID_PATTERN}$`, description: 'chat id' });
 /** Chat filter for outbound (text chat columns): a chat id or an @channel username. */
-export const ChatFilter = Type.String({ pattern: `^(${CHAT_ID_PATTERN}|${CHANNEL_PATTERN})$`, description: 'chat id (or @channel for outbound)' });
+export const ChatFilter = Type.String({
+  pattern: `^(${CHAT_ID_PATTERN}|${CHANNEL_PATTERN})$`,
+  description: 'chat id (or @channel for outbound)',
+});
 export const chatFilterFor = (kind: string) => (kind === 'outbound' ? ChatFilter : NumericChatFilter);
-export const BotIdFilter = Type.String({ pattern: '^[0-9]{1,16}$', description: 'bot id (the numeric prefix of its token)' });
-export const ErrorText = Type.String({ minLength: 1, maxLength: 200, description: 'substring of the last error / failure reason (case-insensitive)' });
+export const BotIdFilter = Type.String({
+  pattern: '^[0-9]{1,16}$',
+  description: 'bot id (the numeric prefix of its token)',
+});
+export const ErrorText = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'substring of the last error / failure reason (case-insensitive)',
+});
 export const Limit = Type.Integer({ minimum: 1, maximum: 500, default: 50 });
 
 export function listQuery(states: readonly string[], opts: { chat: boolean; updateId: boolean; chatSchema?: TSchema }) {
@@ -115,8 +128,15 @@ export const CaptureDetail = Type.Object(
     payload_sha256: Type.String(),
     job_id: NStr,
     claim_id: NStr,
-    trace_id: Nullable(Type.String({ description: 'OpenTelemetry trace id of the item (null: stored without tracing)' })),
-    trace_url: Nullable(Type.String({ description: 'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)' })),
+    trace_id: Nullable(
+      Type.String({ description: 'OpenTelemetry trace id of the item (null: stored without tracing)' }),
+    ),
+    trace_url: Nullable(
+      Type.String({
+        description:
+          'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)',
+      }),
+    ),
     history: Type.Array(Type.Ref('Attempt')),
   },
   { $id: 'CaptureDetail' },
@@ -150,8 +170,15 @@ export const OutboundDetail = Type.Object(
     payload_sha256: Type.String(),
     job_id: NStr,
     claim_id: NStr,
-    trace_id: Nullable(Type.String({ description: 'OpenTelemetry trace id of the item (null: stored without tracing)' })),
-    trace_url: Nullable(Type.String({ description: 'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)' })),
+    trace_id: Nullable(
+      Type.String({ description: 'OpenTelemetry trace id of the item (null: stored without tracing)' }),
+    ),
+    trace_url: Nullable(
+      Type.String({
+        description:
+          'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)',
+      }),
+    ),
     history: Type.Array(Type.Ref('Attempt')),
   },
   { $id: 'OutboundDetail' },
@@ -174,8 +201,15 @@ export const InboxDetail = Type.Object(
     payload: Type.Any(),
     job_id: NStr,
     claim_id: NStr,
-    trace_id: Nullable(Type.String({ description: 'OpenTelemetry trace id of the item (null: stored without tracing)' })),
-    trace_url: Nullable(Type.String({ description: 'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)' })),
+    trace_id: Nullable(
+      Type.String({ description: 'OpenTelemetry trace id of the item (null: stored without tracing)' }),
+    ),
+    trace_url: Nullable(
+      Type.String({
+        description:
+          'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)',
+      }),
+    ),
     history: Type.Array(Type.Ref('Attempt')),
   },
   { $id: 'InboxDetail' },
@@ -191,13 +225,21 @@ const quarantineSummary = {
   state: Type.String(),
   generation: NInt,
   size_bytes: Int,
-  transport: Nullable(Type.String({ description: 'polling or webhook: how the item arrived (null for rows stored before migration 0007)' })),
+  transport: Nullable(
+    Type.String({
+      description: 'polling or webhook: how the item arrived (null for rows stored before migration 0007)',
+    }),
+  ),
   created_at: Time,
   resolved_at: NTime,
 };
 export const QuarantineSummary = Type.Object(quarantineSummary, { $id: 'QuarantineSummary' });
 export const QuarantineDetail = Type.Object(
-  { ...quarantineSummary, raw_base64: Type.String({ description: 'the bytes as received' }), history: Type.Array(Type.Ref('Attempt')) },
+  {
+    ...quarantineSummary,
+    raw_base64: Type.String({ description: 'the bytes as received' }),
+    history: Type.Array(Type.Ref('Attempt')),
+  },
   { $id: 'QuarantineDetail' },
 );
 

@@ -1,6 +1,14 @@
 import type { Pool } from 'pg';
 import { ITEM_KINDS, KINDS, ListKind } from './kinds';
-import { attemptsRecent, cursorList, DONE_STATE_SKIP_ABOVE, EXACT_COUNT_CAP, stateCountExact, statsCounts, statsEstimates } from './queries';
+import {
+  attemptsRecent,
+  cursorList,
+  DONE_STATE_SKIP_ABOVE,
+  EXACT_COUNT_CAP,
+  stateCountExact,
+  statsCounts,
+  statsEstimates,
+} from './queries';
 import type { IngressHealthFn } from './health';
 import type { PendingUpdatesSource } from './webhook-info';
 
@@ -61,7 +69,8 @@ type Estimates = Awaited<ReturnType<typeof statsEstimates>>;
 /** Planner statistics change only at ANALYZE: re-reading them this often loses nothing. */
 export const ESTIMATES_TTL_MS = 30_000;
 
-const ageSeconds = (now: Date, iso: string | null) => (iso ? Math.max(0, (now.getTime() - Date.parse(iso)) / 1000) : null);
+const ageSeconds = (now: Date, iso: string | null) =>
+  iso ? Math.max(0, (now.getTime() - Date.parse(iso)) / 1000) : null;
 const tableOf = (kind: ListKind) => KINDS[kind].table.replace('relay.', '');
 
 function estimate(est: Estimates, kind: ListKind, state: string): number | undefined {
@@ -83,7 +92,8 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
 
   const getEstimates = async (): Promise<Estimates> => {
     const now = Date.now();
-    if (!estimates || now - estimates.at > ESTIMATES_TTL_MS) estimates = { value: await statsEstimates(deps.pool), at: now };
+    if (!estimates || now - estimates.at > ESTIMATES_TTL_MS)
+      estimates = { value: await statsEstimates(deps.pool), at: now };
     return estimates.value;
   };
 
@@ -111,7 +121,9 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
           counts[kind][state] = { count: n, approximate: false };
           continue;
         }
-        const e = estimate(est, kind, state) ?? estimate((estimates = { value: await statsEstimates(deps.pool), at: Date.now() }).value, kind, state);
+        const e =
+          estimate(est, kind, state) ??
+          estimate((estimates = { value: await statsEstimates(deps.pool), at: Date.now() }).value, kind, state);
         counts[kind][state] =
           e !== undefined
             ? { count: Math.max(EXACT_COUNT_CAP + 1, e), approximate: true }
@@ -119,15 +131,24 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
               { count: await stateCountExact(deps.pool, kind, state), approximate: false };
       }
     }
-    const out: Stats = { generated_at: now.toISOString(), exact_count_cap: EXACT_COUNT_CAP, kinds: {}, quarantine: { states: counts.quarantine }, bots: [] };
+    const out: Stats = {
+      generated_at: now.toISOString(),
+      exact_count_cap: EXACT_COUNT_CAP,
+      kinds: {},
+      quarantine: { states: counts.quarantine },
+      bots: [],
+    };
     for (const kind of ITEM_KINDS) {
       const spec = KINDS[kind];
       const r = recent.find((x) => x.subject === spec.subject);
       const states = counts[kind];
-      const total = Object.values(states).reduce((a, s) => ({ count: a.count + s.count, approximate: a.approximate || s.approximate }), {
-        count: 0,
-        approximate: false,
-      });
+      const total = Object.values(states).reduce(
+        (a, s) => ({ count: a.count + s.count, approximate: a.approximate || s.approximate }),
+        {
+          count: 0,
+          approximate: false,
+        },
+      );
       const oldest = (raw[`${kind}.oldest`] as string | null) ?? null;
       out.kinds[kind] = {
         queue: spec.queue ?? null,
@@ -144,7 +165,9 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
     out.bots = await Promise.all(
       cursors.map(async (c): Promise<BotStats> => {
         const health = deps.ingressHealth
-          ? await deps.ingressHealth(deps.pool, c.bot_id, { pollTimeoutMs: deps.pollTimeoutMs, now }).catch(() => undefined)
+          ? await deps
+              .ingressHealth(deps.pool, c.bot_id, { pollTimeoutMs: deps.pollTimeoutMs, now })
+              .catch(() => undefined)
           : undefined;
         const pending = deps.pendingUpdates?.peek(c.bot_id);
         return {

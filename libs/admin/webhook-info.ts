@@ -54,14 +54,20 @@ export function pendingUpdatesCache(
  * `getWebhookInfo` for the configured bot only (other bot ids have no token here). The URL holds
  * the token: it is never logged, and errors carry only the HTTP status.
  */
-export function webhookInfoFetcher(apiRoot: string, token: string, botId: string, timeoutMs = 5_000): (id: string) => Promise<number | undefined> {
+export function webhookInfoFetcher(
+  apiRoot: string,
+  token: string,
+  botId: string,
+  timeoutMs = 5_000,
+): (id: string) => Promise<number | undefined> {
   const url = `${apiRoot.replace(/\/+$/, '')}/bot${token}/getWebhookInfo`;
   return async (id) => {
     if (id !== botId) return undefined;
     const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(timeoutMs) }).catch(() => {
       throw new Error('getWebhookInfo: network error');
     });
-    const body = (await res.json().catch(() => undefined)) as { ok?: boolean; result?: { pending_update_count?: number } } | undefined;
+    const body = (await res.json().catch(() => undefined)) as
+      { ok?: boolean; result?: { pending_update_count?: number } } | undefined;
     if (!res.ok || !body?.ok) throw new Error(`getWebhookInfo: HTTP ${res.status}`);
     return body.result?.pending_update_count;
   };

@@ -48,9 +48,21 @@ export function classifyCaptureResponse(
   if ((status >= 300 && status < 400) || CAPTURE_CONFIG_STATUSES.has(status)) {
     const reason = captureConfigReason(status, headers.get('location'));
     const effects: CaptureConfigEffect = { configProblem: { code: errorCode, status, reason } };
-    return Outcome.retry(undefined, { uncounted: true, backoffStep, status, errorCode, error: reason, details: { configProblem: true }, effects });
+    return Outcome.retry(undefined, {
+      uncounted: true,
+      backoffStep,
+      status,
+      errorCode,
+      error: reason,
+      details: { configProblem: true },
+      effects,
+    });
   }
-  return Outcome.terminal(`collector rejected the capture with HTTP ${status}`, { status, errorCode, error: `collector answered ${status}` });
+  return Outcome.terminal(`collector rejected the capture with HTTP ${status}`, {
+    status,
+    errorCode,
+    error: `collector answered ${status}`,
+  });
 }
 
 function captureConfigReason(status: number, location: string | null): string {
@@ -59,13 +71,18 @@ function captureConfigReason(status: number, location: string | null): string {
     return `collector answered ${status} (a redirect${to}); redirects are not followed: set CAPTURE_URL to the URL that accepts the POST`;
   }
   const what =
-    status === 404 ? 'no such endpoint: check CAPTURE_URL' : status === 407 ? 'a proxy wants credentials' : 'check the collector credentials and CAPTURE_URL';
+    status === 404
+      ? 'no such endpoint: check CAPTURE_URL'
+      : status === 407
+        ? 'a proxy wants credentials'
+        : 'check the collector credentials and CAPTURE_URL';
   return `collector answered ${status} (${what}); captures are kept and retried with backoff`;
 }
 
 /** Network failure, timeout or abort → retry, with a stable code for the audit row. */
 export function classifyCaptureError(err: unknown, timedOut: boolean): Outcome<CaptureConfigEffect> {
-  if (timedOut) return Outcome.retry(undefined, { errorCode: 'TIMEOUT', error: 'collector did not answer within CAPTURE_TIMEOUT' });
+  if (timedOut)
+    return Outcome.retry(undefined, { errorCode: 'TIMEOUT', error: 'collector did not answer within CAPTURE_TIMEOUT' });
   const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = e?.cause?.code ?? (e?.name === 'AbortError' ? 'ABORTED' : 'NETWORK_ERROR');
   const detail = e?.cause?.message ?? e?.message ?? String(err);

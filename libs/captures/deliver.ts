@@ -7,7 +7,12 @@ import { SpanKind } from '../observability/tracing';
 import { QUEUES } from '../db/boss';
 import { Clock, jsNow } from '../queue/clock';
 import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
-import { CAPTURE_CONFIG_STATUSES, CaptureConfigEffect, classifyCaptureError, classifyCaptureResponse } from './classify-response';
+import {
+  CAPTURE_CONFIG_STATUSES,
+  CaptureConfigEffect,
+  classifyCaptureError,
+  classifyCaptureResponse,
+} from './classify-response';
 
 /** The columns of relay.captures the delivery reads. */
 export interface CaptureRow {
@@ -34,7 +39,13 @@ export type CaptureEffects = CaptureConfigEffect;
  * benches wrap it with kinds of their own, so it checks what it applies instead of trusting a type.
  */
 function isCaptureEffects(fx: unknown): fx is CaptureEffects {
-  return typeof fx === 'object' && fx !== null && 'configProblem' in fx && typeof fx.configProblem === 'object' && fx.configProblem !== null;
+  return (
+    typeof fx === 'object' &&
+    fx !== null &&
+    'configProblem' in fx &&
+    typeof fx.configProblem === 'object' &&
+    fx.configProblem !== null
+  );
 }
 
 /** relay.captures as a claim table (the engine's generated claim/settle/heartbeat/recovery SQL). */
@@ -51,7 +62,8 @@ export function createCaptureStore(opts: { opsChatId?: string | null } = {}): Cl
         if (isCaptureEffects(settlement.effects)) problem = settlement.effects.configProblem;
       }
       if (delivered) await configProblemClear(db, 'capture', '');
-      else if (problem) await configProblemRecord(db, { component: 'capture', botId: '', ...problem }, { opsChatId: opts.opsChatId });
+      else if (problem)
+        await configProblemRecord(db, { component: 'capture', botId: '', ...problem }, { opsChatId: opts.opsChatId });
     },
   });
 }
@@ -63,7 +75,14 @@ export function createCaptureStore(opts: { opsChatId?: string | null } = {}): Cl
  */
 export async function deliverCapture(
   row: CaptureRow,
-  opts: { url: string; timeoutMs: number; signal?: AbortSignal; clock?: Clock; fetchImpl?: typeof fetch; backoffStep?: () => number },
+  opts: {
+    url: string;
+    timeoutMs: number;
+    signal?: AbortSignal;
+    clock?: Clock;
+    fetchImpl?: typeof fetch;
+    backoffStep?: () => number;
+  },
 ): Promise<Outcome<CaptureEffects>> {
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
@@ -116,7 +135,9 @@ export function createCaptureKind(opts: {
           'tg.capture_key': job.key,
           'tg.attempt': job.attempt,
           ...(job.row.update_id !== undefined ? { 'tg.update_id': Number(job.row.update_id) } : {}),
-          ...(job.row.chat_id !== undefined && job.row.chat_id !== null ? { 'tg.chat_id': String(job.row.chat_id) } : {}),
+          ...(job.row.chat_id !== undefined && job.row.chat_id !== null
+            ? { 'tg.chat_id': String(job.row.chat_id) }
+            : {}),
         }),
       };
       const outcome = await inJobSpan('capture.deliver', span, () =>

@@ -31,7 +31,9 @@ export function describeConfig(config: Config): string[] {
     if (v === undefined || (Array.isArray(v) && v.length === 0 && k !== 'ALLOWED_CHAT_IDS')) shown = '(unset)';
     else if (k === 'DATABASE_URL' || k === 'NATS_URL') shown = printable(v).split(',').map(maskUrlPassword).join(',');
     else if ((SECRET_VARIABLES as readonly string[]).includes(k))
-      shown = Array.isArray(v) ? v.map((t) => `${(t as { label?: string }).label ?? ''}:****`).join(',') : maskSecret(printable(v));
+      shown = Array.isArray(v)
+        ? v.map((t) => `${(t as { label?: string }).label ?? ''}:****`).join(',')
+        : maskSecret(printable(v));
     else if (Array.isArray(v)) shown = v.join(',') || '(all)';
     else if (v && typeof v === 'object' && 'count' in v && 'windowMs' in v)
       shown = `${(v as { count: number }).count}/${(v as { windowMs: number }).windowMs}ms`;
@@ -43,7 +45,15 @@ export function describeConfig(config: Config): string[] {
 /** A configuration value as text: primitives as String() writes them, a list joined with commas. */
 function printable(v: unknown): string {
   if (Array.isArray(v)) return v.map(printable).join(',');
-  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === null || v === undefined) return String(v);
+  if (
+    typeof v === 'string' ||
+    typeof v === 'number' ||
+    typeof v === 'boolean' ||
+    typeof v === 'bigint' ||
+    v === null ||
+    v === undefined
+  )
+    return String(v);
   return JSON.stringify(v) ?? '';
 }
 

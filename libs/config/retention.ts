@@ -33,7 +33,10 @@ export const retention = (what: string, min = 60_000) =>
 export const pruneEvery = z.string().transform((v, ctx) => {
   const ms = parseRetention(v);
   if (ms === undefined || (ms !== null && (ms < 1000 || ms > 86_400_000))) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected the prune period from 1s to 1d like 10m, or 0/off for no periodic pruning, got "${v}"` });
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: `expected the prune period from 1s to 1d like 10m, or 0/off for no periodic pruning, got "${v}"`,
+    });
     return z.NEVER;
   }
   return ms;

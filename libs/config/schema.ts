@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { parseDuration } from './duration';
-import { DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT, DB_LOCK_TIMEOUT_MS_DEFAULT, DB_STATEMENT_TIMEOUT_MS_DEFAULT } from '../db/pool';
+import {
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT,
+  DB_LOCK_TIMEOUT_MS_DEFAULT,
+  DB_STATEMENT_TIMEOUT_MS_DEFAULT,
+} from '../db/pool';
 import { pruneEvery, retention } from './retention';
 
 /**
@@ -50,7 +54,10 @@ export const durationVar = (what: string, opts: { min?: number; max?: number } =
       return z.NEVER;
     }
     if (ms < min || ms > max) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} from ${formatMs(min)} to ${formatMs(max)}, got "${v}"` });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected ${what} from ${formatMs(min)} to ${formatMs(max)}, got "${v}"`,
+      });
       return z.NEVER;
     }
     return ms;
@@ -87,7 +94,10 @@ const int = (what: string, min: number, max: number) =>
   z.string().transform((v, ctx) => {
     const n = Number(v.trim());
     if (!/^-?\d+$/.test(v.trim()) || n < min || n > max) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what}: an integer from ${min} to ${max}, got "${v}"` });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected ${what}: an integer from ${min} to ${max}, got "${v}"`,
+      });
       return z.NEVER;
     }
     return n;
@@ -102,7 +112,10 @@ const url = (what: string, protocols: readonly string[] = ['http:', 'https:']) =
       u = undefined;
     }
     if (!u || !protocols.includes(u.protocol) || !u.hostname) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what} as a ${protocols.map((p) => p.slice(0, -1)).join(' or ')} URL, got "${v}"` });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected ${what} as a ${protocols.map((p) => p.slice(0, -1)).join(' or ')} URL, got "${v}"`,
+      });
       return z.NEVER;
     }
     return v;
@@ -133,7 +146,14 @@ const rate = (what: string) =>
   z.string().transform((v, ctx) => {
     const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(v);
     const windowMs = m ? parseDuration(/^\d/.test(m[2]) ? m[2] : `1${m[2]}`) : undefined;
-    if (!m || !windowMs || Number(m[1]) < 1 || Number(m[1]) > RATE_COUNT_MAX || windowMs < RATE_WINDOW_MIN_MS || windowMs > RATE_WINDOW_MAX_MS) {
+    if (
+      !m ||
+      !windowMs ||
+      Number(m[1]) < 1 ||
+      Number(m[1]) > RATE_COUNT_MAX ||
+      windowMs < RATE_WINDOW_MIN_MS ||
+      windowMs > RATE_WINDOW_MAX_MS
+    ) {
       ctx.addIssue({
         code: z.ZodIssueCode.custom,
         message: `expected ${what} as COUNT/WINDOW like 30/1s or 20/1m (COUNT from 1 to ${RATE_COUNT_MAX}, WINDOW from ${formatMs(RATE_WINDOW_MIN_MS)} to ${formatMs(RATE_WINDOW_MAX_MS)}), got "${v}"`,
@@ -145,9 +165,14 @@ const rate = (what: string) =>
 
 const chatId = z
   .string()
-  .refine((v) => (/^-?\d{1,16}$/.test(v.trim()) && Math.abs(Number(v)) <= MAX_CHAT_ID && Number(v) !== 0) || /^@[A-Za-z0-9_]{4,64}$/.test(v.trim()), {
-    message: `expected an integer chat id or @channelusername (a non-zero id, at most ${MAX_CHAT_ID} in absolute value)`,
-  });
+  .refine(
+    (v) =>
+      (/^-?\d{1,16}$/.test(v.trim()) && Math.abs(Number(v)) <= MAX_CHAT_ID && Number(v) !== 0) ||
+      /^@[A-Za-z0-9_]{4,64}$/.test(v.trim()),
+    {
+      message: `expected an integer chat id or @channelusername (a non-zero id, at most ${MAX_CHAT_ID} in absolute value)`,
+    },
+  );
 
 /** nats://host:port (also tls://, ws://, wss://, or host:port), comma-separated for a cluster. */
 const natsUrls = z.string().transform((v, ctx) => {
@@ -155,7 +180,9 @@ const natsUrls = z.string().transform((v, ctx) => {
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  const ok = items.length > 0 && items.every((s) => /^((nats|tls|ws|wss):\/\/)?([^\s/@:]+(:[^\s/@]*)?@)?[A-Za-z0-9.\-[\]:]+(:\d{1,5})?$/.test(s));
+  const ok =
+    items.length > 0 &&
+    items.every((s) => /^((nats|tls|ws|wss):\/\/)?([^\s/@:]+(:[^\s/@]*)?@)?[A-Za-z0-9.\-[\]:]+(:\d{1,5})?$/.test(s));
   if (!ok) {
     ctx.addIssue({
       code: z.ZodIssueCode.custom,
@@ -167,7 +194,9 @@ const natsUrls = z.string().transform((v, ctx) => {
 });
 
 const natsSubject = (what: string) =>
-  z.string().refine((v) => /^[^\s.]+(\.[^\s.]+)*$/.test(v), { message: `expected ${what}: dot-separated tokens without spaces, like telegram.outbound` });
+  z.string().refine((v) => /^[^\s.]+(\.[^\s.]+)*$/.test(v), {
+    message: `expected ${what}: dot-separated tokens without spaces, like telegram.outbound`,
+  });
 /** A database session limit: 0 (off) or a duration from `minMs` to 1 h. */
 function dbLimit(what: string, minMs: number) {
   return duration(what).refine((ms) => ms === 0 || (ms >= minMs && ms <= 3_600_000), {
@@ -176,7 +205,10 @@ function dbLimit(what: string, minMs: number) {
 }
 
 export const configSchema = z.object({
-  DATABASE_URL: url('a PostgreSQL connection URL (postgres://user@host:5432/db)', ['postgres:', 'postgresql:']).optional(),
+  DATABASE_URL: url('a PostgreSQL connection URL (postgres://user@host:5432/db)', [
+    'postgres:',
+    'postgresql:',
+  ]).optional(),
   TELEGRAM_BOT_TOKEN: z
     .string()
     .regex(/^\d+:[A-Za-z0-9_-]+$/, 'expected a bot token like 123456:ABC-DEF… (from @BotFather)')
@@ -186,7 +218,9 @@ export const configSchema = z.object({
   // dashboard: link of a trace id (issue 18), e.g. https://jaeger.example/trace/{trace_id}
   TRACE_URL_TEMPLATE: z
     .string()
-    .refine((v) => v.includes('{trace_id}'), { message: 'expected a URL containing {trace_id} (e.g. https://jaeger.example/trace/{trace_id})' })
+    .refine((v) => v.includes('{trace_id}'), {
+      message: 'expected a URL containing {trace_id} (e.g. https://jaeger.example/trace/{trace_id})',
+    })
     .pipe(url('a trace viewer URL template'))
     .optional(),
   ALLOWED_CHAT_IDS: chatIdList.default(''),
@@ -210,7 +244,8 @@ export const configSchema = z.object({
         if (i < 1 || !/^[A-Za-z0-9_.-]{1,64}$/.test(label) || token.length < 16 || out.some((t) => t.label === label)) {
           ctx.addIssue({
             code: z.ZodIssueCode.custom,
-            message: 'expected label:token pairs separated by commas (labels of A-Z, a-z, 0-9, _ . -, unique; tokens of at least 16 characters)',
+            message:
+              'expected label:token pairs separated by commas (labels of A-Z, a-z, 0-9, _ . -, unique; tokens of at least 16 characters)',
           });
           return z.NEVER;
         }
@@ -240,7 +275,10 @@ export const configSchema = z.object({
   INGRESS: z.enum(['polling', 'webhook']).default('polling'),
   DECODE_POLICY: z.enum(['stop', 'quarantine']).default('stop'),
   LEASE_TTL: duration('the poller lease period', { min: LEASE_TTL_MIN_MS }).default(String(LEASE_TTL_MS_DEFAULT)),
-  POLL_TIMEOUT: duration('the getUpdates long-poll timeout', { min: POLL_TIMEOUT_MIN_MS, max: POLL_TIMEOUT_MAX_MS }).default(String(POLL_TIMEOUT_MS_DEFAULT)),
+  POLL_TIMEOUT: duration('the getUpdates long-poll timeout', {
+    min: POLL_TIMEOUT_MIN_MS,
+    max: POLL_TIMEOUT_MAX_MS,
+  }).default(String(POLL_TIMEOUT_MS_DEFAULT)),
   WEBHOOK_PORT: int('a TCP port', 0, 65535).default('8443'),
   WEBHOOK_HOST: z.string().min(1).default('0.0.0.0'),
   WEBHOOK_PUBLIC_URL: url('the public HTTPS base URL Telegram calls for the webhook').optional(),
@@ -251,10 +289,12 @@ export const configSchema = z.object({
     .default('false'),
 
   // workers
-  WORKER_CONCURRENCY: int('the number of concurrent jobs per worker process', 1, 1000).default(String(WORKER_CONCURRENCY_DEFAULT)),
-  STALE_AFTER: duration('how long a claimed job may stay without heartbeat before it is recovered', { min: STALE_AFTER_MIN_MS }).default(
-    String(STALE_AFTER_MS_DEFAULT),
+  WORKER_CONCURRENCY: int('the number of concurrent jobs per worker process', 1, 1000).default(
+    String(WORKER_CONCURRENCY_DEFAULT),
   ),
+  STALE_AFTER: duration('how long a claimed job may stay without heartbeat before it is recovered', {
+    min: STALE_AFTER_MIN_MS,
+  }).default(String(STALE_AFTER_MS_DEFAULT)),
   RETRY_BASE: duration('the first retry delay', { min: RETRY_BASE_MIN_MS }).default(String(RETRY_BASE_MS_DEFAULT)),
   RETRY_CAP: duration('the longest retry delay', { min: RETRY_BASE_MIN_MS }).default(String(RETRY_CAP_MS_DEFAULT)),
   RETRY_MAX_ATTEMPTS: int('the attempt budget', 1, 1000).default(String(RETRY_MAX_ATTEMPTS_DEFAULT)),
@@ -262,7 +302,9 @@ export const configSchema = z.object({
   SHUTDOWN_TIMEOUT: duration('how long shutdown waits for in-flight work').default(String(SHUTDOWN_TIMEOUT_MS_DEFAULT)),
 
   // update dispatch (docs/dispatch.md)
-  HANDLER_TIMEOUT: duration('how long a bot handler may run before its attempt is abandoned and retried', { min: REQUEST_TIMEOUT_MIN_MS }).default('20s'),
+  HANDLER_TIMEOUT: duration('how long a bot handler may run before its attempt is abandoned and retried', {
+    min: REQUEST_TIMEOUT_MIN_MS,
+  }).default('20s'),
   // outbound: ctx.reply is enqueued with the handled mark (never twice, never for a failed handler)
   REPLY_MODE: z.enum(['direct', 'outbound']).default('outbound'),
   DISPATCH_ORDERING: z.enum(['chat', 'none']).default('chat'),
@@ -286,7 +328,9 @@ export const configSchema = z.object({
     .regex(/^[^\s.*>/\\]{1,255}$/, 'expected a stream name without spaces, ".", "*", ">", "/" or "\\"')
     .default('TELEGRAM_OUTBOUND'),
   NATS_SUBJECT: natsSubject('the subject publishers send TelegramOutbound JSON to').default('telegram.outbound'),
-  NATS_ALERT_SUBJECT: natsSubject('the subject alerts about failed messages are published on').default('telegram.alerts'),
+  NATS_ALERT_SUBJECT: natsSubject('the subject alerts about failed messages are published on').default(
+    'telegram.alerts',
+  ),
   NATS_CONSUMER: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,255}$/, 'expected a durable consumer name of A-Z, a-z, 0-9, _ and -')
@@ -298,7 +342,10 @@ export const configSchema = z.object({
     .optional(),
   NATS_ACK_WAIT: duration('how long NATS waits for an ack before redelivering').default('30s'),
   // below 100 ms a database outage turns into a redelivery loop against NATS and the database
-  NATS_NAK_BACKOFF: duration('the first redelivery delay after a database error (doubles per redelivery, up to 5 minutes)', { min: 100 }).default('1s'),
+  NATS_NAK_BACKOFF: duration(
+    'the first redelivery delay after a database error (doubles per redelivery, up to 5 minutes)',
+    { min: 100 },
+  ).default('1s'),
   NATS_BATCH: int('how many fetched messages share one transaction', 1, 1000).default('100'),
   JETSTREAM_HEALTH_PORT: int('a TCP port (0 picks a free one)', 0, 65535).default('8091'),
   JETSTREAM_HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
@@ -308,14 +355,25 @@ export const configSchema = z.object({
     .transform((v) => v === 'true')
     .default('true'),
   // at least Telegram's own shortest retry_after: 0 would retry every rate-limited message at once
-  OUTBOUND_MAX_RETRY_AFTER: duration('the longest wait honoured for one 429 retry_after', { min: 1_000 }).default('60s'),
-  OUTBOUND_MAX_429: int('how many 429 answers one message may take before it fails (0 = unlimited)', 0, 1_000_000).default('0'),
-  // database session limits of every pool (libs/db/pool.ts); 0 leaves the server's own setting
-  DB_STATEMENT_TIMEOUT: dbLimit('statement_timeout: the longest a statement may run', 1_000).default(String(DB_STATEMENT_TIMEOUT_MS_DEFAULT)),
-  DB_LOCK_TIMEOUT: dbLimit('lock_timeout: the longest a statement waits for a lock', 100).default(String(DB_LOCK_TIMEOUT_MS_DEFAULT)),
-  DB_IDLE_IN_TRANSACTION_TIMEOUT: dbLimit('idle_in_transaction_session_timeout: how long the server keeps a session idle inside a transaction', 1_000).default(
-    String(DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT),
+  OUTBOUND_MAX_RETRY_AFTER: duration('the longest wait honoured for one 429 retry_after', { min: 1_000 }).default(
+    '60s',
   ),
+  OUTBOUND_MAX_429: int(
+    'how many 429 answers one message may take before it fails (0 = unlimited)',
+    0,
+    1_000_000,
+  ).default('0'),
+  // database session limits of every pool (libs/db/pool.ts); 0 leaves the server's own setting
+  DB_STATEMENT_TIMEOUT: dbLimit('statement_timeout: the longest a statement may run', 1_000).default(
+    String(DB_STATEMENT_TIMEOUT_MS_DEFAULT),
+  ),
+  DB_LOCK_TIMEOUT: dbLimit('lock_timeout: the longest a statement waits for a lock', 100).default(
+    String(DB_LOCK_TIMEOUT_MS_DEFAULT),
+  ),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT: dbLimit(
+    'idle_in_transaction_session_timeout: how long the server keeps a session idle inside a transaction',
+    1_000,
+  ).default(String(DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT)),
   // retention (docs/retention.md): finished work older than RETENTION, failed/resolved/audit rows older than RETENTION_FAILED are deleted
   RETENTION: retention('how long delivered/handled work is kept').default('14d'),
   RETENTION_FAILED: retention('how long failed work, resolved quarantine and audit rows are kept').default('90d'),
@@ -325,7 +383,14 @@ export const configSchema = z.object({
 export type Config = z.output<typeof configSchema>;
 
 /** Variables whose values are masked whenever the configuration is printed. */
-export const SECRET_VARIABLES = ['TELEGRAM_BOT_TOKEN', 'ADMIN_TOKEN', 'ADMIN_TOKENS', 'WEBHOOK_SECRET', 'DATABASE_URL', 'NATS_NKEY_SEED'] as const;
+export const SECRET_VARIABLES = [
+  'TELEGRAM_BOT_TOKEN',
+  'ADMIN_TOKEN',
+  'ADMIN_TOKENS',
+  'WEBHOOK_SECRET',
+  'DATABASE_URL',
+  'NATS_NKEY_SEED',
+] as const;
 
 /**
  * Rules between variables, checked once every variable is valid on its own. Each problem names
@@ -334,10 +399,16 @@ export const SECRET_VARIABLES = ['TELEGRAM_BOT_TOKEN', 'ADMIN_TOKEN', 'ADMIN_TOK
 export function crossFieldProblems(c: Config): { variable: string; problem: string }[] {
   const out: { variable: string; problem: string }[] = [];
   if (c.RETRY_BASE > c.RETRY_CAP) {
-    out.push({ variable: 'RETRY_BASE', problem: `must not exceed RETRY_CAP (${formatMs(c.RETRY_CAP)}), got ${formatMs(c.RETRY_BASE)}` });
+    out.push({
+      variable: 'RETRY_BASE',
+      problem: `must not exceed RETRY_CAP (${formatMs(c.RETRY_CAP)}), got ${formatMs(c.RETRY_BASE)}`,
+    });
   }
   if (c.INGRESS === 'webhook' && c.WEBHOOK_PORT !== 0 && c.WEBHOOK_PORT === c.ADMIN_PORT) {
-    out.push({ variable: 'WEBHOOK_PORT', problem: `must differ from ADMIN_PORT (${c.ADMIN_PORT}) when INGRESS=webhook` });
+    out.push({
+      variable: 'WEBHOOK_PORT',
+      problem: `must differ from ADMIN_PORT (${c.ADMIN_PORT}) when INGRESS=webhook`,
+    });
   }
   if (c.SANDBOX_PORT !== 0 && c.SANDBOX_PORT === c.SANDBOX_COLLECTOR_PORT) {
     out.push({ variable: 'SANDBOX_COLLECTOR_PORT', problem: `must differ from SANDBOX_PORT (${c.SANDBOX_PORT})` });
@@ -352,7 +423,8 @@ export function crossFieldProblems(c: Config): { variable: string; problem: stri
       ['SANDBOX_COLLECTOR_PORT', c.SANDBOX_COLLECTOR_PORT, !c.TELEGRAM_BOT_TOKEN],
     ];
     for (const [name, port, used] of others) {
-      if (used && port === c.METRICS_PORT) out.push({ variable: 'METRICS_PORT', problem: `must differ from ${name} (${port}), got ${c.METRICS_PORT}` });
+      if (used && port === c.METRICS_PORT)
+        out.push({ variable: 'METRICS_PORT', problem: `must differ from ${name} (${port}), got ${c.METRICS_PORT}` });
     }
   }
   return out;

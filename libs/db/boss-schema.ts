@@ -35,7 +35,9 @@ export class BossSchemaMismatchError extends RelayError {
 
 /** The version pg-boss recorded in our schema, or null when it is not installed there. */
 export async function bossSchemaVersion(q: Pick<Pool, 'query'>): Promise<number | null> {
-  const { rows } = await q.query<{ installed: boolean }>(`select to_regclass($1) is not null as installed`, [`${BOSS_SCHEMA}.version`]);
+  const { rows } = await q.query<{ installed: boolean }>(`select to_regclass($1) is not null as installed`, [
+    `${BOSS_SCHEMA}.version`,
+  ]);
   if (!rows[0].installed) return null;
   const v = await q.query<{ version: number | string }>(`select version from ${BOSS_SCHEMA}.version`);
   return v.rows.length ? Number(v.rows[0].version) : null;
@@ -47,7 +49,10 @@ export async function bossSchemaVersion(q: Pick<Pool, 'query'>): Promise<number 
  * Every process but `tg-relay migrate` calls this before using pg-boss (they run it with
  * `migrate: false`, so nothing else would ever change its schema).
  */
-export async function assertBossSchemaVersion(q: Pick<Pool, 'query'>, installedPackage: { version: string; schema: number } = installedBoss()): Promise<void> {
+export async function assertBossSchemaVersion(
+  q: Pick<Pool, 'query'>,
+  installedPackage: { version: string; schema: number } = installedBoss(),
+): Promise<void> {
   if (installedPackage.version !== BOSS_PACKAGE_VERSION || installedPackage.schema !== BOSS_SCHEMA_VERSION) {
     throw new BossSchemaMismatchError(
       null,
@@ -62,7 +67,10 @@ export async function assertBossSchemaVersion(q: Pick<Pool, 'query'>, installedP
 /** pg-boss's own package and schema version, read from node_modules. */
 export function installedBoss(): { version: string; schema: number } {
   /* eslint-disable @typescript-eslint/no-require-imports */
-  return { version: (require('pg-boss/package.json') as { version: string }).version, schema: (require('pg-boss/version.json') as { schema: number }).schema };
+  return {
+    version: (require('pg-boss/package.json') as { version: string }).version,
+    schema: (require('pg-boss/version.json') as { schema: number }).schema,
+  };
 }
 
 export type LegacyBossMove = 'none' | 'renamed' | 'copied';
@@ -123,14 +131,20 @@ export async function copyLegacyBossJobs(c: PoolClient, logger?: Logger): Promis
   if (!(await tableExists(c, `${LEGACY_BOSS_SCHEMA}.queue`))) return 0;
   await c.query('begin');
   try {
-    const present = (await c.query<{ name: string }>(`select name from ${LEGACY_BOSS_SCHEMA}.queue where name = any($1::text[]) for update`, [ours])).rows.map(
-      (r) => r.name,
-    );
+    const present = (
+      await c.query<{ name: string }>(
+        `select name from ${LEGACY_BOSS_SCHEMA}.queue where name = any($1::text[]) for update`,
+        [ours],
+      )
+    ).rows.map((r) => r.name);
     if (present.length === 0) {
       await c.query('commit');
       return 0;
     }
-    const legacyVersion = Number((await c.query<{ version: number | string }>(`select version from ${LEGACY_BOSS_SCHEMA}.version`)).rows[0]?.version);
+    const legacyVersion = Number(
+      (await c.query<{ version: number | string }>(`select version from ${LEGACY_BOSS_SCHEMA}.version`)).rows[0]
+        ?.version,
+    );
     if (legacyVersion !== BOSS_SCHEMA_VERSION) {
       throw new BossSchemaMismatchError(
         legacyVersion,
@@ -163,7 +177,10 @@ export async function copyLegacyBossJobs(c: PoolClient, logger?: Logger): Promis
     await c.query(`delete from ${LEGACY_BOSS_SCHEMA}.job where name = any($1::text[])`, [present]); // delete_queue's FK is ON DELETE RESTRICT
     for (const name of present) await c.query(`select ${LEGACY_BOSS_SCHEMA}.delete_queue($1)`, [name]);
     await c.query('commit');
-    logger?.info({ from: LEGACY_BOSS_SCHEMA, to: BOSS_SCHEMA, queues: present, jobs: moved.rowCount }, "tg-relay's pg-boss jobs moved out of a shared schema");
+    logger?.info(
+      { from: LEGACY_BOSS_SCHEMA, to: BOSS_SCHEMA, queues: present, jobs: moved.rowCount },
+      "tg-relay's pg-boss jobs moved out of a shared schema",
+    );
     return moved.rowCount ?? 0;
   } catch (err) {
     await c.query('rollback').catch(() => undefined);
@@ -177,7 +194,11 @@ export async function copyLegacyBossJobs(c: PoolClient, logger?: Logger): Promis
  * (the only place pg-boss runs with `migrate: true`) and our queues, copy our jobs out of a shared
  * legacy schema, then the version check every other process makes.
  */
-export async function migrateLedger(url: string, lock: PoolClient, opts: { logger?: Logger; timeouts?: Partial<DbTimeouts> } = {}): Promise<void> {
+export async function migrateLedger(
+  url: string,
+  lock: PoolClient,
+  opts: { logger?: Logger; timeouts?: Partial<DbTimeouts> } = {},
+): Promise<void> {
   const move = await renameLegacyBossSchema(lock, opts.logger);
   const boss = createBoss(url, { max: 2, applicationName: 'tg-relay:migrate', migrate: true, timeouts: opts.timeouts });
   await boss.start();

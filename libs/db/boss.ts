@@ -81,7 +81,12 @@ export interface JobLedger {
   /** Any unfinished state → failed, with `output` (retryLimit 0: pg-boss's fail never retries ours). */
   failJobs(db: Queryable, queue: QueueName, jobIds: string[], output: object): Promise<number>;
   /** Any unfinished state → retry, due at `startAfter` (the row's next_attempt_at). */
-  rescheduleJobs(db: Queryable, queue: QueueName, jobs: { jobId: string; startAfter: Date }[], output: object): Promise<number>;
+  rescheduleJobs(
+    db: Queryable,
+    queue: QueueName,
+    jobs: { jobId: string; startAfter: Date }[],
+    output: object,
+  ): Promise<number>;
   /** Any unfinished state → cancelled. */
   cancelJobs(db: Queryable, queue: QueueName, jobIds: string[]): Promise<number>;
   /** Opens the ledger's own pool (only the admin API and migrate start it; the SQL above needs no start). */
@@ -188,20 +193,33 @@ export function ledgerStatementsFor(schema: string): Omit<JobLedger, 'start' | '
     async insertJobs(db: Queryable, queue: QueueName, jobs: JobToEnqueue[]): Promise<string[]> {
       if (jobs.length === 0) return [];
       const ids = jobs.map((j) => j.id ?? newJobId());
-      const { rowCount } = await db.query(insert, [ids, ids.map(() => queue), jobs.map((j) => JSON.stringify(j.data)), jobs.map((j) => j.startAfter ?? null)]);
+      const { rowCount } = await db.query(insert, [
+        ids,
+        ids.map(() => queue),
+        jobs.map((j) => JSON.stringify(j.data)),
+        jobs.map((j) => j.startAfter ?? null),
+      ]);
       if (rowCount !== jobs.length) {
-        throw new EnqueueFailedError(`the job ledger did not create all ${jobs.length} ${queue} jobs (does the queue exist? run tg-relay migrate)`);
+        throw new EnqueueFailedError(
+          `the job ledger did not create all ${jobs.length} ${queue} jobs (does the queue exist? run tg-relay migrate)`,
+        );
       }
       return ids;
     },
     activateJobs: (db: Queryable, queue: QueueName, jobIds: string[]) =>
-      jobIds.length === 0 ? Promise.resolve(0) : run(db, activateJobsSql('$1', '(select unnest($2::uuid[]))', schema), [queue, jobIds]),
-    completeJobs: (db: Queryable, queue: QueueName, jobIds: string[]) => (jobIds.length === 0 ? Promise.resolve(0) : run(db, complete, [queue, jobIds])),
+      jobIds.length === 0
+        ? Promise.resolve(0)
+        : run(db, activateJobsSql('$1', '(select unnest($2::uuid[]))', schema), [queue, jobIds]),
+    completeJobs: (db: Queryable, queue: QueueName, jobIds: string[]) =>
+      jobIds.length === 0 ? Promise.resolve(0) : run(db, complete, [queue, jobIds]),
     failJobs: (db: Queryable, queue: QueueName, jobIds: string[], output: object) =>
       jobIds.length === 0 ? Promise.resolve(0) : run(db, fail, [queue, jobIds, JSON.stringify(output)]),
     rescheduleJobs: (db: Queryable, queue: QueueName, jobs: { jobId: string; startAfter: Date }[], output: object) =>
-      jobs.length === 0 ? Promise.resolve(0) : run(db, reschedule, [queue, jobs.map((j) => j.jobId), jobs.map((j) => j.startAfter), JSON.stringify(output)]),
-    cancelJobs: (db: Queryable, queue: QueueName, jobIds: string[]) => (jobIds.length === 0 ? Promise.resolve(0) : run(db, cancel, [queue, jobIds])),
+      jobs.length === 0
+        ? Promise.resolve(0)
+        : run(db, reschedule, [queue, jobs.map((j) => j.jobId), jobs.map((j) => j.startAfter), JSON.stringify(output)]),
+    cancelJobs: (db: Queryable, queue: QueueName, jobIds: string[]) =>
+      jobIds.length === 0 ? Promise.resolve(0) : run(db, cancel, [queue, jobIds]),
   };
 }
 
@@ -224,7 +242,10 @@ export class BossLedger extends PgBoss implements JobLedger {
 
   constructor(options: PgBoss.ConstructorOptions) {
     super(options);
-    const st = options.schema === undefined || options.schema === BOSS_SCHEMA ? ledgerStatements : ledgerStatementsFor(options.schema);
+    const st =
+      options.schema === undefined || options.schema === BOSS_SCHEMA
+        ? ledgerStatements
+        : ledgerStatementsFor(options.schema);
     this.insertJobs = st.insertJobs;
     this.activateJobs = st.activateJobs;
     this.completeJobs = st.completeJobs;
@@ -236,7 +257,13 @@ export class BossLedger extends PgBoss implements JobLedger {
   /** Creates (idempotently) the three queues, retryLimit 0. Only `tg-relay migrate` calls it. */
   async ensureQueues(): Promise<void> {
     for (const name of Object.values(QUEUES)) {
-      await this.createQueue(name, { name, policy: 'standard', retryLimit: 0, expireInSeconds: 23 * 3600, retentionMinutes: 30 * 24 * 60 });
+      await this.createQueue(name, {
+        name,
+        policy: 'standard',
+        retryLimit: 0,
+        expireInSeconds: 23 * 3600,
+        retentionMinutes: 30 * 24 * 60,
+      });
     }
   }
 }
@@ -250,7 +277,13 @@ export class BossLedger extends PgBoss implements JobLedger {
  */
 export function createBoss(
   connectionString: string,
-  opts: { supervise?: boolean; max?: number; applicationName?: string; migrate?: boolean; timeouts?: Partial<DbTimeouts> } = {},
+  opts: {
+    supervise?: boolean;
+    max?: number;
+    applicationName?: string;
+    migrate?: boolean;
+    timeouts?: Partial<DbTimeouts>;
+  } = {},
 ): BossLedger {
   const boss = new BossLedger({
     connectionString,

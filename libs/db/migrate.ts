@@ -34,7 +34,8 @@ export function listMigrations(dir = SQL_DIR): Migration[] {
   }
   out.sort((a, b) => a.version - b.version);
   for (let i = 1; i < out.length; i++) {
-    if (out[i].version === out[i - 1].version) throw new MigrationError(`two migrations share version ${out[i].version}`);
+    if (out[i].version === out[i - 1].version)
+      throw new MigrationError(`two migrations share version ${out[i].version}`);
   }
   return out;
 }
@@ -93,7 +94,9 @@ export async function migrate(pool: Pool, opts: { dir?: string; logger?: Logger 
       try {
         await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
         await client.query(BOOTSTRAP);
-        const { rowCount } = await client.query('select 1 from relay.schema_migrations where version = $1', [m.version]);
+        const { rowCount } = await client.query('select 1 from relay.schema_migrations where version = $1', [
+          m.version,
+        ]);
         if (rowCount) {
           await client.query('commit');
           continue;
@@ -105,7 +108,10 @@ export async function migrate(pool: Pool, opts: { dir?: string; logger?: Logger 
         opts.logger?.info({ version: m.version, name: m.name }, 'migration applied');
       } catch (err) {
         await client.query('rollback').catch(() => undefined);
-        throw new MigrationError(`migration ${String(m.version).padStart(4, '0')}_${m.name} failed: ${(err as Error).message}`, { cause: err });
+        throw new MigrationError(
+          `migration ${String(m.version).padStart(4, '0')}_${m.name} failed: ${(err as Error).message}`,
+          { cause: err },
+        );
       }
     }
     await applyRepeatables(client, listRepeatables(opts.dir), opts.logger);
@@ -120,7 +126,10 @@ async function applyRepeatables(client: PoolClient, files: RepeatableFile[], log
     await client.query('begin');
     try {
       await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-      const { rows } = await client.query<{ sha256: string }>('select sha256 from relay.schema_repeatables where name = $1', [r.name]);
+      const { rows } = await client.query<{ sha256: string }>(
+        'select sha256 from relay.schema_repeatables where name = $1',
+        [r.name],
+      );
       if (rows[0]?.sha256 === r.sha256) {
         await client.query('commit');
         continue;
@@ -135,7 +144,9 @@ async function applyRepeatables(client: PoolClient, files: RepeatableFile[], log
       logger?.info({ file: `${FUNCTIONS_SUBDIR}/${r.name}`, sha256: r.sha256.slice(0, 12) }, 'repeatable SQL applied');
     } catch (err) {
       await client.query('rollback').catch(() => undefined);
-      throw new MigrationError(`repeatable ${FUNCTIONS_SUBDIR}/${r.name} failed: ${(err as Error).message}`, { cause: err });
+      throw new MigrationError(`repeatable ${FUNCTIONS_SUBDIR}/${r.name} failed: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 }
@@ -151,7 +162,9 @@ export async function migrationStatus(pool: Pool, dir?: string): Promise<Migrati
   const all = listMigrations(dir).map((m) => m.version);
   let applied: number[] = [];
   try {
-    const { rows } = await pool.query<{ version: number | string }>('select version from relay.schema_migrations order by version');
+    const { rows } = await pool.query<{ version: number | string }>(
+      'select version from relay.schema_migrations order by version',
+    );
     applied = rows.map((r) => Number(r.version));
   } catch (err) {
     if ((err as { code?: string }).code !== '42P01') throw err; // undefined_table: nothing applied yet

@@ -43,7 +43,12 @@ export function sessionOptions(
   t: Partial<DbTimeouts> = {},
 ): Pick<
   PoolConfig,
-  'statement_timeout' | 'lock_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis' | 'query_timeout'
+  | 'statement_timeout'
+  | 'lock_timeout'
+  | 'idle_in_transaction_session_timeout'
+  | 'keepAlive'
+  | 'keepAliveInitialDelayMillis'
+  | 'query_timeout'
 > {
   const v = { ...DB_TIMEOUTS_DEFAULT, ...t };
   return {
@@ -66,7 +71,11 @@ export function isUnansweredQuery(err: unknown): boolean {
 }
 
 /** The three limits from the validated configuration (DB_STATEMENT_TIMEOUT, DB_LOCK_TIMEOUT, DB_IDLE_IN_TRANSACTION_TIMEOUT). */
-export function timeoutsFromConfig(c: { DB_STATEMENT_TIMEOUT?: number; DB_LOCK_TIMEOUT?: number; DB_IDLE_IN_TRANSACTION_TIMEOUT?: number }): DbTimeouts {
+export function timeoutsFromConfig(c: {
+  DB_STATEMENT_TIMEOUT?: number;
+  DB_LOCK_TIMEOUT?: number;
+  DB_IDLE_IN_TRANSACTION_TIMEOUT?: number;
+}): DbTimeouts {
   return {
     statementMs: c.DB_STATEMENT_TIMEOUT ?? DB_STATEMENT_TIMEOUT_MS_DEFAULT,
     lockMs: c.DB_LOCK_TIMEOUT ?? DB_LOCK_TIMEOUT_MS_DEFAULT,
@@ -79,7 +88,10 @@ export function timeoutsFromConfig(c: { DB_STATEMENT_TIMEOUT?: number; DB_LOCK_T
  * TCP keepalive on. `application_name` makes each component visible in pg_stat_activity,
  * which is how operators tell a stuck worker from a stuck poller.
  */
-export function createPool(connectionString: string, opts: { max?: number; applicationName?: string; timeouts?: Partial<DbTimeouts> } & PoolConfig = {}): Pool {
+export function createPool(
+  connectionString: string,
+  opts: { max?: number; applicationName?: string; timeouts?: Partial<DbTimeouts> } & PoolConfig = {},
+): Pool {
   const { applicationName, timeouts, ...rest } = opts;
   const pool = new Pool({
     connectionString,
@@ -115,7 +127,10 @@ export interface ClientState {
  * restart's FATAL 57P01), a query on it went unanswered (the answer may still arrive, and anything
  * queued behind it would wait for the same silence), or `fn` said so.
  */
-export async function withClient<T>(pool: Pool, fn: (client: PoolClient, state: ClientState) => Promise<T>): Promise<T> {
+export async function withClient<T>(
+  pool: Pool,
+  fn: (client: PoolClient, state: ClientState) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   const state = {
     broken: false,

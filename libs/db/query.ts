@@ -21,12 +21,20 @@ export function statement<Row extends QueryResultRow>(text: string): Statement<R
 }
 
 /** Runs `stmt` with `values`; resolves to its rows, typed by the statement. */
-export async function query<Row extends QueryResultRow>(db: Queryable, stmt: Statement<Row>, values: unknown[] = []): Promise<Row[]> {
+export async function query<Row extends QueryResultRow>(
+  db: Queryable,
+  stmt: Statement<Row>,
+  values: unknown[] = [],
+): Promise<Row[]> {
   const res = await db.query<Row>(stmt.text, values);
   return res.rows;
 }
 
 /** Runs `stmt`; resolves to its first row, or undefined when it returned none. */
-export async function queryOne<Row extends QueryResultRow>(db: Queryable, stmt: Statement<Row>, values: unknown[] = []): Promise<Row | undefined> {
+export async function queryOne<Row extends QueryResultRow>(
+  db: Queryable,
+  stmt: Statement<Row>,
+  values: unknown[] = [],
+): Promise<Row | undefined> {
   return (await query(db, stmt, values))[0];
 }

@@ -64,7 +64,8 @@ export function storableValue(v: unknown): unknown {
  * string of the value can hold what jsonb refuses.
  */
 export function jsonbText(value: unknown, rawJson?: string): string {
-  if (rawJson !== undefined && !RISKY_ESCAPE.test(rawJson) && !MAYBE_UNSTORABLE.test(rawJson)) return JSON.stringify(value);
+  if (rawJson !== undefined && !RISKY_ESCAPE.test(rawJson) && !MAYBE_UNSTORABLE.test(rawJson))
+    return JSON.stringify(value);
   return JSON.stringify(storableValue(value));
 }
 

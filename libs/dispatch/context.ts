@@ -74,7 +74,8 @@ export function callApiDirect<T = unknown>(
   if (state.settled) return Promise.reject(new DispatchClosedError(method));
   if (state.signal.aborted) return Promise.reject(abortReason(state.signal));
   if (method === 'answerCallbackQuery') state.callbackAnswered = true;
-  const signal = opts.signal && opts.signal !== state.signal ? AbortSignal.any([opts.signal, state.signal]) : state.signal;
+  const signal =
+    opts.signal && opts.signal !== state.signal ? AbortSignal.any([opts.signal, state.signal]) : state.signal;
   return direct(method, payload, { signal }) as Promise<T>;
 }
 

@@ -40,7 +40,10 @@ export type CommitEffect = Handled['commit'];
  * chat heads (when ordered), writes `handled` for delivered, and applies a handled attempt's
  * effects (its captured replies) in the outcome transaction.
  */
-export function createInboxClaimStore(opts: { botId: string; ordered: boolean }): ClaimStore<InboxClaimedRow, CommitEffect> {
+export function createInboxClaimStore(opts: {
+  botId: string;
+  ordered: boolean;
+}): ClaimStore<InboxClaimedRow, CommitEffect> {
   const { botId, ordered } = opts;
   return createClaimStore<InboxClaimedRow, CommitEffect>(CLAIM_TABLES.inbox, {
     ...inboxClaimVariant(botId, ordered),
@@ -58,7 +61,8 @@ export function createInboxClaimStore(opts: { botId: string; ordered: boolean })
         );
         // a handled (or failed) head lets its chat's next update go: wake every replica's claim loop
         // when this transaction commits (NOTIFY is transactional) instead of leaving it to a poll
-        if (landed.some((l) => l.row.state !== 'pending' && l.row.hasFollowers === true)) await notifyWork(db, QUEUES.dispatch);
+        if (landed.some((l) => l.row.state !== 'pending' && l.row.hasFollowers === true))
+          await notifyWork(db, QUEUES.dispatch);
       }
     },
   });
@@ -70,7 +74,8 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
   const inbox = createInboxClaimStore({ botId: runner.botId, ordered });
   // Nothing is claimed before the bot knows who it is (getMe at start may wait for the Bot API): the
   // claim loop waits for whenReady; the other job kinds of the process run meanwhile.
-  if (!opts.whenReady && runner.botInfo() === undefined) throw new Error('createDispatchKind: start the runner first, or pass whenReady');
+  if (!opts.whenReady && runner.botInfo() === undefined)
+    throw new Error('createDispatchKind: start the runner first, or pass whenReady');
   return {
     queue: QUEUES.dispatch,
     store: inbox,
@@ -100,7 +105,9 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
   async function executeUpdate(job: ClaimedJob<InboxClaimedRow>, ctx: JobContext): Promise<Outcome<CommitEffect>> {
     const raw = job.row.payload;
     if (!raw || typeof raw !== 'object' || !Number.isInteger((raw as { update_id?: unknown }).update_id)) {
-      return Outcome.terminal('the stored payload is not a Telegram update (no integer update_id)', { errorCode: 'RELAY_DISPATCH_BAD_PAYLOAD' });
+      return Outcome.terminal('the stored payload is not a Telegram update (no integer update_id)', {
+        errorCode: 'RELAY_DISPATCH_BAD_PAYLOAD',
+      });
     }
     const outcome = await runner.runUpdate(raw, { signal: ctx.signal, timeoutMs: opts.handlerTimeoutMs });
     if (outcome.kind === 'handled') {
@@ -117,7 +124,11 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
     if (outcome.terminal) {
       if (info.code) details.code = info.code;
       ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed in a way no retry can change; update failed');
-      return Outcome.terminal(`${info.code ?? info.errorClass}: ${info.message}`, { errorCode: info.code ?? info.errorClass, error: info.message, details });
+      return Outcome.terminal(`${info.code ?? info.errorClass}: ${info.message}`, {
+        errorCode: info.code ?? info.errorClass,
+        error: info.message,
+        details,
+      });
     }
     if (!outcome.aborted) ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed; update will be retried');
     return Outcome.retry(undefined, { errorCode: info.errorClass, error: info.message, details });

@@ -20,7 +20,8 @@ interface Entry<C> {
   handler: ErrorHandler<unknown, C>;
 }
 
-export type ErrorHandlingDecision = { handled: true; error: unknown } | { handled: false; error: unknown; original?: unknown };
+export type ErrorHandlingDecision =
+  { handled: true; error: unknown } | { handled: false; error: unknown; original?: unknown };
 
 /**
  * Error handlers registered by error class, tried in registration order for errors that are

@@ -16,7 +16,10 @@ export class HandlerTimeoutError extends RelayError {
 export class DispatchAbortedError extends RelayError {
   readonly code = 'RELAY_DISPATCH_ABORTED';
   constructor(reason?: unknown) {
-    super(`dispatch aborted${reason instanceof Error ? `: ${reason.message}` : ''}`, reason === undefined ? undefined : { cause: reason });
+    super(
+      `dispatch aborted${reason instanceof Error ? `: ${reason.message}` : ''}`,
+      reason === undefined ? undefined : { cause: reason },
+    );
     this.name = 'DispatchAbortedError';
   }
 }
@@ -77,7 +80,9 @@ export class InvalidReplyError extends RelayError {
     readonly replyNumber: number,
     readonly problems: { field: string; problem: string }[],
   ) {
-    super(`reply ${replyNumber} (${method}) refused before it was queued: ${problems.map((p) => `${p.field} ${p.problem}`).join('; ')}`);
+    super(
+      `reply ${replyNumber} (${method}) refused before it was queued: ${problems.map((p) => `${p.field} ${p.problem}`).join('; ')}`,
+    );
     this.name = 'InvalidReplyError';
   }
 }

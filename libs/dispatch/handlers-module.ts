@@ -42,7 +42,10 @@ export interface DispatchApi<C extends DispatchContext = DispatchContext> {
 
 export type DispatchBot<C extends DispatchContext = DispatchContext> = Telegraf<C>;
 
-export type RegisterHandlers<C extends DispatchContext = DispatchContext> = (bot: DispatchBot<C>, dispatch: DispatchApi<C>) => void | Promise<void>;
+export type RegisterHandlers<C extends DispatchContext = DispatchContext> = (
+  bot: DispatchBot<C>,
+  dispatch: DispatchApi<C>,
+) => void | Promise<void>;
 
 /** Identity helper that types a register function: `export default defineBot((bot, dispatch) => {…})`. */
 export function defineBot(register: RegisterHandlers): RegisterHandlers {
@@ -58,7 +61,8 @@ export interface BotHandlers {
 
 type Loose = Record<string, unknown>;
 
-const isMiddlewareObj = (v: unknown): v is { middleware: () => unknown } => !!v && typeof v === 'object' && typeof (v as Loose).middleware === 'function';
+const isMiddlewareObj = (v: unknown): v is { middleware: () => unknown } =>
+  !!v && typeof v === 'object' && typeof (v as Loose).middleware === 'function';
 
 /** `fn`: a function (the caller checked), called as a register function. */
 function asRegister(fn: unknown, shape: string): BotHandlers {
@@ -139,7 +143,9 @@ function registerTsLoader(file: string, cwd: string): boolean {
 
 function loadFailed(spec: string, err: unknown): ConfigError {
   return Object.assign(
-    new ConfigError(`BOT_HANDLERS: loading "${spec}" failed: ${(err as Error).message}`, [{ variable: 'BOT_HANDLERS', problem: 'module failed to load' }]),
+    new ConfigError(`BOT_HANDLERS: loading "${spec}" failed: ${(err as Error).message}`, [
+      { variable: 'BOT_HANDLERS', problem: 'module failed to load' },
+    ]),
     { cause: err },
   );
 }

@@ -21,7 +21,11 @@ export function errorInfo(err: unknown): ErrorInfo {
     const errorClass = ctorName && ctorName !== 'Error' ? ctorName : err.name || 'Error';
     const rawCode = (err as { code?: unknown }).code;
     const code = typeof rawCode === 'string' || typeof rawCode === 'number' ? String(rawCode) : undefined;
-    return { errorClass: cut(errorClass), ...(code ? { code: cut(code) } : {}), message: cut(redactToken(String(err.message || err.name || 'Error'))) };
+    return {
+      errorClass: cut(errorClass),
+      ...(code ? { code: cut(code) } : {}),
+      message: cut(redactToken(String(err.message || err.name || 'Error'))),
+    };
   }
   let text: string;
   try {

@@ -89,7 +89,8 @@ export async function inboxClaim(
 ): Promise<{ rows: InboxClaimedRow[]; activated: number }> {
   const variant = `${args.botId}:${args.ordered}`;
   let sql = claimSql.get(variant);
-  if (!sql) claimSql.set(variant, (sql = claimStatements(CLAIM_TABLES.inbox, inboxClaimVariant(args.botId, args.ordered))));
+  if (!sql)
+    claimSql.set(variant, (sql = claimStatements(CLAIM_TABLES.inbox, inboxClaimVariant(args.botId, args.ordered))));
   const rows = await query(db, sql.claim, [args.limit, args.workerId, args.now, args.queue, ...sql.claimValues]);
   const activated = rows.length ? (rows[0].activatedJobs ?? 0) : 0;
   return { activated, rows: rows.map(inboxRowOf) };
@@ -113,4 +114,5 @@ export function inboxRowOf(r: ClaimedColumns): InboxClaimedRow {
 }
 
 /** A text column's value (the claim returns these columns as text). */
-const text = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'bigint' ? v.toString() : '');
+const text = (v: unknown): string =>
+  typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'bigint' ? v.toString() : '';

@@ -19,7 +19,11 @@ import { InvalidReplyError, ReplySinkUnavailableError } from './errors';
 export type ReplyMode = 'direct' | 'outbound';
 
 /** The real Bot API call (telegraf's own `callApi` of the context's Telegram instance). */
-export type DirectCall = (method: string, payload: Record<string, unknown>, opts: { signal?: AbortSignal }) => Promise<unknown>;
+export type DirectCall = (
+  method: string,
+  payload: Record<string, unknown>,
+  opts: { signal?: AbortSignal },
+) => Promise<unknown>;
 
 /** The update a session belongs to. */
 export interface DispatchSubject {
@@ -75,7 +79,10 @@ function directTextProblem(payload: Record<string, unknown>): string | undefined
   if (u) return u;
   const n = charLength(text);
   if (n === 0 || !/\S/.test(text)) return 'must contain a visible character (Telegram rejects blank text)';
-  if (n > OUTBOUND_TEXT_MAX && (payload.parse_mode === undefined || payload.parse_mode === null || payload.parse_mode === '')) {
+  if (
+    n > OUTBOUND_TEXT_MAX &&
+    (payload.parse_mode === undefined || payload.parse_mode === null || payload.parse_mode === '')
+  ) {
     return `must be 1..${OUTBOUND_TEXT_MAX} characters, got ${n}`;
   }
   return undefined;
@@ -160,8 +167,12 @@ function toOutboundReply(subject: DispatchSubject, n: number, payload: Record<st
   const reply: OutboundReply = {
     msgId: `update:${subject.botId}:${subject.updateId}:${n}`,
     botId: subject.botId,
-    chatId: typeof payload.chat_id === 'number' || typeof payload.chat_id === 'string' || typeof payload.chat_id === 'bigint' ? String(payload.chat_id) : '',
-    text: typeof payload.text === 'string' ? payload.text : typeof payload.text === 'number' ? String(payload.text) : '',
+    chatId:
+      typeof payload.chat_id === 'number' || typeof payload.chat_id === 'string' || typeof payload.chat_id === 'bigint'
+        ? String(payload.chat_id)
+        : '',
+    text:
+      typeof payload.text === 'string' ? payload.text : typeof payload.text === 'number' ? String(payload.text) : '',
     sourceUpdateId: subject.updateId,
     payload: { ...payload },
   };

@@ -10,7 +10,13 @@ import type { Update, UserFromGetMe } from 'telegraf/types';
 import type { Logger } from '../observability/logger';
 import { DispatchContext, dispatchStorage, routeTelegram, type DispatchState } from './context';
 import { ErrorHandlerRegistry } from './error-handlers';
-import { abortReason, DispatchAbortedError, HandlerTimeoutError, InvalidReplyError, TelegrafRefusedError } from './errors';
+import {
+  abortReason,
+  DispatchAbortedError,
+  HandlerTimeoutError,
+  InvalidReplyError,
+  TelegrafRefusedError,
+} from './errors';
 import type { BotHandlers, DispatchApi, DispatchBot } from './handlers-module';
 import { errorInfo, type DispatchOutcome, type Retry } from './outcome';
 import type { ReplySink } from './reply-sink';
@@ -142,7 +148,10 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
       await install();
       const info = opts.botInfo ?? (await fetchBotInfo(o.signal));
       bot.botInfo = info;
-      logger.info({ username: info.username, handlers: opts.handlers.shape, replyMode: opts.replySink.mode }, 'bot handlers ready');
+      logger.info(
+        { username: info.username, handlers: opts.handlers.shape, replyMode: opts.replySink.mode },
+        'bot handlers ready',
+      );
       return info;
     })();
     starting.catch(() => {
@@ -184,7 +193,13 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
 
     const controller = new AbortController();
     const session = opts.replySink.open({ botId: opts.botId, updateId: update.update_id, chatId: chatIdOf(update) });
-    const state: DispatchState = { signal: controller.signal, session, settled: false, callbackAnswered: false, routeErrors: new Set() };
+    const state: DispatchState = {
+      signal: controller.signal,
+      session,
+      settled: false,
+      callbackAnswered: false,
+      routeErrors: new Set(),
+    };
 
     let timer: NodeJS.Timeout | undefined;
     let abortedBy: 'timeout' | 'outside' | undefined;
@@ -210,7 +225,13 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
       await Promise.race([work, stopped]);
       state.settled = true;
       if (state.handledError !== undefined) {
-        return { kind: 'handled', via: 'error_handler', handledError: errorInfo(state.handledError), durationMs: elapsed(), commit: (c) => session.commit(c) };
+        return {
+          kind: 'handled',
+          via: 'error_handler',
+          handledError: errorInfo(state.handledError),
+          durationMs: elapsed(),
+          commit: (c) => session.commit(c),
+        };
       }
       return { kind: 'handled', via: 'handler', durationMs: elapsed(), commit: (c) => session.commit(c) };
     } catch (err) {
@@ -270,7 +291,8 @@ function markRouteHandlers(bot: Telegraf<DispatchContext>): void {
     const original = found as (...args: unknown[]) => unknown;
     Reflect.set(bot, method, function (this: unknown, ...args: unknown[]) {
       const wrapped = args.map((a, i) =>
-        i >= first && (typeof a === 'function' || (a && typeof (a as { middleware?: unknown }).middleware === 'function'))
+        i >= first &&
+        (typeof a === 'function' || (a && typeof (a as { middleware?: unknown }).middleware === 'function'))
           ? routeHandler(a as Middleware<DispatchContext>)
           : a,
       );
@@ -315,14 +337,21 @@ function fromTelegraf(err: unknown): unknown {
 }
 
 /** `o.key` when `o` is an object, else undefined (what `o?.key` gives for the values JSON has). */
-const field = (o: unknown, key: string): unknown => (typeof o === 'object' && o !== null ? (o as Record<string, unknown>)[key] : undefined);
+const field = (o: unknown, key: string): unknown =>
+  typeof o === 'object' && o !== null ? (o as Record<string, unknown>)[key] : undefined;
 /** `o?.chat?.id` */
 const chatIdIn = (o: unknown): unknown => field(field(o, 'chat'), 'id');
 
 /** The chat an update belongs to (message-like updates and callback queries), as text. */
 export function chatIdOf(update: unknown): string | null {
   const u = (key: string) => field(update, key);
-  const carrier = u('message') ?? u('edited_message') ?? u('channel_post') ?? u('edited_channel_post') ?? u('business_message') ?? u('edited_business_message');
+  const carrier =
+    u('message') ??
+    u('edited_message') ??
+    u('channel_post') ??
+    u('edited_channel_post') ??
+    u('business_message') ??
+    u('edited_business_message');
   const id =
     chatIdIn(carrier) ??
     chatIdIn(field(u('callback_query'), 'message')) ??

@@ -16,21 +16,31 @@ import type { JobKind } from '../queue/job-kind';
 import type { InboxClaimedRow } from './queries';
 
 export async function createDispatchKindFromConfig(
-  config: Pick<Config, 'BOT_HANDLERS' | 'TELEGRAM_BOT_TOKEN' | 'TELEGRAM_API_ROOT' | 'HANDLER_TIMEOUT' | 'REPLY_MODE' | 'DISPATCH_ORDERING'>,
+  config: Pick<
+    Config,
+    'BOT_HANDLERS' | 'TELEGRAM_BOT_TOKEN' | 'TELEGRAM_API_ROOT' | 'HANDLER_TIMEOUT' | 'REPLY_MODE' | 'DISPATCH_ORDERING'
+  >,
   deps: { boss: JobLedger; logger: Logger; cwd?: string },
 ): Promise<JobKind<InboxClaimedRow, CommitEffect> & { runner: UpdateRunner }> {
-  if (!config.BOT_HANDLERS) throw new ConfigError('BOT_HANDLERS is not set', [{ variable: 'BOT_HANDLERS', problem: 'required for update dispatch' }]);
+  if (!config.BOT_HANDLERS)
+    throw new ConfigError('BOT_HANDLERS is not set', [
+      { variable: 'BOT_HANDLERS', problem: 'required for update dispatch' },
+    ]);
   const token = config.TELEGRAM_BOT_TOKEN;
   if (!token) {
-    throw new ConfigError('invalid configuration:\n  TELEGRAM_BOT_TOKEN: required with BOT_HANDLERS (the bot whose updates are dispatched)', [
-      { variable: 'TELEGRAM_BOT_TOKEN', problem: 'required with BOT_HANDLERS' },
-    ]);
+    throw new ConfigError(
+      'invalid configuration:\n  TELEGRAM_BOT_TOKEN: required with BOT_HANDLERS (the bot whose updates are dispatched)',
+      [{ variable: 'TELEGRAM_BOT_TOKEN', problem: 'required with BOT_HANDLERS' }],
+    );
   }
   const logger = deps.logger.child({ component: 'dispatch' });
   const botId = botIdFromToken(token);
   const handlers = await loadBotHandlers(config.BOT_HANDLERS, deps.cwd);
   const replySink = createReplySink(config.REPLY_MODE, {
-    outboundWriter: config.REPLY_MODE === 'outbound' ? createOutboundReplyWriter({ boss: deps.boss, defaults: { botId } }) : undefined,
+    outboundWriter:
+      config.REPLY_MODE === 'outbound'
+        ? createOutboundReplyWriter({ boss: deps.boss, defaults: { botId } })
+        : undefined,
   });
   const runner = createUpdateRunner({ token, botId, apiRoot: config.TELEGRAM_API_ROOT, handlers, replySink, logger });
   await runner.install(); // a broken handlers module stops the worker at start, not at the first update
@@ -40,7 +50,13 @@ export async function createDispatchKindFromConfig(
     if (!stop.signal.aborted) logger.error({ err: { message: (err as Error).message } }, 'dispatch could not start');
   });
   logger.info(
-    { handlers: handlers.file, shape: handlers.shape, replyMode: replySink.mode, ordering: config.DISPATCH_ORDERING, handlerTimeoutMs: config.HANDLER_TIMEOUT },
+    {
+      handlers: handlers.file,
+      shape: handlers.shape,
+      replyMode: replySink.mode,
+      ordering: config.DISPATCH_ORDERING,
+      handlerTimeoutMs: config.HANDLER_TIMEOUT,
+    },
     'update dispatch enabled',
   );
   // dispatch claims from the moment getMe answers (a start that failed — aborted by close — never
@@ -49,6 +65,11 @@ export async function createDispatchKindFromConfig(
     () => undefined,
     () => new Promise<void>(() => undefined),
   );
-  const kind = createDispatchKind({ runner, handlerTimeoutMs: config.HANDLER_TIMEOUT, ordering: config.DISPATCH_ORDERING, whenReady });
+  const kind = createDispatchKind({
+    runner,
+    handlerTimeoutMs: config.HANDLER_TIMEOUT,
+    ordering: config.DISPATCH_ORDERING,
+    whenReady,
+  });
   return { ...kind, runner, close: () => stop.abort() };
 }

@@ -9,7 +9,9 @@ export const RELAY_CODES = {
   // configuration and start-up
   RELAY_CONFIG_INVALID: { meaning: 'a configuration variable is missing or out of its allowed range' },
   RELAY_MIGRATION_FAILED: { meaning: 'a SQL migration or repeatable SQL file failed to apply' },
-  RELAY_BOSS_SCHEMA_MISMATCH: { meaning: "the job ledger's schema version is not the one this build expects (exit 65)" },
+  RELAY_BOSS_SCHEMA_MISMATCH: {
+    meaning: "the job ledger's schema version is not the one this build expects (exit 65)",
+  },
   RELAY_EMBEDDED_POSTGRES: { meaning: 'the embedded PostgreSQL could not be started or joined' },
   RELAY_QUEUE_NOT_MIGRATED: { meaning: 'a worker started on a database with pending migrations' },
   // the engine (libs/queue)
@@ -18,8 +20,12 @@ export const RELAY_CODES = {
   RELAY_CLAIM_LOST: { meaning: 'the claim was recovered or settled elsewhere before the attempt finished' },
   RELAY_STALE_CLAIM: { meaning: 'a claim whose worker stopped heartbeating was recovered' },
   RELAY_RELEASED: { meaning: 'an unfinished claim was given back at worker shutdown (not counted)' },
-  RELAY_OUTCOME_UNWRITABLE: { meaning: "an attempt's outcome could not be stored as given and was stored safely instead" },
-  RELAY_ENQUEUE_FAILED: { meaning: 'the job ledger did not create every job (its queue is missing: run tg-relay migrate)' },
+  RELAY_OUTCOME_UNWRITABLE: {
+    meaning: "an attempt's outcome could not be stored as given and was stored safely instead",
+  },
+  RELAY_ENQUEUE_FAILED: {
+    meaning: 'the job ledger did not create every job (its queue is missing: run tg-relay migrate)',
+  },
   // ingress
   RELAY_LEASE_LOST: { meaning: "the ingress lease was lost: the batch's writes were fenced and rolled back" },
   RELAY_NOT_LEASE_OWNER: { meaning: 'this replica does not hold the ingress lease of the bot' },
@@ -30,7 +36,10 @@ export const RELAY_CODES = {
   RELAY_QUARANTINE_UNDECODABLE: { meaning: 'a quarantined update still does not decode as a Telegram update' },
   // outbound
   RELAY_OUTBOUND_INVALID: { meaning: 'an outbound message failed validation (SQLSTATE TR422)', http: 400 },
-  RELAY_OUTBOUND_CONFLICT: { meaning: 'an outbound msg_id is taken by a different payload (SQLSTATE TR409)', http: 409 },
+  RELAY_OUTBOUND_CONFLICT: {
+    meaning: 'an outbound msg_id is taken by a different payload (SQLSTATE TR409)',
+    http: 409,
+  },
   RELAY_ABORTED: { meaning: 'a send was stopped before it went out; not sent, retried uncounted' },
   RELAY_RATE_DEFERRED: { meaning: "a send waited for the bot's or chat's rate limit (not counted)" },
   RELAY_TOO_MANY_429: { meaning: 'Telegram answered 429 too often in a row for one message' },
@@ -51,9 +60,15 @@ export const RELAY_CODES = {
   RELAY_ADMIN_INSECURE_BINDING: { meaning: 'the admin API refused to listen on a public address without a token' },
   RELAY_ADMIN_UNAUTHORIZED: { meaning: 'missing or wrong admin bearer token', http: 401 },
   RELAY_ADMIN_VALIDATION: { meaning: 'a request field failed its schema', http: 400 },
-  RELAY_ADMIN_BAD_REQUEST: { meaning: 'a malformed request (bad JSON, content type, out-of-range parameter)', http: 400 },
+  RELAY_ADMIN_BAD_REQUEST: {
+    meaning: 'a malformed request (bad JSON, content type, out-of-range parameter)',
+    http: 400,
+  },
   RELAY_ADMIN_BAD_CURSOR: { meaning: 'a pagination cursor is malformed', http: 400 },
-  RELAY_ADMIN_TRACEPARENT_INVALID: { meaning: 'a traceparent header or field is not W3C trace context (00-<32 hex>-<16 hex>-<2 hex>)', http: 400 },
+  RELAY_ADMIN_TRACEPARENT_INVALID: {
+    meaning: 'a traceparent header or field is not W3C trace context (00-<32 hex>-<16 hex>-<2 hex>)',
+    http: 400,
+  },
   RELAY_ADMIN_NOT_FOUND: { meaning: 'the addressed row does not exist', http: 404 },
   RELAY_ADMIN_ROUTE_NOT_FOUND: { meaning: 'no such route', http: 404 },
   RELAY_ADMIN_NOT_FAILED: { meaning: 'retry of a row that is not failed', http: 409 },

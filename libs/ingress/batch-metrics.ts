@@ -21,10 +21,14 @@ export async function measuredPersist(
     if (r.stored) metrics.updates.inc({ transport, result: 'stored' }, r.stored);
     if (r.duplicates) metrics.updates.inc({ transport, result: 'duplicate' }, r.duplicates);
     if (r.quarantined) metrics.updates.inc({ transport, result: 'quarantined' }, r.quarantined);
-    if (r.captureConflicts.length) metrics.updates.inc({ transport, result: 'capture_conflict' }, r.captureConflicts.length);
+    if (r.captureConflicts.length)
+      metrics.updates.inc({ transport, result: 'capture_conflict' }, r.captureConflicts.length);
     return r;
   } catch (err) {
-    metrics.batchDuration.observe({ transport, result: err instanceof LeaseLostError ? 'fenced' : 'error' }, (performance.now() - t0) / 1000);
+    metrics.batchDuration.observe(
+      { transport, result: err instanceof LeaseLostError ? 'fenced' : 'error' },
+      (performance.now() - t0) / 1000,
+    );
     throw err;
   }
 }

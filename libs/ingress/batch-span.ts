@@ -5,7 +5,17 @@
  * per update (persist-batch.ts) whose traceparent is stored with the inbox row: the dispatch of the
  * update continues that trace in the worker process. Nothing of this runs when tracing is off.
  */
-import { context, currentTraceparent, formatTraceparent, markError, ROOT_CONTEXT, SpanKind, trace, tracer, tracingEnabled } from '../observability/tracing';
+import {
+  context,
+  currentTraceparent,
+  formatTraceparent,
+  markError,
+  ROOT_CONTEXT,
+  SpanKind,
+  trace,
+  tracer,
+  tracingEnabled,
+} from '../observability/tracing';
 
 export interface BatchSpanInfo {
   /** `getUpdates` or `webhook`. */
@@ -33,7 +43,11 @@ export async function traceIngressBatch<T>(info: BatchSpanInfo, persist: () => P
   };
   const batch = t.startSpan(
     'ingress.batch',
-    { kind: SpanKind.CONSUMER, startTime: info.call?.start, attributes: { ...common, 'messaging.operation.type': 'receive' } },
+    {
+      kind: SpanKind.CONSUMER,
+      startTime: info.call?.start,
+      attributes: { ...common, 'messaging.operation.type': 'receive' },
+    },
     parent,
   );
   const batchCtx = trace.setSpan(parent, batch);
@@ -55,7 +69,11 @@ export async function traceIngressBatch<T>(info: BatchSpanInfo, persist: () => P
     );
     call.end(info.call.end);
   }
-  const persistSpan = t.startSpan('ingress.persist', { attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'transaction' } }, batchCtx);
+  const persistSpan = t.startSpan(
+    'ingress.persist',
+    { attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'transaction' } },
+    batchCtx,
+  );
   try {
     const r = await context.with(trace.setSpan(batchCtx, persistSpan), persist);
     const outcome = r !== false ? 'committed' : 'not_committed';

@@ -12,7 +12,14 @@
 import { jsonbText, storableJsonText, storableText } from '../db/storable-json';
 
 /** Update kinds that carry a Message; authorized ones become captures. */
-export const MESSAGE_KINDS = ['message', 'edited_message', 'channel_post', 'edited_channel_post', 'business_message', 'edited_business_message'] as const;
+export const MESSAGE_KINDS = [
+  'message',
+  'edited_message',
+  'channel_post',
+  'edited_channel_post',
+  'business_message',
+  'edited_business_message',
+] as const;
 const MESSAGE_KIND_SET = new Set<string>(MESSAGE_KINDS);
 
 export interface DecodedUpdate {
@@ -155,10 +162,14 @@ export function decodeUpdate(raw: string): DecodeResult {
   } catch {
     return { ok: false, failure: { updateId: null, raw, error: 'not valid JSON', jsonPath: '$' } };
   }
-  if (!isObj(value)) return { ok: false, failure: { updateId: null, raw, error: '$: expected an object', jsonPath: '$' } };
+  if (!isObj(value))
+    return { ok: false, failure: { updateId: null, raw, error: '$: expected an object', jsonPath: '$' } };
   const id = value.update_id;
   if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0) {
-    return { ok: false, failure: { updateId: null, raw, error: '$.update_id: expected a non-negative integer', jsonPath: '$.update_id' } };
+    return {
+      ok: false,
+      failure: { updateId: null, raw, error: '$.update_id: expected a non-negative integer', jsonPath: '$.update_id' },
+    };
   }
   const keys = Object.keys(value).filter((k) => k !== 'update_id');
   const kind = keys.find((k) => KNOWN[k] !== undefined) ?? keys[0] ?? 'unknown';
@@ -186,7 +197,8 @@ export function decodeUpdate(raw: string): DecodeResult {
       }
     }
   } catch (err) {
-    if (err instanceof Invalid) return { ok: false, failure: { updateId: id, raw, error: err.message, jsonPath: err.path } };
+    if (err instanceof Invalid)
+      return { ok: false, failure: { updateId: id, raw, error: err.message, jsonPath: err.path } };
     throw err;
   }
   // An unknown kind is a key of the update: it goes to a text column, so it must be storable.
@@ -198,7 +210,19 @@ export function decodeUpdate(raw: string): DecodeResult {
     // only a structure nested deeper than the JS stack allows (Telegram never sends one)
     return { ok: false, failure: { updateId: id, raw, error: '$: nested too deeply to store', jsonPath: '$' } };
   }
-  return { ok: true, update: { updateId: id, type, raw: storableJsonText(raw), payloadJson, update: value, chatId, fromId, message: msg } };
+  return {
+    ok: true,
+    update: {
+      updateId: id,
+      type,
+      raw: storableJsonText(raw),
+      payloadJson,
+      update: value,
+      chatId,
+      fromId,
+      message: msg,
+    },
+  };
 }
 
 /**

@@ -29,7 +29,11 @@ export interface IngressHealth {
  * Reads relay.cursor. `now` defaults to the database clock (the clock the lease and progress
  * times were written with); pass one to evaluate at a given instant.
  */
-export async function ingressHealth(pool: Pool, botId: string, opts: { pollTimeoutMs: number; now?: Date }): Promise<IngressHealth> {
+export async function ingressHealth(
+  pool: Pool,
+  botId: string,
+  opts: { pollTimeoutMs: number; now?: Date },
+): Promise<IngressHealth> {
   const row = await cursorRead(pool, botId);
   if (!row) {
     return {
@@ -77,7 +81,13 @@ export async function ingressHealth(pool: Pool, botId: string, opts: { pollTimeo
 }
 
 /** Logs readiness whenever it changes (the poller has no HTTP server in polling mode). */
-export function startHealthLog(opts: { pool: Pool; botId: string; pollTimeoutMs: number; intervalMs: number; logger: Logger }): { stop(): void } {
+export function startHealthLog(opts: {
+  pool: Pool;
+  botId: string;
+  pollTimeoutMs: number;
+  intervalMs: number;
+  logger: Logger;
+}): { stop(): void } {
   let last = '';
   let busy = false;
   const check = async () => {
@@ -88,8 +98,16 @@ export function startHealthLog(opts: { pool: Pool; botId: string; pollTimeoutMs:
       const key = `${h.ready}|${h.reasons.join(';')}|${h.generation}`.replace(/no progress for \d+ ms/, 'no progress');
       if (key !== last) {
         last = key;
-        if (h.ready) opts.logger.info({ health: { ready: true, generation: h.generation, nextOffset: h.nextOffset } }, 'ingress ready');
-        else opts.logger.warn({ health: { ready: false, reasons: h.reasons, generation: h.generation, owner: h.owner } }, 'ingress not ready');
+        if (h.ready)
+          opts.logger.info(
+            { health: { ready: true, generation: h.generation, nextOffset: h.nextOffset } },
+            'ingress ready',
+          );
+        else
+          opts.logger.warn(
+            { health: { ready: false, reasons: h.reasons, generation: h.generation, owner: h.owner } },
+            'ingress not ready',
+          );
       }
     } catch {
       // the poller logs database trouble itself

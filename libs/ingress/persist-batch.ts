@@ -94,7 +94,12 @@ export async function persistBatch(deps: PersistDeps, plan: BatchPlan, opts: Per
 }
 
 /** persistBatch's work inside the caller's transaction (which then holds the cursor row until it ends). */
-export async function persistInTransaction(client: PoolClient, boss: JobLedger, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
+export async function persistInTransaction(
+  client: PoolClient,
+  boss: JobLedger,
+  plan: BatchPlan,
+  opts: PersistOptions,
+): Promise<PersistResult> {
   void boss; // the job rows are written by the batch statement itself (the ledger's jobsInsertSql)
   return writeBatch(client, prepareBatch(plan, opts), plan, opts);
 }
@@ -110,7 +115,12 @@ function prepareBatch(plan: BatchPlan, opts: PersistOptions): PreparedWrite {
   });
 }
 
-async function writeBatch(client: PoolClient, write: PreparedWrite, plan: BatchPlan, opts: PersistOptions): Promise<PersistResult> {
+async function writeBatch(
+  client: PoolClient,
+  write: PreparedWrite,
+  plan: BatchPlan,
+  opts: PersistOptions,
+): Promise<PersistResult> {
   const { conflicts, ...stored } = await runWrite(client, write, opts.botId);
   const transport = plan.transport ?? 'polling';
   const result: PersistResult = {
@@ -124,13 +134,22 @@ async function writeBatch(client: PoolClient, write: PreparedWrite, plan: BatchP
     result.quarantined = await quarantineInsertBatch(client, opts.botId, opts.fence, plan.quarantine, transport);
   }
   if (conflicts.length > 0) {
-    result.conflictsQuarantined = await quarantineInsertBatch(client, opts.botId, opts.fence, conflicts.map(conflictQuarantine), transport);
+    result.conflictsQuarantined = await quarantineInsertBatch(
+      client,
+      opts.botId,
+      opts.fence,
+      conflicts.map(conflictQuarantine),
+      transport,
+    );
   }
   if (plan.halt) await cursorAudit(client, opts.botId, opts.fence, 'halted', plan.halt);
   return result;
 }
 
-export type StoreResult = Omit<PersistResult, 'quarantined' | 'captureConflicts' | 'conflictsQuarantined' | 'nextOffset'>;
+export type StoreResult = Omit<
+  PersistResult,
+  'quarantined' | 'captureConflicts' | 'conflictsQuarantined' | 'nextOffset'
+>;
 
 /** A capture refused for its key, with the update it belongs to. */
 type CaptureConflict = CaptureConflictRow & { update: DecodedUpdate };
@@ -162,7 +181,13 @@ function conflictQuarantine(c: CaptureConflict): QuarantineInput {
 export async function storeUpdates(
   client: PoolClient,
   boss: JobLedger,
-  o: { botId: string; generation: number; updates: readonly DecodedUpdate[]; allowedChatIds: ReadonlySet<string>; dispatchUnauthorized: boolean },
+  o: {
+    botId: string;
+    generation: number;
+    updates: readonly DecodedUpdate[];
+    allowedChatIds: ReadonlySet<string>;
+    dispatchUnauthorized: boolean;
+  },
 ): Promise<StoreResult> {
   void boss; // the job rows are written by the batch statement itself (the ledger's jobsInsertSql)
   const { conflicts, ...stored } = await runWrite(client, prepareWrite({ ...o, cursor: null }), o.botId);
@@ -189,7 +214,8 @@ function prepareWrite(o: {
   dispatchUnauthorized: boolean;
   cursor: BatchWriteInput['cursor'];
 }): PreparedWrite {
-  if (o.updates.length === 0 && !o.cursor) return { statement: null, rows: 0, captures: 0, unauthorized: 0, updates: o.updates };
+  if (o.updates.length === 0 && !o.cursor)
+    return { statement: null, rows: 0, captures: 0, unauthorized: 0, updates: o.updates };
   const rows: BatchUpdateRow[] = [];
   const captures: BatchCaptureRow[] = [];
   let unauthorized = 0;
@@ -207,14 +233,25 @@ function prepareWrite(o: {
       payloadJson: u.payloadJson,
       traceparent, // issue 18: the update's trace continues in dispatch and capture delivery (null: tracing off)
     });
-    if (authorized && u.message) captures.push({ ...buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), traceparent });
+    if (authorized && u.message)
+      captures.push({ ...buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), traceparent });
   }
-  const statement = prepareBatchWrite({ botId: o.botId, generation: o.generation, cursor: o.cursor, updates: rows, captures });
+  const statement = prepareBatchWrite({
+    botId: o.botId,
+    generation: o.generation,
+    cursor: o.cursor,
+    updates: rows,
+    captures,
+  });
   return { statement, rows: rows.length, captures: captures.length, unauthorized, updates: o.updates };
 }
 
 /** Sends a prepared write in the caller's transaction and checks its result (fence, every job created); conflicts are the caller's. */
-async function runWrite(client: PoolClient, w: PreparedWrite, botId: string): Promise<StoreResult & { conflicts: CaptureConflict[] }> {
+async function runWrite(
+  client: PoolClient,
+  w: PreparedWrite,
+  botId: string,
+): Promise<StoreResult & { conflicts: CaptureConflict[] }> {
   const result: StoreResult & { conflicts: CaptureConflict[] } = {
     stored: 0,
     duplicates: 0,
@@ -232,7 +269,9 @@ async function runWrite(client: PoolClient, w: PreparedWrite, botId: string): Pr
   result.conflicts = r.conflicts.map((c) => ({ ...c, update: w.updates.find((u) => u.updateId === c.updateId)! }));
   if (r.dispatchJobs !== r.dispatchRows || r.captureJobs !== r.captures) {
     // the ledger's insertJobs would have returned fewer rows too (a queue missing): enqueueJobs' check
-    throw new EnqueueFailedError('the job ledger did not create all jobs of the batch (does the queue exist? run tg-relay migrate)');
+    throw new EnqueueFailedError(
+      'the job ledger did not create all jobs of the batch (does the queue exist? run tg-relay migrate)',
+    );
   }
   result.stored = r.stored;
   result.duplicates = w.rows - r.stored;

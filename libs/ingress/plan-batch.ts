@@ -43,7 +43,12 @@ export function sha256Hex(text: string): string {
 }
 
 function describe(f: DecodeFailure, afterId: number | null): string {
-  const where = f.updateId !== null ? `update_id ${f.updateId}` : afterId !== null ? `the update after update_id ${afterId}` : 'the first update of the stream';
+  const where =
+    f.updateId !== null
+      ? `update_id ${f.updateId}`
+      : afterId !== null
+        ? `the update after update_id ${afterId}`
+        : 'the first update of the stream';
   return `${where} could not be decoded (${f.error})`;
 }
 
@@ -97,7 +102,8 @@ export function planDecoded(decoded: readonly DecodeResult[], opts: PlanOptions)
     nextOffset = maxId === null ? null : maxId + 1;
   } else if (trailingUnknown && halt === null) {
     if (lastKnown === null) {
-      halt = 'an update without an integer update_id arrived at the start of the stream (cursor 0); its offset cannot be derived safely, so polling halted';
+      halt =
+        'an update without an integer update_id arrived at the start of the stream (cursor 0); its offset cannot be derived safely, so polling halted';
       nextOffset = null;
     } else {
       nextOffset = lastKnown + 2;

@@ -19,7 +19,13 @@ import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { storableText } from '../db/storable-json';
 import { BotApiClient, ResponseParameters, TelegramApiError, TelegramNetworkError } from '../telegram';
-import { BackoffPolicy, backoffDelay, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT, sleep } from './backoff';
+import {
+  BackoffPolicy,
+  backoffDelay,
+  INGRESS_BACKOFF_BASE_MS_DEFAULT,
+  INGRESS_BACKOFF_CAP_MS_DEFAULT,
+  sleep,
+} from './backoff';
 import { traceIngressBatch } from './batch-span';
 import { Episodes } from './episodes';
 import { LeaseLostError } from './errors';
@@ -76,7 +82,10 @@ const WATCHDOG_RELEASE_TIMEOUT_MS = 2_000;
  * watchdog found the generation stalled (the process should exit non-zero and be restarted).
  */
 export type PollerExit =
-  { reason: 'stopped' } | { reason: 'unauthorized'; message: string } | { reason: 'crashed'; message: string } | { reason: 'stalled'; message: string };
+  | { reason: 'stopped' }
+  | { reason: 'unauthorized'; message: string }
+  | { reason: 'crashed'; message: string }
+  | { reason: 'stalled'; message: string };
 
 export interface PollerStatus {
   state: 'idle' | 'standby' | 'polling' | 'halted' | 'stopped';
@@ -184,9 +193,10 @@ export function createPoller(opts: PollerOptions): Poller {
     stopCtl.abort();
     interrupt();
     stopWatchdog();
-    void Promise.race([lease.release().catch(() => undefined), new Promise((r) => setTimeout(r, WATCHDOG_RELEASE_TIMEOUT_MS).unref())]).then(() =>
-      resolveDone(exit),
-    );
+    void Promise.race([
+      lease.release().catch(() => undefined),
+      new Promise((r) => setTimeout(r, WATCHDOG_RELEASE_TIMEOUT_MS).unref()),
+    ]).then(() => resolveDone(exit));
   };
   const stopWatchdog = () => {
     if (watchdog) clearInterval(watchdog);
@@ -205,7 +215,8 @@ export function createPoller(opts: PollerOptions): Poller {
     },
   });
 
-  const fail = (kind: string, level: 'warn' | 'error', fields: Record<string, unknown>, message: string): number => episodes.fail(kind, level, fields, message);
+  const fail = (kind: string, level: 'warn' | 'error', fields: Record<string, unknown>, message: string): number =>
+    episodes.fail(kind, level, fields, message);
 
   async function acquire(): Promise<void> {
     state = 'standby';
@@ -263,7 +274,10 @@ export function createPoller(opts: PollerOptions): Poller {
       // worked, a 401 (revoked? a proxy?) is retried like the rest and shown in readiness.
       if (err.errorCode === 401 && !tokenAccepted) throw err;
       if (CONFIGURATION_STATUSES.has(err.errorCode)) {
-        const what = err.errorCode === 401 ? 'the bot token was rejected: check TELEGRAM_BOT_TOKEN' : 'check TELEGRAM_BOT_TOKEN and TELEGRAM_API_ROOT';
+        const what =
+          err.errorCode === 401
+            ? 'the bot token was rejected: check TELEGRAM_BOT_TOKEN'
+            : 'check TELEGRAM_BOT_TOKEN and TELEGRAM_API_ROOT';
         const reason = `getUpdates answered ${err.errorCode} (${err.description}): ${what}; retrying with backoff`;
         const n = fail('telegram-config', 'error', { errorCode: err.errorCode, description: err.description }, reason);
         if (n === 0) await recordPollError(fence, 'configuration', reason);
@@ -293,7 +307,12 @@ export function createPoller(opts: PollerOptions): Poller {
         { errorCode: err.errorCode, description: err.description },
         'getUpdates failed; retrying the same offset',
       );
-      if (n === 0) await recordPollError(fence, 'transport', `getUpdates answered ${err.errorCode} (${err.description}); retrying with backoff`);
+      if (n === 0)
+        await recordPollError(
+          fence,
+          'transport',
+          `getUpdates answered ${err.errorCode} (${err.description}); retrying with backoff`,
+        );
       await sleep(backoffDelay(n, policy, random), wake.signal);
       return;
     }
@@ -347,21 +366,35 @@ export function createPoller(opts: PollerOptions): Poller {
       if (plan.nextOffset !== null) offset = plan.nextOffset;
       logger.debug({ generation: fence.generation, offset, ...r }, 'batch committed');
       if (r.quarantined > 0)
-        logger.warn({ quarantined: r.quarantined, generation: fence.generation }, 'undecodable updates quarantined (DECODE_POLICY=quarantine)');
+        logger.warn(
+          { quarantined: r.quarantined, generation: fence.generation },
+          'undecodable updates quarantined (DECODE_POLICY=quarantine)',
+        );
       if (r.captureConflicts.length > 0) logCaptureConflicts(logger, r, fence.generation);
       if (plan.halt) {
         haltedReason = plan.halt;
-        logger.error({ reason: plan.halt, offset }, 'ingress halted by DECODE_POLICY=stop; fix or set DECODE_POLICY=quarantine, then restart the poller');
+        logger.error(
+          { reason: plan.halt, offset },
+          'ingress halted by DECODE_POLICY=stop; fix or set DECODE_POLICY=quarantine, then restart the poller',
+        );
       }
       return true;
     } catch (err) {
       if (err instanceof LeaseLostError) {
-        logger.warn({ err, generation: fence.generation }, 'batch rejected by the lease fence (another replica owns ingress now); nothing was committed');
+        logger.warn(
+          { err, generation: fence.generation },
+          'batch rejected by the lease fence (another replica owns ingress now); nothing was committed',
+        );
         lease.markLost('fenced write rejected');
         return false;
       }
       settledWithError();
-      const n = fail('persist', 'error', { err, offset }, 'batch transaction failed; nothing committed, the same offset will be polled again');
+      const n = fail(
+        'persist',
+        'error',
+        { err, offset },
+        'batch transaction failed; nothing committed, the same offset will be polled again',
+      );
       await sleep(backoffDelay(n, policy, random), wake.signal);
       settledWithError();
       return false;
@@ -395,7 +428,8 @@ export function createPoller(opts: PollerOptions): Poller {
       return;
     }
     const scanned = scanUpdatesAnswer(body);
-    if (metrics && scanned.kind !== 'not_ok') counted(scanned.kind === 'undecodable' ? 'not_bot_api' : scanned.items.length ? 'updates' : 'empty');
+    if (metrics && scanned.kind !== 'not_ok')
+      counted(scanned.kind === 'undecodable' ? 'not_bot_api' : scanned.items.length ? 'updates' : 'empty');
     if (scanned.kind === 'undecodable') {
       // Never the decode policy: no update was read, nothing is confirmed, the offset stays.
       await handleGlitch(scanned.reason, body.length, fence);
@@ -413,14 +447,17 @@ export function createPoller(opts: PollerOptions): Poller {
         env = {};
       }
       // the envelope's fields are the server's: read as unknown and narrowed
-      const e: { error_code?: unknown; description?: unknown; parameters?: unknown } = typeof env === 'object' && env !== null ? env : {};
+      const e: { error_code?: unknown; description?: unknown; parameters?: unknown } =
+        typeof env === 'object' && env !== null ? env : {};
       const d = e.description ?? 'ok is not true';
-      const parameters = typeof e.parameters === 'object' && e.parameters !== null ? (e.parameters as ResponseParameters) : undefined;
+      const parameters =
+        typeof e.parameters === 'object' && e.parameters !== null ? (e.parameters as ResponseParameters) : undefined;
       await handleTelegramError(
         new TelegramApiError('getUpdates', {
           errorCode: Number(e.error_code) || 500,
           // a description that is not a JSON primitive (never Telegram's) is not stringified: '[object Object]' says nothing
-          description: typeof d === 'string' || typeof d === 'number' || typeof d === 'boolean' ? String(d) : 'ok is not true',
+          description:
+            typeof d === 'string' || typeof d === 'number' || typeof d === 'boolean' ? String(d) : 'ok is not true',
           parameters,
         }),
         fence,
@@ -465,7 +502,9 @@ export function createPoller(opts: PollerOptions): Poller {
       return;
     }
     const call = { start: callStart, end: new Date(), status, offset: requested };
-    await traceIngressBatch({ operation: 'getUpdates', botId: opts.botId, count: scanned.items.length, call }, () => commit(plan, fence));
+    await traceIngressBatch({ operation: 'getUpdates', botId: opts.botId, count: scanned.items.length, call }, () =>
+      commit(plan, fence),
+    );
   }
 
   async function loop(): Promise<void> {
@@ -476,7 +515,8 @@ export function createPoller(opts: PollerOptions): Poller {
       }
     } catch (err) {
       if (err instanceof TelegramApiError && err.errorCode === 401) {
-        const message = 'Telegram rejected the bot token (401 Unauthorized): check TELEGRAM_BOT_TOKEN; the poller stopped';
+        const message =
+          'Telegram rejected the bot token (401 Unauthorized): check TELEGRAM_BOT_TOKEN; the poller stopped';
         logger.fatal({ description: err.description }, message);
         exit = { reason: 'unauthorized', message };
       } else {
@@ -521,12 +561,20 @@ export function createPoller(opts: PollerOptions): Poller {
       await loopPromise;
     },
     done,
-    status: () => ({ state, generation: lease.fence()?.generation ?? null, offset, haltedReason, batches, updates: updatesStored }),
+    status: () => ({
+      state,
+      generation: lease.fence()?.generation ?? null,
+      offset,
+      haltedReason,
+      batches,
+      updates: updatesStored,
+    }),
   };
 }
 
 /** The getUpdates result label of a failed call (METRICS_PORT). */
 function getUpdatesFailure(err: unknown): GetUpdatesResult {
-  if (err instanceof TelegramApiError) return err.errorCode === 409 ? 'conflict' : err.errorCode === 429 ? 'rate_limited' : 'api_error';
+  if (err instanceof TelegramApiError)
+    return err.errorCode === 409 ? 'conflict' : err.errorCode === 429 ? 'rate_limited' : 'api_error';
   return 'network_error';
 }

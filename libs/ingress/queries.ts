@@ -28,7 +28,12 @@ export async function cursorEnsure(q: Queryable, botId: string): Promise<void> {
  * fenced. Clears a previous halt: a new generation retries from the stored offset. Returns null
  * when someone else holds it.
  */
-export async function cursorAcquire(q: Queryable, botId: string, owner: string, ttlMs: number): Promise<{ generation: number; nextOffset: number } | null> {
+export async function cursorAcquire(
+  q: Queryable,
+  botId: string,
+  owner: string,
+  ttlMs: number,
+): Promise<{ generation: number; nextOffset: number } | null> {
   // The takeover and its audit row are one statement: nobody can see the new owner without its
   // `lease_acquired` row (and an audit row is never lost to a failure between two statements).
   const { rows } = await q.query<{ lease_generation: BigintText; next_offset: BigintText }>(
@@ -53,8 +58,15 @@ export async function cursorAcquire(q: Queryable, botId: string, owner: string, 
 }
 
 /** Who holds the lease and for how much longer (ms, by the database clock; ≤ 0 means expired). */
-export async function cursorLeaseState(q: Queryable, botId: string): Promise<{ owner: string | null; generation: number; remainingMs: number | null } | null> {
-  const { rows } = await q.query<{ lease_owner: string | null; lease_generation: BigintText; remaining_ms: number | null }>(
+export async function cursorLeaseState(
+  q: Queryable,
+  botId: string,
+): Promise<{ owner: string | null; generation: number; remainingMs: number | null } | null> {
+  const { rows } = await q.query<{
+    lease_owner: string | null;
+    lease_generation: BigintText;
+    remaining_ms: number | null;
+  }>(
     `select lease_owner, lease_generation,
             (extract(epoch from (lease_expires_at - clock_timestamp())) * 1000)::float8 as remaining_ms
        from relay.cursor where bot_id = $1`,
@@ -121,7 +133,13 @@ export type PollErrorKind = 'configuration' | 'transport';
  * Records why getUpdates is failing (once per episode; fenced). Cleared by the next progress write
  * or lease acquisition. Never holds payloads: a status, a description, a reason.
  */
-export async function cursorRecordPollError(q: Queryable, botId: string, fence: Fence, kind: PollErrorKind, error: string): Promise<boolean> {
+export async function cursorRecordPollError(
+  q: Queryable,
+  botId: string,
+  fence: Fence,
+  kind: PollErrorKind,
+  error: string,
+): Promise<boolean> {
   const { rowCount } = await q.query(
     `update relay.cursor set poll_error = $4, poll_error_kind = $5, poll_error_at = coalesce(poll_error_at, clock_timestamp())
       where bot_id = $1 and lease_owner = $2 and lease_generation = $3`,
@@ -229,7 +247,20 @@ function batchStatement(withCursor: boolean): string {
     fenced = '(select count(*) from cur)::int';
   }
   const u = ['bigint[]', 'text[]', 'bigint[]', 'bool[]', 'uuid[]', 'text[]', 'text[]', 'text[]'].map($).join(', ');
-  const c = ['text[]', 'bigint[]', 'bigint[]', 'bigint[]', 'bigint[]', 'text[]', 'bigint[]', 'text[]', 'text[]', 'text[]', 'uuid[]', 'text[]']
+  const c = [
+    'text[]',
+    'bigint[]',
+    'bigint[]',
+    'bigint[]',
+    'bigint[]',
+    'text[]',
+    'bigint[]',
+    'text[]',
+    'text[]',
+    'text[]',
+    'uuid[]',
+    'text[]',
+  ]
     .map($)
     .join(', ');
   const jobSource = `select job_id as id, '${QUEUES.dispatch}'::text as name, jsonb_build_object('id', id::text) as data from ins where job_id is not null
@@ -301,7 +332,13 @@ export function prepareBatchWrite(input: BatchWriteInput): PreparedBatchWrite {
   const values: unknown[] = [input.botId, input.generation];
   if (input.cursor) {
     const { fence, halt } = input.cursor;
-    values.push(fence.owner, input.cursor.nextOffset, input.cursor.ttlMs, halt === undefined ? 0 : halt === null ? 1 : 2, halt ?? null);
+    values.push(
+      fence.owner,
+      input.cursor.nextOffset,
+      input.cursor.ttlMs,
+      halt === undefined ? 0 : halt === null ? 1 : 2,
+      halt ?? null,
+    );
   }
   const arrays: (readonly (string | number | boolean | null)[])[] = [
     u.map((r) => r.updateId),
@@ -385,7 +422,13 @@ export interface QuarantineInput {
  * Quarantines undecodable updates (idempotent by bot + update_id, or bot + sha256 without an id),
  * recording the transport they came by, and audits each new row.
  */
-export async function quarantineInsertBatch(q: Queryable, botId: string, fence: Fence, items: QuarantineInput[], transport: IngressTransport): Promise<number> {
+export async function quarantineInsertBatch(
+  q: Queryable,
+  botId: string,
+  fence: Fence,
+  items: QuarantineInput[],
+  transport: IngressTransport,
+): Promise<number> {
   if (items.length === 0) return 0;
   const { rows } = await q.query<{ n: number }>(
     `with q as (

@@ -67,25 +67,44 @@ export function newOwnerId(): string {
 /** Validates what ingress needs beyond the schema (a ConfigError names the variable). */
 export function checkIngressConfig(config: IngressConfig): void {
   const problems: { variable: string; problem: string }[] = [];
-  if (!config.TELEGRAM_BOT_TOKEN) problems.push({ variable: 'TELEGRAM_BOT_TOKEN', problem: 'required by the poller (the bot token from @BotFather)' });
+  if (!config.TELEGRAM_BOT_TOKEN)
+    problems.push({
+      variable: 'TELEGRAM_BOT_TOKEN',
+      problem: 'required by the poller (the bot token from @BotFather)',
+    });
   if (config.INGRESS === 'webhook') {
     if (!config.WEBHOOK_PUBLIC_URL)
-      problems.push({ variable: 'WEBHOOK_PUBLIC_URL', problem: 'required when INGRESS=webhook (the public base URL Telegram calls)' });
+      problems.push({
+        variable: 'WEBHOOK_PUBLIC_URL',
+        problem: 'required when INGRESS=webhook (the public base URL Telegram calls)',
+      });
     if (!config.WEBHOOK_SECRET)
-      problems.push({ variable: 'WEBHOOK_SECRET', problem: 'required when INGRESS=webhook (checked against X-Telegram-Bot-Api-Secret-Token)' });
+      problems.push({
+        variable: 'WEBHOOK_SECRET',
+        problem: 'required when INGRESS=webhook (checked against X-Telegram-Bot-Api-Secret-Token)',
+      });
   }
-  if (problems.length) throw new ConfigError(`invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.problem}`).join('\n')}`, problems);
+  if (problems.length)
+    throw new ConfigError(
+      `invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.problem}`).join('\n')}`,
+      problems,
+    );
 }
 
 /** Waits until the database answers and every migration is applied (logged once, then retried). */
-async function waitForSchema(pool: ReturnType<typeof createPool>, logger: Logger, signal: AbortSignal): Promise<boolean> {
+async function waitForSchema(
+  pool: ReturnType<typeof createPool>,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<boolean> {
   let attempt = 0;
   let logged = '';
   while (!signal.aborted) {
     try {
       const s = await migrationStatus(pool);
       if (s.current) return true;
-      if (logged !== 'schema') logger.warn({ pending: s.pending }, 'database schema not migrated yet (run tg-relay migrate); waiting');
+      if (logged !== 'schema')
+        logger.warn({ pending: s.pending }, 'database schema not migrated yet (run tg-relay migrate); waiting');
       logged = 'schema';
     } catch (err) {
       if (logged !== 'db') logger.warn({ err }, 'database not reachable yet; waiting');
@@ -107,7 +126,13 @@ export function startIngress(opts: {
   return new Promise((resolve) => resolve(createIngress(opts)));
 }
 
-function createIngress(opts: { config: IngressConfig; databaseUrl: string; logger: Logger; owner?: string; metrics?: Registry }): IngressRuntime {
+function createIngress(opts: {
+  config: IngressConfig;
+  databaseUrl: string;
+  logger: Logger;
+  owner?: string;
+  metrics?: Registry;
+}): IngressRuntime {
   const { config } = opts;
   checkIngressConfig(config);
   const token = config.TELEGRAM_BOT_TOKEN as string;
@@ -133,7 +158,10 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
   let resolveDone!: (e: IngressExit) => void;
   const done = new Promise<IngressExit>((r) => (resolveDone = r));
   let health: { stop(): void } | null = null;
-  let status: () => { role: 'starting' | 'owner' | 'standby' | 'stopped'; halted: string | null } = () => ({ role: 'starting', halted: null });
+  let status: () => { role: 'starting' | 'owner' | 'standby' | 'stopped'; halted: string | null } = () => ({
+    role: 'starting',
+    halted: null,
+  });
   let ended: IngressExit | null = null;
   void done.then((e) => (ended = e));
 
@@ -168,7 +196,13 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
       },
       'ingress starting (standby until the lease is free)',
     );
-    health = startHealthLog({ pool, botId, pollTimeoutMs: config.POLL_TIMEOUT, intervalMs: Math.max(1000, Math.min(config.POLL_TIMEOUT, 15_000)), logger });
+    health = startHealthLog({
+      pool,
+      botId,
+      pollTimeoutMs: config.POLL_TIMEOUT,
+      intervalMs: Math.max(1000, Math.min(config.POLL_TIMEOUT, 15_000)),
+      logger,
+    });
     if (config.INGRESS === 'webhook') {
       const w = createWebhookIngress({
         ...common,
@@ -224,7 +258,14 @@ function createIngress(opts: { config: IngressConfig; databaseUrl: string; logge
       if (s.halted) reasons.push(`halted by DECODE_POLICY=stop: ${s.halted}`);
       const db = await databaseProblem(pool);
       if (db) reasons.push(db);
-      return { ready: reasons.length === 0, reasons, role: s.role, bot_id: botId, owner_id: owner, ingress: config.INGRESS };
+      return {
+        ready: reasons.length === 0,
+        reasons,
+        role: s.role,
+        bot_id: botId,
+        owner_id: owner,
+        ingress: config.INGRESS,
+      };
     },
     stop() {
       stopping ??= (async () => {

@@ -11,7 +11,13 @@ import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import type { IngressMetrics } from '../observability/metrics';
 import { BotApiClient, TelegramApiError } from '../telegram';
-import { BackoffPolicy, backoffDelay, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT, sleep } from './backoff';
+import {
+  BackoffPolicy,
+  backoffDelay,
+  INGRESS_BACKOFF_BASE_MS_DEFAULT,
+  INGRESS_BACKOFF_CAP_MS_DEFAULT,
+  sleep,
+} from './backoff';
 import { Episodes } from './episodes';
 import { createLease } from './lease';
 import type { DecodePolicy } from './plan-batch';
@@ -69,7 +75,14 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
     wake.abort();
     wake = new AbortController();
   };
-  const lease = createLease({ pool: opts.pool, botId: opts.botId, owner: opts.owner, ttlMs: opts.leaseTtlMs, logger, onLost: interrupt });
+  const lease = createLease({
+    pool: opts.pool,
+    botId: opts.botId,
+    owner: opts.owner,
+    ttlMs: opts.leaseTtlMs,
+    logger,
+    onLost: interrupt,
+  });
   let app: FastifyInstance | null = null;
   let addr: string | null = null;
   let stopping = false;
@@ -132,7 +145,12 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
           got = await lease.tryAcquire();
           episodes.recover('lease-db', 'database reachable again');
         } catch (err) {
-          const n = episodes.fail('lease-db', 'error', { err }, 'cannot reach the database to acquire the lease; retrying');
+          const n = episodes.fail(
+            'lease-db',
+            'error',
+            { err },
+            'cannot reach the database to acquire the lease; retrying',
+          );
           await sleep(backoffDelay(n, policy), wake.signal);
           continue;
         }
@@ -150,12 +168,16 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
       }
     } catch (err) {
       if (err instanceof TelegramApiError && err.errorCode === 401) {
-        const message = 'Telegram rejected the bot token (401 Unauthorized): check TELEGRAM_BOT_TOKEN; the webhook ingress stopped';
+        const message =
+          'Telegram rejected the bot token (401 Unauthorized): check TELEGRAM_BOT_TOKEN; the webhook ingress stopped';
         logger.fatal({ description: err.description }, message);
         exit = { reason: 'unauthorized', message };
       } else {
         logger.fatal({ err }, 'webhook ingress loop crashed');
-        exit = { reason: 'crashed', message: `webhook ingress loop crashed: ${(err as Error)?.message ?? String(err)}` };
+        exit = {
+          reason: 'crashed',
+          message: `webhook ingress loop crashed: ${(err as Error)?.message ?? String(err)}`,
+        };
       }
     } finally {
       await lease.release();
@@ -185,6 +207,8 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
     },
     done,
     address: () => addr,
-    status: () => ({ state: stopping || exitedLoop ? 'stopped' : !loopPromise ? 'idle' : lease.fence() ? 'owner' : 'standby' }),
+    status: () => ({
+      state: stopping || exitedLoop ? 'stopped' : !loopPromise ? 'idle' : lease.fence() ? 'owner' : 'standby',
+    }),
   };
 }

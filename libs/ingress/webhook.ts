@@ -103,7 +103,10 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
     try {
       const r = await persist(plan, fence);
       if (plan.halt) {
-        opts.logger.error({ reason: plan.halt }, 'webhook update rejected by DECODE_POLICY=stop (answered 500; Telegram will redeliver)');
+        opts.logger.error(
+          { reason: plan.halt },
+          'webhook update rejected by DECODE_POLICY=stop (answered 500; Telegram will redeliver)',
+        );
         return { status: 500, body: { ok: false, error: 'undecodable update (DECODE_POLICY=stop)' } };
       }
       if (r.quarantined > 0) opts.logger.warn({ quarantined: r.quarantined }, 'undecodable webhook update quarantined');
@@ -185,9 +188,11 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
 
   return async (raw) => {
     const fence = opts.fence();
-    if (!fence) return { status: 503, body: { ok: false, error: 'not the ingress owner' }, headers: { 'retry-after': '1' } };
+    if (!fence)
+      return { status: 503, body: { ok: false, error: 'not the ingress owner' }, headers: { 'retry-after': '1' } };
     const envelope = decodeUpdate(raw);
-    if (!envelope.ok && envelope.failure.updateId === null) return reject(fence, raw, envelope.failure.error, envelope.failure.jsonPath);
+    if (!envelope.ok && envelope.failure.updateId === null)
+      return reject(fence, raw, envelope.failure.error, envelope.failure.jsonPath);
     const plan = planDecoded([envelope], { policy: opts.decodePolicy, offset: 0, transport: 'webhook' });
     if (plan.halt || plan.quarantine.length > 0 || plan.updates.length !== 1) return persistAlone(plan, fence);
     return new Promise<WebhookAnswer>((answer) => {
@@ -200,7 +205,11 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
 /** Deliveries written in one transaction at most (a getUpdates batch is at most 100 too). */
 const MAX_GROUP = 100;
 const OK: WebhookAnswer = { status: 200, body: { ok: true } };
-const LEASE_LOST: WebhookAnswer = { status: 503, body: { ok: false, error: 'lease lost' }, headers: { 'retry-after': '1' } };
+const LEASE_LOST: WebhookAnswer = {
+  status: 503,
+  body: { ok: false, error: 'lease lost' },
+  headers: { 'retry-after': '1' },
+};
 
 export interface WebhookPluginOptions {
   botId: string;
@@ -225,13 +234,20 @@ function registerWebhookRoute(app: FastifyInstance, opts: WebhookPluginOptions):
   const bodyLimit = opts.bodyLimit ?? WEBHOOK_BODY_LIMIT_BYTES;
   // Encapsulated: only routes of this plugin read JSON as text.
   if (app.hasContentTypeParser('application/json')) app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, body, done) =>
+    done(null, body),
+  );
   app.post<{ Params: { botId: string } }>(`${WEBHOOK_PATH_PREFIX}/:botId`, { bodyLimit }, async (req, reply) => {
     if (req.params.botId !== opts.botId) return reply.code(404).send({ ok: false, error: 'unknown bot' });
     if (!secretMatches(req.headers['x-telegram-bot-api-secret-token'], opts.secret)) {
       return reply.code(401).send({ ok: false, error: 'bad secret token' });
     }
-    const raw = typeof req.body === 'string' ? req.body : req.body === undefined || req.body === null ? '' : JSON.stringify(req.body);
+    const raw =
+      typeof req.body === 'string'
+        ? req.body
+        : req.body === undefined || req.body === null
+          ? ''
+          : JSON.stringify(req.body);
     const answer = await opts.handle(raw);
     if (answer.headers) reply.headers(answer.headers);
     return reply.code(answer.status).send(answer.body);

@@ -117,19 +117,41 @@ function authenticator(o: JetStreamBridgeOptions): Authenticator | undefined {
 
 const isNotFound = (err: unknown) => {
   const e = err as { code?: unknown; api_error?: { err_code?: number }; message?: string } | null;
-  return e?.api_error?.err_code === 10059 || e?.api_error?.err_code === 10014 || /not found/i.test(String(e?.message ?? ''));
+  return (
+    e?.api_error?.err_code === 10059 || e?.api_error?.err_code === 10014 || /not found/i.test(String(e?.message ?? ''))
+  );
 };
 
 /** An error for logs: code and message only (never connection options: they may hold secrets). */
 const short = (err: unknown) => {
   const e = err as { code?: unknown; message?: unknown; name?: unknown } | null;
-  return { name: e?.name, code: e?.code, message: typeof e?.message === 'string' ? e.message.slice(0, 300) : String(err) };
+  return {
+    name: e?.name,
+    code: e?.code,
+    message: typeof e?.message === 'string' ? e.message.slice(0, 300) : String(err),
+  };
 };
 
 export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridge {
   const logger = o.logger;
-  const stats: BridgeStats = { batches: 0, created: 0, duplicates: 0, conflicts: 0, rejected: 0, naked: 0, skipped: 0, binds: 0, alertsPublished: 0 };
-  const state = { bound: false, connected: false, database: 'unknown' as BridgeHealth['database'], lastBatchAt: null as Date | null, lastProblem: '' };
+  const stats: BridgeStats = {
+    batches: 0,
+    created: 0,
+    duplicates: 0,
+    conflicts: 0,
+    rejected: 0,
+    naked: 0,
+    skipped: 0,
+    binds: 0,
+    alertsPublished: 0,
+  };
+  const state = {
+    bound: false,
+    connected: false,
+    database: 'unknown' as BridgeHealth['database'],
+    lastBatchAt: null as Date | null,
+    lastProblem: '',
+  };
   let nc: NatsConnection | undefined;
   let iter: ConsumerMessages | undefined;
   let stopping = false;
@@ -187,7 +209,12 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
       const info = await jsm.streams.info(o.stream);
       const subjects = info.config.subjects ?? [];
       logger.info(
-        { stream: o.stream, subjects, maxAgeMs: Number(info.config.max_age) / 1e6, duplicateWindowMs: Number(info.config.duplicate_window ?? 0) / 1e6 },
+        {
+          stream: o.stream,
+          subjects,
+          maxAgeMs: Number(info.config.max_age) / 1e6,
+          duplicateWindowMs: Number(info.config.duplicate_window ?? 0) / 1e6,
+        },
         'bound to existing stream (left as it is)',
       );
     } catch (err) {
@@ -196,7 +223,12 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
       try {
         await jsm.streams.add(cfg);
         logger.info(
-          { stream: o.stream, subjects: cfg.subjects, maxAgeMs: STREAM_MAX_AGE_MS, duplicateWindowMs: STREAM_DUPLICATE_WINDOW_MS },
+          {
+            stream: o.stream,
+            subjects: cfg.subjects,
+            maxAgeMs: STREAM_MAX_AGE_MS,
+            duplicateWindowMs: STREAM_DUPLICATE_WINDOW_MS,
+          },
           'stream was absent: created with the seed settings',
         );
       } catch (e2) {
@@ -228,7 +260,10 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
           max_deliver: -1,
           max_ack_pending: Math.max(1000, o.batch * 4),
         });
-        logger.info({ stream: o.stream, consumer: o.consumer, filter: o.subject, ackWaitMs: o.ackWaitMs }, 'durable consumer was absent: created');
+        logger.info(
+          { stream: o.stream, consumer: o.consumer, filter: o.subject, ackWaitMs: o.ackWaitMs },
+          'durable consumer was absent: created',
+        );
       } catch (e2) {
         await jsm.consumers.info(o.stream, o.consumer).catch(() => {
           throw e2;
@@ -255,7 +290,10 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
   async function consumeUntilEnd(conn: NatsConnection): Promise<void> {
     const js = jetstream(conn);
     const consumer = await js.consumers.get(o.stream, o.consumer);
-    const messages = await consumer.consume({ max_messages: Math.max(o.batch * 2, 64), abort_on_missing_resource: true });
+    const messages = await consumer.consume({
+      max_messages: Math.max(o.batch * 2, 64),
+      abort_on_missing_resource: true,
+    });
     iter = messages;
     state.bound = true;
     stats.binds++;
@@ -338,7 +376,11 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
       } catch (err) {
         state.bound = false;
         state.lastProblem = short(err).message;
-        if (!stopping) logger.warn({ err: short(err), stream: o.stream, consumer: o.consumer, failures }, 'jetstream bridge not bound: retrying with backoff');
+        if (!stopping)
+          logger.warn(
+            { err: short(err), stream: o.stream, consumer: o.consumer, failures },
+            'jetstream bridge not bound: retrying with backoff',
+          );
       }
       if (stopping) break;
       const delay = Math.min(REBIND_BACKOFF_MAX_MS, base * 2 ** Math.min(failures, 10));
@@ -384,7 +426,9 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
             );
           }
           if (o.alertsEnabled) {
-            await publishAlerts().catch((err) => logger.warn({ err: short(err) }, 'publishing alerts on NATS failed (best effort: retried)'));
+            await publishAlerts().catch((err) =>
+              logger.warn({ err: short(err) }, 'publishing alerts on NATS failed (best effort: retried)'),
+            );
           }
         })().finally(() => (alertBusy = undefined));
       }, ALERT_POLL_MS);
@@ -404,7 +448,10 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
     health() {
       const reasons: string[] = [];
       if (!state.connected) reasons.push('not connected to NATS');
-      if (!state.bound) reasons.push(`not bound to stream ${o.stream} / consumer ${o.consumer}${state.lastProblem ? `: ${state.lastProblem}` : ''}`);
+      if (!state.bound)
+        reasons.push(
+          `not bound to stream ${o.stream} / consumer ${o.consumer}${state.lastProblem ? `: ${state.lastProblem}` : ''}`,
+        );
       if (state.database === 'error') reasons.push('the last batch could not be committed (database error)');
       return {
         ready: reasons.length === 0,

@@ -20,7 +20,8 @@ import { OutboundMessage, validateOutboundMessage } from '../outbound/message';
 export const PUBLISHER_KIND_MAX = 64;
 
 export type Decoded =
-  { ok: true; message: OutboundMessage; publisherKind: string | null } | { ok: false; reason: 'invalid_json' | 'invalid'; error: string; msgId: string | null };
+  | { ok: true; message: OutboundMessage; publisherKind: string | null }
+  | { ok: false; reason: 'invalid_json' | 'invalid'; error: string; msgId: string | null };
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -43,13 +44,15 @@ export function decodeTelegramOutbound(data: Uint8Array): Decoded {
   const present = (v: unknown) => v !== undefined && v !== null && v !== '';
   let chat: unknown = m.chat_id;
   if (present(m.chat)) {
-    if (present(m.chat_id) && String(m.chat_id).trim() !== String(m.chat).trim()) problems.push('chat and chat_id: both given and different');
+    if (present(m.chat_id) && String(m.chat_id).trim() !== String(m.chat).trim())
+      problems.push('chat and chat_id: both given and different');
     chat = m.chat;
   }
 
   let publisherKind: string | null = null;
   if (present(m.kind)) {
-    if (typeof m.kind !== 'string' || m.kind.length > PUBLISHER_KIND_MAX) problems.push(`kind: must be a string of at most ${PUBLISHER_KIND_MAX} characters`);
+    if (typeof m.kind !== 'string' || m.kind.length > PUBLISHER_KIND_MAX)
+      problems.push(`kind: must be a string of at most ${PUBLISHER_KIND_MAX} characters`);
     else publisherKind = m.kind;
   }
 

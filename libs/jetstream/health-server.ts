@@ -12,7 +12,12 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
-export async function startHealthServer(opts: { host: string; port: number; health: () => BridgeHealth; stats: () => BridgeStats }): Promise<HealthServer> {
+export async function startHealthServer(opts: {
+  host: string;
+  port: number;
+  health: () => BridgeHealth;
+  stats: () => BridgeStats;
+}): Promise<HealthServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const send = (status: number, body: unknown) => {

@@ -24,7 +24,13 @@ import { SQLSTATE_OUTBOUND_INVALID } from '../outbound/errors';
 import { outboundUpsertMany } from '../outbound/queries';
 import { enqueueJobs, newJobId } from '../queue/enqueue';
 import { decodeTelegramOutbound } from './contract';
-import { jetstreamConflictAudit, jetstreamRejectInsertMany, outboundPublisherKinds, outboundSetPublisherKinds, RejectRecord } from './queries';
+import {
+  jetstreamConflictAudit,
+  jetstreamRejectInsertMany,
+  outboundPublisherKinds,
+  outboundSetPublisherKinds,
+  RejectRecord,
+} from './queries';
 
 /** What the bridge needs of a JetStream message (a seam for the source). */
 export interface BridgeMessage {
@@ -139,7 +145,13 @@ export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Pro
     );
     for (const i of invalid) {
       deps.logger.warn(
-        { seq: i.m.seq, natsMsgId: i.m.natsMsgId, subject: i.m.subject, reason: i.record.reason, error: i.record.error },
+        {
+          seq: i.m.seq,
+          natsMsgId: i.m.natsMsgId,
+          subject: i.m.subject,
+          reason: i.record.reason,
+          error: i.record.error,
+        },
         'jetstream message refused (termed, recorded in relay.jetstream_rejects)',
       );
       i.m.term(`${i.record.reason}: ${i.record.error}`.slice(0, 200));
@@ -242,12 +254,24 @@ async function commit(deps: IngestDeps, valid: Valid[], rejects: RejectRecord[])
     const conflicts = outcomes.flatMap((o, n) => (o.kind === 'conflict' ? [{ n, outboundId: o.outboundId }] : []));
     await jetstreamConflictAudit(
       client,
-      conflicts.map((c) => ({ outboundId: c.outboundId, msgId: valid[c.n].message.msgId, streamSeq: valid[c.n].m.seq, stream: deps.stream })),
+      conflicts.map((c) => ({
+        outboundId: c.outboundId,
+        msgId: valid[c.n].message.msgId,
+        streamSeq: valid[c.n].m.seq,
+        stream: deps.stream,
+      })),
     );
     await jetstreamRejectInsertMany(client, [
       ...rejects,
       ...conflicts.map((c) =>
-        reject(deps, valid[c.n].m, 'conflict', `msg_id exists (outbound id ${c.outboundId}) with a different payload`, valid[c.n].message.msgId, c.outboundId),
+        reject(
+          deps,
+          valid[c.n].m,
+          'conflict',
+          `msg_id exists (outbound id ${c.outboundId}) with a different payload`,
+          valid[c.n].message.msgId,
+          c.outboundId,
+        ),
       ),
     ]);
     return outcomes;

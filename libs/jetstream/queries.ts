@@ -46,7 +46,10 @@ export async function jetstreamRejectInsertMany(db: Queryable, rejects: RejectRe
 }
 
 /** An audit row on the existing message when a JetStream republish of its msg_id carried another payload. */
-export async function jetstreamConflictAudit(db: Queryable, rows: { outboundId: string; msgId: string; streamSeq: number; stream: string }[]): Promise<void> {
+export async function jetstreamConflictAudit(
+  db: Queryable,
+  rows: { outboundId: string; msgId: string; streamSeq: number; stream: string }[],
+): Promise<void> {
   if (rows.length === 0) return;
   await db.query(
     `insert into relay.attempts (subject, subject_id, subject_key, outcome, error_code, error, details, finished_at)
@@ -131,10 +134,24 @@ type AlertDbRow = {
       f_reason: string | null;
       f_at: Date;
     }
-  | { f_id: null; f_msg_id: null; f_chat_id: null; f_target: null; f_pkind: null; f_attempts: null; f_status: null; f_reason: null; f_at: null }
+  | {
+      f_id: null;
+      f_msg_id: null;
+      f_chat_id: null;
+      f_target: null;
+      f_pkind: null;
+      f_attempts: null;
+      f_status: null;
+      f_reason: null;
+      f_at: null;
+    }
 );
 
-export async function jetstreamAlertClaim(db: Queryable, subject: string, limit: number): Promise<{ after: string; alerts: AlertToPublish[] } | null> {
+export async function jetstreamAlertClaim(
+  db: Queryable,
+  subject: string,
+  limit: number,
+): Promise<{ after: string; alerts: AlertToPublish[] } | null> {
   await jetstreamAlertCursorInit(db, subject);
   const cur = await db.query<{ last: string }>(
     'select last_outbound_id::text as last from relay.jetstream_alert_cursor where subject = $1 for update skip locked',
@@ -180,5 +197,8 @@ export async function jetstreamAlertClaim(db: Queryable, subject: string, limit:
 }
 
 export async function jetstreamAlertAdvance(db: Queryable, subject: string, lastId: string): Promise<void> {
-  await db.query('update relay.jetstream_alert_cursor set last_outbound_id = $2::bigint, updated_at = now() where subject = $1', [subject, lastId]);
+  await db.query(
+    'update relay.jetstream_alert_cursor set last_outbound_id = $2::bigint, updated_at = now() where subject = $1',
+    [subject, lastId],
+  );
 }

@@ -26,19 +26,26 @@ export interface JetStreamRuntime {
 /** NATS_URL is required; the alert subject must differ from the consumed one. Throws ConfigError. */
 export function checkJetStreamConfig(config: Config): string {
   if (!config.NATS_URL) {
-    throw new ConfigError('invalid configuration:\n  NATS_URL: required for tg-relay jetstream (e.g. nats://127.0.0.1:4222)', [
-      { variable: 'NATS_URL', problem: 'required for tg-relay jetstream' },
-    ]);
+    throw new ConfigError(
+      'invalid configuration:\n  NATS_URL: required for tg-relay jetstream (e.g. nats://127.0.0.1:4222)',
+      [{ variable: 'NATS_URL', problem: 'required for tg-relay jetstream' }],
+    );
   }
   if (config.NATS_ALERT_SUBJECT === config.NATS_SUBJECT) {
-    throw new ConfigError('invalid configuration:\n  NATS_ALERT_SUBJECT: must differ from NATS_SUBJECT (alerts must not come back in as messages)', [
-      { variable: 'NATS_ALERT_SUBJECT', problem: 'must differ from NATS_SUBJECT' },
-    ]);
+    throw new ConfigError(
+      'invalid configuration:\n  NATS_ALERT_SUBJECT: must differ from NATS_SUBJECT (alerts must not come back in as messages)',
+      [{ variable: 'NATS_ALERT_SUBJECT', problem: 'must differ from NATS_SUBJECT' }],
+    );
   }
   return config.NATS_URL;
 }
 
-export async function startJetStreamRuntime(opts: { config: Config; databaseUrl: string; logger: Logger; metrics?: Registry }): Promise<JetStreamRuntime> {
+export async function startJetStreamRuntime(opts: {
+  config: Config;
+  databaseUrl: string;
+  logger: Logger;
+  metrics?: Registry;
+}): Promise<JetStreamRuntime> {
   const { config } = opts;
   const natsUrl = checkJetStreamConfig(config);
   const logger = opts.logger.child({ component: 'jetstream' });
@@ -48,9 +55,12 @@ export async function startJetStreamRuntime(opts: { config: Config; databaseUrl:
   try {
     const status = await migrationStatus(pool);
     if (!status.current) {
-      throw Object.assign(new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`), {
-        code: 'RELAY_QUEUE_NOT_MIGRATED',
-      });
+      throw Object.assign(
+        new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`),
+        {
+          code: 'RELAY_QUEUE_NOT_MIGRATED',
+        },
+      );
     }
     const bridge = createJetStreamBridge({
       servers: natsUrl.split(','),

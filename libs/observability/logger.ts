@@ -7,11 +7,16 @@ export type { Logger };
  * The root logger. One per process; components take `logger.child({ component })`.
  * Never log raw updates or message text; the bot token is scrubbed from every field.
  */
-export function createLogger(opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {}): Logger {
+export function createLogger(
+  opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {},
+): Logger {
   const options: LoggerOptions = {
     level: opts.level ?? 'info',
     name: opts.name ?? 'tg-relay',
-    redact: { paths: ['token', 'botToken', '*.token', '*.botToken', 'config.TELEGRAM_BOT_TOKEN', 'headers.authorization'], censor: '<redacted>' },
+    redact: {
+      paths: ['token', 'botToken', '*.token', '*.botToken', 'config.TELEGRAM_BOT_TOKEN', 'headers.authorization'],
+      censor: '<redacted>',
+    },
     serializers: {
       // pino's own serializer (type, message and stack with causes, own fields), redacted; a value
       // formatters.log already made plain is kept as it is

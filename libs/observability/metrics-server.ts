@@ -49,17 +49,23 @@ export async function databaseProblem(db: Queryable, timeoutMs = READY_CHECK_TIM
   }
 }
 
-export async function startMetricsServer(opts: { host: string; port: number; registry: Registry }): Promise<MetricsServer> {
+export async function startMetricsServer(opts: {
+  host: string;
+  port: number;
+  registry: Registry;
+}): Promise<MetricsServer> {
   const checks = new Map<string, () => Promise<ReadyCheck>>();
   const readiness = async (): Promise<{ ready: boolean; reasons: string[]; checks: Record<string, ReadyCheck> }> => {
     if (checks.size === 0) return { ready: false, reasons: ['starting'], checks: {} };
     const out: Record<string, ReadyCheck> = {};
     await Promise.all(
       [...checks].map(async ([name, check]) => {
-        out[name] = await withTimeout(check(), READY_CHECK_TIMEOUT_MS + 500, `the ${name} check`).catch((err: Error) => ({
-          ready: false,
-          reasons: [err.message],
-        }));
+        out[name] = await withTimeout(check(), READY_CHECK_TIMEOUT_MS + 500, `the ${name} check`).catch(
+          (err: Error) => ({
+            ready: false,
+            reasons: [err.message],
+          }),
+        );
       }),
     );
     const reasons = Object.entries(out).flatMap(([name, c]) => c.reasons.map((r) => `${name}: ${r}`));
@@ -72,8 +78,10 @@ export async function startMetricsServer(opts: { host: string; port: number; reg
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
       res.end(body);
     };
-    const json = (status: number, body: unknown) => send(status, 'application/json; charset=utf-8', JSON.stringify(body));
-    if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, { code: 'METHOD_NOT_ALLOWED', message: 'GET only' });
+    const json = (status: number, body: unknown) =>
+      send(status, 'application/json; charset=utf-8', JSON.stringify(body));
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return json(405, { code: 'METHOD_NOT_ALLOWED', message: 'GET only' });
     if (path === '/health/live') return json(200, { live: true });
     if (path === '/health/ready') {
       readiness().then(
@@ -95,7 +103,10 @@ export async function startMetricsServer(opts: { host: string; port: number; reg
     const failed = (err: NodeJS.ErrnoException) =>
       reject(
         err.code === 'EADDRINUSE'
-          ? Object.assign(new Error(`METRICS_PORT ${opts.port} on ${opts.host} is already in use: choose another port`), { code: 'EADDRINUSE' })
+          ? Object.assign(
+              new Error(`METRICS_PORT ${opts.port} on ${opts.host} is already in use: choose another port`),
+              { code: 'EADDRINUSE' },
+            )
           : err,
       );
     server.once('error', failed);

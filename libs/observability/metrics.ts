@@ -185,7 +185,8 @@ export const rateLimitMetrics = once((registry: Registry): RateLimitMetrics => (
 
 // ---- ingress (libs/ingress: poller and webhook) -------------------------------------------------
 
-export type GetUpdatesResult = 'updates' | 'empty' | 'conflict' | 'rate_limited' | 'api_error' | 'network_error' | 'not_bot_api';
+export type GetUpdatesResult =
+  'updates' | 'empty' | 'conflict' | 'rate_limited' | 'api_error' | 'network_error' | 'not_bot_api';
 
 export interface IngressMetrics {
   batchDuration: Histogram<'transport' | 'result'>;

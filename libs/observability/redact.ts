@@ -27,7 +27,10 @@ function redactCopy(value: unknown, token: string | undefined, depth: number): u
   if (typeof value === 'string') return redactToken(value, token);
   if (Array.isArray(value)) return value.map((v: unknown) => redactCopy(v, token, depth + 1));
   if (value instanceof Error) {
-    const out: Record<string, unknown> = { type: value.constructor?.name || value.name, message: redactToken(value.message, token) };
+    const out: Record<string, unknown> = {
+      type: value.constructor?.name || value.name,
+      message: redactToken(value.message, token),
+    };
     if (value.stack) out.stack = redactToken(value.stack, token);
     for (const [k, v] of Object.entries(value)) if (!(k in out)) out[k] = redactCopy(v, token, depth + 1);
     if (value.cause !== undefined && !('cause' in out)) out.cause = redactCopy(value.cause, token, depth + 1);

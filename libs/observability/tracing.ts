@@ -80,12 +80,16 @@ export function startTracing(opts: { serviceName: string; env?: TracingEnv }): b
   // required here, not imported: a process without tracing never loads the SDK
   const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
   const { resourceFromAttributes } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
-  const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http') as typeof import('@opentelemetry/instrumentation-http');
-  const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
-  const { PgInstrumentation } = require('@opentelemetry/instrumentation-pg') as typeof import('@opentelemetry/instrumentation-pg');
+  const { HttpInstrumentation } =
+    require('@opentelemetry/instrumentation-http') as typeof import('@opentelemetry/instrumentation-http');
+  const { UndiciInstrumentation } =
+    require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
+  const { PgInstrumentation } =
+    require('@opentelemetry/instrumentation-pg') as typeof import('@opentelemetry/instrumentation-pg');
   const { FastifyOtelInstrumentation } = require('@fastify/otel') as typeof import('@fastify/otel');
   /* eslint-enable @typescript-eslint/no-require-imports */
-  const named = Boolean(env.OTEL_SERVICE_NAME?.trim()) || /(^|,)\s*service\.name\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '');
+  const named =
+    Boolean(env.OTEL_SERVICE_NAME?.trim()) || /(^|,)\s*service\.name\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '');
   const instanceGiven = /(^|,)\s*service\.instance\.id\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '');
   const sdk = new NodeSDK({
     serviceName: named ? undefined : opts.serviceName,
@@ -101,7 +105,11 @@ export function startTracing(opts: { serviceName: string; env?: TracingEnv }): b
         requestHook: (span) => redactSpan(span),
         responseHook: (span) => redactSpan(span),
       }),
-      new UndiciInstrumentation({ requireParentforSpans: true, requestHook: (span) => redactSpan(span), responseHook: (span) => redactSpan(span) }),
+      new UndiciInstrumentation({
+        requireParentforSpans: true,
+        requestHook: (span) => redactSpan(span),
+        responseHook: (span) => redactSpan(span),
+      }),
       // no parameters (enhancedDatabaseReporting off); the claim loops' polling is not traced by itself
       new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
       new FastifyOtelInstrumentation({ registerOnInitialization: true, ignorePaths: ({ url }) => isProbe(url) }),

@@ -102,13 +102,19 @@ export function classifySendError(err: unknown): SendOutcome {
       // Telegram's retry_after is whole seconds, at least 1; a peer answering 0 (or a fraction: a
       // proxy, a self-hosted Bot API) must not make the message retry at once, forever (429s are
       // not counted against the attempt budget)
-      const ms = err.retryAfter !== undefined ? Math.max(RATE_LIMIT_MIN_MS, err.retryAfter * 1000) : RATE_LIMIT_FALLBACK_MS;
+      const ms =
+        err.retryAfter !== undefined ? Math.max(RATE_LIMIT_MIN_MS, err.retryAfter * 1000) : RATE_LIMIT_FALLBACK_MS;
       return { type: 'rate_limited', retryAfterMs: ms, status: 429, description };
     }
-    if (err.migrateToChatId !== undefined) return { type: 'migrate', newChatId: String(err.migrateToChatId), status: code, description };
-    if (code >= 500 || code === 408) return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
+    if (err.migrateToChatId !== undefined)
+      return { type: 'migrate', newChatId: String(err.migrateToChatId), status: code, description };
+    if (code >= 500 || code === 408)
+      return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
     if (SEND_CONFIG_STATUSES.has(code)) {
-      const what = code === 401 ? 'the bot token is not accepted: check TELEGRAM_BOT_TOKEN' : 'check TELEGRAM_BOT_TOKEN and TELEGRAM_API_ROOT';
+      const what =
+        code === 401
+          ? 'the bot token is not accepted: check TELEGRAM_BOT_TOKEN'
+          : 'check TELEGRAM_BOT_TOKEN and TELEGRAM_API_ROOT';
       return {
         type: 'config',
         status: code,
@@ -135,5 +141,9 @@ export function classifySendError(err: unknown): SendOutcome {
     return { type: 'retry', errorCode, error };
   }
   const e = err as { message?: unknown; code?: unknown } | null;
-  return { type: 'retry', errorCode: 'RELAY_SEND_THREW', error: short(typeof e?.message === 'string' ? e.message : String(err)) };
+  return {
+    type: 'retry',
+    errorCode: 'RELAY_SEND_THREW',
+    error: short(typeof e?.message === 'string' ? e.message : String(err)),
+  };
 }

@@ -41,7 +41,12 @@ export interface EnqueuedOutbound {
 }
 
 /** Enqueues one message in the caller's transaction. See the module comment. */
-export async function enqueueOutbound(client: PoolClient, boss: JobLedger, msg: OutboundMessageInput, opts: EnqueueOptions = {}): Promise<EnqueuedOutbound> {
+export async function enqueueOutbound(
+  client: PoolClient,
+  boss: JobLedger,
+  msg: OutboundMessageInput,
+  opts: EnqueueOptions = {},
+): Promise<EnqueuedOutbound> {
   const [r] = await enqueueOutboundBatch(client, boss, [msg], opts);
   return r;
 }
@@ -73,7 +78,8 @@ export async function enqueueOutboundBatch(
   });
   if (traced.length > 0) await outboundSetTraceparent(client, traced);
   const conflict = rows.find((r) => r.conflict);
-  if (conflict && opts.onConflict !== 'keep') throw new OutboundConflictError(conflict.msgId, { id: conflict.id, state: conflict.state });
+  if (conflict && opts.onConflict !== 'keep')
+    throw new OutboundConflictError(conflict.msgId, { id: conflict.id, state: conflict.state });
   const created = rows.filter((r) => r.created);
   await enqueueJobs(
     client,
@@ -81,7 +87,14 @@ export async function enqueueOutboundBatch(
     QUEUES.outbound,
     created.map((r) => ({ id: r.jobId as string, data: { outboundId: r.id, msgId: r.msgId } })),
   );
-  return rows.map((r) => ({ id: r.id, msgId: r.msgId, created: r.created, state: r.state, targetChatId: r.targetChatId, jobId: r.jobId }));
+  return rows.map((r) => ({
+    id: r.id,
+    msgId: r.msgId,
+    created: r.created,
+    state: r.state,
+    targetChatId: r.targetChatId,
+    jobId: r.jobId,
+  }));
 }
 
 function validateAll(inputs: OutboundMessageInput[]): OutboundMessage[] {

@@ -25,7 +25,10 @@ export class OutboundConflictError extends RelayError {
     readonly existing: { id: string; state: string },
     options?: { cause?: unknown },
   ) {
-    super(`msg_id "${msgId}" already exists with a different payload (outbound id ${existing.id}, state ${existing.state})`, options);
+    super(
+      `msg_id "${msgId}" already exists with a different payload (outbound id ${existing.id}, state ${existing.state})`,
+      options,
+    );
     this.name = 'OutboundConflictError';
   }
 }

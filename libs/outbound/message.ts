@@ -239,7 +239,10 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   const bi = m.bot_id;
   if (bi !== undefined && bi !== null && bi !== '') {
     // a number is taken as its digits; an object or array is never a bot id
-    const b = typeof bi === 'string' || typeof bi === 'number' || typeof bi === 'bigint' || typeof bi === 'boolean' ? String(bi).trim() : '';
+    const b =
+      typeof bi === 'string' || typeof bi === 'number' || typeof bi === 'bigint' || typeof bi === 'boolean'
+        ? String(bi).trim()
+        : '';
     if (!/^\d{1,20}$/.test(b)) bad('bot_id', 'must be the numeric bot id (the part of the token before ":")');
     else botId = b;
   }
@@ -247,7 +250,8 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   let sourceUpdateId: string | null = null;
   const su = m.source_update_id;
   if (su !== undefined && su !== null) {
-    if ((typeof su === 'number' && Number.isSafeInteger(su)) || (typeof su === 'string' && /^-?\d{1,18}$/.test(su))) sourceUpdateId = String(su);
+    if ((typeof su === 'number' && Number.isSafeInteger(su)) || (typeof su === 'string' && /^-?\d{1,18}$/.test(su)))
+      sourceUpdateId = String(su);
     else bad('source_update_id', 'must be an integer');
   }
 
@@ -255,7 +259,11 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   const tp = m.traceparent;
   if (tp !== undefined && tp !== null) {
     traceparent = formatTraceparent(parseTraceparent(tp) ?? undefined);
-    if (traceparent === null) bad('traceparent', 'must be a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zero');
+    if (traceparent === null)
+      bad(
+        'traceparent',
+        'must be a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zero',
+      );
   }
 
   if (problems.length) throw new OutboundValidationError(problems);

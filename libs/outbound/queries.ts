@@ -57,7 +57,10 @@ export async function outboundUpsertMany(
 }
 
 /** Stores the trace context of new rows (issue 18), in the enqueuing transaction. */
-export async function outboundSetTraceparent(db: Queryable, items: { id: string; traceparent: string }[]): Promise<void> {
+export async function outboundSetTraceparent(
+  db: Queryable,
+  items: { id: string; traceparent: string }[],
+): Promise<void> {
   if (items.length === 0) return;
   await db.query(
     `update relay.outbound o set traceparent = t.traceparent
@@ -68,7 +71,10 @@ export async function outboundSetTraceparent(db: Queryable, items: { id: string;
 }
 
 /** Registers this deployment's bot and default chat for callers of relay.enqueue_outbound that omit them. */
-export async function outboundSettingsSave(db: Queryable, s: { botId: string; defaultChatId: string | null }): Promise<void> {
+export async function outboundSettingsSave(
+  db: Queryable,
+  s: { botId: string; defaultChatId: string | null },
+): Promise<void> {
   await db.query(
     `insert into relay.outbound_settings (singleton, bot_id, default_chat_id) values (true, $1, $2)
      on conflict (singleton) do update set bot_id = excluded.bot_id, default_chat_id = excluded.default_chat_id, updated_at = now()
@@ -81,7 +87,10 @@ export async function outboundSettingsSave(db: Queryable, s: { botId: string; de
 export async function outboundRaiseAlerts(db: Queryable, ids: string[], opsChatId: string | null): Promise<string[]> {
   if (ids.length === 0) return [];
   // bigint ids: pg returns them as text
-  const { rows } = await db.query<{ id: string }>('select relay.outbound_raise_alerts($1::bigint[], $2) as id', [ids, opsChatId]);
+  const { rows } = await db.query<{ id: string }>('select relay.outbound_raise_alerts($1::bigint[], $2) as id', [
+    ids,
+    opsChatId,
+  ]);
   return rows.map((r) => String(r.id));
 }
 
@@ -104,7 +113,14 @@ export async function outboundRateReserve(
 
 export async function outboundRateChargeChat(
   db: Queryable,
-  a: { botId: string; chatId: string; chatIntervalMs: number; isGroup: boolean; groupIntervalMs: number; groupBurst: number },
+  a: {
+    botId: string;
+    chatId: string;
+    chatIntervalMs: number;
+    isGroup: boolean;
+    groupIntervalMs: number;
+    groupBurst: number;
+  },
 ): Promise<void> {
   await db.query('select relay.outbound_rate_charge_chat($1, $2, $3, $4, $5, $6)', [
     a.botId,
@@ -121,12 +137,10 @@ export async function outboundRatePenalize(
   db: Queryable,
   a: { botId: string; chatId: string; retryAfterMs: number; botToleranceMs: number },
 ): Promise<boolean> {
-  const { rows } = await db.query<{ bot_level: boolean | null }>('select relay.outbound_rate_penalize($1, $2, $3, $4) as bot_level', [
-    a.botId,
-    a.chatId,
-    a.retryAfterMs,
-    a.botToleranceMs,
-  ]);
+  const { rows } = await db.query<{ bot_level: boolean | null }>(
+    'select relay.outbound_rate_penalize($1, $2, $3, $4) as bot_level',
+    [a.botId, a.chatId, a.retryAfterMs, a.botToleranceMs],
+  );
   return rows[0].bot_level === true;
 }
 
@@ -199,7 +213,10 @@ export async function outboundNextDueInMs(
 }
 
 /** Stores Telegram's message_id of delivered rows. */
-export async function outboundSetTelegramMessageIds(db: Queryable, items: { id: string; messageId: number }[]): Promise<void> {
+export async function outboundSetTelegramMessageIds(
+  db: Queryable,
+  items: { id: string; messageId: number }[],
+): Promise<void> {
   if (items.length === 0) return;
   await db.query(
     `update relay.outbound o set telegram_message_id = v.mid
@@ -212,7 +229,10 @@ export async function outboundSetTelegramMessageIds(db: Queryable, items: { id: 
  * migrate_to_chat_id: the row and every other pending row of the same (bot, old chat) now go to the
  * new chat (ids, and so the order among them, unchanged). Returns how many rows were retargeted.
  */
-export async function outboundRetarget(db: Queryable, a: { id: string; fromChatId: string; toChatId: string }): Promise<number> {
+export async function outboundRetarget(
+  db: Queryable,
+  a: { id: string; fromChatId: string; toChatId: string },
+): Promise<number> {
   const { rowCount } = await db.query(
     `update relay.outbound o set target_chat_id = $3, updated_at = now()
       where o.bot_id = (select bot_id from relay.outbound where id = $1)

@@ -53,7 +53,10 @@ export interface OutboundRateLimiter {
 
 const intervalOf = (r: Rate): number => r.windowMs / r.count;
 
-export function createOutboundRateLimiter(limits: OutboundRateLimits, opts: { horizonMs?: number; metrics?: RateLimitMetrics } = {}): OutboundRateLimiter {
+export function createOutboundRateLimiter(
+  limits: OutboundRateLimits,
+  opts: { horizonMs?: number; metrics?: RateLimitMetrics } = {},
+): OutboundRateLimiter {
   const metrics = opts.metrics;
   const botIntervalMs = intervalOf(limits.perBot);
   const chatIntervalMs = intervalOf(limits.perChat);

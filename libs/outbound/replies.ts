@@ -16,7 +16,10 @@ import { validateOutboundMessage, type OutboundMessageInput } from './message';
 
 export function createOutboundReplyWriter(deps: { boss: JobLedger; defaults?: OutboundDefaults }): OutboundReplyWriter {
   const write: OutboundReplyWriter = async (client, replies) => {
-    await enqueueOutboundBatch(client, deps.boss, replies.map(replyToMessage), { ...deps.defaults, onConflict: 'keep' });
+    await enqueueOutboundBatch(client, deps.boss, replies.map(replyToMessage), {
+      ...deps.defaults,
+      onConflict: 'keep',
+    });
   };
   write.validate = validateOutboundReply;
   return write;
@@ -28,7 +31,8 @@ export function createOutboundReplyWriter(deps: { boss: JobLedger; defaults?: Ou
  */
 export function validateOutboundReply(r: OutboundReply): { field: string; problem: string }[] {
   const problems: { field: string; problem: string }[] = [];
-  if (r.chatId.trim() === '') problems.push({ field: 'chat_id', problem: 'is required for a reply (an integer chat id or @channelusername)' });
+  if (r.chatId.trim() === '')
+    problems.push({ field: 'chat_id', problem: 'is required for a reply (an integer chat id or @channelusername)' });
   try {
     validateOutboundMessage(replyToMessage(r));
   } catch (err) {

@@ -84,7 +84,11 @@ export function outboundAfterRecover(opts: { opsChatId: string | null; alertsEna
     // The dead worker may have sent the message before it died: the recovered attempt's outcome is
     // unknown, so its audit row says `ambiguous` (a send after it can be a duplicate), as for a
     // connection dropped after the request was written.
-    const out = rows.map((r): RecoveredRow => ({ ...r, state: failedNow.has(r.id) ? 'failed' : r.state, label: 'ambiguous' }));
+    const out = rows.map((r): RecoveredRow => ({
+      ...r,
+      state: failedNow.has(r.id) ? 'failed' : r.state,
+      label: 'ambiguous',
+    }));
     await outboundAfterFinal(db, out, opts);
     return out;
   };
@@ -205,7 +209,12 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
         error: 'no send slot within the reservation horizon; not sent',
       });
     }
-    if (ctx.signal.aborted) return Outcome.retry(0, { uncounted: true, errorCode: 'RELAY_ABORTED', error: 'stopped before sending; not sent' });
+    if (ctx.signal.aborted)
+      return Outcome.retry(0, {
+        uncounted: true,
+        errorCode: 'RELAY_ABORTED',
+        error: 'stopped before sending; not sent',
+      });
     if (row.delivery === 'at_most_once') sendingAtMostOnce.add(job.claimId);
     let sent: SendOutcome;
     try {
@@ -214,7 +223,8 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
       sendingAtMostOnce.delete(job.claimId);
     }
     if (sent.type === 'rate_limited') {
-      if (opts.maxRetryAfterMs !== undefined) sent = { ...sent, retryAfterMs: Math.min(sent.retryAfterMs, opts.maxRetryAfterMs) };
+      if (opts.maxRetryAfterMs !== undefined)
+        sent = { ...sent, retryAfterMs: Math.min(sent.retryAfterMs, opts.maxRetryAfterMs) };
       if (opts.max429 && (await outboundCount429(pool, row.id)) + 1 >= opts.max429) {
         sent = {
           type: 'terminal',
@@ -234,7 +244,10 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     }
     if (sent.type !== 'delivered') {
       const level = sent.type === 'terminal' || sent.type === 'ambiguous' || sent.type === 'config' ? 'warn' : 'debug';
-      ctx.logger[level]({ msgId: row.msg_id, chatId, outcome: sent.type, status: outcome.status, errorCode: outcome.errorCode }, 'outbound send not delivered');
+      ctx.logger[level](
+        { msgId: row.msg_id, chatId, outcome: sent.type, status: outcome.status, errorCode: outcome.errorCode },
+        'outbound send not delivered',
+      );
     }
     return outcome;
   }
@@ -267,7 +280,13 @@ export function toEngineOutcome(
         effects: { ...fx, rateLimitedMs: sent.retryAfterMs },
       });
     case 'retry':
-      return Outcome.retry(undefined, { status: sent.status, errorCode: sent.errorCode, error: sent.error, details, effects: { ...fx, charge: true } });
+      return Outcome.retry(undefined, {
+        status: sent.status,
+        errorCode: sent.errorCode,
+        error: sent.error,
+        details,
+        effects: { ...fx, charge: true },
+      });
     case 'migrate':
       return Outcome.retry(0, {
         status: sent.status,
@@ -278,9 +297,21 @@ export function toEngineOutcome(
       });
     case 'ambiguous':
       if (row.delivery === 'at_most_once') {
-        return Outcome.terminal('ambiguous', { label: 'ambiguous', errorCode: sent.errorCode, error: sent.error, details, effects: { ...fx, charge: true } });
+        return Outcome.terminal('ambiguous', {
+          label: 'ambiguous',
+          errorCode: sent.errorCode,
+          error: sent.error,
+          details,
+          effects: { ...fx, charge: true },
+        });
       }
-      return Outcome.retry(undefined, { label: 'ambiguous', errorCode: sent.errorCode, error: sent.error, details, effects: { ...fx, charge: true } });
+      return Outcome.retry(undefined, {
+        label: 'ambiguous',
+        errorCode: sent.errorCode,
+        error: sent.error,
+        details,
+        effects: { ...fx, charge: true },
+      });
     case 'config':
       // not the message's fault: kept, retried with a growing backoff, the budget untouched
       return Outcome.retry(undefined, {
@@ -293,6 +324,12 @@ export function toEngineOutcome(
         effects: { ...fx, configProblem: { code: sent.errorCode, status: sent.status, reason: sent.reason } },
       });
     case 'terminal':
-      return Outcome.terminal(sent.reason, { status: sent.status, errorCode: sent.errorCode, error: sent.reason, details, effects: { ...fx, charge: true } });
+      return Outcome.terminal(sent.reason, {
+        status: sent.status,
+        errorCode: sent.errorCode,
+        error: sent.reason,
+        details,
+        effects: { ...fx, charge: true },
+      });
   }
 }

@@ -36,9 +36,16 @@ export function chatIdParam(chatId: string): number | string {
 }
 
 export function sendMessageParams(
-  row: Pick<OutboundRow, 'target_chat_id' | 'text' | 'parse_mode' | 'disable_notification' | 'reply_markup' | 'send_options'>,
+  row: Pick<
+    OutboundRow,
+    'target_chat_id' | 'text' | 'parse_mode' | 'disable_notification' | 'reply_markup' | 'send_options'
+  >,
 ): Record<string, unknown> {
-  const params: Record<string, unknown> = { ...(row.send_options ?? {}), chat_id: chatIdParam(row.target_chat_id), text: row.text };
+  const params: Record<string, unknown> = {
+    ...(row.send_options ?? {}),
+    chat_id: chatIdParam(row.target_chat_id),
+    text: row.text,
+  };
   if (row.parse_mode) params.parse_mode = row.parse_mode;
   if (row.disable_notification) params.disable_notification = true;
   if (row.reply_markup) params.reply_markup = row.reply_markup;

@@ -27,7 +27,10 @@ export async function createOutboundKindFromConfig(
   });
   const opsChatId = config.OPS_CHAT_ID ? (normalizeChatId(config.OPS_CHAT_ID) ?? null) : null;
   await outboundSettingsSave(deps.pool, { botId: telegram.botId, defaultChatId: opsChatId });
-  if (!opsChatId) deps.logger.warn('OPS_CHAT_ID is not set: no alerts about failed outbound messages, and messages without chat_id are refused');
+  if (!opsChatId)
+    deps.logger.warn(
+      'OPS_CHAT_ID is not set: no alerts about failed outbound messages, and messages without chat_id are refused',
+    );
   const limiter = createOutboundRateLimiter(
     {
       mode: config.OUTBOUND_RATE_MODE,

@@ -16,15 +16,25 @@ export interface BackoffPolicy {
  * that failed together (a collector outage) instead of having them return in waves.
  * `attempt` is the number of the attempt that just failed (1 for the first).
  */
-export function backoffDelayMs(policy: Pick<BackoffPolicy, 'baseMs' | 'capMs'>, attempt: number, random: () => number = Math.random): number {
+export function backoffDelayMs(
+  policy: Pick<BackoffPolicy, 'baseMs' | 'capMs'>,
+  attempt: number,
+  random: () => number = Math.random,
+): number {
   const exp = Math.min(Math.max(attempt, 1) - 1, 52);
   const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** exp);
   return Math.floor(random() * ceiling);
 }
 
 /** A remote side's requested delay wins over our backoff (clamped to 0..RETRY_AFTER_MAX_MS). */
-export function retryDelayMs(policy: Pick<BackoffPolicy, 'baseMs' | 'capMs'>, attempt: number, requestedMs: number | undefined, random?: () => number): number {
-  if (requestedMs !== undefined && Number.isFinite(requestedMs)) return Math.min(Math.max(0, Math.round(requestedMs)), RETRY_AFTER_MAX_MS);
+export function retryDelayMs(
+  policy: Pick<BackoffPolicy, 'baseMs' | 'capMs'>,
+  attempt: number,
+  requestedMs: number | undefined,
+  random?: () => number,
+): number {
+  if (requestedMs !== undefined && Number.isFinite(requestedMs))
+    return Math.min(Math.max(0, Math.round(requestedMs)), RETRY_AFTER_MAX_MS);
   return backoffDelayMs(policy, attempt, random);
 }
 

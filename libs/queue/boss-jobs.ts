@@ -27,6 +27,12 @@ export function bossJobsComplete(boss: JobLedger, db: PoolClient, queue: QueueNa
   return boss.completeJobs(db, queue, jobIds);
 }
 
-export function bossJobsFail(boss: JobLedger, db: PoolClient, queue: QueueName, jobIds: string[], output: Record<string, unknown>): Promise<number> {
+export function bossJobsFail(
+  boss: JobLedger,
+  db: PoolClient,
+  queue: QueueName,
+  jobIds: string[],
+  output: Record<string, unknown>,
+): Promise<number> {
   return boss.failJobs(db, queue, jobIds, safeJson(output));
 }

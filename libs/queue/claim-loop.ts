@@ -132,7 +132,16 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   const { tickMs, thresholdMs } = staleTiming(config.staleAfterMs);
   const held = new Map<string, Held<Row>>();
   const signal = new WakeSignal();
-  const stats: KindWorkerStats = { claimed: 0, delivered: 0, retried: 0, failed: 0, fenced: 0, recovered: 0, released: 0, claimErrors: 0 };
+  const stats: KindWorkerStats = {
+    claimed: 0,
+    delivered: 0,
+    retried: 0,
+    failed: 0,
+    fenced: 0,
+    recovered: 0,
+    released: 0,
+    claimErrors: 0,
+  };
   let started = false;
   let stopping = false;
   let stopPromise: Promise<void> | undefined;
@@ -151,17 +160,25 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   const claimTimer = deps.metrics?.claimDuration.labels(kind.queue);
 
   const rescuer = deps.rescuer ?? createRescuer({ pool, boss, logger, clock, targets: [rescueTargetOf(kind)] });
-  const writer = new OutcomeWriter<Finished<Row, Effects>>((batch) => writeOutcomes(batch), logger, deps.outcomeWriters ?? 2, {
-    // an outcome the database refuses (or whose kind effects throw) fails its own item, nothing else
-    onUnwritable: (f, err) => {
-      const outcome = Outcome.terminal<Effects>(`the attempt's outcome could not be written: ${shortError(err)}`, {
-        errorCode: 'RELAY_OUTCOME_UNWRITABLE',
-        error: shortError(err),
-        details: { refusedOutcome: f.outcome.label ?? f.decision.auditOutcome, ...(f.outcome.errorCode ? { refusedErrorCode: f.outcome.errorCode } : {}) },
-      });
-      return { ...f, outcome, decision: decideSettlement(f.job, outcome, config.retry, deps.random) };
+  const writer = new OutcomeWriter<Finished<Row, Effects>>(
+    (batch) => writeOutcomes(batch),
+    logger,
+    deps.outcomeWriters ?? 2,
+    {
+      // an outcome the database refuses (or whose kind effects throw) fails its own item, nothing else
+      onUnwritable: (f, err) => {
+        const outcome = Outcome.terminal<Effects>(`the attempt's outcome could not be written: ${shortError(err)}`, {
+          errorCode: 'RELAY_OUTCOME_UNWRITABLE',
+          error: shortError(err),
+          details: {
+            refusedOutcome: f.outcome.label ?? f.decision.auditOutcome,
+            ...(f.outcome.errorCode ? { refusedErrorCode: f.outcome.errorCode } : {}),
+          },
+        });
+        return { ...f, outcome, decision: decideSettlement(f.job, outcome, config.retry, deps.random) };
+      },
     },
-  });
+  );
 
   // ---- claiming ---------------------------------------------------------------------------------
 
@@ -207,11 +224,15 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       } catch (err) {
         failures++;
         stats.claimErrors++;
-        logger.warn({ err: { message: shortError(err), code: (err as { code?: string }).code }, failures }, 'claim failed; retrying');
+        logger.warn(
+          { err: { message: shortError(err), code: (err as { code?: string }).code }, failures },
+          'claim failed; retrying',
+        );
         // the backoff holds through wake-ups (every NOTIFY would otherwise retry a failing claim at
         // once); only a stop ends it early
         const until = performance.now() + Math.min(DB_RETRY_MAX_MS, DB_RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8));
-        for (let left = until - performance.now(); !stopping && left > 0; left = until - performance.now()) await signal.wait(left);
+        for (let left = until - performance.now(); !stopping && left > 0; left = until - performance.now())
+          await signal.wait(left);
         continue;
       }
       if (jobs.length > 0) lockedStreak = 0;
@@ -323,7 +344,10 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
 
   function observeAttempt(m: QueueMetrics, f: Finished<Row, Effects>): void {
     const state = f.decision.settlement.state;
-    m.attemptDuration.observe({ queue: kind.queue, outcome: state === 'pending' ? 'retry' : state }, f.durationMs / 1000);
+    m.attemptDuration.observe(
+      { queue: kind.queue, outcome: state === 'pending' ? 'retry' : state },
+      f.durationMs / 1000,
+    );
     if (f.outcome.status) {
       m.httpResponses.inc({ queue: kind.queue, status: String(f.outcome.status) });
       if (f.outcome.status === 429) m.rateLimited.inc({ queue: kind.queue });
@@ -372,7 +396,12 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       outcome: outcome.label ?? decision.auditOutcome,
       http_status: outcome.status ?? null,
       error_code: landed ? (outcome.errorCode ?? null) : 'RELAY_CLAIM_LOST',
-      error: outcome.type === 'delivered' ? (landed ? null : 'claim lost before the outcome was written') : (outcome.error ?? null),
+      error:
+        outcome.type === 'delivered'
+          ? landed
+            ? null
+            : 'claim lost before the outcome was written'
+          : (outcome.error ?? null),
       details: Object.keys(details).length ? details : null,
     };
   }
@@ -380,7 +409,9 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   // ---- heartbeat and stale recovery -------------------------------------------------------------
 
   async function heartbeat(): Promise<void> {
-    const claims = [...held.values()].filter((h) => h.phase !== 'released').map((h) => ({ id: h.job.id, claimId: h.job.claimId }));
+    const claims = [...held.values()]
+      .filter((h) => h.phase !== 'released')
+      .map((h) => ({ id: h.job.id, claimId: h.job.claimId }));
     if (claims.length === 0) {
       lastHeartbeatOk = performance.now();
       return;
@@ -391,7 +422,10 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       for (const c of claims) {
         const h = held.get(c.claimId);
         if (!kept.has(c.claimId) && h && h.phase === 'running') {
-          logger.warn({ id: h.job.id, jobId: h.job.jobId }, 'claim lost (recovered as stale elsewhere); aborting the attempt');
+          logger.warn(
+            { id: h.job.id, jobId: h.job.jobId },
+            'claim lost (recovered as stale elsewhere); aborting the attempt',
+          );
           h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'claim lost'));
         }
       }
@@ -401,14 +435,19 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       // Others will soon treat our claims as stale: stop working on them rather than deliver twice.
       if (silentFor > heartbeatLimitMs) {
         for (const h of held.values())
-          if (h.phase === 'running') h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'heartbeats failing; claim about to go stale'));
+          if (h.phase === 'running')
+            h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'heartbeats failing; claim about to go stale'));
       }
     }
   }
 
   async function sweep(): Promise<number> {
     try {
-      const n = await rescuer.rescue(kind.queue, { staleMs: thresholdMs, maxAttempts: config.retry.maxAttempts, workerId });
+      const n = await rescuer.rescue(kind.queue, {
+        staleMs: thresholdMs,
+        maxAttempts: config.retry.maxAttempts,
+        workerId,
+      });
       stats.recovered += n;
       if (n > 0) signal.notify();
       return n;
@@ -480,7 +519,10 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       stats.released += toRelease.length;
       logger.info({ released: toRelease.length }, 'released unfinished jobs');
     } catch (err) {
-      logger.warn({ err: { message: shortError(err) }, count: toRelease.length }, 'could not release unfinished jobs; stale recovery will return them');
+      logger.warn(
+        { err: { message: shortError(err) }, count: toRelease.length },
+        'could not release unfinished jobs; stale recovery will return them',
+      );
     } finally {
       for (const h of toRelease) held.delete(h.job.claimId);
     }
@@ -508,7 +550,10 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       // outcomes already being written get a short grace; past it they stay delivering (stale recovery)
       if (!(await allDone(Math.max(1_000, deadline - performance.now())))) {
         writer.abandon();
-        logger.warn({ inFlight: held.size }, 'gave up writing some outcomes at shutdown; stale recovery will redeliver them');
+        logger.warn(
+          { inFlight: held.size },
+          'gave up writing some outcomes at shutdown; stale recovery will redeliver them',
+        );
         held.clear();
       }
     }
@@ -553,7 +598,8 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       sweepRunning = sweep().finally(() => (sweepRunning = undefined)); // claims of workers that died before we started
     },
     stop(opts = {}) {
-      if (!stopPromise) stopPromise = started ? doStop(opts.timeoutMs ?? 25_000) : ((stopping = true), Promise.resolve());
+      if (!stopPromise)
+        stopPromise = started ? doStop(opts.timeoutMs ?? 25_000) : ((stopping = true), Promise.resolve());
       return stopPromise;
     },
     wake() {

@@ -17,7 +17,8 @@ import { activateJobsSql } from '../db/boss';
 import { STORED_ERROR_MAX } from './queries';
 
 const now = (n: number) => `coalesce($${n}::timestamptz, now())`;
-const safeError = (s: string | null | undefined): string | null => (s === null || s === undefined ? null : safeText(String(s), STORED_ERROR_MAX));
+const safeError = (s: string | null | undefined): string | null =>
+  s === null || s === undefined ? null : safeText(String(s), STORED_ERROR_MAX);
 
 /** Registers a parameter value and returns its placeholder (`$n`). */
 export type Param = (value: unknown) => string;
@@ -189,7 +190,16 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
      returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", t.state, t.next_attempt_at as "nextAttemptAt"`,
   );
 
-  return { claim, claimValues: claimParams.values, nextDue, nextDueValues: dueParams.values, settle, heartbeat, recoverStale, release };
+  return {
+    claim,
+    claimValues: claimParams.values,
+    nextDue,
+    nextDueValues: dueParams.values,
+    settle,
+    heartbeat,
+    recoverStale,
+    release,
+  };
 }
 
 /** A settled item whose claim still held, with its settled row (and the variant's settled columns). */
@@ -217,7 +227,10 @@ export interface ClaimStoreOptions<Row, Effects> extends ClaimVariant {
 const rowOf = ({ claimKey: _k, ...row }: ClaimedTableRow): ClaimedColumns => row;
 
 /** The ClaimStore of a described table: the generated SQL plus the kind's variant and effects step. */
-export function createClaimStore<Row, Effects = unknown>(t: ClaimTableDescription, opts: ClaimStoreOptions<Row, Effects>): ClaimStore<Row, Effects> {
+export function createClaimStore<Row, Effects = unknown>(
+  t: ClaimTableDescription,
+  opts: ClaimStoreOptions<Row, Effects>,
+): ClaimStore<Row, Effects> {
   const sql = claimStatements(t, opts);
   const toRow = opts.toRow;
   const hasBudget = t.budgetColumn !== null;
@@ -275,7 +288,13 @@ export function createClaimStore<Row, Effects = unknown>(t: ClaimTableDescriptio
           rows.map((row) => ({ settlement: byClaim.get(row.claimId)!, row })),
         );
       }
-      return rows.map((r): SettledRow => ({ id: r.id, claimId: r.claimId, jobId: r.jobId, state: r.state, nextAttemptAt: r.nextAttemptAt }));
+      return rows.map((r): SettledRow => ({
+        id: r.id,
+        claimId: r.claimId,
+        jobId: r.jobId,
+        state: r.state,
+        nextAttemptAt: r.nextAttemptAt,
+      }));
     },
     async heartbeat(db, claims, at) {
       if (claims.length === 0) return [];

@@ -29,10 +29,18 @@ export interface ClaimTableDescription {
   readonly staleOrder: string;
 }
 
-function describe(name: WorkTypeName, d: Omit<ClaimTableDescription, 'workType' | 'table' | 'key'>): ClaimTableDescription {
+function describe(
+  name: WorkTypeName,
+  d: Omit<ClaimTableDescription, 'workType' | 'table' | 'key'>,
+): ClaimTableDescription {
   const t = WORK_TYPES[name];
   const [schema, table] = t.table.split('.');
-  return { workType: t, table: `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`, key: escapeIdentifier(t.keyColumn), ...d };
+  return {
+    workType: t,
+    table: `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`,
+    key: escapeIdentifier(t.keyColumn),
+    ...d,
+  };
 }
 
 export const CLAIM_TABLES: { readonly [N in WorkTypeName]: ClaimTableDescription } = {

@@ -56,14 +56,28 @@ export async function configProblemRecord(
   // alert_id is a bigint: pg returns it as text
   const { rows } = await db.query<{ new_episode: boolean | null; alert_id: string | null }>(
     'select new_episode, alert_id from relay.config_problem_record($1, $2, $3, $4, $5, $6, $7)',
-    [p.component, p.botId, safeText(p.code, 40), p.status ?? null, safeText(p.reason, 1_000), opts.workerId ?? null, opts.opsChatId ?? null],
+    [
+      p.component,
+      p.botId,
+      safeText(p.code, 40),
+      p.status ?? null,
+      safeText(p.reason, 1_000),
+      opts.workerId ?? null,
+      opts.opsChatId ?? null,
+    ],
   );
-  return { newEpisode: rows[0]?.new_episode === true, alertId: rows[0]?.alert_id == null ? null : String(rows[0].alert_id) };
+  return {
+    newEpisode: rows[0]?.new_episode === true,
+    alertId: rows[0]?.alert_id == null ? null : String(rows[0].alert_id),
+  };
 }
 
 /** The component works again: the episode ends. Returns whether one was open. */
 export async function configProblemClear(db: Queryable, component: ConfigComponent, botId: string): Promise<boolean> {
-  const { rowCount } = await db.query('delete from relay.config_problems where component = $1 and bot_id = $2', [component, botId]);
+  const { rowCount } = await db.query('delete from relay.config_problems where component = $1 and bot_id = $2', [
+    component,
+    botId,
+  ]);
   return (rowCount ?? 0) > 0;
 }
 

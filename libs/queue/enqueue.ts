@@ -18,7 +18,12 @@ export async function notifyWork(db: Queryable, queue: string): Promise<void> {
  * notifies idle workers, who wake when the transaction commits (NOTIFY is transactional).
  * Returns the job ids in input order. Throws `RELAY_ENQUEUE_FAILED` unless every job was created.
  */
-export async function enqueueJobs(client: PoolClient, boss: JobLedger, queue: QueueName, jobs: JobToEnqueue[]): Promise<string[]> {
+export async function enqueueJobs(
+  client: PoolClient,
+  boss: JobLedger,
+  queue: QueueName,
+  jobs: JobToEnqueue[],
+): Promise<string[]> {
   if (jobs.length === 0) return [];
   const ids = await boss.insertJobs(client, queue, jobs);
   await notifyWork(client, queue);

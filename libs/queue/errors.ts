@@ -54,6 +54,7 @@ export function safeJson<T>(value: T, maxString = 2_000, depth = 0): T {
   if (value instanceof Date) return value;
   if (Array.isArray(value)) return value.map((v: unknown) => safeJson(v, maxString, depth + 1)) as T;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[safeText(k, 200)] = safeJson(v, maxString, depth + 1);
+  for (const [k, v] of Object.entries(value as Record<string, unknown>))
+    out[safeText(k, 200)] = safeJson(v, maxString, depth + 1);
   return out as T;
 }

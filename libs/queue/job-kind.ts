@@ -91,7 +91,13 @@ export interface ClaimStore<Row = Record<string, unknown>, Effects = unknown> {
    */
   claim(
     db: Queryable,
-    args: { limit: number; workerId: string; now: Date | null; queue: QueueName; onJobsOutOfStep?: (expected: number, moved: number) => void },
+    args: {
+      limit: number;
+      workerId: string;
+      now: Date | null;
+      queue: QueueName;
+      onJobsOutOfStep?: (expected: number, moved: number) => void;
+    },
   ): Promise<ClaimedJob<Row>[]>;
   /** Milliseconds until the earliest pending row is due (0 if due now), or null if none is pending. */
   nextDueInMs(db: Queryable, now: Date | null): Promise<number | null>;
@@ -103,7 +109,10 @@ export interface ClaimStore<Row = Record<string, unknown>, Effects = unknown> {
   /** Refreshes the heartbeat of claims; returns the claim ids still held. */
   heartbeat(db: Queryable, claims: ClaimRef[], now: Date | null): Promise<string[]>;
   /** `delivering` rows without a heartbeat for `staleMs` → `pending` (or `failed` once the budget is spent). */
-  recoverStale(db: Queryable, args: { staleMs: number; now: Date | null; limit: number; maxAttempts: number }): Promise<RecoveredRow[]>;
+  recoverStale(
+    db: Queryable,
+    args: { staleMs: number; now: Date | null; limit: number; maxAttempts: number },
+  ): Promise<RecoveredRow[]>;
   /** Gives claims back unfinished (shutdown): `pending`, due now, the interrupted attempt not counted. */
   release(db: Queryable, claims: ClaimRef[], now: Date | null): Promise<SettledRow[]>;
 }

@@ -66,7 +66,11 @@ function operatorStatements(name: WorkTypeName) {
   };
 }
 
-const STATEMENTS = { captures: operatorStatements('captures'), outbound: operatorStatements('outbound'), inbox: operatorStatements('inbox') };
+const STATEMENTS = {
+  captures: operatorStatements('captures'),
+  outbound: operatorStatements('outbound'),
+  inbox: operatorStatements('inbox'),
+};
 
 export async function requeueFailed(
   db: PoolClient,

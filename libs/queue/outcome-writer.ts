@@ -129,7 +129,10 @@ export class OutcomeWriter<T> {
         if (this.abandoned) return;
         if (transient(err)) {
           failures++;
-          this.logger.warn({ err: { message: shortError(err), code: codeOf(err) }, failures, outcomes: items.length }, 'writing outcomes failed; retrying');
+          this.logger.warn(
+            { err: { message: shortError(err), code: codeOf(err) }, failures, outcomes: items.length },
+            'writing outcomes failed; retrying',
+          );
           await this.pause(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8)));
           if (this.abandoned) return;
           continue;
@@ -154,7 +157,10 @@ export class OutcomeWriter<T> {
           );
           return;
         }
-        this.logger.warn({ err: { message: shortError(err), code: codeOf(err) } }, 'an outcome cannot be written; failing its item with the reason');
+        this.logger.warn(
+          { err: { message: shortError(err), code: codeOf(err) } },
+          'an outcome cannot be written; failing its item with the reason',
+        );
         return this.writeIsolating([instead], true);
       }
     }
@@ -180,7 +186,8 @@ export function isTransientWriteError(err: unknown): boolean {
   const code = codeOf(err);
   if (code !== undefined) {
     if (/^E[A-Z0-9_]{3,}$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ENOTFOUND…
-    if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) || TRANSIENT_SQLSTATES.has(code);
+    if (/^[0-9A-Z]{5}$/.test(code))
+      return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) || TRANSIENT_SQLSTATES.has(code);
     return false; // our own codes (RELAY_…) and anything else with a code: about the data
   }
   // node-postgres / pg-pool connection failures carry no code; match their fixed wording only (never

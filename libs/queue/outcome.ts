@@ -57,10 +57,17 @@ export type Outcome<Effects = unknown> = Delivered<Effects> | Retry<Effects> | T
 
 export const Outcome = {
   delivered: <E = unknown>(info: AttemptInfo<E> = {}): Delivered<E> => ({ type: 'delivered', ...info }),
-  retry: <E = unknown>(afterMs?: number, info: AttemptInfo<E> & { uncounted?: boolean; backoffStep?: number } = {}): Retry<E> => ({
+  retry: <E = unknown>(
+    afterMs?: number,
+    info: AttemptInfo<E> & { uncounted?: boolean; backoffStep?: number } = {},
+  ): Retry<E> => ({
     type: 'retry',
     ...(afterMs === undefined ? {} : { afterMs }),
     ...info,
   }),
-  terminal: <E = unknown>(reason: string, info: AttemptInfo<E> = {}): Terminal<E> => ({ type: 'terminal', reason, ...info }),
+  terminal: <E = unknown>(reason: string, info: AttemptInfo<E> = {}): Terminal<E> => ({
+    type: 'terminal',
+    reason,
+    ...info,
+  }),
 };

@@ -8,7 +8,8 @@ import { safeJson, safeText } from './errors';
 
 /** Longest error text stored (code points); every stored error string goes through safeText. */
 export const STORED_ERROR_MAX = 1_000;
-const safeError = (s: string | null | undefined): string | null => (s === null || s === undefined ? null : safeText(String(s), STORED_ERROR_MAX));
+const safeError = (s: string | null | undefined): string | null =>
+  s === null || s === undefined ? null : safeText(String(s), STORED_ERROR_MAX);
 
 /** Ledger job activation for claim statements (created/retry → active): see libs/db/boss.ts. */
 

@@ -69,8 +69,15 @@ export function registryRescueTargets(afterRecover: Partial<Record<WorkTypeName,
 }
 
 /** The rescue target of a job kind's claim store. */
-export function rescueTargetOf(kind: { queue: QueueName; store: Pick<ClaimStore<unknown>, 'subject' | 'recoverStale'> }): RescueTarget {
-  return { queue: kind.queue, subject: kind.store.subject, recoverStale: (db, args) => kind.store.recoverStale(db, args) };
+export function rescueTargetOf(kind: {
+  queue: QueueName;
+  store: Pick<ClaimStore<unknown>, 'subject' | 'recoverStale'>;
+}): RescueTarget {
+  return {
+    queue: kind.queue,
+    subject: kind.store.subject,
+    recoverStale: (db, args) => kind.store.recoverStale(db, args),
+  };
 }
 
 export function createRescuer(deps: RescuerDeps & { targets: RescueTarget[] }): Rescuer {
@@ -91,7 +98,12 @@ export async function rescueOnce(deps: RescuerDeps, target: RescueTarget, opts: 
   let total = 0;
   for (;;) {
     const n = await withTransaction(deps.pool, async (db) => {
-      const rows = await target.recoverStale(db, { staleMs: opts.staleMs, now: sqlNow(deps.clock), limit: SWEEP_LIMIT, maxAttempts: opts.maxAttempts });
+      const rows = await target.recoverStale(db, {
+        staleMs: opts.staleMs,
+        now: sqlNow(deps.clock),
+        limit: SWEEP_LIMIT,
+        maxAttempts: opts.maxAttempts,
+      });
       if (rows.length === 0) return 0;
       const pending = rows.filter((r) => r.state === 'pending' && r.jobId);
       await bossJobsReschedule(
@@ -102,7 +114,9 @@ export async function rescueOnce(deps: RescuerDeps, target: RescueTarget, opts: 
         { outcome: 'stale' },
       );
       const failed = rows.filter((r) => r.state === 'failed' && r.jobId).map((r) => r.jobId!);
-      await bossJobsFail(deps.boss, db, target.queue, failed, { reason: 'attempt budget spent; the last attempt went stale' });
+      await bossJobsFail(deps.boss, db, target.queue, failed, {
+        reason: 'attempt budget spent; the last attempt went stale',
+      });
       const at = jsNow(deps.clock);
       await attemptsInsert(
         db,
@@ -123,7 +137,10 @@ export async function rescueOnce(deps: RescuerDeps, target: RescueTarget, opts: 
         })),
       );
       await notifyWork(db, target.queue);
-      deps.logger?.warn({ queue: target.queue, recovered: rows.length, failed: failed.length }, 'recovered stale claims');
+      deps.logger?.warn(
+        { queue: target.queue, recovered: rows.length, failed: failed.length },
+        'recovered stale claims',
+      );
       return rows.length;
     });
     total += n;

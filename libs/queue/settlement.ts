@@ -19,7 +19,12 @@ export interface Decision<Effects = unknown> {
  * attempt was the last of the budget (the row's max_attempts, else RETRY_MAX_ATTEMPTS). An
  * uncounted Retry (rate limit) is pending after its own delay and never spends the budget.
  */
-export function decideSettlement<E>(job: ClaimedJob<unknown>, outcome: Outcome<E>, policy: BackoffPolicy, random?: () => number): Decision<E> {
+export function decideSettlement<E>(
+  job: ClaimedJob<unknown>,
+  outcome: Outcome<E>,
+  policy: BackoffPolicy,
+  random?: () => number,
+): Decision<E> {
   const base = {
     id: job.id,
     claimId: job.claimId,
@@ -42,17 +47,31 @@ export function decideSettlement<E>(job: ClaimedJob<unknown>, outcome: Outcome<E
           outcome.afterMs ?? (outcome.backoffStep !== undefined ? undefined : 0),
           random,
         );
-        return { settlement: { ...base, state: 'pending', delayMs, uncounted: true }, auditOutcome: 'retry', delayMs, retryAfterMs: outcome.afterMs };
+        return {
+          settlement: { ...base, state: 'pending', delayMs, uncounted: true },
+          auditOutcome: 'retry',
+          delayMs,
+          retryAfterMs: outcome.afterMs,
+        };
       }
       if (job.attempt >= budget) {
         const why = outcome.error ?? outcome.errorCode ?? 'retryable failure';
         return {
-          settlement: { ...base, state: 'failed', failedReason: `attempt budget spent (${job.attempt} of ${budget}); last error: ${why}` },
+          settlement: {
+            ...base,
+            state: 'failed',
+            failedReason: `attempt budget spent (${job.attempt} of ${budget}); last error: ${why}`,
+          },
           auditOutcome: 'failed',
         };
       }
       const delayMs = retryDelayMs(policy, job.attempt, outcome.afterMs, random);
-      return { settlement: { ...base, state: 'pending', delayMs }, auditOutcome: 'retry', delayMs, retryAfterMs: outcome.afterMs };
+      return {
+        settlement: { ...base, state: 'pending', delayMs },
+        auditOutcome: 'retry',
+        delayMs,
+        retryAfterMs: outcome.afterMs,
+      };
     }
   }
 }

@@ -20,5 +20,9 @@ export async function recoverStaleOnce(opts: {
   clock?: Clock;
   logger?: Logger;
 }): Promise<number> {
-  return rescueOnce(opts, rescueTargetOf(opts.kind), { staleMs: opts.staleMs, maxAttempts: opts.maxAttempts, workerId: opts.workerId });
+  return rescueOnce(opts, rescueTargetOf(opts.kind), {
+    staleMs: opts.staleMs,
+    maxAttempts: opts.maxAttempts,
+    workerId: opts.workerId,
+  });
 }

@@ -25,7 +25,12 @@ const STABLE_AFTER_MS = 10_000;
  * their next poll. The connection reconnects with backoff after an error or a database restart;
  * meanwhile the claim loop's slow poll still finds work, so nothing depends on a notification.
  */
-export function createWakeListener(opts: { url: string; logger: Logger; channel?: string; applicationName?: string }): WakeListener {
+export function createWakeListener(opts: {
+  url: string;
+  logger: Logger;
+  channel?: string;
+  applicationName?: string;
+}): WakeListener {
   const channel = opts.channel ?? WORK_CHANNEL;
   const subscribers = new Map<string, Set<() => void>>();
   let client: Client | undefined;
@@ -83,7 +88,8 @@ export function createWakeListener(opts: { url: string; logger: Logger; channel?
       if (!lost) {
         lost = true;
         c.end().catch(() => undefined);
-        if (!stopped) opts.logger.warn({ err: { message: (err as Error).message } }, 'work listener cannot connect; retrying');
+        if (!stopped)
+          opts.logger.warn({ err: { message: (err as Error).message } }, 'work listener cannot connect; retrying');
         scheduleReconnect();
       }
       return;

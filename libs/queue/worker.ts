@@ -55,7 +55,13 @@ export function createWorker(opts: {
       ? undefined
       : createWakeListener({ url: opts.databaseUrl, logger, applicationName: 'tg-relay:worker-listen' });
   // one rescuer for the process: each claim loop sweeps its own table through it
-  const rescuer = createRescuer({ pool: opts.pool, boss: opts.boss, logger, clock: opts.clock, targets: opts.kinds.map(rescueTargetOf) });
+  const rescuer = createRescuer({
+    pool: opts.pool,
+    boss: opts.boss,
+    logger,
+    clock: opts.clock,
+    targets: opts.kinds.map(rescueTargetOf),
+  });
   const kinds = opts.kinds.map((kind) =>
     createKindWorker(kind, {
       pool: opts.pool,

@@ -119,7 +119,10 @@ export async function runPrune(pool: Pool, opts: PruneOptions): Promise<PruneRes
     total,
     duration_ms: Date.now() - t0,
     batches,
-    cutoffs: { finished: cut.finished ? new Date(cut.finished).toISOString() : null, failed: cut.failed ? new Date(cut.failed).toISOString() : null },
+    cutoffs: {
+      finished: cut.finished ? new Date(cut.finished).toISOString() : null,
+      failed: cut.failed ? new Date(cut.failed).toISOString() : null,
+    },
   };
   if (!dryRun) {
     await pruneRunInsert(pool, {
@@ -132,6 +135,9 @@ export async function runPrune(pool: Pool, opts: PruneOptions): Promise<PruneRes
       error: null,
     });
   }
-  opts.logger?.info({ prune: { dry_run: dryRun, deleted, total, duration_ms: result.duration_ms, batches } }, dryRun ? 'prune dry run' : 'prune pass finished');
+  opts.logger?.info(
+    { prune: { dry_run: dryRun, deleted, total, duration_ms: result.duration_ms, batches } },
+    dryRun ? 'prune dry run' : 'prune pass finished',
+  );
   return result;
 }

@@ -13,7 +13,17 @@ import type { Queryable } from '../db/pool';
 import { LEDGER_TABLES, QUEUES, QueueName } from '../db/boss';
 
 /** The tables prune reports on, in the order of its JSON line. */
-export const PRUNE_TABLES = ['captures', 'outbound', 'inbox', 'quarantine', 'attempts', 'boss_job', 'boss_archive', 'superseded_jobs', 'prune_runs'] as const;
+export const PRUNE_TABLES = [
+  'captures',
+  'outbound',
+  'inbox',
+  'quarantine',
+  'attempts',
+  'boss_job',
+  'boss_archive',
+  'superseded_jobs',
+  'prune_runs',
+] as const;
 export type PruneTable = (typeof PRUNE_TABLES)[number];
 export type PruneCounts = Record<PruneTable, number>;
 
@@ -34,18 +44,70 @@ export interface ItemClass {
 }
 
 export const ITEM_CLASSES: ItemClass[] = [
-  { table: 'captures', stateSql: `t.state = 'delivered'`, timeColumn: 'delivered_at', subject: 'capture', queue: QUEUES.capture, retention: 'finished' },
-  { table: 'outbound', stateSql: `t.state = 'delivered'`, timeColumn: 'delivered_at', subject: 'outbound', queue: QUEUES.outbound, retention: 'finished' },
-  { table: 'inbox', stateSql: `t.state = 'handled'`, timeColumn: 'handled_at', subject: 'inbox', queue: QUEUES.dispatch, retention: 'finished' },
-  { table: 'captures', stateSql: `t.state = 'failed'`, timeColumn: 'updated_at', subject: 'capture', queue: QUEUES.capture, retention: 'failed' },
-  { table: 'outbound', stateSql: `t.state = 'failed'`, timeColumn: 'updated_at', subject: 'outbound', queue: QUEUES.outbound, retention: 'failed' },
-  { table: 'inbox', stateSql: `t.state = 'failed'`, timeColumn: 'updated_at', subject: 'inbox', queue: QUEUES.dispatch, retention: 'failed' },
-  { table: 'quarantine', stateSql: `t.state in ('released', 'discarded')`, timeColumn: 'resolved_at', subject: 'quarantine', retention: 'failed' },
+  {
+    table: 'captures',
+    stateSql: `t.state = 'delivered'`,
+    timeColumn: 'delivered_at',
+    subject: 'capture',
+    queue: QUEUES.capture,
+    retention: 'finished',
+  },
+  {
+    table: 'outbound',
+    stateSql: `t.state = 'delivered'`,
+    timeColumn: 'delivered_at',
+    subject: 'outbound',
+    queue: QUEUES.outbound,
+    retention: 'finished',
+  },
+  {
+    table: 'inbox',
+    stateSql: `t.state = 'handled'`,
+    timeColumn: 'handled_at',
+    subject: 'inbox',
+    queue: QUEUES.dispatch,
+    retention: 'finished',
+  },
+  {
+    table: 'captures',
+    stateSql: `t.state = 'failed'`,
+    timeColumn: 'updated_at',
+    subject: 'capture',
+    queue: QUEUES.capture,
+    retention: 'failed',
+  },
+  {
+    table: 'outbound',
+    stateSql: `t.state = 'failed'`,
+    timeColumn: 'updated_at',
+    subject: 'outbound',
+    queue: QUEUES.outbound,
+    retention: 'failed',
+  },
+  {
+    table: 'inbox',
+    stateSql: `t.state = 'failed'`,
+    timeColumn: 'updated_at',
+    subject: 'inbox',
+    queue: QUEUES.dispatch,
+    retention: 'failed',
+  },
+  {
+    table: 'quarantine',
+    stateSql: `t.state in ('released', 'discarded')`,
+    timeColumn: 'resolved_at',
+    subject: 'quarantine',
+    retention: 'failed',
+  },
 ];
 
 const JOB = LEDGER_TABLES.job;
 const ARCHIVE = LEDGER_TABLES.archive;
-const QUEUE_OF: Record<string, QueueName> = { captures: QUEUES.capture, outbound: QUEUES.outbound, inbox: QUEUES.dispatch };
+const QUEUE_OF: Record<string, QueueName> = {
+  captures: QUEUES.capture,
+  outbound: QUEUES.outbound,
+  inbox: QUEUES.dispatch,
+};
 
 /** Counts deleted by one statement, as numbers keyed by table. */
 type CountRow = Record<string, string | number>;
@@ -79,7 +141,12 @@ function itemCascade(c: ItemClass, dryRun: boolean): string {
 }
 
 /** Deletes one batch of class `c` older than `cutoff`; returns what it deleted. */
-export async function pruneItemBatch(q: Queryable, c: ItemClass, cutoff: Date, limit: number): Promise<Partial<PruneCounts>> {
+export async function pruneItemBatch(
+  q: Queryable,
+  c: ItemClass,
+  cutoff: Date,
+  limit: number,
+): Promise<Partial<PruneCounts>> {
   const jobCol = c.queue ? 't.job_id' : 'null::uuid as job_id';
   const { rows } = await q.query<CountRow>(
     `with victims as (
@@ -120,7 +187,10 @@ export async function pruneAuditBatch(q: Queryable, cutoff: Date, limit: number)
 }
 
 export async function pruneAuditCount(q: Queryable, cutoff: Date): Promise<Partial<PruneCounts>> {
-  const { rows } = await q.query<CountRow>(`select count(*) as attempts from relay.attempts x where ${AUDIT} and x.started_at < $1`, [cutoff]);
+  const { rows } = await q.query<CountRow>(
+    `select count(*) as attempts from relay.attempts x where ${AUDIT} and x.started_at < $1`,
+    [cutoff],
+  );
   return counts(rows[0]);
 }
 
@@ -128,7 +198,12 @@ export async function pruneAuditCount(q: Queryable, cutoff: Date): Promise<Parti
  * Jobs an operator retry superseded (failed ledger jobs whose row now has a new job), after
  * RETENTION_FAILED. Only finished jobs (completed, cancelled, failed) are deleted.
  */
-export async function pruneSupersededBatch(q: Queryable, cutoff: Date, limit: number, dryRun = false): Promise<Partial<PruneCounts>> {
+export async function pruneSupersededBatch(
+  q: Queryable,
+  cutoff: Date,
+  limit: number,
+  dryRun = false,
+): Promise<Partial<PruneCounts>> {
   const sources = Object.entries(QUEUE_OF);
   const byQueue = (table: string) =>
     sources
@@ -169,7 +244,12 @@ export async function pruneSupersededBatch(q: Queryable, cutoff: Date, limit: nu
 /** Prune's own history: a month is plenty for /metrics and for an operator's look back. */
 export const PRUNE_RUNS_KEEP_MS = 30 * 86_400_000;
 
-export async function pruneRunsBatch(q: Queryable, cutoff: Date, limit: number, dryRun = false): Promise<Partial<PruneCounts>> {
+export async function pruneRunsBatch(
+  q: Queryable,
+  cutoff: Date,
+  limit: number,
+  dryRun = false,
+): Promise<Partial<PruneCounts>> {
   const { rows } = dryRun
     ? await q.query<CountRow>(`select count(*) as prune_runs from relay.prune_runs where started_at < $1`, [cutoff])
     : await q.query<CountRow>(
@@ -211,19 +291,20 @@ export async function pruneRunInsert(
     error: string | null;
   },
 ): Promise<void> {
-  await q.query(`insert into relay.prune_runs (started_at, duration_ms, trigger, worker_id, deleted, total, error) values ($1, $2, $3, $4, $5, $6, $7)`, [
-    run.startedAt,
-    run.durationMs,
-    run.trigger,
-    run.workerId,
-    JSON.stringify(run.deleted),
-    run.total,
-    run.error,
-  ]);
+  await q.query(
+    `insert into relay.prune_runs (started_at, duration_ms, trigger, worker_id, deleted, total, error) values ($1, $2, $3, $4, $5, $6, $7)`,
+    [run.startedAt, run.durationMs, run.trigger, run.workerId, JSON.stringify(run.deleted), run.total, run.error],
+  );
 }
 
 export interface PruneStatus {
-  last: { started_at: Date; duration_ms: number; deleted: Partial<PruneCounts>; total: number; error: string | null } | null;
+  last: {
+    started_at: Date;
+    duration_ms: number;
+    deleted: Partial<PruneCounts>;
+    total: number;
+    error: string | null;
+  } | null;
   runs_24h: number;
   deleted_24h: Partial<PruneCounts>;
 }

@@ -14,10 +14,16 @@ export interface MetricsEndpoint {
   server: MetricsServer;
 }
 
-export async function startMetricsEndpoint(config: Pick<Config, 'METRICS_PORT' | 'METRICS_HOST'>, logger: Logger): Promise<MetricsEndpoint | undefined> {
+export async function startMetricsEndpoint(
+  config: Pick<Config, 'METRICS_PORT' | 'METRICS_HOST'>,
+  logger: Logger,
+): Promise<MetricsEndpoint | undefined> {
   if (config.METRICS_PORT === undefined) return undefined;
   const registry = createProcessRegistry();
   const server = await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, registry });
-  logger.info({ address: server.address, paths: ['/metrics', '/health/live', '/health/ready'] }, 'metrics endpoint listening');
+  logger.info(
+    { address: server.address, paths: ['/metrics', '/health/live', '/health/ready'] },
+    'metrics endpoint listening',
+  );
   return { registry, server };
 }

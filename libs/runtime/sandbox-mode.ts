@@ -6,7 +6,13 @@ import path from 'node:path';
 import { botIdFromToken, Config } from '../config';
 import type { Pool } from '../db';
 import type { Logger } from '../observability/logger';
-import { BotApiSandbox, Collector, DEFAULT_FIRST_UPDATE_ID, SANDBOX_DEFAULT_TOKEN, startSandboxPeers } from '../sandbox';
+import {
+  BotApiSandbox,
+  Collector,
+  DEFAULT_FIRST_UPDATE_ID,
+  SANDBOX_DEFAULT_TOKEN,
+  startSandboxPeers,
+} from '../sandbox';
 
 // extensionless: examples/echo-bot.ts from the sources, dist/examples/echo-bot.js from the build
 export const EXAMPLE_BOT = path.resolve(__dirname, '../../examples/echo-bot');
@@ -27,9 +33,10 @@ export interface SandboxMode {
  * stored next_offset) would confirm — and so lose — the new messages.
  */
 export async function startSandboxMode(config: Config, logger: Logger, pool: Pool): Promise<SandboxMode> {
-  const { rows } = await pool.query<{ next_offset: string /* bigint, as text */ }>('select next_offset from relay.cursor where bot_id = $1', [
-    botIdFromToken(SANDBOX_DEFAULT_TOKEN),
-  ]);
+  const { rows } = await pool.query<{ next_offset: string /* bigint, as text */ }>(
+    'select next_offset from relay.cursor where bot_id = $1',
+    [botIdFromToken(SANDBOX_DEFAULT_TOKEN)],
+  );
   const nextOffset = rows.length ? Number(rows[0].next_offset) : 0;
   const peers = await startSandboxPeers({
     host: config.SANDBOX_HOST,

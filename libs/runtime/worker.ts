@@ -26,7 +26,12 @@ export interface WorkerRuntime {
   readonly ready: () => Promise<ReadyCheck>;
 }
 
-export async function startWorkerRuntime(opts: { config: Config; databaseUrl: string; logger: Logger; metrics?: Registry }): Promise<WorkerRuntime> {
+export async function startWorkerRuntime(opts: {
+  config: Config;
+  databaseUrl: string;
+  logger: Logger;
+  metrics?: Registry;
+}): Promise<WorkerRuntime> {
   const { config, logger } = opts;
   const workerId = newWorkerId();
   const timeouts = timeoutsFromConfig(config);
@@ -39,17 +44,28 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
   try {
     const status = await migrationStatus(pool);
     if (!status.current) {
-      throw Object.assign(new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`), {
-        code: 'RELAY_QUEUE_NOT_MIGRATED',
-      });
+      throw Object.assign(
+        new Error(`the database lacks migrations ${status.pending.join(', ')}: run "tg-relay migrate" first`),
+        {
+          code: 'RELAY_QUEUE_NOT_MIGRATED',
+        },
+      );
     }
     await assertBossSchemaVersion(pool);
     const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker', timeouts });
 
     if (config.CAPTURE_URL) {
-      kinds.push(createCaptureKind({ url: config.CAPTURE_URL, timeoutMs: config.CAPTURE_TIMEOUT, opsChatId: config.OPS_CHAT_ID ?? null }));
+      kinds.push(
+        createCaptureKind({
+          url: config.CAPTURE_URL,
+          timeoutMs: config.CAPTURE_TIMEOUT,
+          opsChatId: config.OPS_CHAT_ID ?? null,
+        }),
+      );
     } else {
-      logger.warn('CAPTURE_URL is not set: capture delivery is DISABLED; captures stay pending until a worker with CAPTURE_URL runs');
+      logger.warn(
+        'CAPTURE_URL is not set: capture delivery is DISABLED; captures stay pending until a worker with CAPTURE_URL runs',
+      );
     }
     if (config.TELEGRAM_BOT_TOKEN) {
       kinds.push(
@@ -69,13 +85,16 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
     if (config.BOT_HANDLERS) {
       kinds.push(await createDispatchKindFromConfig(config, { boss, logger }));
     } else {
-      logger.warn('BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs');
+      logger.warn(
+        'BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs',
+      );
     }
 
     let resolveDied!: (why: string) => void;
     const died = new Promise<string>((r) => (resolveDied = r));
     const worker = createWorker({
-      onCrash: (queue, err) => resolveDied(`the ${queue} claim loop crashed: ${(err as Error)?.message ?? String(err)}`),
+      onCrash: (queue, err) =>
+        resolveDied(`the ${queue} claim loop crashed: ${(err as Error)?.message ?? String(err)}`),
       pool,
       boss,
       logger,
@@ -113,9 +132,16 @@ export async function startWorkerRuntime(opts: { config: Config; databaseUrl: st
         if (!k.running) reasons.push(`the ${k.queue} claim loop is not running`);
         // a claim whose heartbeat is this old is about to be taken as stale (the loop aborts its jobs then)
         else if (k.heartbeatAgeMs > k.heartbeatLimitMs)
-          reasons.push(`the ${k.queue} heartbeat is ${(k.heartbeatAgeMs / 1000).toFixed(1)} s old (limit ${k.heartbeatLimitMs / 1000} s)`);
+          reasons.push(
+            `the ${k.queue} heartbeat is ${(k.heartbeatAgeMs / 1000).toFixed(1)} s old (limit ${k.heartbeatLimitMs / 1000} s)`,
+          );
       }
-      const loops = worker.kinds.map((k) => ({ queue: k.queue, running: k.running, heartbeat_age_seconds: k.heartbeatAgeMs / 1000, in_flight: k.inFlight }));
+      const loops = worker.kinds.map((k) => ({
+        queue: k.queue,
+        running: k.running,
+        heartbeat_age_seconds: k.heartbeatAgeMs / 1000,
+        in_flight: k.inFlight,
+      }));
       const db = await databaseProblem(pool);
       if (db) reasons.push(db);
       return { ready: reasons.length === 0, reasons, worker_id: workerId, loops };

@@ -29,7 +29,8 @@ function dropConnection(req: IncomingMessage, res: ServerResponse): void {
 
 function writeError(res: ServerResponse, err: BotApiError): void {
   const headers: Record<string, string> = {};
-  if (err.errorCode === 429 && err.parameters?.retry_after !== undefined) headers['Retry-After'] = String(err.parameters.retry_after);
+  if (err.errorCode === 429 && err.parameters?.retry_after !== undefined)
+    headers['Retry-After'] = String(err.parameters.retry_after);
   sendJson(res, err.errorCode, err.envelope(), headers);
 }
 

@@ -83,7 +83,11 @@ export interface BotApiSandbox {
   /** Global faults, or one bot's override when `token` is given; `null` clears. */
   setFaults(faults: FaultConfig | null, token?: string): void;
   /** Script an error for sends to a chat (of one bot, or of every bot when token is undefined); null clears. */
-  scriptChatError(token: string | undefined, chatId: number | string, err: ScriptedChatError | ScriptedChatError['kind'] | null): void;
+  scriptChatError(
+    token: string | undefined,
+    chatId: number | string,
+    err: ScriptedChatError | ScriptedChatError['kind'] | null,
+  ): void;
   revokeToken(token: string): void;
   setLimits(limits: RateLimitsInput): void;
   limits(): RateLimitConfig;
@@ -146,7 +150,8 @@ class BotApiSandboxServer implements BotApiSandbox {
   private route(req: http.IncomingMessage, res: http.ServerResponse): void {
     const fail = (err: unknown): void => {
       this.core.logger.error({ err }, 'sandbox request failed');
-      if (!res.headersSent && !res.destroyed) sendJson(res, 500, { ok: false, error_code: 500, description: 'Internal Server Error' });
+      if (!res.headersSent && !res.destroyed)
+        sendJson(res, 500, { ok: false, error_code: 500, description: 'Internal Server Error' });
     };
     try {
       const url = new URL(req.url ?? '/', 'http://sandbox');
@@ -186,7 +191,9 @@ class BotApiSandboxServer implements BotApiSandbox {
   injectMessages(token: string, count: number, input: InjectMessagesInput): InjectMessagesResult {
     if (!Number.isInteger(count) || count < 0) throw new Error('count must be a non-negative integer');
     const bot = this.bot(token);
-    const chats = Array.isArray(input.chats) ? input.chats : Array.from({ length: input.chats }, (_, i) => (input.chatBase ?? 1001) + i);
+    const chats = Array.isArray(input.chats)
+      ? input.chats
+      : Array.from({ length: input.chats }, (_, i) => (input.chatBase ?? 1001) + i);
     if (chats.length === 0 && count > 0) throw new Error('chats must name at least one chat');
     const prefix = input.textPrefix ?? 'message ';
     const added = [];
@@ -253,7 +260,10 @@ class BotApiSandboxServer implements BotApiSandbox {
   }
 
   calls(token?: string, filter: { method?: string } = {}): CallRecord[] {
-    return this.core.callLog.list({ botId: token === undefined ? undefined : this.bot(token).id, method: filter.method });
+    return this.core.callLog.list({
+      botId: token === undefined ? undefined : this.bot(token).id,
+      method: filter.method,
+    });
   }
 
   stats(): SandboxStats {
@@ -264,7 +274,11 @@ class BotApiSandboxServer implements BotApiSandbox {
     this.core.faults.set(faults, token === undefined ? undefined : this.bot(token).id);
   }
 
-  scriptChatError(token: string | undefined, chatId: number | string, err: ScriptedChatError | ScriptedChatError['kind'] | null): void {
+  scriptChatError(
+    token: string | undefined,
+    chatId: number | string,
+    err: ScriptedChatError | ScriptedChatError['kind'] | null,
+  ): void {
     const map = token === undefined ? this.core.globalChatErrors : this.bot(token).chatErrors;
     const key = String(chatId);
     if (err === null) map.delete(key);

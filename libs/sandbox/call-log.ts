@@ -36,7 +36,11 @@ export class CallLog {
 
   list(filter: { botId?: number; method?: string } = {}): CallRecord[] {
     const method = filter.method?.toLowerCase();
-    return this.records.filter((r) => (filter.botId === undefined || r.bot_id === filter.botId) && (method === undefined || r.method.toLowerCase() === method));
+    return this.records.filter(
+      (r) =>
+        (filter.botId === undefined || r.bot_id === filter.botId) &&
+        (method === undefined || r.method.toLowerCase() === method),
+    );
   }
 
   stats(): SandboxStats {

@@ -38,13 +38,15 @@ const MODES: CollectorFaultMode[] = ['unavailable', 'timeout', 'reject', 'drop',
 export function validateCollectorFaults(f: CollectorFaults): CollectorFaults {
   for (const key of ['unavailableRate', 'timeoutRate', 'rejectRate', 'dropRate', 'slowRate'] as const) {
     const v = f[key];
-    if (v !== undefined && !(typeof v === 'number' && v >= 0 && v <= 1)) throw new Error(`${key} must be between 0 and 1`);
+    if (v !== undefined && !(typeof v === 'number' && v >= 0 && v <= 1))
+      throw new Error(`${key} must be between 0 and 1`);
   }
   if (f.rejectStatus !== undefined && !(f.rejectStatus >= 400 && f.rejectStatus <= 499)) {
     throw new Error('rejectStatus must be a 4xx status');
   }
   if (f.failNext) {
-    if (!Number.isInteger(f.failNext.count) || f.failNext.count < 0) throw new Error('failNext.count must be an integer >= 0');
+    if (!Number.isInteger(f.failNext.count) || f.failNext.count < 0)
+      throw new Error('failNext.count must be an integer >= 0');
     if (!MODES.includes(f.failNext.mode)) throw new Error(`failNext.mode must be one of ${MODES.join(', ')}`);
   }
   return { ...f, failNext: f.failNext ? { ...f.failNext } : undefined };

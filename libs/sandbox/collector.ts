@@ -12,7 +12,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../observability/logger';
 import { silentLogger } from '../observability/logger';
-import { type CollectorFaultMode, type CollectorFaults, decideCollectorFault, validateCollectorFaults } from './collector-faults';
+import {
+  type CollectorFaultMode,
+  type CollectorFaults,
+  decideCollectorFault,
+  validateCollectorFaults,
+} from './collector-faults';
 import { readBody, readControlParams, sendJson } from './http-io';
 import { createRng } from './rng';
 
@@ -103,7 +108,8 @@ class CollectorServer implements Collector {
     const server = http.createServer((req, res) => {
       this.route(req, res).catch((err: unknown) => {
         this.logger.error({ err }, 'collector request failed');
-        if (!res.headersSent && !res.destroyed) sendJson(res, 500, { ok: false, error_code: 500, description: 'Internal Server Error' });
+        if (!res.headersSent && !res.destroyed)
+          sendJson(res, 500, { ok: false, error_code: 500, description: 'Internal Server Error' });
       });
     });
     await new Promise<void>((resolve, reject) => {
@@ -227,12 +233,20 @@ class CollectorServer implements Collector {
       }
       case 'timeout':
         this.attempt(key, 'timeout', 0);
-        if (f?.timeoutMs) this.later(f.timeoutMs, () => !res.destroyed && sendJson(res, 504, { ok: false, error_code: 504, description: 'Gateway Timeout' }));
+        if (f?.timeoutMs)
+          this.later(
+            f.timeoutMs,
+            () => !res.destroyed && sendJson(res, 504, { ok: false, error_code: 504, description: 'Gateway Timeout' }),
+          );
         return; // otherwise held until the client gives up or the collector stops
       case 'reject': {
         const status = f?.rejectStatus ?? 422;
         this.attempt(key, 'reject', status);
-        sendJson(res, status, { ok: false, error_code: status, description: http.STATUS_CODES[status] ?? 'Client Error' });
+        sendJson(res, status, {
+          ok: false,
+          error_code: status,
+          description: http.STATUS_CODES[status] ?? 'Client Error',
+        });
         return;
       }
       default: {

@@ -13,7 +13,8 @@ export const TG_DESCRIPTIONS = {
   unauthorized: 'Unauthorized',
   notFound: 'Not Found',
   conflictPolling: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
-  conflictWebhook: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+  conflictWebhook:
+    "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
   textEmpty: 'Bad Request: message text is empty',
   textTooLong: 'Bad Request: message is too long',
   unsupportedParseMode: 'Bad Request: unsupported parse_mode',

@@ -41,7 +41,10 @@ async function call<T>(baseUrl: string, method: 'GET' | 'POST', path: string, bo
     });
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause?.code;
-    throw new SandboxControlError(`cannot reach the sandbox at ${baseUrl}${cause ? ` (${cause})` : ''}: is it running?`, 0);
+    throw new SandboxControlError(
+      `cannot reach the sandbox at ${baseUrl}${cause ? ` (${cause})` : ''}: is it running?`,
+      0,
+    );
   }
   const text = await res.text();
   let parsed: { ok?: boolean; result?: unknown; description?: string };
@@ -50,32 +53,47 @@ async function call<T>(baseUrl: string, method: 'GET' | 'POST', path: string, bo
   } catch {
     throw new SandboxControlError(`unexpected answer from ${url}: HTTP ${res.status}`, res.status);
   }
-  if (!res.ok || parsed.ok !== true) throw new SandboxControlError(parsed.description ?? `HTTP ${res.status}`, res.status);
+  if (!res.ok || parsed.ok !== true)
+    throw new SandboxControlError(parsed.description ?? `HTTP ${res.status}`, res.status);
   return parsed.result as T;
 }
 
 const q = (params: Record<string, string | undefined>): string => {
-  const s = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined)).toString();
+  const s = new URLSearchParams(
+    Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined),
+  ).toString();
   return s ? `?${s}` : '';
 };
 
 export function createSandboxClient(baseUrl: string) {
   return {
     health: () => call<{ status: string }>(baseUrl, 'GET', '/sandbox/health'),
-    injectMessage: (token: string, input: InjectMessageInput) => call<TgUpdate>(baseUrl, 'POST', '/sandbox/inject/message', { token, ...input }),
+    injectMessage: (token: string, input: InjectMessageInput) =>
+      call<TgUpdate>(baseUrl, 'POST', '/sandbox/inject/message', { token, ...input }),
     injectMessages: (token: string, count: number, input: InjectMessagesInput) =>
       call<InjectMessagesResult>(baseUrl, 'POST', '/sandbox/inject/messages', { token, count, ...input }),
-    injectCallbackQuery: (token: string, input: InjectCallbackInput) => call<TgUpdate>(baseUrl, 'POST', '/sandbox/inject/callback', { token, ...input }),
+    injectCallbackQuery: (token: string, input: InjectCallbackInput) =>
+      call<TgUpdate>(baseUrl, 'POST', '/sandbox/inject/callback', { token, ...input }),
     injectRawUpdate: (token: string, raw: unknown) =>
-      call<{ slot: number }>(baseUrl, 'POST', '/sandbox/inject/raw', typeof raw === 'string' ? { token, rawText: raw } : { token, raw }),
+      call<{ slot: number }>(
+        baseUrl,
+        'POST',
+        '/sandbox/inject/raw',
+        typeof raw === 'string' ? { token, rawText: raw } : { token, raw },
+      ),
     sent: (token: string) => call<SentMessage[]>(baseUrl, 'GET', `/sandbox/sent${q({ token })}`),
-    calls: (token?: string, method?: string) => call<CallRecord[]>(baseUrl, 'GET', `/sandbox/calls${q({ token, method })}`),
+    calls: (token?: string, method?: string) =>
+      call<CallRecord[]>(baseUrl, 'GET', `/sandbox/calls${q({ token, method })}`),
     botState: (token: string) => call<BotStateSummary>(baseUrl, 'GET', `/sandbox/bot${q({ token })}`),
     stats: () => call<SandboxStats>(baseUrl, 'GET', '/sandbox/stats'),
-    setFaults: (faults: FaultConfig | null, token?: string) => call<true>(baseUrl, 'POST', '/sandbox/faults', { faults, token }),
+    setFaults: (faults: FaultConfig | null, token?: string) =>
+      call<true>(baseUrl, 'POST', '/sandbox/faults', { faults, token }),
     setLimits: (limits: RateLimitsInput) => call<RateLimitConfig>(baseUrl, 'POST', '/sandbox/limits', limits),
-    scriptChatError: (token: string | undefined, chatId: number | string, error: ScriptedChatError | ScriptedChatError['kind'] | null) =>
-      call<true>(baseUrl, 'POST', '/sandbox/chat-error', { token, chatId, error }),
+    scriptChatError: (
+      token: string | undefined,
+      chatId: number | string,
+      error: ScriptedChatError | ScriptedChatError['kind'] | null,
+    ) => call<true>(baseUrl, 'POST', '/sandbox/chat-error', { token, chatId, error }),
     revokeToken: (token: string) => call<true>(baseUrl, 'POST', '/sandbox/revoke', { token }),
     reset: () => call<true>(baseUrl, 'POST', '/sandbox/reset'),
   };

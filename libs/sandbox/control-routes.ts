@@ -79,7 +79,8 @@ const ROUTES: Record<string, Handler> = {
     }),
   'POST /sandbox/inject/messages': (sb, p) => {
     const chats = pick(p, 'chats');
-    if (!(Array.isArray(chats) || typeof chats === 'number')) throw new ControlInputError('"chats" must be an array of chat ids or a count');
+    if (!(Array.isArray(chats) || typeof chats === 'number'))
+      throw new ControlInputError('"chats" must be an array of chat ids or a count');
     return sb.injectMessages(str(p, 'token'), int(p, 'count'), {
       chats: chats as InjectMessagesInput['chats'],
       chatBase: optInt(p, 'chatBase', 'chat_base'),
@@ -132,13 +133,22 @@ const ROUTES: Record<string, Handler> = {
   },
 };
 
-export async function handleControlRequest(sb: BotApiSandbox, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+export async function handleControlRequest(
+  sb: BotApiSandbox,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+): Promise<void> {
   const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
   let handler = ROUTES[`${method} ${url.pathname}`];
   // Reads are also accepted as POST with a JSON body.
   if (!handler && method === 'POST') handler = ROUTES[`GET ${url.pathname}`];
   if (!handler) {
-    sendJson(res, 404, { ok: false, error_code: 404, description: `Not Found: no sandbox route ${method} ${url.pathname}` });
+    sendJson(res, 404, {
+      ok: false,
+      error_code: 404,
+      description: `Not Found: no sandbox route ${method} ${url.pathname}`,
+    });
     return;
   }
   try {

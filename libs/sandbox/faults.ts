@@ -31,7 +31,15 @@ export function validateFaults(f: FaultConfig): FaultConfig {
     throw new Error('faults.serverErrorStatus must be a 5xx status');
   }
   if (f.latencyMs !== undefined && !(f.latencyMs >= 0)) throw new Error('faults.latencyMs must be >= 0');
-  const kinds: FaultKind[] = ['server_error', 'drop_before', 'drop_after', 'html_ok', 'html_error', 'truncated', 'none'];
+  const kinds: FaultKind[] = [
+    'server_error',
+    'drop_before',
+    'drop_after',
+    'html_ok',
+    'html_error',
+    'truncated',
+    'none',
+  ];
   for (const k of f.sequence ?? []) if (!kinds.includes(k)) throw new Error(`unknown fault kind "${k}"`);
   return {
     ...f,

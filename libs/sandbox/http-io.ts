@@ -41,7 +41,13 @@ export function readBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 /** Fields that clients send JSON-serialised when they use form encoding or the query string. */
-const JSON_FIELDS = new Set(['reply_markup', 'reply_parameters', 'allowed_updates', 'entities', 'link_preview_options']);
+const JSON_FIELDS = new Set([
+  'reply_markup',
+  'reply_parameters',
+  'allowed_updates',
+  'entities',
+  'link_preview_options',
+]);
 
 /**
  * Bot API parameters from the query string and the body (JSON or application/x-www-form-urlencoded),
@@ -75,7 +81,12 @@ function decodeFormValue(key: string, value: string): unknown {
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, {
     'Content-Type': 'application/json',
@@ -95,7 +106,14 @@ export function intParam(value: unknown, fallback: number): number {
 /** A parameter as text: strings as they are, other scalars as String() writes them, lists and objects as JSON. */
 export function textParam(value: unknown): string {
   if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value === null || value === undefined) return String(value);
+  if (
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    typeof value === 'bigint' ||
+    value === null ||
+    value === undefined
+  )
+    return String(value);
   return JSON.stringify(value) ?? '';
 }
 

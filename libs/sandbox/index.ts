@@ -2,7 +2,14 @@
 export { createBotApiSandbox } from './bot-api';
 export type { BotApiSandbox, BotApiSandboxOptions } from './bot-api';
 export { createCollector } from './collector';
-export type { Collector, CollectorAttempt, CollectorOptions, CollectorOutcome, CollectorReceipt, CollectorStats } from './collector';
+export type {
+  Collector,
+  CollectorAttempt,
+  CollectorOptions,
+  CollectorOutcome,
+  CollectorReceipt,
+  CollectorStats,
+} from './collector';
 export type { CollectorFaultMode, CollectorFaults } from './collector-faults';
 export { createCollectorClient, createSandboxClient, SandboxControlError } from './control-client';
 export type { CollectorClient, SandboxClient } from './control-client';

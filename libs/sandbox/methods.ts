@@ -20,7 +20,12 @@ export interface RequestScope {
   onClientClose: (cb: () => void) => void;
 }
 
-export type MethodHandler = (bot: BotState, params: Record<string, unknown>, env: MethodEnv, scope: RequestScope) => unknown; // the result, or a Promise of it
+export type MethodHandler = (
+  bot: BotState,
+  params: Record<string, unknown>,
+  env: MethodEnv,
+  scope: RequestScope,
+) => unknown; // the result, or a Promise of it
 
 interface MethodDef {
   name: string;
@@ -51,7 +56,10 @@ const DEFS: MethodDef[] = [
   {
     name: 'getUpdates',
     handler: (bot, p, env, scope) =>
-      getUpdates(bot, p, { onClientClose: scope.onClientClose, maxTimeoutSeconds: env.maxPollTimeoutSeconds } satisfies PollContext),
+      getUpdates(bot, p, {
+        onClientClose: scope.onClientClose,
+        maxTimeoutSeconds: env.maxPollTimeoutSeconds,
+      } satisfies PollContext),
   },
   { name: 'setWebhook', handler: (bot, p, env) => setWebhook(bot, p, env) },
   { name: 'deleteWebhook', handler: (bot, p, env) => deleteWebhook(bot, p, env) },

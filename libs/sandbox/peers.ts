@@ -15,8 +15,11 @@ export interface SandboxPeers {
 
 function listenError(err: unknown, what: string, variable: string, host: string, port: number): Error {
   const code = (err as NodeJS.ErrnoException).code;
-  const reason = code === 'EADDRINUSE' ? 'address already in use' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
-  return new Error(`cannot start the ${what} on ${host}:${port} (${variable}): ${reason}; set ${variable} to another port, or 0 for any free one`);
+  const reason =
+    code === 'EADDRINUSE' ? 'address already in use' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
+  return new Error(
+    `cannot start the ${what} on ${host}:${port} (${variable}): ${reason}; set ${variable} to another port, or 0 for any free one`,
+  );
 }
 
 export async function startSandboxPeers(opts: {
@@ -32,7 +35,11 @@ export async function startSandboxPeers(opts: {
     firstUpdateId: opts.firstUpdateId,
     logger: opts.logger?.child({ component: 'sandbox' }),
   });
-  const collector = createCollector({ host: opts.host, port: opts.collectorPort, logger: opts.logger?.child({ component: 'collector' }) });
+  const collector = createCollector({
+    host: opts.host,
+    port: opts.collectorPort,
+    logger: opts.logger?.child({ component: 'collector' }),
+  });
   try {
     await sandbox.start();
   } catch (err) {

@@ -42,7 +42,11 @@ function allowedUpdatesParam(v: unknown): string[] | undefined {
   return undefined;
 }
 
-export function getUpdates(bot: BotState, params: Record<string, unknown>, ctx: PollContext): Promise<RawJson> | RawJson {
+export function getUpdates(
+  bot: BotState,
+  params: Record<string, unknown>,
+  ctx: PollContext,
+): Promise<RawJson> | RawJson {
   if (bot.webhook) throw conflictByWebhook();
   // The older pending request is terminated, this one proceeds.
   if (bot.poll) bot.poll.finish(conflictByOtherPoll());

@@ -104,9 +104,22 @@ export class SandboxCore {
     const def = findMethod(String(body.method));
     const { method: _m, ...params } = body;
     const started = Date.now();
-    const base = { bot_id: bot.id, method: def?.name ?? String(body.method), params, time: started, via: 'webhook_reply' as const };
+    const base = {
+      bot_id: bot.id,
+      method: def?.name ?? String(body.method),
+      params,
+      time: started,
+      via: 'webhook_reply' as const,
+    };
     if (!def || def.name === 'getUpdates') {
-      this.callLog.add({ ...base, duration_ms: 0, outcome: 'error', status: 404, error_code: 404, description: 'Not Found' });
+      this.callLog.add({
+        ...base,
+        duration_ms: 0,
+        outcome: 'error',
+        status: 404,
+        error_code: 404,
+        description: 'Not Found',
+      });
       return;
     }
     try {

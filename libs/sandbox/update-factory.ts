@@ -16,7 +16,10 @@ export function commandEntities(text: string): TgMessageEntity[] | undefined {
   return m ? [{ type: 'bot_command', offset: 0, length: m[0].length }] : undefined;
 }
 
-export function buildMessageUpdate(bot: BotState, input: InjectMessageInput): { stored: StoredUpdate; update: TgUpdate } {
+export function buildMessageUpdate(
+  bot: BotState,
+  input: InjectMessageInput,
+): { stored: StoredUpdate; update: TgUpdate } {
   if (!Number.isInteger(input.chatId) || input.chatId === 0) throw new Error('chatId must be a non-zero integer');
   if (typeof input.text !== 'string') throw new Error('text must be a string');
   const type = input.chatType ?? (input.chatId > 0 ? 'private' : undefined);
@@ -42,7 +45,11 @@ export function buildMessageUpdate(bot: BotState, input: InjectMessageInput): { 
   return { stored: { slot, chatKey: String(input.chatId), type: kind, payload: update }, update };
 }
 
-export function buildCallbackUpdate(bot: BotState, input: InjectCallbackInput, callbackId: string): { stored: StoredUpdate; update: TgUpdate } {
+export function buildCallbackUpdate(
+  bot: BotState,
+  input: InjectCallbackInput,
+  callbackId: string,
+): { stored: StoredUpdate; update: TgUpdate } {
   if (!Number.isInteger(input.chatId) || input.chatId === 0) throw new Error('chatId must be a non-zero integer');
   if (typeof input.data !== 'string') throw new Error('data must be a string');
   const chat = bot.chat(input.chatId);
@@ -87,7 +94,9 @@ function chatKeyOf(raw: unknown): string | undefined {
   if (!raw || typeof raw !== 'object') return undefined;
   const obj = (x: unknown) => (x && typeof x === 'object' ? (x as Record<string, unknown>) : undefined);
   const r = raw as Record<string, unknown>;
-  const msg = obj(r.message ?? r.edited_message ?? r.channel_post ?? r.edited_channel_post ?? obj(r.callback_query)?.message);
+  const msg = obj(
+    r.message ?? r.edited_message ?? r.channel_post ?? r.edited_channel_post ?? obj(r.callback_query)?.message,
+  );
   const id = obj(msg?.chat)?.id;
   return typeof id === 'number' ? String(id) : undefined;
 }

@@ -58,7 +58,13 @@ export interface BotApiClient {
   callApiRaw(method: string, params?: Record<string, unknown>, opts?: CallOptions): Promise<RawAnswer>;
   getMe(opts?: CallOptions): Promise<BotUser>;
   setWebhook(
-    params: { url: string; secret_token?: string; max_connections?: number; allowed_updates?: string[]; drop_pending_updates?: boolean },
+    params: {
+      url: string;
+      secret_token?: string;
+      max_connections?: number;
+      allowed_updates?: string[];
+      drop_pending_updates?: boolean;
+    },
     opts?: CallOptions,
   ): Promise<true>;
   deleteWebhook(params?: { drop_pending_updates?: boolean }, opts?: CallOptions): Promise<true>;
@@ -105,7 +111,11 @@ export function createBotApiClient(opts: BotApiClientOptions): BotApiClient {
       const req = transport.request(urlFor(method), {
         method: 'POST',
         agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), accept: 'application/json' },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          accept: 'application/json',
+        },
       });
       const cleanup = () => {
         clearTimeout(timer);
@@ -157,8 +167,12 @@ export function createBotApiClient(opts: BotApiClientOptions): BotApiClient {
       env = undefined;
     }
     const errorCode = typeof env?.error_code === 'number' ? env.error_code : status;
-    const description = typeof env?.description === 'string' ? env.description : `HTTP ${status} ${http.STATUS_CODES[status] ?? ''}`.trim();
-    const parameters = env?.parameters && typeof env.parameters === 'object' ? (env.parameters as ResponseParameters) : undefined;
+    const description =
+      typeof env?.description === 'string'
+        ? env.description
+        : `HTTP ${status} ${http.STATUS_CODES[status] ?? ''}`.trim();
+    const parameters =
+      env?.parameters && typeof env.parameters === 'object' ? (env.parameters as ResponseParameters) : undefined;
     return new TelegramApiError(method, { errorCode, description, parameters, retryAfterHeader });
   }
 
@@ -175,7 +189,9 @@ export function createBotApiClient(opts: BotApiClientOptions): BotApiClient {
     try {
       env = JSON.parse(r.body) as typeof env; // `ok` is checked before use
     } catch (err) {
-      throw new TelegramNetworkError(method, 'bad_response', `HTTP ${r.status} answer is not JSON`, true, { cause: err });
+      throw new TelegramNetworkError(method, 'bad_response', `HTTP ${r.status} answer is not JSON`, true, {
+        cause: err,
+      });
     }
     if (env?.ok !== true) throw apiError(method, r.status, r.body, r.retryAfterHeader);
     return env.result as T;

@@ -35,7 +35,8 @@ export class TelegramApiError extends RelayError {
     this.parameters = init.parameters ?? {};
     const ra = this.parameters.retry_after ?? init.retryAfterHeader;
     if (typeof ra === 'number' && Number.isFinite(ra) && ra >= 0) this.retryAfter = ra;
-    if (typeof this.parameters.migrate_to_chat_id === 'number') this.migrateToChatId = this.parameters.migrate_to_chat_id;
+    if (typeof this.parameters.migrate_to_chat_id === 'number')
+      this.migrateToChatId = this.parameters.migrate_to_chat_id;
   }
 }
 
@@ -53,7 +54,10 @@ export class TelegramNetworkError extends RelayError {
     readonly requestSent: boolean,
     options?: { cause?: unknown },
   ) {
-    super(`Telegram ${method}: ${redactToken(message)}`, options?.cause !== undefined ? { cause: scrubCause(options.cause) } : undefined);
+    super(
+      `Telegram ${method}: ${redactToken(message)}`,
+      options?.cause !== undefined ? { cause: scrubCause(options.cause) } : undefined,
+    );
     this.name = 'TelegramNetworkError';
   }
 }

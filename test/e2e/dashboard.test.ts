@@ -24,7 +24,9 @@ import { startCaptureWorker, testLogger } from '../support/worker-harness';
 import { buildTestApp, startBoss, testConfig, TOKEN } from '../integration/admin/support';
 
 // the last run's screenshots stay for inspection (one folder, overwritten by the next run)
-const SHOTS = process.env.UPDATE_SCREENSHOTS ? path.resolve(__dirname, '../../docs') : path.join(os.tmpdir(), 'tg-relay-dashboard-screenshots');
+const SHOTS = process.env.UPDATE_SCREENSHOTS
+  ? path.resolve(__dirname, '../../docs')
+  : path.join(os.tmpdir(), 'tg-relay-dashboard-screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
@@ -50,7 +52,8 @@ async function shownCount(kind: string, state: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (what .ci/run does), or set CHROMIUM_PATH`);
+  if (!fs.existsSync(CHROMIUM))
+    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (what .ci/run does), or set CHROMIUM_PATH`);
   db = await createMigratedDatabase('e2e_dash');
   boss = await startBoss(db.url);
   collector = createCollector();
@@ -65,7 +68,10 @@ beforeAll(async () => {
   );
   worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl: collector.captureUrl, pollIntervalMs: 200 });
   await worker.start();
-  await waitFor(async () => (await countByState(db.pool)).failed === FAILED, { timeoutMs: 20_000, what: `${FAILED} failed captures` });
+  await waitFor(async () => (await countByState(db.pool)).failed === FAILED, {
+    timeoutMs: 20_000,
+    what: `${FAILED} failed captures`,
+  });
   // … and captures it accepts
   collector.setFaults(null);
   await insertCaptures(
@@ -73,7 +79,10 @@ beforeAll(async () => {
     boss,
     Array.from({ length: DELIVERED }, () => makeCapture({ chatId: 43 })),
   );
-  await waitFor(async () => (await countByState(db.pool)).delivered === DELIVERED, { timeoutMs: 20_000, what: `${DELIVERED} delivered captures` });
+  await waitFor(async () => (await countByState(db.pool)).delivered === DELIVERED, {
+    timeoutMs: 20_000,
+    what: `${DELIVERED} delivered captures`,
+  });
   // a poller's cursor row, so the overview has a bot to show
   await db.pool.query(
     `insert into relay.cursor (bot_id, next_offset, lease_owner, lease_generation, lease_expires_at, progress_generation, progress_at)
@@ -113,16 +122,20 @@ describe('operator dashboard in headless Chromium', () => {
     await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
     await page.locator('td[data-kind="captures"][data-state="failed"]').waitFor();
     for (const kind of ['captures', 'outbound', 'inbox'] as const) {
-      const states = kind === 'inbox' ? ['pending', 'handled', 'failed'] : ['pending', 'delivering', 'delivered', 'failed'];
+      const states =
+        kind === 'inbox' ? ['pending', 'handled', 'failed'] : ['pending', 'delivering', 'delivered', 'failed'];
       const inDb = await dbCounts(kind);
-      for (const state of states) expect([kind, state, await shownCount(kind, state)]).toEqual([kind, state, inDb[state] ?? 0]);
+      for (const state of states)
+        expect([kind, state, await shownCount(kind, state)]).toEqual([kind, state, inDb[state] ?? 0]);
     }
     expect(await shownCount('captures', 'failed')).toBe(FAILED);
     expect(await shownCount('captures', 'delivered')).toBe(DELIVERED);
     // the poller's row, and charts drawn from relay.attempts
     await expectText(page.locator('section[aria-labelledby="bots-title"] table'), /poller@e2e/);
     const deliveredChart = page.locator('section[aria-labelledby="card-captures"] svg[role="img"]').first();
-    expect(await deliveredChart.getAttribute('aria-label')).toMatch(/^Delivered \/ min, last 15 minutes: 3 in 15 min, latest \d+, peak [1-3]$/);
+    expect(await deliveredChart.getAttribute('aria-label')).toMatch(
+      /^Delivered \/ min, last 15 minutes: 3 in 15 min, latest \d+, peak [1-3]$/,
+    );
     const perMinute = await deliveredChart.locator('rect title').allTextContents(); // "12:03:00: 2"
     expect(perMinute).toHaveLength(15);
     expect(perMinute.reduce((sum, t) => sum + Number(t.split(': ').pop()), 0)).toBe(DELIVERED);
@@ -134,9 +147,16 @@ describe('operator dashboard in headless Chromium', () => {
     await page.getByRole('heading', { name: 'Captures', level: 1 }).waitFor();
     await page.getByLabel('State').selectOption('failed');
     await page.getByRole('button', { name: 'Apply' }).click();
-    await waitFor(async () => (await page.locator('tbody tr').count()) === FAILED && page.url().includes('state=failed'), { what: 'the failed captures' });
-    const { rows: failed } = await db.pool.query(`select id from relay.captures where state = 'failed' order by created_at desc, id desc`);
-    expect(await page.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute('data-id'))))).toEqual(failed.map((r) => Number(r.id)));
+    await waitFor(
+      async () => (await page.locator('tbody tr').count()) === FAILED && page.url().includes('state=failed'),
+      { what: 'the failed captures' },
+    );
+    const { rows: failed } = await db.pool.query(
+      `select id from relay.captures where state = 'failed' order by created_at desc, id desc`,
+    );
+    expect(
+      await page.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute('data-id')))),
+    ).toEqual(failed.map((r) => Number(r.id)));
     expect(await page.locator('tbody .badge').allTextContents()).toEqual(Array(FAILED).fill('failed'));
 
     const id = Number(failed[0].id);
@@ -181,7 +201,10 @@ describe('operator dashboard in headless Chromium', () => {
     await expectText(page.getByRole('status').filter({ hasText: 'Retried' }), new RegExp(`Retried ${FAILED} captures`));
 
     // the worker delivers them; the live list empties and the overview follows
-    await waitFor(async () => (await countByState(db.pool)).delivered === FAILED + DELIVERED, { timeoutMs: 20_000, what: 'the retried captures delivered' });
+    await waitFor(async () => (await countByState(db.pool)).delivered === FAILED + DELIVERED, {
+      timeoutMs: 20_000,
+      what: 'the retried captures delivered',
+    });
     await page.getByText('No captures match.').waitFor({ timeout: 10_000 });
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview' }).click();
     await waitFor(async () => (await shownCount('captures', 'delivered')) === FAILED + DELIVERED, {
@@ -192,7 +215,9 @@ describe('operator dashboard in headless Chromium', () => {
 
     // one of them: its first attempt failed, the bulk retry (and the dry runs that counted it) are
     // in its history, then the delivery
-    const { rows: retried } = await db.pool.query(`select id from relay.captures where chat_id = 42 order by id limit 1`);
+    const { rows: retried } = await db.pool.query(
+      `select id from relay.captures where chat_id = 42 order by id limit 1`,
+    );
     await page.goto(`${base}/?refresh=1000#/captures/${retried[0].id}`);
     const timeline = page.locator('table.timeline tbody tr');
     await waitFor(async () => (await timeline.count()) >= 5, { what: 'the history rows' }).catch(() => undefined);
@@ -207,9 +232,18 @@ describe('operator dashboard in headless Chromium', () => {
     await expectText(page.locator('dd[data-field="state"]'), /^delivered$/);
     await page.screenshot({ path: path.join(SHOTS, 'dashboard-detail.png'), fullPage: true });
 
-    const { rows: audit } = await db.pool.query(`select outcome, actor, details from relay.attempts where subject = 'admin' order by id`);
-    expect(audit.map((a) => a.outcome)).toEqual(['admin.retry_bulk_dry_run', 'admin.retry_bulk_dry_run', 'admin.retry_bulk']);
-    expect(audit[2]).toMatchObject({ actor: 'admin', details: { kind: 'captures', count: FAILED, reason: 'collector fixed' } });
+    const { rows: audit } = await db.pool.query(
+      `select outcome, actor, details from relay.attempts where subject = 'admin' order by id`,
+    );
+    expect(audit.map((a) => a.outcome)).toEqual([
+      'admin.retry_bulk_dry_run',
+      'admin.retry_bulk_dry_run',
+      'admin.retry_bulk',
+    ]);
+    expect(audit[2]).toMatchObject({
+      actor: 'admin',
+      details: { kind: 'captures', count: FAILED, reason: 'collector fixed' },
+    });
   });
 
   test('a test message sent from the overview can be cancelled from its detail view; both are in the audit trail', async () => {
@@ -220,7 +254,9 @@ describe('operator dashboard in headless Chromium', () => {
     const sent = page.locator('form[aria-labelledby="send-title"] [role="status"]');
     await expectText(sent, /Enqueued outbound #\d+ \(dashboard-[a-z0-9-]+\), pending/);
     const { rows } = await db.pool.query(`select id, state, chat_id, text from relay.outbound`);
-    expect(rows).toEqual([{ id: expect.anything(), state: 'pending', chat_id: '4242', text: 'ping from the e2e test' }]);
+    expect(rows).toEqual([
+      { id: expect.anything(), state: 'pending', chat_id: '4242', text: 'ping from the e2e test' },
+    ]);
 
     await sent.getByRole('link').click();
     await page.getByRole('heading', { name: `Outbound message #${rows[0].id}`, level: 1 }).waitFor();
@@ -229,12 +265,18 @@ describe('operator dashboard in headless Chromium', () => {
     await page.getByRole('dialog').getByRole('button', { name: 'Cancel it' }).click();
     await expectText(page.getByRole('status').filter({ hasText: 'Cancel it' }), /now failed/);
     await expectText(page.locator('dd[data-field="failed_reason"]'), /cancelled/);
-    expect((await db.pool.query(`select state, failed_reason from relay.outbound`)).rows).toEqual([{ state: 'failed', failed_reason: 'cancelled' }]);
+    expect((await db.pool.query(`select state, failed_reason from relay.outbound`)).rows).toEqual([
+      { state: 'failed', failed_reason: 'cancelled' },
+    ]);
 
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit' }).click();
     await page.getByRole('heading', { name: 'Audit trail' }).waitFor();
     await waitFor(async () => (await page.locator('tbody tr').count()) >= 5, { what: 'the audit rows' });
-    expect((await page.locator('tbody tr td:nth-child(2)').allTextContents()).slice(0, 3)).toEqual(['cancel', 'enqueue', 'retry_bulk']);
+    expect((await page.locator('tbody tr td:nth-child(2)').allTextContents()).slice(0, 3)).toEqual([
+      'cancel',
+      'enqueue',
+      'retry_bulk',
+    ]);
   });
 
   test('a token the API stops accepting sends the operator back to sign in', async () => {
@@ -260,7 +302,9 @@ describe('sandbox mode', () => {
       LOG_LEVEL: 'silent',
     });
     ingress = await startIngress({ config, databaseUrl: db.url, logger: testLogger() });
-    sandboxApp = await buildTestApp(db.pool, boss, { sandbox: { url: sandbox.url, token: SANDBOX_DEFAULT_TOKEN, chatId: 777 } });
+    sandboxApp = await buildTestApp(db.pool, boss, {
+      sandbox: { url: sandbox.url, token: SANDBOX_DEFAULT_TOKEN, chatId: 777 },
+    });
     await sandboxApp.listen({ port: 0, host: '127.0.0.1' });
   });
 
@@ -291,7 +335,9 @@ describe('sandbox mode', () => {
       });
       await expectText(bubble.locator('.flow'), /capture #\d+ delivered/);
       await expectText(bubble.locator('.flow'), /inbox #\d+ (pending|handled)/);
-      const { rows } = await db.pool.query(`select state from relay.inbox where update_id = $1 and chat_id = 777`, [updateId]);
+      const { rows } = await db.pool.query(`select state from relay.inbox where update_id = $1 and chat_id = 777`, [
+        updateId,
+      ]);
       expect(rows).toHaveLength(1);
       // a bot reply in that chat shows up in the conversation
       await fetch(`${sandbox.url}/bot${SANDBOX_DEFAULT_TOKEN}/sendMessage`, {

@@ -22,7 +22,15 @@ let seq = 1;
 
 export function makeCapture(overrides: Partial<CaptureFixture> = {}): CaptureFixture {
   const n = seq++;
-  return { updateId: 100_000 + n, chatId: 42, messageId: n, fromId: 7, text: `hello ${n}`, date: 1_700_000_000 + n, ...overrides };
+  return {
+    updateId: 100_000 + n,
+    chatId: 42,
+    messageId: n,
+    fromId: 7,
+    text: `hello ${n}`,
+    date: 1_700_000_000 + n,
+    ...overrides,
+  };
 }
 
 export const keyOf = (c: CaptureFixture) => `telegram:${c.updateId}:${c.chatId}:${c.messageId}`;
@@ -33,7 +41,11 @@ export interface InsertedCapture {
   jobId: string;
 }
 
-export async function insertCaptures(pool: Pool, boss: BossLedger, captures: CaptureFixture[] | number): Promise<InsertedCapture[]> {
+export async function insertCaptures(
+  pool: Pool,
+  boss: BossLedger,
+  captures: CaptureFixture[] | number,
+): Promise<InsertedCapture[]> {
   const list = typeof captures === 'number' ? Array.from({ length: captures }, () => makeCapture()) : captures;
   return withTransaction(pool, async (client) => {
     const docs = list.map((c) => {
@@ -45,7 +57,16 @@ export async function insertCaptures(pool: Pool, boss: BossLedger, captures: Cap
         from: { id: c.fromId, is_bot: false, first_name: 'T' },
         text: c.text,
       };
-      const payload = { key, update_id: c.updateId, update_type: 'message', chat: message.chat, from: message.from, text: c.text, date: c.date, message };
+      const payload = {
+        key,
+        update_id: c.updateId,
+        update_type: 'message',
+        chat: message.chat,
+        from: message.from,
+        text: c.text,
+        date: c.date,
+        message,
+      };
       const json = JSON.stringify(payload);
       return {
         capture_key: key,
@@ -105,7 +126,12 @@ export async function captureStates(pool: Pool): Promise<CaptureState[]> {
   return rows;
 }
 
-const MIRROR: Record<string, string[]> = { pending: ['created', 'retry'], delivering: ['active'], delivered: ['completed'], failed: ['failed'] };
+const MIRROR: Record<string, string[]> = {
+  pending: ['created', 'retry'],
+  delivering: ['active'],
+  delivered: ['completed'],
+  failed: ['failed'],
+};
 
 /** Rows whose pg-boss job is not in the state that mirrors theirs (should be none). */
 export async function inconsistentCaptures(pool: Pool): Promise<CaptureState[]> {

@@ -28,7 +28,11 @@ export function runCli(
   opts: { timeoutMs?: number; cwd?: string; cli?: string } = {},
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [opts.cli ?? CLI, ...args], { env: cleanEnv(env), cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [opts.cli ?? CLI, ...args], {
+      env: cleanEnv(env),
+      cwd: opts.cwd ?? ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -43,8 +47,16 @@ export function runCli(
 }
 
 /** Starts `tg-relay <args>` in the background; output is collected on the returned object. */
-export function startCli(args: string[], env: Record<string, string | undefined>, opts: { cwd?: string } = {}): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env), cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startCli(
+  args: string[],
+  env: Record<string, string | undefined>,
+  opts: { cwd?: string } = {},
+): ChildProcess & { output: () => string } {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: cleanEnv(env),
+    cwd: opts.cwd ?? ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
@@ -52,6 +64,7 @@ export function startCli(args: string[], env: Record<string, string | undefined>
 }
 
 export function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
 }

@@ -45,7 +45,9 @@ export async function createTestDatabase(prefix = 't'): Promise<{ name: string; 
 }
 
 /** A migrated database (our schema + pg-boss) and a pool on it. */
-export async function createMigratedDatabase(prefix = 't'): Promise<{ name: string; url: string; pool: Pool; drop(): Promise<void> }> {
+export async function createMigratedDatabase(
+  prefix = 't',
+): Promise<{ name: string; url: string; pool: Pool; drop(): Promise<void> }> {
   const db = await createTestDatabase(prefix);
   await migrateAll(db.url);
   const pool = createPool(db.url, { max: 10, applicationName: 'tg-relay:test' });

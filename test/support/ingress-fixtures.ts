@@ -22,15 +22,21 @@ export interface FixtureMessage {
   from?: { id: number; is_bot: boolean; first_name: string };
 }
 
-export function makeMessageUpdate<K extends MessageKind = 'message'>(o: MakeMessageUpdate & { kind?: K }): { update_id: number } & Record<K, FixtureMessage> {
+export function makeMessageUpdate<K extends MessageKind = 'message'>(
+  o: MakeMessageUpdate & { kind?: K },
+): { update_id: number } & Record<K, FixtureMessage> {
   const chatId = o.chatId ?? 1001;
   const message: FixtureMessage = {
     message_id: o.messageId ?? o.updateId,
     date: o.date ?? 1_700_000_000,
-    chat: chatId > 0 ? { id: chatId, type: 'private', first_name: `User ${chatId}` } : { id: chatId, type: 'group', title: `Group ${chatId}` },
+    chat:
+      chatId > 0
+        ? { id: chatId, type: 'private', first_name: `User ${chatId}` }
+        : { id: chatId, type: 'group', title: `Group ${chatId}` },
     text: o.text ?? `hello ${o.updateId}`,
   };
-  if (o.kind !== 'channel_post') message.from = { id: o.fromId ?? (chatId > 0 ? chatId : 1000), is_bot: false, first_name: 'Ann' };
+  if (o.kind !== 'channel_post')
+    message.from = { id: o.fromId ?? (chatId > 0 ? chatId : 1000), is_bot: false, first_name: 'Ann' };
   return { update_id: o.updateId, [o.kind ?? 'message']: message } as { update_id: number } & Record<K, FixtureMessage>;
 }
 

@@ -59,7 +59,9 @@ export interface TestPoller {
 
 /** A poller in this process (fast paths); crash tests use real processes instead. */
 export function startTestPoller(
-  o: { pool: Pool; url: string; apiRoot: string; token: string; botId: string } & Partial<Omit<PollerOptions, 'pool' | 'boss' | 'api' | 'botId'>>,
+  o: { pool: Pool; url: string; apiRoot: string; token: string; botId: string } & Partial<
+    Omit<PollerOptions, 'pool' | 'boss' | 'api' | 'botId'>
+  >,
 ): TestPoller {
   const logs = memoryLogger();
   const api = createBotApiClient({ token: o.token, apiRoot: o.apiRoot });

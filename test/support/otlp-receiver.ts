@@ -38,7 +38,8 @@ function value(v: OtlpValue): AttrValue {
   if (v.arrayValue) return (v.arrayValue.values ?? []).map(value);
   return null;
 }
-const attrs = (a: OtlpAttrs): Record<string, AttrValue> => Object.fromEntries((a ?? []).map((x) => [x.key, value(x.value)]));
+const attrs = (a: OtlpAttrs): Record<string, AttrValue> =>
+  Object.fromEntries((a ?? []).map((x) => [x.key, value(x.value)]));
 
 export interface OtlpReceiver {
   /** For OTEL_EXPORTER_OTLP_ENDPOINT (the exporter appends /v1/traces). */

@@ -25,7 +25,8 @@ export function privateClone(): PrivateClone {
   fs.chmodSync(outer, 0o700);
   const dir = path.join(outer, 'x');
   fs.mkdirSync(path.join(dir, 'node_modules'), { recursive: true });
-  for (const s of SOURCES) fs.cpSync(path.join(ROOT, s), path.join(dir, s), { recursive: true, verbatimSymlinks: true });
+  for (const s of SOURCES)
+    fs.cpSync(path.join(ROOT, s), path.join(dir, s), { recursive: true, verbatimSymlinks: true });
   for (const e of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
     const from = path.join(ROOT, 'node_modules', e);
     const to = path.join(dir, 'node_modules', e);

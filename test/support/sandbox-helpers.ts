@@ -10,7 +10,13 @@ export interface TgResponse {
 }
 
 /** One Bot API call as a client would make it: POST JSON to `${apiRoot}/bot<token>/<method>`. */
-export async function tg(apiRoot: string, token: string, method: string, params?: Record<string, unknown>, init: RequestInit = {}): Promise<TgResponse> {
+export async function tg(
+  apiRoot: string,
+  token: string,
+  method: string,
+  params?: Record<string, unknown>,
+  init: RequestInit = {},
+): Promise<TgResponse> {
   const res = await fetch(`${apiRoot}/bot${token}/${method}`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },

@@ -89,7 +89,9 @@ export async function checkSoak(
   const section = (title: string) => figures.push({ label: `— ${title}`, value: '' });
   // fresh statistics first: autovacuum may not have analyzed tables that grew by 100k rows in
   // minutes, and a plan from stale estimates turned one check into a 3-minute nested loop
-  await pool.query('analyze relay.attempts, relay.inbox, relay.captures, relay.outbound, relay.quarantine, tg_relay_boss.job');
+  await pool.query(
+    'analyze relay.attempts, relay.inbox, relay.captures, relay.outbound, relay.quarantine, tg_relay_boss.job',
+  );
 
   section('run');
   fig(
@@ -97,7 +99,10 @@ export async function checkSoak(
     `${((Date.now() - ctx.startedAt) / 1000).toFixed(0)} s (fleet up ${(ctx.phases['fleet up'] / 1000).toFixed(0)} s, fed ${((ctx.phases.fed ?? 0) / 1000).toFixed(0)} s, drained ${((ctx.phases.drained ?? 0) / 1000).toFixed(0)} s)`,
   );
   fig('processes', `${options.pollers} pollers, ${options.workers} workers, 1 admin`);
-  fig('SIGKILLs (then restarted)', `${fleet.kills.poller + fleet.kills.worker} (${fleet.kills.poller} pollers, ${fleet.kills.worker} workers)`);
+  fig(
+    'SIGKILLs (then restarted)',
+    `${fleet.kills.poller + fleet.kills.worker} (${fleet.kills.poller} pollers, ${fleet.kills.worker} workers)`,
+  );
   fig('PostgreSQL restarts', `${ctx.pgRestartsDone} (${ctx.pgDescribe})`, ctx.pgRestartsDone >= options.pgRestarts);
   const sbStats = sandbox.stats();
   const faults = sbStats.faults.server_error + sbStats.faults.drop_before + sbStats.faults.drop_after;
@@ -108,7 +113,10 @@ export async function checkSoak(
   fig('Bot API 429s (limits enforced by the sandbox)', sbStats.rate_limited);
   const colStats = collector.stats();
   const colFailed = colStats.attempts - (colStats.by_outcome.accepted ?? 0) - (colStats.by_outcome.duplicate ?? 0);
-  fig('collector calls / failed', `${colStats.attempts} / ${colFailed} (${pct(colFailed, colStats.attempts)}: ${JSON.stringify(colStats.by_outcome)})`);
+  fig(
+    'collector calls / failed',
+    `${colStats.attempts} / ${colFailed} (${pct(colFailed, colStats.attempts)}: ${JSON.stringify(colStats.by_outcome)})`,
+  );
   fig(
     'drained within bound',
     end.drained.ok
@@ -130,9 +138,15 @@ export async function checkSoak(
       [botId],
     )
   ).rows[0];
-  const inboxOk = inbox.n === createdBySandbox && inbox.d === inbox.n && Number(inbox.lo) === first && Number(inbox.hi) === last;
+  const inboxOk =
+    inbox.n === createdBySandbox && inbox.d === inbox.n && Number(inbox.lo) === first && Number(inbox.hi) === last;
   fig('updates received by the sandbox', createdBySandbox, createdBySandbox === ctx.injected.count);
-  fig('updates stored in the inbox', `${inbox.n} (distinct ${inbox.d}, update_id ${inbox.lo}..${inbox.hi})`, inboxOk, 'must equal the sandbox, each once');
+  fig(
+    'updates stored in the inbox',
+    `${inbox.n} (distinct ${inbox.d}, update_id ${inbox.lo}..${inbox.hi})`,
+    inboxOk,
+    'must equal the sandbox, each once',
+  );
   fig('inbox gaps', inbox.gaps, inbox.gaps === 0);
   fig(
     'confirmed to the sandbox (offset)',
@@ -144,7 +158,10 @@ export async function checkSoak(
   section('captures');
   // the exact document POSTed (payload_raw); the jsonb copy has U+FFFD where jsonb cannot hold a code point
   const captures = (
-    await pool.query(`select capture_key, update_id, state, coalesce(payload_raw, payload::json) as payload from relay.captures where bot_id = $1`, [botId])
+    await pool.query(
+      `select capture_key, update_id, state, coalesce(payload_raw, payload::json) as payload from relay.captures where bot_id = $1`,
+      [botId],
+    )
   ).rows as Array<{
     capture_key: string;
     update_id: string;
@@ -171,9 +188,21 @@ export async function checkSoak(
   }
   const foreign = [...byKey.keys()].filter((k) => !captureKeys.has(k)).length;
   const perUpdate = new Set(captures.map((c) => c.update_id)).size;
-  fig('captures stored (one per update)', `${captures.length} for ${perUpdate} updates`, captures.length === inbox.n && perUpdate === inbox.n);
-  fig('captures delivered (state)', `${deliveredState} (${pct(deliveredState, captures.length)})`, deliveredState === captures.length);
-  fig('captures received by the collector at least once', `${received} (${pct(received, captures.length)})`, received === captures.length);
+  fig(
+    'captures stored (one per update)',
+    `${captures.length} for ${perUpdate} updates`,
+    captures.length === inbox.n && perUpdate === inbox.n,
+  );
+  fig(
+    'captures delivered (state)',
+    `${deliveredState} (${pct(deliveredState, captures.length)})`,
+    deliveredState === captures.length,
+  );
+  fig(
+    'captures received by the collector at least once',
+    `${received} (${pct(received, captures.length)})`,
+    received === captures.length,
+  );
   fig('captures delivered more than once', `${dupKeys} keys, ${dupExtra} extra POSTs`);
   fig(
     'duplicates carry the same Idempotency-Key and payload',
@@ -185,9 +214,12 @@ export async function checkSoak(
   // ---- dispatch ----------------------------------------------------------------------------------
   section('update dispatch');
   const inboxStates = Object.fromEntries(
-    (await pool.query(`select state, count(*)::int as n from relay.inbox where bot_id = $1 group by state`, [botId])).rows.map((r) => [r.state, r.n]),
+    (
+      await pool.query(`select state, count(*)::int as n from relay.inbox where bot_id = $1 group by state`, [botId])
+    ).rows.map((r) => [r.state, r.n]),
   ) as Record<string, number>;
-  const runs = (await pool.query(`select id, chat_id, update_id, flaked from soak.handler_runs order by id`)).rows as Array<{
+  const runs = (await pool.query(`select id, chat_id, update_id, flaked from soak.handler_runs order by id`))
+    .rows as Array<{
     id: string;
     chat_id: string;
     update_id: string;
@@ -228,10 +260,18 @@ export async function checkSoak(
     handled === toHandle && (inboxStates.failed ?? 0) === poisoned.size && inbox.n > 0,
   );
   fig('handler runs recorded', `${runs.length} (${flaked} scripted flaky failures, retried)`);
-  fig('updates with a successful handler run recorded', `${inbox.n - neverRun} (${pct(inbox.n - neverRun, inbox.n)})`, neverRun === 0);
+  fig(
+    'updates with a successful handler run recorded',
+    `${inbox.n - neverRun} (${pct(inbox.n - neverRun, inbox.n)})`,
+    neverRun === 0,
+  );
   fig('updates whose handler succeeded more than once (at-least-once after a crash)', rerun);
   fig('handler runs of unknown updates', unknownRuns, unknownRuns === 0);
-  fig('per-chat dispatch order violations', orderViolations + (orderExamples.length ? ` (${orderExamples.join('; ')})` : ''), orderViolations === 0);
+  fig(
+    'per-chat dispatch order violations',
+    orderViolations + (orderExamples.length ? ` (${orderExamples.join('; ')})` : ''),
+    orderViolations === 0,
+  );
 
   // ---- outbound ----------------------------------------------------------------------------------
   section('outbound');
@@ -261,8 +301,16 @@ export async function checkSoak(
     const m = /^update:(\d+):(\d+):1$/.exec(r.msg_id);
     return !!m && m[1] === botId && echoed(Number(m[2]), options) && Number(m[2]) >= first && Number(m[2]) <= last;
   });
-  fig('outbound messages enqueued (SQL function + admin API)', `${messages.length} of ${options.outbound}`, messages.length === options.outbound);
-  fig('handler replies enqueued (exactly once per echoed update)', `${replies.length} of ${expectedReplies}`, replies.length === expectedReplies && replyIdsOk);
+  fig(
+    'outbound messages enqueued (SQL function + admin API)',
+    `${messages.length} of ${options.outbound}`,
+    messages.length === options.outbound,
+  );
+  fig(
+    'handler replies enqueued (exactly once per echoed update)',
+    `${replies.length} of ${expectedReplies}`,
+    replies.length === expectedReplies && replyIdsOk,
+  );
   const notAlerts = [...messages, ...replies];
   const delivered = notAlerts.filter((r) => r.state === 'delivered');
   const failed = notAlerts.filter((r) => r.state === 'failed');
@@ -284,7 +332,9 @@ export async function checkSoak(
     const k = a.msg_id.replace(/^alert:/, '');
     alertsByMsg.set(k, [...(alertsByMsg.get(k) ?? []), a]);
   }
-  const failedWithOneAlert = failed.filter((r) => (alertsByMsg.get(r.msg_id) ?? []).length === 1 && alertsByMsg.get(r.msg_id)![0].state === 'delivered').length;
+  const failedWithOneAlert = failed.filter(
+    (r) => (alertsByMsg.get(r.msg_id) ?? []).length === 1 && alertsByMsg.get(r.msg_id)![0].state === 'delivered',
+  ).length;
   const strayAlerts = alerts.filter((a) => !failed.some((r) => `alert:${r.msg_id}` === a.msg_id)).length;
   fig(
     'alerts: failed messages with exactly one alert, delivered',
@@ -330,8 +380,16 @@ export async function checkSoak(
   const deliveredNeverSent = rows.filter((r) => r.state === 'delivered' && !sentCount.get(r.id)).length;
   const failedButSent = rows.filter((r) => r.state === 'failed' && sentCount.get(r.id)).length;
   fig('sends the sandbox accepted', `${sent.length} (to ${lastIdOfChat.size} chats)`);
-  fig('sends of no outbound row / to the wrong chat', `${unknownSent} / ${wrongChat}`, unknownSent === 0 && wrongChat === 0 && textClashes === 0);
-  fig('delivered rows Telegram never got / failed rows it got', `${deliveredNeverSent} / ${failedButSent}`, deliveredNeverSent === 0 && failedButSent === 0);
+  fig(
+    'sends of no outbound row / to the wrong chat',
+    `${unknownSent} / ${wrongChat}`,
+    unknownSent === 0 && wrongChat === 0 && textClashes === 0,
+  );
+  fig(
+    'delivered rows Telegram never got / failed rows it got',
+    `${deliveredNeverSent} / ${failedButSent}`,
+    deliveredNeverSent === 0 && failedButSent === 0,
+  );
   fig(
     'per-chat send order violations',
     sendOrderViolations + (sendOrderExamples.length ? ` (${sendOrderExamples.join('; ')})` : ''),
@@ -364,7 +422,8 @@ export async function checkSoak(
     const u = uncertainOf.get(id);
     if (!u || u.ambiguous < n - 1) {
       dupUnexplained++;
-      if (unexplainedExamples.length < 5) unexplainedExamples.push(`outbound ${id}: sent ${n}×, ${u?.ambiguous ?? 0} ambiguous attempts recorded`);
+      if (unexplainedExamples.length < 5)
+        unexplainedExamples.push(`outbound ${id}: sent ${n}×, ${u?.ambiguous ?? 0} ambiguous attempts recorded`);
     } else if (u.stale > 0) dupAfterDeath++;
     else dupAfterDrop++;
   }
@@ -419,8 +478,14 @@ export async function checkSoak(
       [botId],
     )
   ).rows as Array<{ subject: string; n: number }>;
-  fig('items whose success was recorded more than once', twice.length === 0 ? 0 : twice.map((t) => `${t.subject}: ${t.n}`).join(', '), twice.length === 0);
-  const deadlocks = (await pool.query('select deadlocks::int as n from pg_stat_database where datname = current_database()')).rows[0]?.n ?? 0;
+  fig(
+    'items whose success was recorded more than once',
+    twice.length === 0 ? 0 : twice.map((t) => `${t.subject}: ${t.n}`).join(', '),
+    twice.length === 0,
+  );
+  const deadlocks =
+    (await pool.query('select deadlocks::int as n from pg_stat_database where datname = current_database()')).rows[0]
+      ?.n ?? 0;
   fig('deadlocks PostgreSQL detected (and aborted one side; retried)', deadlocks);
 
   // ---- processes ---------------------------------------------------------------------------------
@@ -428,11 +493,15 @@ export async function checkSoak(
   const crashes = fleet.crashes();
   fig(
     'processes crashed unexpectedly',
-    crashes.length === 0 ? 0 : `${crashes.length}: ${crashes.map((c) => `${c.name} life ${c.life} (code ${c.code}, signal ${c.signal})`).join(', ')}`,
+    crashes.length === 0
+      ? 0
+      : `${crashes.length}: ${crashes.map((c) => `${c.name} life ${c.life} (code ${c.code}, signal ${c.signal})`).join(', ')}`,
     crashes.length === 0,
   );
   for (const c of crashes)
-    failures.push(`${c.name} (pid ${c.pid}) exited on its own with code ${c.code}, signal ${c.signal}; last output:\n${c.tail.slice(-1500)}`);
+    failures.push(
+      `${c.name} (pid ${c.pid}) exited on its own with code ${c.code}, signal ${c.signal}; last output:\n${c.tail.slice(-1500)}`,
+    );
   const badStops = end.stops.filter((s) => s.code !== 0);
   fig(
     'final SIGTERM: processes exiting 0',
@@ -441,7 +510,8 @@ export async function checkSoak(
   );
   for (const s of badStops) {
     // a process SIGKILLed for ignoring the stop left what it was doing in <name>.stuck (Fleet.stopAll)
-    const stuck = s.signal === 'SIGKILL' ? ` (its threads' state at the SIGKILL: ${s.name}.stuck in the kept logs)` : '';
+    const stuck =
+      s.signal === 'SIGKILL' ? ` (its threads' state at the SIGKILL: ${s.name}.stuck in the kept logs)` : '';
     failures.push(`${s.name} exited ${s.code}/${s.signal} after SIGTERM${stuck}; last output:\n${s.tail.slice(-1500)}`);
   }
 
@@ -474,11 +544,20 @@ type Fig = (label: string, value: string | number, ok?: boolean, why?: string) =
  * A failed update raises no alert (alerts are about failed outbound messages, docs/outbound.md): the
  * outbound section already requires exactly one alert per failed message and none about anything else.
  */
-async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, section: (title: string) => void): Promise<void> {
+async function checkPoison(
+  ctx: SoakContext,
+  poisoned: Set<number>,
+  fig: Fig,
+  section: (title: string) => void,
+): Promise<void> {
   const { pool, botId, collector, hostile } = ctx;
   section('poison: hostile text and invalid replies');
   const ids = [...hostile.keys()];
-  fig('hostile-text updates sent', `${ids.length} from ${ctx.hostileChats.size} of ${ctx.userChats.length} users`, ids.length > 0);
+  fig(
+    'hostile-text updates sent',
+    `${ids.length} from ${ctx.hostileChats.size} of ${ctx.userChats.length} users`,
+    ids.length > 0,
+  );
 
   const stored = (
     await pool.query(
@@ -499,8 +578,12 @@ async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, se
     exact === ids.length && stored.length === ids.length,
   );
 
-  const runs = (await pool.query(`select update_id::text, text_utf16 from soak.handler_runs where not flaked and update_id = any($1::bigint[])`, [ids]))
-    .rows as Array<{ update_id: string; text_utf16: Buffer | null }>;
+  const runs = (
+    await pool.query(
+      `select update_id::text, text_utf16 from soak.handler_runs where not flaked and update_id = any($1::bigint[])`,
+      [ids],
+    )
+  ).rows as Array<{ update_id: string; text_utf16: Buffer | null }>;
   const sawExact = new Set<number>();
   let sawOther = 0;
   for (const r of runs) {
@@ -519,17 +602,26 @@ async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, se
 
   const keyOf = new Map(
     (
-      (await pool.query(`select update_id::text, capture_key from relay.captures where bot_id = $1 and update_id = any($2::bigint[])`, [botId, ids]))
-        .rows as Array<{ update_id: string; capture_key: string }>
+      (
+        await pool.query(
+          `select update_id::text, capture_key from relay.captures where bot_id = $1 and update_id = any($2::bigint[])`,
+          [botId, ids],
+        )
+      ).rows as Array<{ update_id: string; capture_key: string }>
     ).map((r) => [Number(r.update_id), r.capture_key]),
   );
   const byKey = collector.byKey();
   let capturedExact = 0;
   for (const u of ids) {
     const receipts = byKey.get(keyOf.get(u) ?? '') ?? [];
-    if (receipts.length > 0 && receipts.every((r) => (r.body as { text?: unknown }).text === hostile.get(u))) capturedExact++;
+    if (receipts.length > 0 && receipts.every((r) => (r.body as { text?: unknown }).text === hostile.get(u)))
+      capturedExact++;
   }
-  fig('hostile-text updates captured, the collector got the exact text', `${capturedExact} of ${ids.length}`, capturedExact === ids.length);
+  fig(
+    'hostile-text updates captured, the collector got the exact text',
+    `${capturedExact} of ${ids.length}`,
+    capturedExact === ids.length,
+  );
 
   const outcome = (
     await pool.query(
@@ -539,10 +631,21 @@ async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, se
          from relay.inbox i where i.bot_id = $1 and (i.state = 'failed' or i.update_id = any($2::bigint[]))`,
       [botId, [...poisoned]],
     )
-  ).rows as Array<{ update_id: string; state: string; chat_id: string; last_error: string | null; failed_invalid: number; retried_invalid: number }>;
+  ).rows as Array<{
+    update_id: string;
+    state: string;
+    chat_id: string;
+    last_error: string | null;
+    failed_invalid: number;
+    retried_invalid: number;
+  }>;
   const poisonRows = outcome.filter((r) => poisoned.has(Number(r.update_id)));
   const failedAtOnce = poisonRows.filter(
-    (r) => r.state === 'failed' && r.last_error?.startsWith('RELAY_INVALID_REPLY') && r.failed_invalid === 1 && r.retried_invalid === 0,
+    (r) =>
+      r.state === 'failed' &&
+      r.last_error?.startsWith('RELAY_INVALID_REPLY') &&
+      r.failed_invalid === 1 &&
+      r.retried_invalid === 0,
   );
   const kinds = new Map<number, number>();
   for (const u of poisoned) kinds.set(u % 4, (kinds.get(u % 4) ?? 0) + 1);
@@ -572,6 +675,13 @@ async function checkPoison(ctx: SoakContext, poisoned: Set<number>, fig: Fig, se
       [botId, [...chatsWithPoison], [...poisoned]],
     )
   ).rows[0] as { n: number; handled: number };
-  fig('later updates of the chats with a failed update, handled', `${after.handled} of ${after.n}`, after.handled === after.n);
-  fig('alerts about failed updates', '0 (none promised: alerts are about failed outbound messages; checked in the outbound section)');
+  fig(
+    'later updates of the chats with a failed update, handled',
+    `${after.handled} of ${after.n}`,
+    after.handled === after.n,
+  );
+  fig(
+    'alerts about failed updates',
+    '0 (none promised: alerts are about failed outbound messages; checked in the outbound section)',
+  );
 }

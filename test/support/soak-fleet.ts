@@ -64,7 +64,8 @@ export class Fleet {
   /** Starts (or restarts) `name` as `role`; resolves once it logged that it is up. */
   start(name: string, role: Role): Promise<void> {
     const prev = this.members.get(name);
-    if (prev && prev.child.exitCode === null && prev.child.signalCode === null) throw new Error(`${name} is still running`);
+    if (prev && prev.child.exitCode === null && prev.child.signalCode === null)
+      throw new Error(`${name} is still running`);
     const life = ++this.lives;
     const log = fs.createWriteStream(path.join(this.opts.logDir, `${name}.log`), { flags: 'a' });
     log.write(`\n==== ${new Date().toISOString()} ${name} (${role}) life ${life}\n`);
@@ -97,7 +98,9 @@ export class Fleet {
         log.end(`\n==== exit code=${code} signal=${signal}\n`);
         const cause = member.intent === 'kill' ? 'killed' : member.intent === 'stop' ? 'stopped' : 'crashed';
         this.exits.push({ name, role, pid: child.pid ?? 0, life, code, signal, cause, tail: member.tail });
-        onFail(new Error(`${name} exited (code ${code}, signal ${signal}) before it was up:\n${member.tail.slice(-2000)}`));
+        onFail(
+          new Error(`${name} exited (code ${code}, signal ${signal}) before it was up:\n${member.tail.slice(-2000)}`),
+        );
         resolve({ code, signal });
       });
     });
@@ -105,7 +108,10 @@ export class Fleet {
     const timeoutMs = this.opts.readyTimeoutMs ?? 60_000;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${name} not up within ${timeoutMs} ms:\n${member.tail.slice(-2000)}`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`${name} not up within ${timeoutMs} ms:\n${member.tail.slice(-2000)}`)),
+        timeoutMs,
+      );
     });
     return Promise.race([member.ready, timeout]).finally(() => clearTimeout(timer));
   }

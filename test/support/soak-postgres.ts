@@ -82,7 +82,10 @@ export function externalSoakPostgres(url: string, restartCommand: string | undef
           return;
         } catch (err) {
           await c.end().catch(() => undefined);
-          if (Date.now() > deadline) throw new Error(`PostgreSQL not back within 60 s after "${command}": ${(err as Error).message}`, { cause: err });
+          if (Date.now() > deadline)
+            throw new Error(`PostgreSQL not back within 60 s after "${command}": ${(err as Error).message}`, {
+              cause: err,
+            });
           await sleep(250);
         }
       }

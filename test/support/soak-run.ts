@@ -214,7 +214,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await admin.end();
     const dbUrl = Object.assign(new URL(pg.url), { pathname: `/${dbName}` }).toString();
     const migrate = await runCli(['migrate'], { DATABASE_URL: dbUrl }, { timeoutMs: 120_000 });
-    if (migrate.code !== 0) throw new Error(`tg-relay migrate failed (${migrate.code}):\n${migrate.stderr}${migrate.stdout}`);
+    if (migrate.code !== 0)
+      throw new Error(`tg-relay migrate failed (${migrate.code}):\n${migrate.stderr}${migrate.stdout}`);
     pool = createPool(dbUrl, { max: 6, applicationName: 'tg-relay:soak' });
     pool.on('error', () => undefined);
     await pool.query(`create schema soak;
@@ -237,11 +238,24 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     sandbox.scriptChatError(token, BLOCKED_CHAT, 'blocked');
     sandbox.scriptChatError(token, MIGRATED_GROUP, { kind: 'migrated', migrateToChatId: MIGRATED_TO });
     const c = options.collectorFailRate / 4;
-    collector.setFaults({ unavailableRate: c, dropRate: c, timeoutRate: c, timeoutMs: 300, slowRate: c, slowMs: 1_500 });
+    collector.setFaults({
+      unavailableRate: c,
+      dropRate: c,
+      timeoutRate: c,
+      timeoutMs: 300,
+      slowRate: c,
+      slowMs: 1_500,
+    });
 
     // ---- the fleet --------------------------------------------------------------------------------
     const adminPort = await freePort();
-    const common = { DATABASE_URL: dbUrl, TELEGRAM_BOT_TOKEN: token, TELEGRAM_API_ROOT: sandbox.url, OPS_CHAT_ID: String(OPS_CHAT), SHUTDOWN_TIMEOUT: '5s' };
+    const common = {
+      DATABASE_URL: dbUrl,
+      TELEGRAM_BOT_TOKEN: token,
+      TELEGRAM_API_ROOT: sandbox.url,
+      OPS_CHAT_ID: String(OPS_CHAT),
+      SHUTDOWN_TIMEOUT: '5s',
+    };
     const env = (role: Role): Record<string, string> => {
       if (role === 'poller') return { ...common, LEASE_TTL: '2s', POLL_TIMEOUT: '1s' };
       if (role === 'admin') return { ...common, ADMIN_TOKEN, ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1' };
@@ -270,10 +284,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     for (let i = 1; i <= options.workers; i++) starting.push(fleet.start(`worker-${i}`, 'worker'));
     await Promise.all(starting);
     mark('fleet up');
-    log(`soak: fleet up (${options.pollers} pollers, ${options.workers} workers, admin) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    log(
+      `soak: fleet up (${options.pollers} pollers, ${options.workers} workers, admin) in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+    );
 
     const userChats = Array.from({ length: options.chats }, (_, i) => USER_CHAT_BASE + i);
-    const hostileUsers = options.poison ? Math.max(1, Math.ceil(options.chats * (options.hostileUserShare ?? POISON_DEFAULTS.hostileUserShare))) : 0;
+    const hostileUsers = options.poison
+      ? Math.max(1, Math.ceil(options.chats * (options.hostileUserShare ?? POISON_DEFAULTS.hostileUserShare)))
+      : 0;
     const ctx: SoakContext = {
       options,
       token,
@@ -366,7 +384,8 @@ function outboundPlan(ctx: SoakContext): OutboundSpec[] {
     special.push({ msg_id: `soak-nf-${i}`, chat_id: CHAT_NOT_FOUND, text: `soak out nf-${i} (chat not found)` });
     special.push({ msg_id: `soak-bl-${i}`, chat_id: BLOCKED_CHAT, text: `soak out bl-${i} (blocked)` });
   }
-  for (let i = 0; i < MIGRATED_MESSAGES; i++) special.push({ msg_id: `soak-mg-${i}`, chat_id: MIGRATED_GROUP, text: `soak out mg-${i} (migrated group)` });
+  for (let i = 0; i < MIGRATED_MESSAGES; i++)
+    special.push({ msg_id: `soak-mg-${i}`, chat_id: MIGRATED_GROUP, text: `soak out mg-${i} (migrated group)` });
   for (const s of special) if (s.chat_id !== MIGRATED_GROUP) ctx.expectedFailures.add(s.msg_id);
   const regular = Math.max(0, options.outbound - special.length);
   const plan: OutboundSpec[] = Array.from({ length: regular }, (_, i) => {
@@ -418,7 +437,8 @@ async function feedAll(ctx: SoakContext, adminPort: number): Promise<void> {
       const sqlPart = batch.slice(0, batch.length - viaAdmin);
       const adminPart = batch.slice(batch.length - viaAdmin);
       if (sqlPart.length) await retrying('enqueue through relay.enqueue_outbound', () => enqueueSql(ctx, sqlPart));
-      for (const m of adminPart) await retrying(`enqueue ${m.msg_id} through the admin API`, () => enqueueAdmin(adminPort, m));
+      for (const m of adminPart)
+        await retrying(`enqueue ${m.msg_id} through the admin API`, () => enqueueAdmin(adminPort, m));
       enqueued += batch.length;
       ctx.outboundEnqueued = enqueued;
     }
@@ -454,7 +474,8 @@ async function enqueueAdmin(port: number, m: OutboundSpec): Promise<void> {
     body: JSON.stringify(m),
     signal: AbortSignal.timeout(10_000),
   });
-  if (res.status !== 201 && res.status !== 200) throw new Error(`POST /v1/messages answered ${res.status}: ${await res.text()}`);
+  if (res.status !== 201 && res.status !== 200)
+    throw new Error(`POST /v1/messages answered ${res.status}: ${await res.text()}`);
 }
 
 // ---- chaos -----------------------------------------------------------------------------------------
@@ -470,7 +491,10 @@ async function runChaos(
   const victims = [...fleet.names('poller'), ...fleet.names('worker')];
   const start = Date.now();
   // PostgreSQL restarts at evenly spread points of the feeding period
-  const pgAt = Array.from({ length: options.pgRestarts }, (_, i) => start + ((i + 1) * options.feedMs) / (options.pgRestarts + 1));
+  const pgAt = Array.from(
+    { length: options.pgRestarts },
+    (_, i) => start + ((i + 1) * options.feedMs) / (options.pgRestarts + 1),
+  );
   let kills = 0;
   for (;;) {
     const [lo, hi] = options.killEveryMs;
@@ -479,7 +503,11 @@ async function runChaos(
       await restartPostgres();
       continue;
     }
-    const done = !feeding() && kills >= options.minKills && ctx.pgRestartsDone >= options.pgRestarts && Date.now() - start >= options.feedMs;
+    const done =
+      !feeding() &&
+      kills >= options.minKills &&
+      ctx.pgRestartsDone >= options.pgRestarts &&
+      Date.now() - start >= options.feedMs;
     if (done) return;
     const victim = victims[Math.floor(random() * victims.length)];
     const t = Date.now();
@@ -517,7 +545,13 @@ async function drainState(ctx: SoakContext): Promise<DrainState> {
      union all select 'replies', 'all', count(*)::int from relay.outbound where bot_id = $1 and kind = 'reply'`,
     [ctx.botId],
   );
-  const s: DrainState = { inbox: {}, captures: {}, outbound: {}, replies: 0, sandboxPending: ctx.sandbox.pendingCount(ctx.token) };
+  const s: DrainState = {
+    inbox: {},
+    captures: {},
+    outbound: {},
+    replies: 0,
+    sandboxPending: ctx.sandbox.pendingCount(ctx.token),
+  };
   for (const r of rows) {
     if (r.t === 'replies') s.replies = r.n;
     else s[r.t as 'inbox' | 'captures' | 'outbound'][r.state] = r.n;
@@ -541,7 +575,10 @@ function isDrained(ctx: SoakContext, s: DrainState): boolean {
   );
 }
 
-async function waitDrained(ctx: SoakContext, log: (line: string) => void): Promise<{ ok: boolean; ms: number; last: DrainState | null }> {
+async function waitDrained(
+  ctx: SoakContext,
+  log: (line: string) => void,
+): Promise<{ ok: boolean; ms: number; last: DrainState | null }> {
   const t = Date.now();
   let last: DrainState | null = null;
   let lastLog = Date.now();

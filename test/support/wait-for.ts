@@ -1,5 +1,8 @@
 /** Polls `check` until it returns a truthy value or the timeout passes (then throws with `what`). */
-export async function waitFor<T>(check: () => T | Promise<T>, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
   let last: unknown;
   for (;;) {

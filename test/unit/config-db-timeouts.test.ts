@@ -5,7 +5,11 @@ describe('DB_* session timeouts', () => {
   it('default to 30s / 10s / 30s and reach the pools as milliseconds', () => {
     const c = loadConfig({});
     expect(timeoutsFromConfig(c)).toEqual({ statementMs: 30_000, lockMs: 10_000, idleInTransactionMs: 30_000 });
-    expect(timeoutsFromConfig(loadConfig({ DB_STATEMENT_TIMEOUT: '2m', DB_LOCK_TIMEOUT: '0', DB_IDLE_IN_TRANSACTION_TIMEOUT: '5s' }))).toEqual({
+    expect(
+      timeoutsFromConfig(
+        loadConfig({ DB_STATEMENT_TIMEOUT: '2m', DB_LOCK_TIMEOUT: '0', DB_IDLE_IN_TRANSACTION_TIMEOUT: '5s' }),
+      ),
+    ).toEqual({
       statementMs: 120_000,
       lockMs: 0,
       idleInTransactionMs: 5_000,

@@ -69,7 +69,11 @@ describe('loadConfig', () => {
 
   it('masks secrets when describing the effective configuration', () => {
     const lines = describeConfig(
-      loadConfig({ TELEGRAM_BOT_TOKEN: '123456:AAHsecretsecretsecretsecret', ADMIN_TOKEN: 'admin-token-0123456789', DATABASE_URL: 'postgres://u:pw@h:5432/d' }),
+      loadConfig({
+        TELEGRAM_BOT_TOKEN: '123456:AAHsecretsecretsecretsecret',
+        ADMIN_TOKEN: 'admin-token-0123456789',
+        DATABASE_URL: 'postgres://u:pw@h:5432/d',
+      }),
     ).join('\n');
     expect(lines).not.toContain('AAHsecret');
     expect(lines).not.toContain('admin-token-0123456789');
@@ -120,7 +124,11 @@ describe('values that can only hurt are refused, with the variable and the allow
     ['WEBHOOK_SECRET', 'sixteen chars ok!', /^WEBHOOK_SECRET: /],
     ['WEBHOOK_SECRET', 'a'.repeat(257), /^WEBHOOK_SECRET: /],
     // URLs the relay would fetch: http(s) only
-    ['TELEGRAM_API_ROOT', 'ftp://api.telegram.org', /^TELEGRAM_API_ROOT: expected the Bot API root URL as a http or https URL/],
+    [
+      'TELEGRAM_API_ROOT',
+      'ftp://api.telegram.org',
+      /^TELEGRAM_API_ROOT: expected the Bot API root URL as a http or https URL/,
+    ],
     ['TELEGRAM_API_ROOT', 'postgres://db:5432/x', /^TELEGRAM_API_ROOT: .*http or https/],
     ['CAPTURE_URL', 'file:///etc/passwd', /^CAPTURE_URL: .*http or https/],
     ['CAPTURE_URL', 'javascript:alert(1)', /^CAPTURE_URL: /],
@@ -171,7 +179,9 @@ describe('values that can only hurt are refused, with the variable and the allow
   });
 
   it('RETRY_BASE above RETRY_CAP is refused, naming both', () => {
-    expect(problemsOf({ RETRY_BASE: '5m', RETRY_CAP: '1m' })).toEqual(['RETRY_BASE: must not exceed RETRY_CAP (1m), got 5m']);
+    expect(problemsOf({ RETRY_BASE: '5m', RETRY_CAP: '1m' })).toEqual([
+      'RETRY_BASE: must not exceed RETRY_CAP (1m), got 5m',
+    ]);
     expect(problemsOf({ RETRY_BASE: '1m', RETRY_CAP: '1m' })).toEqual([]);
     expect(problemsOf({ RETRY_BASE: '10m' })).toEqual(['RETRY_BASE: must not exceed RETRY_CAP (5m), got 10m']);
   });
@@ -181,29 +191,42 @@ describe('values that can only hurt are refused, with the variable and the allow
       'WEBHOOK_PORT: must differ from ADMIN_PORT (8080) when INGRESS=webhook',
     ]);
     expect(problemsOf({ INGRESS: 'polling', WEBHOOK_PORT: '8080', ADMIN_PORT: '8080' })).toEqual([]);
-    expect(problemsOf({ SANDBOX_PORT: '9000', SANDBOX_COLLECTOR_PORT: '9000' })).toEqual(['SANDBOX_COLLECTOR_PORT: must differ from SANDBOX_PORT (9000)']);
+    expect(problemsOf({ SANDBOX_PORT: '9000', SANDBOX_COLLECTOR_PORT: '9000' })).toEqual([
+      'SANDBOX_COLLECTOR_PORT: must differ from SANDBOX_PORT (9000)',
+    ]);
     expect(problemsOf({ SANDBOX_PORT: '0', SANDBOX_COLLECTOR_PORT: '0' })).toEqual([]);
   });
 
   it('METRICS_PORT: unset is off, 1-65535, and must not collide with a port the process also serves', () => {
     expect(loadConfig({}).METRICS_PORT).toBeUndefined();
     expect(loadConfig({}).METRICS_HOST).toBe('0.0.0.0');
-    expect(loadConfig({ METRICS_PORT: '9464', METRICS_HOST: '127.0.0.1' })).toMatchObject({ METRICS_PORT: 9464, METRICS_HOST: '127.0.0.1' });
+    expect(loadConfig({ METRICS_PORT: '9464', METRICS_HOST: '127.0.0.1' })).toMatchObject({
+      METRICS_PORT: 9464,
+      METRICS_HOST: '127.0.0.1',
+    });
     expect(loadConfig({ METRICS_PORT: '' }).METRICS_PORT).toBeUndefined(); // METRICS_PORT= in compose: off
     for (const bad of ['0', '65536', '-1', 'abc', '94.64'])
       expect(problemsOf({ METRICS_PORT: bad })).toEqual([
         `METRICS_PORT: expected a TCP port for /metrics and /health (unset: off): an integer from 1 to 65535, got "${bad}"`,
       ]);
-    expect(problemsOf({ METRICS_PORT: '8080' })).toEqual(['METRICS_PORT: must differ from ADMIN_PORT (8080), got 8080']);
-    expect(problemsOf({ METRICS_PORT: '9000', ADMIN_PORT: '9000' })).toEqual(['METRICS_PORT: must differ from ADMIN_PORT (9000), got 9000']);
-    expect(problemsOf({ METRICS_PORT: '8443', INGRESS: 'webhook' })).toEqual(['METRICS_PORT: must differ from WEBHOOK_PORT (8443), got 8443']);
+    expect(problemsOf({ METRICS_PORT: '8080' })).toEqual([
+      'METRICS_PORT: must differ from ADMIN_PORT (8080), got 8080',
+    ]);
+    expect(problemsOf({ METRICS_PORT: '9000', ADMIN_PORT: '9000' })).toEqual([
+      'METRICS_PORT: must differ from ADMIN_PORT (9000), got 9000',
+    ]);
+    expect(problemsOf({ METRICS_PORT: '8443', INGRESS: 'webhook' })).toEqual([
+      'METRICS_PORT: must differ from WEBHOOK_PORT (8443), got 8443',
+    ]);
     expect(problemsOf({ METRICS_PORT: '8443', INGRESS: 'polling' })).toEqual([]);
     expect(problemsOf({ METRICS_PORT: '8091', NATS_URL: 'nats://127.0.0.1:4222' })).toEqual([
       'METRICS_PORT: must differ from JETSTREAM_HEALTH_PORT (8091), got 8091',
     ]);
     expect(problemsOf({ METRICS_PORT: '8091' })).toEqual([]);
     // sandbox ports only matter without a bot token (tg-relay start in sandbox mode)
-    expect(problemsOf({ METRICS_PORT: '8081' })).toEqual(['METRICS_PORT: must differ from SANDBOX_PORT (8081), got 8081']);
+    expect(problemsOf({ METRICS_PORT: '8081' })).toEqual([
+      'METRICS_PORT: must differ from SANDBOX_PORT (8081), got 8081',
+    ]);
     expect(problemsOf({ METRICS_PORT: '8081', TELEGRAM_BOT_TOKEN: '123:abc' })).toEqual([]);
   });
 

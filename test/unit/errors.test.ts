@@ -55,7 +55,10 @@ describe('error code registry', () => {
 
   it("the admin API's statuses are the registry's", () => {
     for (const [code, status] of Object.entries(ADMIN_ERRORS)) {
-      expect({ code, status }).toEqual({ code, status: (RELAY_CODES[code as keyof typeof RELAY_CODES] as { http?: number }).http });
+      expect({ code, status }).toEqual({
+        code,
+        status: (RELAY_CODES[code as keyof typeof RELAY_CODES] as { http?: number }).http,
+      });
     }
   });
 
@@ -70,11 +73,27 @@ describe('error code registry', () => {
       [new DispatchAbortedError(cause), 'DispatchAbortedError', 'RELAY_DISPATCH_ABORTED'],
       [new TelegrafRefusedError('x', cause), 'TelegrafRefusedError', 'RELAY_TELEGRAF_REFUSED'],
       [new LeaseLostError('1', 1), 'LeaseLostError', 'RELAY_LEASE_LOST'],
-      [new OutboundValidationError([{ field: 'text', problem: 'is empty' }]), 'OutboundValidationError', 'RELAY_OUTBOUND_INVALID'],
-      [new OutboundConflictError('m', { id: '1', state: 'pending' }), 'OutboundConflictError', 'RELAY_OUTBOUND_CONFLICT'],
+      [
+        new OutboundValidationError([{ field: 'text', problem: 'is empty' }]),
+        'OutboundValidationError',
+        'RELAY_OUTBOUND_INVALID',
+      ],
+      [
+        new OutboundConflictError('m', { id: '1', state: 'pending' }),
+        'OutboundConflictError',
+        'RELAY_OUTBOUND_CONFLICT',
+      ],
       [new QueueError('RELAY_CLAIM_LOST', 'x', { cause }), 'QueueError', 'RELAY_CLAIM_LOST'],
-      [new TelegramApiError('sendMessage', { errorCode: 400, description: 'Bad Request' }), 'TelegramApiError', 'RELAY_TELEGRAM_API_ERROR'],
-      [new TelegramNetworkError('getMe', 'connection', 'down', false, { cause }), 'TelegramNetworkError', 'RELAY_TELEGRAM_NETWORK_ERROR'],
+      [
+        new TelegramApiError('sendMessage', { errorCode: 400, description: 'Bad Request' }),
+        'TelegramApiError',
+        'RELAY_TELEGRAM_API_ERROR',
+      ],
+      [
+        new TelegramNetworkError('getMe', 'connection', 'down', false, { cause }),
+        'TelegramNetworkError',
+        'RELAY_TELEGRAM_NETWORK_ERROR',
+      ],
     ];
     for (const [e, name, code] of errors) {
       expect({ name: e.name, code: e.code, relay: e instanceof RelayError }).toEqual({ name, code, relay: true });

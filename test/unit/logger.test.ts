@@ -57,7 +57,9 @@ test('a token inside an error message and stack is redacted, the rest kept', () 
   log.warn({ err: tokenError() }, 'send failed');
   expect(lines.join('')).not.toContain(SECRET);
   const [r] = records();
-  expect(r.err.message).toBe('request to https://api.telegram.org/bot<token>/sendMessage failed: ECONNRESET (token <token>)');
+  expect(r.err.message).toBe(
+    'request to https://api.telegram.org/bot<token>/sendMessage failed: ECONNRESET (token <token>)',
+  );
   expect(r.err.stack).toContain('https://api.telegram.org/bot<token>/sendMessage failed');
   expect(r.err.stack).toContain('/app/libs/telegram/client.ts:10:5');
   expect(r.err.code).toBe('ECONNRESET');

@@ -19,7 +19,11 @@ const VIEWS: { kind: ListKind; summary: string; detail: string; tag: string }[] 
 export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = async (app, { ctx }) => {
   for (const v of VIEWS) {
     const spec = KINDS[v.kind];
-    const query = listQuery(spec.states, { chat: spec.chatColumns.length > 0, updateId: v.kind !== 'outbound', chatSchema: chatFilterFor(v.kind) });
+    const query = listQuery(spec.states, {
+      chat: spec.chatColumns.length > 0,
+      updateId: v.kind !== 'outbound',
+      chatSchema: chatFilterFor(v.kind),
+    });
     app.get(
       `/v1/${v.kind}`,
       {
@@ -49,7 +53,10 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asyn
       async (req) => {
         const row = await itemGet(ctx.pool, v.kind, req.params.id);
         if (!row) throw notFound(spec.noun, req.params.id);
-        return { ...withTrace(row, ctx.config.TRACE_URL_TEMPLATE), history: await attemptHistory(ctx.pool, v.kind, req.params.id) };
+        return {
+          ...withTrace(row, ctx.config.TRACE_URL_TEMPLATE),
+          history: await attemptHistory(ctx.pool, v.kind, req.params.id),
+        };
       },
     );
   }
@@ -72,7 +79,10 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asyn
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ items: Type.Array(Type.Ref('AuditEntry')), next_cursor: Type.Union([Type.String(), Type.Null()]) }),
+          200: Type.Object({
+            items: Type.Array(Type.Ref('AuditEntry')),
+            next_cursor: Type.Union([Type.String(), Type.Null()]),
+          }),
           ...errors(400, 401),
         },
       },
@@ -93,5 +103,9 @@ export function withTrace(row: Record<string, unknown>, template: string | undef
   if (!('traceparent' in row)) return row;
   const { traceparent, ...rest } = row;
   const traceId = traceIdOf(traceparent);
-  return { ...rest, trace_id: traceId, trace_url: traceId && template ? template.split('{trace_id}').join(traceId) : null };
+  return {
+    ...rest,
+    trace_id: traceId,
+    trace_url: traceId && template ? template.split('{trace_id}').join(traceId) : null,
+  };
 }

@@ -25,8 +25,9 @@ const ChatId = Type.Integer({ minimum: 1, maximum: 2 ** 52, description: 'privat
  * API alone, which forwards to the sandbox's control API. Injecting is audited like every other
  * admin mutation (never with the text).
  */
+type SandboxPlugin = FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandbox: SandboxPanelOptions }>;
 // eslint-disable-next-line @typescript-eslint/require-await -- a fastify plugin: async so that a route registration that throws rejects register() (a sync throw escapes avvio)
-export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandbox: SandboxPanelOptions }> = async (app, { ctx, sandbox }) => {
+export const sandboxRoutes: SandboxPlugin = async (app, { ctx, sandbox }) => {
   const client = createSandboxClient(sandbox.url);
   const botId = sandbox.token.split(':')[0];
   const unavailable = (err: unknown) =>
@@ -42,8 +43,12 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandb
     {
       schema: {
         tags: ['sandbox'],
-        summary: 'Sandbox mode: the bot the chat panel writes to and its default chat (this route exists only in sandbox mode)',
-        response: { 200: Type.Object({ enabled: Type.Boolean(), bot_id: Type.String(), chat_id: Type.Integer() }), ...errors(401) },
+        summary:
+          'Sandbox mode: the bot the chat panel writes to and its default chat (this route exists only in sandbox mode)',
+        response: {
+          200: Type.Object({ enabled: Type.Boolean(), bot_id: Type.String(), chat_id: Type.Integer() }),
+          ...errors(401),
+        },
       },
     },
     () => ({ enabled: true, bot_id: botId, chat_id: sandbox.chatId ?? SANDBOX_PANEL_CHAT_DEFAULT }),
@@ -55,18 +60,29 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandb
       schema: {
         tags: ['sandbox'],
         summary: 'Inject a user message into the sandbox, as if a Telegram user sent it to the bot (audited)',
-        body: Type.Object({ chat_id: ChatId, text: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { chat_id: ChatId, text: Type.String({ minLength: 1, maxLength: 4096 }) },
+          { additionalProperties: false },
+        ),
         response: {
-          201: Type.Object({ update_id: Type.Integer(), chat_id: Type.Integer(), message_id: Type.Integer(), date: Type.Integer(), audit_id: Type.Integer() }),
+          201: Type.Object({
+            update_id: Type.Integer(),
+            chat_id: Type.Integer(),
+            message_id: Type.Integer(),
+            date: Type.Integer(),
+            audit_id: Type.Integer(),
+          }),
           ...errors(400, 401, 503),
         },
       },
     },
     async (req, reply) => {
       const startedAt = ctx.clock();
-      const update = await client.injectMessage(sandbox.token, { chatId: req.body.chat_id, text: req.body.text }).catch((err) => {
-        throw unavailable(err);
-      });
+      const update = await client
+        .injectMessage(sandbox.token, { chatId: req.body.chat_id, text: req.body.text })
+        .catch((err) => {
+          throw unavailable(err);
+        });
       const message = update.message!;
       const auditId = await auditInsert(ctx.pool, {
         action: 'sandbox_inject',
@@ -84,9 +100,13 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandb
         },
         startedAt,
       });
-      return reply
-        .code(201)
-        .send({ update_id: update.update_id, chat_id: req.body.chat_id, message_id: message.message_id, date: message.date, audit_id: auditId });
+      return reply.code(201).send({
+        update_id: update.update_id,
+        chat_id: req.body.chat_id,
+        message_id: message.message_id,
+        date: message.date,
+        audit_id: auditId,
+      });
     },
   );
 
@@ -118,7 +138,12 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext; sandb
       });
       const items = sent
         .filter((m) => m.resolved_chat_id === req.query.chat_id)
-        .map((m) => ({ message_id: m.message_id, text: m.text, reply_to_message_id: m.reply_to_message_id ?? null, sent_at: new Date(m.time).toISOString() }));
+        .map((m) => ({
+          message_id: m.message_id,
+          text: m.text,
+          reply_to_message_id: m.reply_to_message_id ?? null,
+          sent_at: new Date(m.time).toISOString(),
+        }));
       return { items };
     },
   );

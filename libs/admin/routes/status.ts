@@ -20,7 +20,8 @@ export const statusRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = as
     {
       schema: {
         tags: ['stats'],
-        summary: 'Counts per kind and state, oldest pending age, delivery rate over the last minute; cursor, lease and lag per bot',
+        summary:
+          'Counts per kind and state, oldest pending age, delivery rate over the last minute; cursor, lease and lag per bot',
         description:
           'Counts are exact up to exact_count_cap per state; above it they come from planner statistics (reltuples × state frequency, refreshed by ANALYZE) and carry approximate: true.',
         response: { 200: StatsBody, ...errors(401) },

@@ -35,7 +35,12 @@ export async function attemptsTimeseries(
   );
 }
 
-const Bucket = Type.Object({ at: Type.String({ format: 'date-time' }), attempts: Type.Integer(), delivered: Type.Integer(), failed: Type.Integer() });
+const Bucket = Type.Object({
+  at: Type.String({ format: 'date-time' }),
+  attempts: Type.Integer(),
+  delivered: Type.Integer(),
+  failed: Type.Integer(),
+});
 
 /** GET /v1/stats/timeseries: the dashboard's throughput and failure-rate charts. */
 // eslint-disable-next-line @typescript-eslint/require-await -- a fastify plugin: async so that a route registration that throws rejects register() (a sync throw escapes avvio)
@@ -45,13 +50,16 @@ export const timeseriesRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> 
     {
       schema: {
         tags: ['stats'],
-        summary: 'Delivery attempts, deliveries and failures per kind and time bucket (relay.attempts), oldest bucket first',
+        summary:
+          'Delivery attempts, deliveries and failures per kind and time bucket (relay.attempts), oldest bucket first',
         description:
           'Buckets are aligned to multiples of bucket_seconds since the epoch; the last one is the current, partial bucket. Every bucket is present (zeros included).',
         querystring: Type.Object(
           {
             minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 180, default: TIMESERIES_MINUTES_DEFAULT })),
-            bucket_seconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 3600, default: TIMESERIES_BUCKET_SECONDS_DEFAULT })),
+            bucket_seconds: Type.Optional(
+              Type.Integer({ minimum: 10, maximum: 3600, default: TIMESERIES_BUCKET_SECONDS_DEFAULT }),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -80,10 +88,20 @@ export const timeseriesRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> 
         kinds[kind] = Array.from({ length: count }, (_, i) => {
           const start = first + i * bucketMs;
           const r = rows.find((x) => x.subject === subject && x.bucket * 1000 === start);
-          return { at: new Date(start).toISOString(), attempts: r?.attempts ?? 0, delivered: r?.delivered ?? 0, failed: r?.failed ?? 0 };
+          return {
+            at: new Date(start).toISOString(),
+            attempts: r?.attempts ?? 0,
+            delivered: r?.delivered ?? 0,
+            failed: r?.failed ?? 0,
+          };
         });
       }
-      return { generated_at: now.toISOString(), from: new Date(first).toISOString(), bucket_seconds: bucketMs / 1000, kinds };
+      return {
+        generated_at: now.toISOString(),
+        from: new Date(first).toISOString(),
+        bucket_seconds: bucketMs / 1000,
+        kinds,
+      };
     },
   );
 };

@@ -10,11 +10,23 @@ import { AdminError, notFound } from '../errors';
 import { ITEM_KINDS, ItemKind, KINDS } from '../kinds';
 import { WORK_TYPES } from '../../queue/work-types';
 import { auditInsert, ListFilter, itemLock, itemsSelectFailed, quarantineLock, quarantineResolve } from '../queries';
-import { BotIdFilter, CHANNEL_PATTERN, CHAT_ID_PATTERN, chatFilterFor, ErrorText, errors, IdParams, TelegramId } from '../schemas';
+import {
+  BotIdFilter,
+  CHANNEL_PATTERN,
+  CHAT_ID_PATTERN,
+  chatFilterFor,
+  ErrorText,
+  errors,
+  IdParams,
+  TelegramId,
+} from '../schemas';
 
 const Reason = Type.String({ minLength: 1, maxLength: 500, description: 'why (kept in the audit trail)' });
 const ReasonBody = Type.Object({ reason: Type.Optional(Reason) }, { additionalProperties: false });
-const ActionResult = Type.Object({ id: Type.Integer(), state: Type.String(), audit_id: Type.Integer() }, { additionalProperties: true });
+const ActionResult = Type.Object(
+  { id: Type.Integer(), state: Type.String(), audit_id: Type.Integer() },
+  { additionalProperties: true },
+);
 
 /** Routes whose body is optional: an absent body counts as `{}`. */
 const emptyBodyIsObject = (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
@@ -44,7 +56,13 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
     req: FastifyRequest,
     startedAt: Date,
     action: string,
-    a: { kind?: string; subjectId?: number | null; subjectKey?: string | null; details?: Record<string, unknown>; refused?: AdminError },
+    a: {
+      kind?: string;
+      subjectId?: number | null;
+      subjectKey?: string | null;
+      details?: Record<string, unknown>;
+      refused?: AdminError;
+    },
   ) => {
     // the admin action's span (opened by `act`) is named after the action it audits (issue 18)
     const span = trace.getActiveSpan();
@@ -62,7 +80,12 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       workerId: ctx.instanceId,
       subjectId: a.subjectId ?? null,
       subjectKey: a.subjectKey ?? null,
-      details: { kind: a.kind, request_id: req.id, ...(a.details ?? {}), ...(a.refused ? { result: 'refused' } : { result: 'ok' }) },
+      details: {
+        kind: a.kind,
+        request_id: req.id,
+        ...(a.details ?? {}),
+        ...(a.refused ? { result: 'refused' } : { result: 'ok' }),
+      },
       errorCode: a.refused?.code,
       error: a.refused?.message,
       startedAt,
@@ -92,9 +115,16 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
     const refused = !row
       ? notFound(spec.noun, id)
       : row.state !== expected
-        ? new AdminError(code, `${spec.noun} ${id} is ${row.state}, not ${expected}`, { id: String(id), state: row.state })
+        ? new AdminError(code, `${spec.noun} ${id} is ${row.state}, not ${expected}`, {
+            id: String(id),
+            state: row.state,
+          })
         : undefined;
-    if (refused) return refusal(refused, await audit(db, req, startedAt, action, { kind, subjectId: id, subjectKey: row?.key, refused }));
+    if (refused)
+      return refusal(
+        refused,
+        await audit(db, req, startedAt, action, { kind, subjectId: id, subjectKey: row?.key, refused }),
+      );
     return row!;
   };
 
@@ -117,10 +147,24 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
         const startedAt = ctx.clock();
         const reason = req.body.reason ?? null;
         return act(async (db) => {
-          const row = await lockOne(db, req, startedAt, 'retry', kind, req.params.id, 'failed', 'RELAY_ADMIN_NOT_FAILED');
+          const row = await lockOne(
+            db,
+            req,
+            startedAt,
+            'retry',
+            kind,
+            req.params.id,
+            'failed',
+            'RELAY_ADMIN_NOT_FAILED',
+          );
           if ('refused' in row) return row;
           const moved = await ctx.actions.retryFailed(db, kind, [row.id], { actor: req.actor!, reason });
-          const auditId = await audit(db, req, startedAt, 'retry', { kind, subjectId: row.id, subjectKey: row.key, details: { reason, count: moved.length } });
+          const auditId = await audit(db, req, startedAt, 'retry', {
+            kind,
+            subjectId: row.id,
+            subjectKey: row.key,
+            details: { reason, count: moved.length },
+          });
           return { id: row.id, state: moved[0]?.state ?? 'pending', audit_id: auditId };
         });
       },
@@ -132,7 +176,8 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
         schema: {
           tags: [kind],
           summary: `Bulk retry of failed ${spec.noun}s matching a filter, at most ${ctx.bulkLimit} per call (dry_run counts only)`,
-          description: 'Oldest first. `more: true` means more rows match: call again. Rows another transaction holds are skipped.',
+          description:
+            'Oldest first. `more: true` means more rows match: call again. Rows another transaction holds are skipped.',
           body: Type.Object(
             {
               state: Type.Optional(Type.Literal('failed', { description: 'only failed rows can be retried' })),
@@ -166,7 +211,10 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
         const { limit = ctx.bulkLimit, dry_run = false, reason, state: _state, ...filter } = req.body as BulkRetryBody;
         return act(async (db) => {
           const { ids, more } = await itemsSelectFailed(db, kind, filter, limit, !dry_run);
-          const moved = dry_run || ids.length === 0 ? [] : await ctx.actions.retryFailed(db, kind, ids, { actor: req.actor!, reason: reason ?? null });
+          const moved =
+            dry_run || ids.length === 0
+              ? []
+              : await ctx.actions.retryFailed(db, kind, ids, { actor: req.actor!, reason: reason ?? null });
           const movedIds = dry_run ? [] : moved.map((m) => m.id);
           const auditId = await audit(db, req, startedAt, dry_run ? 'retry_bulk_dry_run' : 'retry_bulk', {
             kind,
@@ -181,7 +229,15 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
               ids: dry_run ? ids : movedIds,
             },
           });
-          return { kind, dry_run, matched: ids.length, retried: movedIds.length, more, ids: dry_run ? ids : movedIds, audit_id: auditId };
+          return {
+            kind,
+            dry_run,
+            matched: ids.length,
+            retried: movedIds.length,
+            more,
+            ids: dry_run ? ids : movedIds,
+            audit_id: auditId,
+          };
         });
       },
     );
@@ -203,7 +259,16 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
           const startedAt = ctx.clock();
           const reason = req.body.reason ?? null;
           return act(async (db) => {
-            const row = await lockOne(db, req, startedAt, 'cancel', kind, req.params.id, 'pending', 'RELAY_ADMIN_NOT_PENDING');
+            const row = await lockOne(
+              db,
+              req,
+              startedAt,
+              'cancel',
+              kind,
+              req.params.id,
+              'pending',
+              'RELAY_ADMIN_NOT_PENDING',
+            );
             if ('refused' in row) return row;
             const moved = await ctx.actions.cancelPending(db, kind, [row.id], { actor: req.actor!, reason });
             const auditId = await audit(db, req, startedAt, 'cancel', {
@@ -226,13 +291,19 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       schema: {
         tags: ['recovery'],
         summary: 'Return delivering work whose worker stopped heartbeating to pending now; counts per kind',
-        description: 'older_than: how long without a heartbeat (a duration like 30s, 5m, or milliseconds; at least 1s; default STALE_AFTER).',
+        description:
+          'older_than: how long without a heartbeat (a duration like 30s, 5m, or milliseconds; at least 1s; default STALE_AFTER).',
         body: Type.Object(
           {
             older_than: Type.Optional(
-              Type.Union([Type.String({ pattern: '^[0-9]{1,15}(ms|s|m|h)?$' }), Type.Integer({ minimum: 1000, maximum: RECOVER_OLDER_THAN_MAX_MS })]),
+              Type.Union([
+                Type.String({ pattern: '^[0-9]{1,15}(ms|s|m|h)?$' }),
+                Type.Integer({ minimum: 1000, maximum: RECOVER_OLDER_THAN_MAX_MS }),
+              ]),
             ),
-            kinds: Type.Optional(Type.Array(Type.Union(ITEM_KINDS.map((k) => Type.Literal(k))), { minItems: 1, uniqueItems: true })),
+            kinds: Type.Optional(
+              Type.Array(Type.Union(ITEM_KINDS.map((k) => Type.Literal(k))), { minItems: 1, uniqueItems: true }),
+            ),
             reason: Type.Optional(Reason),
           },
           { additionalProperties: false },
@@ -251,9 +322,12 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
     async (req) => {
       const startedAt = ctx.clock();
       const raw = req.body.older_than;
-      const olderThanMs = raw === undefined ? ctx.config.STALE_AFTER : typeof raw === 'number' ? raw : parseDuration(raw);
+      const olderThanMs =
+        raw === undefined ? ctx.config.STALE_AFTER : typeof raw === 'number' ? raw : parseDuration(raw);
       if (olderThanMs === undefined || olderThanMs < 1000 || olderThanMs > RECOVER_OLDER_THAN_MAX_MS) {
-        throw new AdminError('RELAY_ADMIN_VALIDATION', 'body.older_than must be a duration from 1s to 365 days', { field: 'body.older_than' });
+        throw new AdminError('RELAY_ADMIN_VALIDATION', 'body.older_than must be a duration from 1s to 365 days', {
+          field: 'body.older_than',
+        });
       }
       const kinds = req.body.kinds ?? [...ITEM_KINDS];
       const recovered: Record<string, number> = {};
@@ -302,24 +376,43 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
           let refused: AdminError | undefined;
           if (!row) refused = notFound('quarantined update', req.params.id);
           else if (row.state !== 'quarantined')
-            refused = new AdminError('RELAY_ADMIN_NOT_QUARANTINED', `quarantined update ${row.id} is already ${row.state}`, {
-              id: String(row.id),
-              state: row.state,
-            });
+            refused = new AdminError(
+              'RELAY_ADMIN_NOT_QUARANTINED',
+              `quarantined update ${row.id} is already ${row.state}`,
+              {
+                id: String(row.id),
+                state: row.state,
+              },
+            );
           if (refused)
             return refusal(
               refused,
-              await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: req.params.id, subjectKey: row?.sha256, refused }),
+              await audit(db, req, startedAt, action, {
+                kind: 'quarantine',
+                subjectId: req.params.id,
+                subjectKey: row?.sha256,
+                refused,
+              }),
             );
           if (action === 'discard') {
             await quarantineResolve(db, row!.id, 'discarded');
-            const auditId = await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: row!.id, subjectKey: row!.sha256, details: { reason } });
+            const auditId = await audit(db, req, startedAt, action, {
+              kind: 'quarantine',
+              subjectId: row!.id,
+              subjectKey: row!.sha256,
+              details: { reason },
+            });
             return { id: row!.id, state: 'discarded', audit_id: auditId };
           }
           // a savepoint keeps the audit row of a release that the decoder refused
           await db.query('savepoint release');
           try {
-            const r = await ctx.actions.releaseQuarantined(db, { id: row!.id, bot_id: row!.bot_id, raw: row!.raw, generation: row!.generation });
+            const r = await ctx.actions.releaseQuarantined(db, {
+              id: row!.id,
+              bot_id: row!.bot_id,
+              raw: row!.raw,
+              generation: row!.generation,
+            });
             await quarantineResolve(db, row!.id, 'released');
             const auditId = await audit(db, req, startedAt, action, {
               kind: 'quarantine',
@@ -333,12 +426,23 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
             const e = err as Error & { code?: string };
             let message: string;
             if (e.code === 'RELAY_QUARANTINE_UNDECODABLE') message = `the update still does not decode: ${e.message}`;
-            else if (e.code === 'RELAY_CAPTURE_KEY_CONFLICT') message = 'its capture key is already stored with different data';
+            else if (e.code === 'RELAY_CAPTURE_KEY_CONFLICT')
+              message = 'its capture key is already stored with different data';
             else throw err;
-            const failed = new AdminError('RELAY_ADMIN_RELEASE_FAILED', message, { id: String(row!.id), cause: e.code }, { cause: err });
+            const failed = new AdminError(
+              'RELAY_ADMIN_RELEASE_FAILED',
+              message,
+              { id: String(row!.id), cause: e.code },
+              { cause: err },
+            );
             return refusal(
               failed,
-              await audit(db, req, startedAt, action, { kind: 'quarantine', subjectId: row!.id, subjectKey: row!.sha256, refused: failed }),
+              await audit(db, req, startedAt, action, {
+                kind: 'quarantine',
+                subjectId: row!.id,
+                subjectKey: row!.sha256,
+                refused: failed,
+              }),
             );
           }
         });
@@ -351,32 +455,56 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
     {
       schema: {
         tags: ['outbound'],
-        summary: 'Enqueue an outbound message, idempotent by msg_id: 201 new, 200 the same message again, 409 same msg_id with a different payload',
-        description: "chat_id may be omitted for the operators' chat (OPS_CHAT_ID). Text is sent verbatim (the caller owns escaping).",
+        summary:
+          'Enqueue an outbound message, idempotent by msg_id: 201 new, 200 the same message again, 409 same msg_id with a different payload',
+        description:
+          "chat_id may be omitted for the operators' chat (OPS_CHAT_ID). Text is sent verbatim (the caller owns escaping).",
         body: Type.Object(
           {
             msg_id: Type.String({ minLength: 1, maxLength: 256, description: 'idempotency key, unique for good' }),
-            chat_id: Type.Optional(Type.Union([TelegramId('chat id'), Type.String({ pattern: `^(${CHAT_ID_PATTERN}|${CHANNEL_PATTERN})$` })])),
+            chat_id: Type.Optional(
+              Type.Union([
+                TelegramId('chat id'),
+                Type.String({ pattern: `^(${CHAT_ID_PATTERN}|${CHANNEL_PATTERN})$` }),
+              ]),
+            ),
             text: Type.String({ minLength: 1, maxLength: 4096 }),
-            parse_mode: Type.Optional(Type.Union([Type.Literal('MarkdownV2'), Type.Literal('HTML'), Type.Literal('Markdown')])),
+            parse_mode: Type.Optional(
+              Type.Union([Type.Literal('MarkdownV2'), Type.Literal('HTML'), Type.Literal('Markdown')]),
+            ),
             disable_notification: Type.Optional(Type.Boolean()),
             reply_markup: Type.Optional(Type.Object({}, { additionalProperties: true })),
-            send_options: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'other sendMessage parameters, verbatim' })),
+            send_options: Type.Optional(
+              Type.Object({}, { additionalProperties: true, description: 'other sendMessage parameters, verbatim' }),
+            ),
             delivery: Type.Optional(Type.Union([Type.Literal('at_least_once'), Type.Literal('at_most_once')])),
             max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
             bot_id: Type.Optional(BotIdFilter),
             traceparent: Type.Optional(
               Type.String({
                 maxLength: 128,
-                description: "W3C trace context of the caller's trace (also accepted as the `traceparent` header): the sendMessage spans join it",
+                description:
+                  "W3C trace context of the caller's trace (also accepted as the `traceparent` header): the sendMessage spans join it",
               }),
             ),
           },
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ id: Type.Integer(), msg_id: Type.String(), created: Type.Boolean(), state: Type.String(), audit_id: Type.Integer() }),
-          201: Type.Object({ id: Type.Integer(), msg_id: Type.String(), created: Type.Boolean(), state: Type.String(), audit_id: Type.Integer() }),
+          200: Type.Object({
+            id: Type.Integer(),
+            msg_id: Type.String(),
+            created: Type.Boolean(),
+            state: Type.String(),
+            audit_id: Type.Integer(),
+          }),
+          201: Type.Object({
+            id: Type.Integer(),
+            msg_id: Type.String(),
+            created: Type.Boolean(),
+            state: Type.String(),
+            audit_id: Type.Integer(),
+          }),
           ...errors(400, 401, 409),
         },
       },
@@ -384,7 +512,11 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
     async (req, reply) => {
       const startedAt = ctx.clock();
       const traceparent = requestTraceparent(req.body.traceparent, req.headers.traceparent);
-      const body = { ...req.body, ...(req.body.chat_id !== undefined ? { chat_id: String(req.body.chat_id) } : {}), traceparent };
+      const body = {
+        ...req.body,
+        ...(req.body.chat_id !== undefined ? { chat_id: String(req.body.chat_id) } : {}),
+        traceparent,
+      };
       const out = await act(async (db) => {
         await db.query('savepoint enqueue');
         try {
@@ -396,7 +528,13 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
             details: { created: r.created, chat_id: body.chat_id },
           });
           const { rows } = await db.query<{ state: string }>('select state from relay.outbound where id = $1', [r.id]);
-          return { id: r.id, msg_id: body.msg_id, created: r.created, state: String(rows[0]?.state ?? 'pending'), audit_id: auditId };
+          return {
+            id: r.id,
+            msg_id: body.msg_id,
+            created: r.created,
+            state: String(rows[0]?.state ?? 'pending'),
+            audit_id: auditId,
+          };
         } catch (err) {
           const code = (err as { code?: string }).code;
           if (code !== 'RELAY_OUTBOUND_CONFLICT') throw err;
@@ -407,7 +545,10 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
             { msg_id: body.msg_id },
             { cause: err },
           );
-          return refusal(refused, await audit(db, req, startedAt, 'enqueue', { kind: 'outbound', subjectKey: body.msg_id, refused }));
+          return refusal(
+            refused,
+            await audit(db, req, startedAt, 'enqueue', { kind: 'outbound', subjectKey: body.msg_id, refused }),
+          );
         }
       });
       return reply.code(out.created ? 201 : 200).send(out);

@@ -39,18 +39,29 @@ describe('tg-relay admin', () => {
   test('refuses a non-loopback host without a token and says why', async () => {
     const r = await runCli(['admin'], { DATABASE_URL: db.url, ADMIN_HOST: '0.0.0.0', ADMIN_PORT: '0' });
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/RELAY_ADMIN_INSECURE_BINDING.*refusing to serve the admin API on 0\.0\.0\.0 without a token/);
+    expect(r.stderr).toMatch(
+      /RELAY_ADMIN_INSECURE_BINDING.*refusing to serve the admin API on 0\.0\.0\.0 without a token/,
+    );
   });
 
   test('serves over a real socket with bearer auth, then stops on SIGTERM with exit 0', async () => {
     const port = await freePort();
-    const child = startCli(['admin'], { DATABASE_URL: db.url, ADMIN_TOKEN: TOKEN, ADMIN_PORT: String(port), LOG_LEVEL: 'info', POLL_TIMEOUT: '1s' });
+    const child = startCli(['admin'], {
+      DATABASE_URL: db.url,
+      ADMIN_TOKEN: TOKEN,
+      ADMIN_PORT: String(port),
+      LOG_LEVEL: 'info',
+      POLL_TIMEOUT: '1s',
+    });
     children.push(child);
     await started(child);
     const base = `http://127.0.0.1:${port}`;
     expect((await fetch(`${base}/health/live`)).status).toBe(200);
     const denied = await fetch(`${base}/v1/stats`);
-    expect([denied.status, ((await denied.json()) as { code: string }).code]).toEqual([401, 'RELAY_ADMIN_UNAUTHORIZED']);
+    expect([denied.status, ((await denied.json()) as { code: string }).code]).toEqual([
+      401,
+      'RELAY_ADMIN_UNAUTHORIZED',
+    ]);
     const stats = await fetch(`${base}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(stats.status).toBe(200);
     expect(((await stats.json()) as { kinds: Record<string, unknown> }).kinds).toHaveProperty('captures');

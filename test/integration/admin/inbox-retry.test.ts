@@ -49,7 +49,9 @@ const row = async (id: string) =>
 
 test('an update whose handler kept throwing is failed; retried after the fix it is handled, with a fresh budget', async () => {
   const [a, b] = await storeUpdates(db.pool, boss, [makeUpdate(1, 501), makeUpdate(2, 502)]);
-  await waitFor(async () => (await row(a)).state === 'failed' && (await row(b)).state === 'failed', { what: 'failed after the budget (3)' });
+  await waitFor(async () => (await row(a)).state === 'failed' && (await row(b)).state === 'failed', {
+    what: 'failed after the budget (3)',
+  });
   expect(await row(a)).toMatchObject({ state: 'failed', attempts: 3 });
   const list = (await call(app, 'GET', '/v1/inbox?state=failed&error=handler%20bug')).json();
   expect(list.items.map((r: { id: number }) => r.id).sort()).toEqual([Number(a), Number(b)].sort());

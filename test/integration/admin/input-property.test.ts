@@ -25,7 +25,13 @@ beforeAll(async () => {
   // a few rows for ids 1..3 to hit: a failed and a pending capture, a pending outbound message
   await insertCapture(db.pool, { state: 'failed', chat_id: 7 });
   await insertCapture(db.pool, { state: 'pending', chat_id: -1001 });
-  expect((await call(app, 'POST', '/v1/messages', { body: { msg_id: 'seed', bot_id: '1000000001', chat_id: 7, text: 'seed' } })).statusCode).toBe(201);
+  expect(
+    (
+      await call(app, 'POST', '/v1/messages', {
+        body: { msg_id: 'seed', bot_id: '1000000001', chat_id: 7, text: 'seed' },
+      })
+    ).statusCode,
+  ).toBe(201);
 });
 
 afterAll(async () => {
@@ -38,7 +44,20 @@ const LONE = ['\ud800', '\udfff', '\udbff\u0041', 'a\udc00'];
 /** Strings users and operators actually type, and the hostile ones. */
 const nasty = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 12 }),
-  fc.constantFrom(...LONE, '\u0000', 'a\u0000b', '\\u0000', 'C:\\u0000dir', '\u200f\u202e', '😀', '', ' ', '%', '_', '\\'),
+  fc.constantFrom(
+    ...LONE,
+    '\u0000',
+    'a\u0000b',
+    '\\u0000',
+    'C:\\u0000dir',
+    '\u200f\u202e',
+    '😀',
+    '',
+    ' ',
+    '%',
+    '_',
+    '\\',
+  ),
   fc.constantFrom(
     '0',
     '1',
@@ -55,7 +74,18 @@ const nasty = fc.oneof(
     'Infinity',
     '-0',
   ),
-  fc.constantFrom('failed', 'pending', 'delivering', 'delivered', 'captures', 'outbound', 'inbox', 'at_most_once', 'HTML', '@channelname'),
+  fc.constantFrom(
+    'failed',
+    'pending',
+    'delivering',
+    'delivered',
+    'captures',
+    'outbound',
+    'inbox',
+    'at_most_once',
+    'HTML',
+    '@channelname',
+  ),
   fc.constantFrom(
     '2026-01-01T00:00:00Z',
     '2026-02-30T25:61:00Z',
@@ -101,7 +131,11 @@ const key = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...KEYS) }, { weigh
 /** Percent-encodes arbitrary bytes: invalid UTF-8 and lone surrogates (as CESU bytes) included. */
 const encodeBytes = (bytes: Uint8Array) => Array.from(bytes, (b) => `%${b.toString(16).padStart(2, '0')}`).join('');
 const encodeString = (s: string) => encodeBytes(new Uint8Array(Buffer.from(s, 'utf8')));
-const urlPart = fc.oneof(nasty.map(encodeString), fc.uint8Array({ maxLength: 12 }).map(encodeBytes), fc.constantFrom('1', '2', '3', '42'));
+const urlPart = fc.oneof(
+  nasty.map(encodeString),
+  fc.uint8Array({ maxLength: 12 }).map(encodeBytes),
+  fc.constantFrom('1', '2', '3', '42'),
+);
 
 const query = fc
   .array(fc.tuple(key, fc.oneof(nasty, fc.integer().map(String))), { maxLength: 5 })
@@ -123,7 +157,12 @@ const json = fc.letrec((tie) => ({
 
 /** A body: a JSON object with the routes' field names, other JSON, or bytes that are not JSON. */
 const body = fc.oneof(
-  { weight: 5, arbitrary: fc.dictionary(key, json, { maxKeys: 6 }).map((o) => ({ type: 'application/json', payload: JSON.stringify(o) })) },
+  {
+    weight: 5,
+    arbitrary: fc
+      .dictionary(key, json, { maxKeys: 6 })
+      .map((o) => ({ type: 'application/json', payload: JSON.stringify(o) })),
+  },
   { weight: 1, arbitrary: json.map((v) => ({ type: 'application/json', payload: JSON.stringify(v) ?? 'null' })) },
   { weight: 1, arbitrary: nasty.map((s) => ({ type: 'application/json', payload: s })) },
   {
@@ -143,7 +182,10 @@ const body = fc.oneof(
       )
       .map(([type, payload]) => ({ type, payload })),
   },
-  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => ({ type: 'application/json', payload: Buffer.from(b) })) },
+  {
+    weight: 1,
+    arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => ({ type: 'application/json', payload: Buffer.from(b) })),
+  },
   { weight: 1, arbitrary: fc.constant(undefined) },
 );
 
@@ -155,7 +197,12 @@ const request = fc.record({
 });
 
 async function check(
-  r: fc.RecordValue<{ route: number; params: string[]; query: string; body: { type: string; payload: string | Buffer } | undefined }>,
+  r: fc.RecordValue<{
+    route: number;
+    params: string[];
+    query: string;
+    body: { type: string; payload: string | Buffer } | undefined;
+  }>,
   routesOf: { method: string; url: string }[],
 ) {
   const route = routesOf[r.route % routesOf.length];
@@ -172,14 +219,19 @@ async function check(
   });
   const where = `${route.method} ${url} → ${res.statusCode} ${res.body.slice(0, 300)}`;
   // readiness answers 503 by contract (no poller in this test), whatever the input
-  const notReady = route.url === '/health/ready' && res.statusCode === 503 && res.json().code === 'RELAY_ADMIN_NOT_READY';
+  const notReady =
+    route.url === '/health/ready' && res.statusCode === 503 && res.json().code === 'RELAY_ADMIN_NOT_READY';
   if (res.statusCode >= 500 && !notReady) throw new Error(`5xx: ${where}`);
   if (res.statusCode >= 400 && !notReady) {
     if (!/^application\/json/.test(String(res.headers['content-type']))) throw new Error(`4xx without JSON: ${where}`);
     const parsed = res.json<{ code?: unknown }>();
-    if (typeof parsed.code !== 'string' || !/^RELAY_[A-Z_]+$/.test(parsed.code)) throw new Error(`4xx without a code: ${where}`);
+    if (typeof parsed.code !== 'string' || !/^RELAY_[A-Z_]+$/.test(parsed.code))
+      throw new Error(`4xx without a code: ${where}`);
     const after = await dbFingerprint(db.pool);
-    const compared = res.statusCode === 404 || res.statusCode === 409 ? ITEM_TABLES : [...ITEM_TABLES, 'relay.attempts', 'tg_relay_boss.job'];
+    const compared =
+      res.statusCode === 404 || res.statusCode === 409
+        ? ITEM_TABLES
+        : [...ITEM_TABLES, 'relay.attempts', 'tg_relay_boss.job'];
     for (const t of compared) if (after[t] !== before[t]) throw new Error(`a refused request changed ${t}: ${where}`);
   }
 }
@@ -206,7 +258,8 @@ test('POST routes: arbitrary path parameters, query strings, content types and b
 
 test('POST /v1/messages: arbitrary strings in every string field', async () => {
   // mostly valid routing fields, so that the hostile strings reach the enqueue path
-  const mostly = <T>(valid: fc.Arbitrary<T>, other: fc.Arbitrary<unknown>) => fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: other });
+  const mostly = <T>(valid: fc.Arbitrary<T>, other: fc.Arbitrary<unknown>) =>
+    fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: other });
   let n = 0;
   const fields = fc.record(
     {
@@ -214,13 +267,20 @@ test('POST /v1/messages: arbitrary strings in every string field', async () => {
         fc.constant('').map(() => `p${++n}`),
         nasty,
       ),
-      chat_id: mostly(fc.constantFrom(7, -1001234567890, '42', '@channelname'), fc.oneof(nasty, fc.integer(), fc.constantFrom(1e21, 2 ** 53, -(2 ** 53)))),
+      chat_id: mostly(
+        fc.constantFrom(7, -1001234567890, '42', '@channelname'),
+        fc.oneof(nasty, fc.integer(), fc.constantFrom(1e21, 2 ** 53, -(2 ** 53))),
+      ),
       text: nasty,
       parse_mode: mostly(fc.constantFrom('HTML', 'MarkdownV2'), nasty),
       bot_id: mostly(fc.constant('1000000001'), nasty),
       delivery: mostly(fc.constantFrom('at_least_once', 'at_most_once'), nasty),
       reply_markup: mostly(
-        fc.record({ inline_keyboard: fc.array(fc.array(fc.record({ text: nasty, callback_data: nasty }), { maxLength: 2 }), { maxLength: 2 }) }),
+        fc.record({
+          inline_keyboard: fc.array(fc.array(fc.record({ text: nasty, callback_data: nasty }), { maxLength: 2 }), {
+            maxLength: 2,
+          }),
+        }),
         fc.dictionary(key, json, { maxKeys: 3 }),
       ),
       send_options: fc.dictionary(key, json, { maxKeys: 3 }),

@@ -9,7 +9,9 @@ const TABLES = ['relay.captures', 'relay.outbound', 'relay.inbox', 'relay.quaran
 export async function dbFingerprint(pool: Pool, tables = TABLES): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const t of tables) {
-    const { rows } = await pool.query(`select count(*)::text || ':' || coalesce(md5(string_agg(x::text, '|' order by x.id)), '') as d from ${t} x`);
+    const { rows } = await pool.query(
+      `select count(*)::text || ':' || coalesce(md5(string_agg(x::text, '|' order by x.id)), '') as d from ${t} x`,
+    );
     out[t] = rows[0].d;
   }
   const { rows } = await pool.query(`select count(*)::text as n from tg_relay_boss.job`);

@@ -60,12 +60,29 @@ const CASES: [string, string, unknown?][] = [
   // bodies: NUL and lone surrogates in every string field, keys included
   ['POST', '/v1/messages', { msg_id: 'm2', chat_id: 1, text: 'a\u0000b' }],
   ['POST', '/v1/messages', { msg_id: `k${LONE}`, chat_id: 1, text: 'x' }],
-  ['POST', '/v1/messages', { msg_id: 'm3', chat_id: 1, text: 'x', reply_markup: { inline_keyboard: [[{ text: `b${LONE}`, callback_data: 'x' }]] } }],
+  [
+    'POST',
+    '/v1/messages',
+    {
+      msg_id: 'm3',
+      chat_id: 1,
+      text: 'x',
+      reply_markup: { inline_keyboard: [[{ text: `b${LONE}`, callback_data: 'x' }]] },
+    },
+  ],
   ['POST', '/v1/messages', { msg_id: 'm4', chat_id: 1, text: 'x', send_options: { ['k\u0000']: 1 } }],
   ['POST', '/v1/messages', { msg_id: 'm5', chat_id: '99999999999999999999', text: 'x' }],
   ['POST', '/v1/messages', { msg_id: 'm6', chat_id: 1e21, text: 'x' }],
-  ['POST', '/v1/messages', { msg_id: 'm7', chat_id: 1, text: 'x', reply_markup: JSON.parse('['.repeat(1000) + ']'.repeat(1000)) }],
-  ['POST', '/v1/messages', { msg_id: 'm8', chat_id: 1, text: 'x', send_options: JSON.parse('{"a":'.repeat(1000) + '1' + '}'.repeat(1000)) }],
+  [
+    'POST',
+    '/v1/messages',
+    { msg_id: 'm7', chat_id: 1, text: 'x', reply_markup: JSON.parse('['.repeat(1000) + ']'.repeat(1000)) },
+  ],
+  [
+    'POST',
+    '/v1/messages',
+    { msg_id: 'm8', chat_id: 1, text: 'x', send_options: JSON.parse('{"a":'.repeat(1000) + '1' + '}'.repeat(1000)) },
+  ],
   ['POST', '/v1/messages', { msg_id: 'm9', chat_id: 1, text: 'x', parse_mode: 'Bold' }],
   ['POST', '/v1/captures/retry', { chat: '99999999999999999999' }],
   ['POST', '/v1/captures/retry', { error: 'a\u0000' }],
@@ -81,7 +98,10 @@ test.each(CASES.map(([m, u, b]) => [m, u, b] as const))('%s %s → 400 with a co
   const res = await call(app, method, url, body === undefined ? {} : { body });
   expect([res.statusCode, res.headers['content-type']]).toEqual([400, expect.stringMatching(/^application\/json/)]);
   expect(res.json()).toEqual(
-    expect.objectContaining({ code: expect.stringMatching(/^RELAY_ADMIN_(VALIDATION|BAD_REQUEST|BAD_CURSOR)$/), message: expect.any(String) }),
+    expect.objectContaining({
+      code: expect.stringMatching(/^RELAY_ADMIN_(VALIDATION|BAD_REQUEST|BAD_CURSOR)$/),
+      message: expect.any(String),
+    }),
   );
   expect(await dbFingerprint(db.pool)).toEqual(before);
 });
@@ -95,14 +115,21 @@ test.each([
   ['application/json', JSON.stringify({ msg_id: 'big', chat_id: 1, text: 'x'.repeat(70_000) }), 413],
 ])('POST /v1/messages with %s %#', async (contentType, payload, status) => {
   const before = await dbFingerprint(db.pool);
-  const res = await app.inject({ method: 'POST', url: '/v1/messages', headers: { ...AUTH, 'content-type': contentType }, payload });
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/messages',
+    headers: { ...AUTH, 'content-type': contentType },
+    payload,
+  });
   expect(res.statusCode).toBe(status);
   expect(res.json()).toEqual(expect.objectContaining({ code: expect.stringMatching(/^RELAY_ADMIN_/) }));
   expect(await dbFingerprint(db.pool)).toEqual(before);
 });
 
 test('the error names the field at fault', async () => {
-  const res = await call(app, 'POST', '/v1/messages', { body: { msg_id: 'm', chat_id: 1, text: 'x', reply_markup: { a: [`z${LONE}`] } } });
+  const res = await call(app, 'POST', '/v1/messages', {
+    body: { msg_id: 'm', chat_id: 1, text: 'x', reply_markup: { a: [`z${LONE}`] } },
+  });
   expect(res.json()).toMatchObject({ code: 'RELAY_ADMIN_VALIDATION', field: 'body.reply_markup.a.0' });
 });
 
@@ -113,8 +140,11 @@ test('well-formed values next to the limits are still accepted', async () => {
     ['GET', '/v1/outbound?chat=@channelname', 200],
     ['GET', '/v1/captures?error=%F0%9F%98%80%E2%80%8F', 200], // emoji and an RTL mark are fine
   ] as const;
-  for (const [method, url, status] of ok) expect([url, (await call(app, method, url)).statusCode]).toEqual([url, status]);
-  const res = await call(app, 'POST', '/v1/messages', { body: { msg_id: 'fine', bot_id: '1000000001', chat_id: -1001234567890, text: '😀 \u200f\\u0000 ok' } });
+  for (const [method, url, status] of ok)
+    expect([url, (await call(app, method, url)).statusCode]).toEqual([url, status]);
+  const res = await call(app, 'POST', '/v1/messages', {
+    body: { msg_id: 'fine', bot_id: '1000000001', chat_id: -1001234567890, text: '😀 \u200f\\u0000 ok' },
+  });
   expect([res.statusCode, res.json()]).toEqual([201, expect.objectContaining({ created: true })]);
   const { rows } = await db.pool.query('select text from relay.outbound where msg_id = $1', ['fine']);
   expect(rows[0].text).toBe('😀 \u200f\\u0000 ok');

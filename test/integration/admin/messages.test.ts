@@ -10,7 +10,9 @@ let app: FastifyInstance;
 beforeAll(async () => {
   db = await createMigratedDatabase('admin_msg');
   boss = await startBoss(db.url);
-  app = await buildTestApp(db.pool, boss, { config: testConfig({ TELEGRAM_BOT_TOKEN: '1000000001:SANDBOX-local-bot-token-not-a-secret' }) });
+  app = await buildTestApp(db.pool, boss, {
+    config: testConfig({ TELEGRAM_BOT_TOKEN: '1000000001:SANDBOX-local-bot-token-not-a-secret' }),
+  });
 });
 
 afterAll(async () => {
@@ -21,21 +23,29 @@ afterAll(async () => {
 
 const jobOf = async (id: number) =>
   (
-    await db.pool.query(`select o.state, j.state as job_state, j.name from relay.outbound o left join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [
-      id,
-    ])
+    await db.pool.query(
+      `select o.state, j.state as job_state, j.name from relay.outbound o left join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`,
+      [id],
+    )
   ).rows[0];
 
 describe('POST /v1/messages', () => {
   const msg = { msg_id: 'order-42-shipped', chat_id: 123456, text: 'Your order has shipped', parse_mode: 'HTML' };
 
   test('a new message is 201 with a pending row and its pg-boss job, audited with the token label', async () => {
-    const res = await call(app, 'POST', '/v1/messages', { body: msg, headers: { authorization: `Bearer ${OPS_TOKEN}` } });
+    const res = await call(app, 'POST', '/v1/messages', {
+      body: msg,
+      headers: { authorization: `Bearer ${OPS_TOKEN}` },
+    });
     expect(res.statusCode).toBe(201);
     const body = res.json();
     expect(body).toMatchObject({ msg_id: 'order-42-shipped', created: true, state: 'pending' });
     expect(await jobOf(body.id)).toEqual({ state: 'pending', job_state: 'created', name: 'outbound.send' });
-    const audit = (await db.pool.query(`select outcome, actor, subject_id, subject_key, details from relay.attempts where id = $1`, [body.audit_id])).rows[0];
+    const audit = (
+      await db.pool.query(`select outcome, actor, subject_id, subject_key, details from relay.attempts where id = $1`, [
+        body.audit_id,
+      ])
+    ).rows[0];
     expect(audit).toMatchObject({
       outcome: 'admin.enqueue',
       actor: 'ops',
@@ -50,7 +60,9 @@ describe('POST /v1/messages', () => {
     const again = await call(app, 'POST', '/v1/messages', { body: msg });
     expect(again.statusCode).toBe(200);
     expect(again.json()).toMatchObject({ id: first.id, created: false });
-    const { rows } = await db.pool.query(`select count(*)::int as n from tg_relay_boss.job where name = 'outbound.send'`);
+    const { rows } = await db.pool.query(
+      `select count(*)::int as n from tg_relay_boss.job where name = 'outbound.send'`,
+    );
     expect(rows[0].n).toBe(1);
   });
 
@@ -60,8 +72,11 @@ describe('POST /v1/messages', () => {
     expect(res.json()).toMatchObject({ code: 'RELAY_OUTBOUND_CONFLICT', msg_id: 'order-42-shipped' });
     const { rows } = await db.pool.query(`select text from relay.outbound where msg_id = 'order-42-shipped'`);
     expect(rows).toEqual([{ text: 'Your order has shipped' }]);
-    const audit = (await db.pool.query(`select error_code, details->>'result' as result from relay.attempts where subject = 'admin' order by id desc limit 1`))
-      .rows[0];
+    const audit = (
+      await db.pool.query(
+        `select error_code, details->>'result' as result from relay.attempts where subject = 'admin' order by id desc limit 1`,
+      )
+    ).rows[0];
     expect(audit).toEqual({ error_code: 'RELAY_OUTBOUND_CONFLICT', result: 'refused' });
   });
 

@@ -35,7 +35,11 @@ describe('health', () => {
   test('ready is 503 with reasons while no poller has run', async () => {
     const res = await call(app, 'GET', '/health/ready');
     expect(res.statusCode).toBe(503);
-    expect(res.json()).toMatchObject({ ready: false, code: 'RELAY_ADMIN_NOT_READY', checks: { database: { ok: true }, migrations: { ok: true } } });
+    expect(res.json()).toMatchObject({
+      ready: false,
+      code: 'RELAY_ADMIN_NOT_READY',
+      checks: { database: { ok: true }, migrations: { ok: true } },
+    });
     expect(res.json().reasons.join('\n')).toMatch(/no poller has recorded a cursor/);
   });
 
@@ -61,7 +65,9 @@ describe('health', () => {
 
 describe('metrics', () => {
   const valueIn = (fams: ReturnType<typeof parsePrometheus>, name: string, labels: Record<string, string>) =>
-    [...fams.values()].flatMap((f) => f.samples).find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+    [...fams.values()]
+      .flatMap((f) => f.samples)
+      .find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 
   test('the exposition parses and carries gauges of current state (depth, config problems, poller, ready) and no database-derived counter', async () => {
     await db.pool.query(
@@ -71,7 +77,13 @@ describe('metrics', () => {
       `insert into relay.attempts (subject, subject_id, outcome, http_status, duration_ms) values
         ('outbound', 1, 'retry', 429, 40), ('outbound', 1, 'delivered', 200, 120), ('capture', 2, 'failed', 400, 7), ('capture', 3, 'delivered', 200, 3000)`,
     );
-    await configProblemRecord(db.pool, { component: 'capture', botId: '77', code: 'HTTP_401', status: 401, reason: 'the collector refused the credentials' });
+    await configProblemRecord(db.pool, {
+      component: 'capture',
+      botId: '77',
+      code: 'HTTP_401',
+      status: 401,
+      reason: 'the collector refused the credentials',
+    });
     const res = await call(app, 'GET', '/metrics');
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -81,18 +93,31 @@ describe('metrics', () => {
     expect(value('tg_relay_config_problems', { component: 'capture', code: 'HTTP_401' })).toBe(1);
     expect(value('tg_relay_poller_generation', { bot_id: '77' })).toBe(3);
     expect(value('tg_relay_ready', {})).toBe(0);
-    for (const name of ['tg_relay_oldest_pending_age_seconds', 'tg_relay_attempts_last_minute', 'tg_relay_failed_last_minute', 'tg_relay_quarantine_items'])
+    for (const name of [
+      'tg_relay_oldest_pending_age_seconds',
+      'tg_relay_attempts_last_minute',
+      'tg_relay_failed_last_minute',
+      'tg_relay_quarantine_items',
+    ])
       expect([name, fams.get(name)?.type]).toEqual([name, 'gauge']);
     // the old tail-of-relay.attempts counters are gone: they doubled with every admin replica
-    for (const gone of ['tg_relay_attempts_total', 'tg_relay_attempt_duration_seconds', 'tg_relay_rate_limited_total', 'tg_relay_admin_actions_total'])
+    for (const gone of [
+      'tg_relay_attempts_total',
+      'tg_relay_attempt_duration_seconds',
+      'tg_relay_rate_limited_total',
+      'tg_relay_admin_actions_total',
+    ])
       expect(fams.has(gone)).toBe(false);
     // every tg_relay_ family is a gauge but this process's own request counter
     const kinds = [...fams.values()].filter((f) => f.name.startsWith('tg_relay_')).map((f) => `${f.name}:${f.type}`);
     expect(kinds.filter((k) => !k.endsWith(':gauge'))).toEqual(['tg_relay_admin_http_requests_total:counter']);
     // the request counter counts what this process answered: one more /metrics
-    const before = value('tg_relay_admin_http_requests_total', { method: 'GET', route: '/metrics', status: '200' }) ?? 0;
+    const before =
+      value('tg_relay_admin_http_requests_total', { method: 'GET', route: '/metrics', status: '200' }) ?? 0;
     const again = parsePrometheus((await call(app, 'GET', '/metrics')).body);
-    expect(valueIn(again, 'tg_relay_admin_http_requests_total', { method: 'GET', route: '/metrics', status: '200' })).toBe(before + 1);
+    expect(
+      valueIn(again, 'tg_relay_admin_http_requests_total', { method: 'GET', route: '/metrics', status: '200' }),
+    ).toBe(before + 1);
     expect(valueIn(again, 'tg_relay_queue_depth', { kind: 'captures', state: 'failed' })).toBe(1);
   });
 
@@ -102,7 +127,9 @@ describe('metrics', () => {
       await db.pool.query(
         `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_sha256) values ('k2', '77', 2, 1, 2, '{}', 'y')`,
       );
-      await db.pool.query(`insert into relay.attempts (subject, subject_id, outcome, http_status, duration_ms) values ('capture', 4, 'delivered', 200, 5)`);
+      await db.pool.query(
+        `insert into relay.attempts (subject, subject_id, outcome, http_status, duration_ms) values ('capture', 4, 'delivered', 200, 5)`,
+      );
       const gauges = (text: string) =>
         [...parsePrometheus(text).values()]
           .filter((f) => f.name.startsWith('tg_relay_') && f.type === 'gauge')
@@ -163,7 +190,9 @@ describe("Telegram's lag (getWebhookInfo)", () => {
       try {
         const s = (await call(lagApp, 'GET', '/v1/stats')).json();
         expect(s.bots.find((b: { bot_id: string }) => b.bot_id === '77')).toMatchObject({ pending_update_count: 3 });
-        expect((await call(lagApp, 'GET', '/metrics')).body).toMatch(/^tg_relay_poller_pending_updates\{bot_id="77"\} 3$/m);
+        expect((await call(lagApp, 'GET', '/metrics')).body).toMatch(
+          /^tg_relay_poller_pending_updates\{bot_id="77"\} 3$/m,
+        );
       } finally {
         await lagApp.close();
       }

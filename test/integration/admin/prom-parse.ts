@@ -61,7 +61,8 @@ export function parsePrometheus(text: string): Map<string, Family> {
       if (!NAME.test(name)) throw new Error(`line ${i + 1}: bad metric name ${name}`);
       const f = families.get(name) ?? { name, type: 'untyped', samples: [] };
       if (kind === 'TYPE') {
-        if (!['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest[0])) throw new Error(`line ${i + 1}: bad type ${rest[0]}`);
+        if (!['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest[0]))
+          throw new Error(`line ${i + 1}: bad type ${rest[0]}`);
         if (f.samples.length) throw new Error(`line ${i + 1}: TYPE after samples`);
         f.type = rest[0];
       } else f.help = rest.join(' ');

@@ -32,7 +32,13 @@ async function quarantine(raw: string, updateId: number | null): Promise<number>
 const message = (updateId: number) =>
   JSON.stringify({
     update_id: updateId,
-    message: { message_id: 3, date: 1_700_000_000, chat: { id: 4242, type: 'private' }, from: { id: 4242, is_bot: false, first_name: 'A' }, text: 'hi' },
+    message: {
+      message_id: 3,
+      date: 1_700_000_000,
+      chat: { id: 4242, type: 'private' },
+      from: { id: 4242, is_bot: false, first_name: 'A' },
+      text: 'hi',
+    },
   });
 
 describe('release', () => {
@@ -46,12 +52,20 @@ describe('release', () => {
         `select i.state, i.update_type, i.chat_id, j.name, j.state as job_state from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id where i.update_id = 7001`,
       )
     ).rows;
-    expect(inbox).toEqual([{ state: 'pending', update_type: 'message', chat_id: '4242', name: 'update.dispatch', job_state: 'created' }]);
-    const cap = (await db.pool.query(`select c.capture_key, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.update_id = 7001`))
-      .rows;
+    expect(inbox).toEqual([
+      { state: 'pending', update_type: 'message', chat_id: '4242', name: 'update.dispatch', job_state: 'created' },
+    ]);
+    const cap = (
+      await db.pool.query(
+        `select c.capture_key, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.update_id = 7001`,
+      )
+    ).rows;
     expect(cap).toEqual([{ capture_key: 'telegram:7001:4242:3', name: 'capture.deliver' }]);
     const q = (
-      await db.pool.query(`select state, resolved_at is not null as resolved, octet_length(raw) > 0 as kept from relay.quarantine where id = $1`, [id])
+      await db.pool.query(
+        `select state, resolved_at is not null as resolved, octet_length(raw) > 0 as kept from relay.quarantine where id = $1`,
+        [id],
+      )
     ).rows[0];
     expect(q).toEqual({ state: 'released', resolved: true, kept: true });
     const again = await call(app, 'POST', `/v1/quarantine/${id}/release`);
@@ -65,7 +79,9 @@ describe('release', () => {
     const second = await quarantine(message(7002), 7002);
     const res = await call(app, 'POST', `/v1/quarantine/${second}/release`);
     expect(res.json()).toMatchObject({ state: 'released', outcome: 'duplicate', update_id: 7002 });
-    expect((await db.pool.query(`select count(*)::int as n from relay.inbox where update_id = 7002`)).rows[0].n).toBe(1);
+    expect((await db.pool.query(`select count(*)::int as n from relay.inbox where update_id = 7002`)).rows[0].n).toBe(
+      1,
+    );
   });
 
   test('bytes that still do not decode are a 409, the item stays quarantined, the refusal is audited', async () => {
@@ -74,8 +90,12 @@ describe('release', () => {
     expect(res.statusCode).toBe(409);
     expect(res.json()).toMatchObject({ code: 'RELAY_ADMIN_RELEASE_FAILED', cause: 'RELAY_QUARANTINE_UNDECODABLE' });
     expect(res.json().message).toMatch(/still does not decode/);
-    expect((await db.pool.query(`select state from relay.quarantine where id = $1`, [id])).rows[0].state).toBe('quarantined');
-    expect((await db.pool.query(`select count(*)::int as n from relay.inbox where update_id = 7003`)).rows[0].n).toBe(0);
+    expect((await db.pool.query(`select state from relay.quarantine where id = $1`, [id])).rows[0].state).toBe(
+      'quarantined',
+    );
+    expect((await db.pool.query(`select count(*)::int as n from relay.inbox where update_id = 7003`)).rows[0].n).toBe(
+      0,
+    );
     const detail = (await call(app, 'GET', `/v1/quarantine/${id}`)).json();
     expect(detail.history.map((h: { outcome: string; error_code: string }) => [h.outcome, h.error_code])).toEqual([
       ['admin.release', 'RELAY_ADMIN_RELEASE_FAILED'],
@@ -95,11 +115,16 @@ describe('release', () => {
       cause: 'RELAY_CAPTURE_KEY_CONFLICT',
       message: 'its capture key is already stored with different data',
     });
-    expect((await db.pool.query(`select state from relay.quarantine where id = $1`, [id])).rows[0].state).toBe('quarantined');
-    expect((await db.pool.query(`select count(*)::int as n from relay.inbox where update_id = 7004`)).rows[0].n).toBe(0);
-    expect((await db.pool.query(`select payload_sha256 from relay.captures where capture_key = 'telegram:7004:4242:3'`)).rows).toEqual([
-      { payload_sha256: 'another-sha' },
-    ]);
+    expect((await db.pool.query(`select state from relay.quarantine where id = $1`, [id])).rows[0].state).toBe(
+      'quarantined',
+    );
+    expect((await db.pool.query(`select count(*)::int as n from relay.inbox where update_id = 7004`)).rows[0].n).toBe(
+      0,
+    );
+    expect(
+      (await db.pool.query(`select payload_sha256 from relay.captures where capture_key = 'telegram:7004:4242:3'`))
+        .rows,
+    ).toEqual([{ payload_sha256: 'another-sha' }]);
   });
 });
 
@@ -108,11 +133,15 @@ describe('discard', () => {
     const id = await quarantine('not json', null);
     const res = await call(app, 'POST', `/v1/quarantine/${id}/discard`);
     expect(res.json()).toMatchObject({ id, state: 'discarded' });
-    const q = (await db.pool.query(`select state, convert_from(raw, 'UTF8') as raw from relay.quarantine where id = $1`, [id])).rows[0];
+    const q = (
+      await db.pool.query(`select state, convert_from(raw, 'UTF8') as raw from relay.quarantine where id = $1`, [id])
+    ).rows[0];
     expect(q).toEqual({ state: 'discarded', raw: 'not json' });
     expect((await call(app, 'POST', `/v1/quarantine/${id}/discard`)).statusCode).toBe(409);
     expect((await call(app, 'POST', `/v1/quarantine/${id}/release`)).json().code).toBe('RELAY_ADMIN_NOT_QUARANTINED');
     expect((await call(app, 'POST', '/v1/quarantine/999999/discard')).statusCode).toBe(404);
-    expect((await call(app, 'GET', '/v1/quarantine?state=discarded')).json().items.map((r: { id: number }) => r.id)).toEqual([id]);
+    expect(
+      (await call(app, 'GET', '/v1/quarantine?state=discarded')).json().items.map((r: { id: number }) => r.id),
+    ).toEqual([id]);
   });
 });

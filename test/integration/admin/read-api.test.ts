@@ -28,7 +28,9 @@ describe('auth', () => {
   });
 
   test('a wrong token is 401', async () => {
-    const res = await call(app, 'GET', '/v1/stats', { headers: { authorization: 'Bearer not-the-right-token-at-all' } });
+    const res = await call(app, 'GET', '/v1/stats', {
+      headers: { authorization: 'Bearer not-the-right-token-at-all' },
+    });
     expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ code: 'RELAY_ADMIN_UNAUTHORIZED', reason: 'invalid' });
   });
@@ -40,7 +42,9 @@ describe('auth', () => {
 
   test('the right token, and a labelled one from ADMIN_TOKENS, are accepted', async () => {
     expect((await call(app, 'GET', '/v1/stats')).statusCode).toBe(200);
-    expect((await call(app, 'GET', '/v1/stats', { headers: { authorization: `Bearer ${OPS_TOKEN}` } })).statusCode).toBe(200);
+    expect(
+      (await call(app, 'GET', '/v1/stats', { headers: { authorization: `Bearer ${OPS_TOKEN}` } })).statusCode,
+    ).toBe(200);
   });
 
   test('/health/live needs no token; /health/ready, /metrics, /openapi.json and /docs do', async () => {
@@ -66,7 +70,9 @@ describe('auth options', () => {
   });
 
   test('a body over 64 KiB is 413 with a stable code', async () => {
-    const res = await call(app, 'POST', '/v1/messages', { body: { msg_id: 'big', chat_id: 1, text: 'x'.repeat(70_000) } });
+    const res = await call(app, 'POST', '/v1/messages', {
+      body: { msg_id: 'big', chat_id: 1, text: 'x'.repeat(70_000) },
+    });
     expect([res.statusCode, res.json().code]).toEqual([413, 'RELAY_ADMIN_PAYLOAD_TOO_LARGE']);
   });
 });
@@ -97,7 +103,11 @@ describe('lists and details', () => {
     const seen: number[] = [];
     let cursor: string | null = null;
     do {
-      const res = await call(app, 'GET', `/v1/captures?limit=2&since=2030-01-01T00:00:00Z${cursor ? `&cursor=${cursor}` : ''}`);
+      const res = await call(
+        app,
+        'GET',
+        `/v1/captures?limit=2&since=2030-01-01T00:00:00Z${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       expect(res.statusCode).toBe(200);
       const body = res.json();
       expect(body.items.length).toBeLessThanOrEqual(2);
@@ -148,7 +158,12 @@ describe('lists and details', () => {
     ];
     for (const [url, field] of cases) {
       const res = await call(app, 'GET', url);
-      expect([url, res.statusCode, res.json().code, res.json().field]).toEqual([url, 400, 'RELAY_ADMIN_VALIDATION', field]);
+      expect([url, res.statusCode, res.json().code, res.json().field]).toEqual([
+        url,
+        400,
+        'RELAY_ADMIN_VALIDATION',
+        field,
+      ]);
     }
     const bad = await call(app, 'GET', '/v1/captures?cursor=bm9wZQ');
     expect(bad.json()).toMatchObject({ code: 'RELAY_ADMIN_BAD_CURSOR' });
@@ -158,7 +173,9 @@ describe('lists and details', () => {
     await db.pool.query(
       `insert into relay.outbound (msg_id, bot_id, chat_id, target_chat_id, text, payload_sha256) values ('m-1', '1', '55', '55', 'hi', 'x')`,
     );
-    await db.pool.query(`insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload) values ('1', 9, 'message', 55, '{"update_id":9}')`);
+    await db.pool.query(
+      `insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload) values ('1', 9, 'message', 55, '{"update_id":9}')`,
+    );
     await db.pool.query(
       `insert into relay.quarantine (bot_id, update_id, raw, sha256, error, json_path) values ('1', 10, '\\x7b7d', 'abc', 'no message', '$.message')`,
     );
@@ -168,7 +185,9 @@ describe('lists and details', () => {
     const inbox = (await call(app, 'GET', '/v1/inbox?state=pending')).json();
     expect(inbox.items).toEqual([expect.objectContaining({ update_id: 9, update_type: 'message', chat_id: 55 })]);
     const q = (await call(app, 'GET', '/v1/quarantine?update_id=10')).json();
-    expect(q.items).toEqual([expect.objectContaining({ update_id: 10, size_bytes: 2, state: 'quarantined', json_path: '$.message' })]);
+    expect(q.items).toEqual([
+      expect.objectContaining({ update_id: 10, size_bytes: 2, state: 'quarantined', json_path: '$.message' }),
+    ]);
     const qd = (await call(app, 'GET', `/v1/quarantine/${q.items[0].id}`)).json();
     expect(Buffer.from(qd.raw_base64, 'base64').toString()).toBe('{}');
   });

@@ -32,12 +32,21 @@ afterAll(async () => {
 });
 
 const byState = async () =>
-  Object.fromEntries((await db.pool.query(`select state, count(*)::int as n from relay.captures group by state`)).rows.map((r) => [r.state, r.n]));
+  Object.fromEntries(
+    (await db.pool.query(`select state, count(*)::int as n from relay.captures group by state`)).rows.map((r) => [
+      r.state,
+      r.n,
+    ]),
+  );
 
 test('older_than is validated', async () => {
   for (const body of [{ older_than: '10ms' }, { older_than: 'soon' }, { older_than: 500 }, { kinds: ['mail'] }]) {
     const res = await call(app, 'POST', '/v1/recover-stale', { body });
-    expect([JSON.stringify(body), res.statusCode, res.json().code]).toEqual([JSON.stringify(body), 400, 'RELAY_ADMIN_VALIDATION']);
+    expect([JSON.stringify(body), res.statusCode, res.json().code]).toEqual([
+      JSON.stringify(body),
+      400,
+      'RELAY_ADMIN_VALIDATION',
+    ]);
   }
 });
 
@@ -45,7 +54,13 @@ test('claims of a SIGKILLed worker return to pending now, counted per kind; live
   collector.setFaults({ timeoutRate: 1 }); // every POST hangs: the worker holds its claims
   const list = await insertCaptures(db.pool, boss, 3);
   // STALE_AFTER of a minute: the fleet's own sweep would wait that long; the operator does not
-  victim = startWorkerProcess({ DATABASE_URL: db.url, CAPTURE_URL: collector.captureUrl, STALE_AFTER: '60s', CAPTURE_TIMEOUT: '60s', WORKER_CONCURRENCY: '4' });
+  victim = startWorkerProcess({
+    DATABASE_URL: db.url,
+    CAPTURE_URL: collector.captureUrl,
+    STALE_AFTER: '60s',
+    CAPTURE_TIMEOUT: '60s',
+    WORKER_CONCURRENCY: '4',
+  });
   const victimId = await workerStarted(victim);
   await waitFor(async () => (await byState()).delivering === 3, { what: '3 in flight' });
 
@@ -60,7 +75,11 @@ test('claims of a SIGKILLed worker return to pending now, counted per kind; live
 
   const res = await call(app, 'POST', '/v1/recover-stale', { body: { older_than: '2s', reason: 'worker host lost' } });
   expect(res.statusCode).toBe(200);
-  expect(res.json()).toMatchObject({ older_than_ms: 2000, recovered: { captures: 3, outbound: 0, inbox: 0 }, total: 3 });
+  expect(res.json()).toMatchObject({
+    older_than_ms: 2000,
+    recovered: { captures: 3, outbound: 0, inbox: 0 },
+    total: 3,
+  });
   expect(await byState()).toEqual({ pending: 3 });
   const { rows } = await db.pool.query(
     `select c.state, j.state as job_state, a.worker_id, a.outcome, a.error_code
@@ -69,9 +88,21 @@ test('claims of a SIGKILLed worker return to pending now, counted per kind; live
       where c.id = any($1::bigint[])`,
     [list.map((c) => c.id)],
   );
-  expect(rows).toEqual(Array(3).fill({ state: 'pending', job_state: 'retry', worker_id: victimId, outcome: 'retry', error_code: 'RELAY_STALE_CLAIM' }));
-  const audit = (await db.pool.query(`select actor, details from relay.attempts where id = $1`, [res.json().audit_id])).rows[0];
-  expect(audit).toMatchObject({ actor: 'admin', details: { older_than_ms: 2000, recovered: { captures: 3 }, count: 3, reason: 'worker host lost' } });
+  expect(rows).toEqual(
+    Array(3).fill({
+      state: 'pending',
+      job_state: 'retry',
+      worker_id: victimId,
+      outcome: 'retry',
+      error_code: 'RELAY_STALE_CLAIM',
+    }),
+  );
+  const audit = (await db.pool.query(`select actor, details from relay.attempts where id = $1`, [res.json().audit_id]))
+    .rows[0];
+  expect(audit).toMatchObject({
+    actor: 'admin',
+    details: { older_than_ms: 2000, recovered: { captures: 3 }, count: 3, reason: 'worker host lost' },
+  });
 
   const again = await call(app, 'POST', '/v1/recover-stale', { body: { older_than: 2000, kinds: ['captures'] } });
   expect(again.json()).toMatchObject({ recovered: { captures: 0 }, total: 0 });

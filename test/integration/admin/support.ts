@@ -21,13 +21,34 @@ export async function startBoss(url: string): Promise<BossLedger> {
   return boss;
 }
 
-export async function buildTestApp(pool: Pool, boss: BossLedger, overrides: Partial<BuildAdminAppOptions> = {}): Promise<FastifyInstance> {
-  return buildAdminApp({ pool, boss, config: testConfig(), logger: silentLogger(), instanceId: 'admin-test', ...overrides });
+export async function buildTestApp(
+  pool: Pool,
+  boss: BossLedger,
+  overrides: Partial<BuildAdminAppOptions> = {},
+): Promise<FastifyInstance> {
+  return buildAdminApp({
+    pool,
+    boss,
+    config: testConfig(),
+    logger: silentLogger(),
+    instanceId: 'admin-test',
+    ...overrides,
+  });
 }
 
 /** app.inject with the admin token unless headers say otherwise. */
-export function call(app: FastifyInstance, method: InjectOptions['method'], url: string, opts: { body?: unknown; headers?: Record<string, string> } = {}) {
-  return app.inject({ method, url, headers: opts.headers ?? AUTH, ...(opts.body !== undefined ? { payload: opts.body as object } : {}) });
+export function call(
+  app: FastifyInstance,
+  method: InjectOptions['method'],
+  url: string,
+  opts: { body?: unknown; headers?: Record<string, string> } = {},
+) {
+  return app.inject({
+    method,
+    url,
+    headers: opts.headers ?? AUTH,
+    ...(opts.body !== undefined ? { payload: opts.body as object } : {}),
+  });
 }
 
 let seq = 0;

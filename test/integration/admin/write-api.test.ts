@@ -51,7 +51,9 @@ const rowOf = async (id: string | number) =>
     )
   ).rows[0];
 const statesOf = async (ids: string[]) =>
-  (await db.pool.query(`select state from relay.captures where id = any($1::bigint[]) order by id`, [ids])).rows.map((r) => r.state);
+  (await db.pool.query(`select state from relay.captures where id = any($1::bigint[]) order by id`, [ids])).rows.map(
+    (r) => r.state,
+  );
 
 /** Captures that the worker tried once and failed for good (the collector answered 422). */
 async function failedCaptures(n: number, chatId = 42): Promise<InsertedCapture[]> {
@@ -69,7 +71,9 @@ async function failedCaptures(n: number, chatId = 42): Promise<InsertedCapture[]
       date: 1_700_000_000,
     })),
   );
-  await waitFor(async () => (await statesOf(list.map((c) => c.id))).every((s) => s === 'failed'), { what: 'captures failed by the worker' });
+  await waitFor(async () => (await statesOf(list.map((c) => c.id))).every((s) => s === 'failed'), {
+    what: 'captures failed by the worker',
+  });
   await worker!.stop({ timeoutMs: 2_000 });
   await worker!.boss.stop({ graceful: false, wait: true });
   worker = undefined;
@@ -87,13 +91,25 @@ describe('retry one', () => {
     });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ id: Number(c.id), state: 'pending' });
-    expect(await rowOf(c.id)).toMatchObject({ state: 'pending', attempts: 1, max_attempts: 13, failed_reason: null, job_state: 'created' });
+    expect(await rowOf(c.id)).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      max_attempts: 13,
+      failed_reason: null,
+      job_state: 'created',
+    });
 
     await startWorker();
     await waitFor(async () => (await rowOf(c.id)).state === 'delivered', { what: 'redelivered' });
     expect((await rowOf(c.id)).job_state).toBe('completed');
     const detail = (await call(app, 'GET', `/v1/captures/${c.id}`)).json();
-    expect(detail.history.map((h: { outcome: string; attempt: number | null; actor: string | null }) => [h.outcome, h.attempt, h.actor])).toEqual([
+    expect(
+      detail.history.map((h: { outcome: string; attempt: number | null; actor: string | null }) => [
+        h.outcome,
+        h.attempt,
+        h.actor,
+      ]),
+    ).toEqual([
       ['failed', 1, null],
       ['admin.retry', null, 'ops'],
       ['delivered', 2, null],
@@ -134,15 +150,28 @@ describe('bulk retry', () => {
   });
 
   test('is bounded per call: limit and the app bound, oldest first, "more" until done; each call audited with filter and ids', async () => {
-    const first = (await call(app, 'POST', '/v1/captures/retry', { body: { chat: '777', state: 'failed', limit: 2, reason: 'replay' } })).json();
-    expect(first).toMatchObject({ matched: 2, retried: 2, more: true, ids: failed.slice(0, 2).map((c) => Number(c.id)) });
+    const first = (
+      await call(app, 'POST', '/v1/captures/retry', {
+        body: { chat: '777', state: 'failed', limit: 2, reason: 'replay' },
+      })
+    ).json();
+    expect(first).toMatchObject({
+      matched: 2,
+      retried: 2,
+      more: true,
+      ids: failed.slice(0, 2).map((c) => Number(c.id)),
+    });
     const second = (await call(app, 'POST', '/v1/captures/retry', { body: { chat: '777' } })).json();
     expect(second).toMatchObject({ retried: 3, more: false });
     const third = (await call(app, 'POST', '/v1/captures/retry', { body: { chat: '777' } })).json();
     expect(third).toMatchObject({ matched: 0, retried: 0, more: false });
     expect(await statesOf(failed.map((c) => c.id))).toEqual(Array(5).fill('pending'));
-    const audit = (await db.pool.query(`select actor, details from relay.attempts where id = $1`, [first.audit_id])).rows[0];
-    expect(audit).toMatchObject({ actor: 'admin', details: { filter: { chat: '777', state: 'failed' }, count: 2, ids: first.ids, reason: 'replay' } });
+    const audit = (await db.pool.query(`select actor, details from relay.attempts where id = $1`, [first.audit_id]))
+      .rows[0];
+    expect(audit).toMatchObject({
+      actor: 'admin',
+      details: { filter: { chat: '777', state: 'failed' }, count: 2, ids: first.ids, reason: 'replay' },
+    });
     // bulk-retried rows show the bulk action in their history
     const detail = (await call(app, 'GET', `/v1/captures/${failed[0].id}`)).json();
     expect(detail.history.map((h: { outcome: string }) => h.outcome)).toContain('admin.retry_bulk');
@@ -175,12 +204,15 @@ describe('cancel', () => {
   });
 
   test('outbound: cancel a queued message', async () => {
-    const msg = (await call(app, 'POST', '/v1/messages', { body: { msg_id: 'cancel-me', chat_id: 5, text: 'x', bot_id: '1' } })).json();
+    const msg = (
+      await call(app, 'POST', '/v1/messages', { body: { msg_id: 'cancel-me', chat_id: 5, text: 'x', bot_id: '1' } })
+    ).json();
     const res = await call(app, 'POST', `/v1/outbound/${msg.id}/cancel`);
     expect(res.json()).toMatchObject({ id: msg.id, state: 'failed' });
-    const { rows } = await db.pool.query(`select o.failed_reason, j.state from relay.outbound o join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`, [
-      msg.id,
-    ]);
+    const { rows } = await db.pool.query(
+      `select o.failed_reason, j.state from relay.outbound o join tg_relay_boss.job j on j.id = o.job_id where o.id = $1`,
+      [msg.id],
+    );
     expect(rows[0]).toEqual({ failed_reason: 'cancelled', state: 'cancelled' });
     // and back: retry gives it a new job and a renewed budget
     expect((await call(app, 'POST', `/v1/outbound/${msg.id}/retry`)).json()).toMatchObject({ state: 'pending' });

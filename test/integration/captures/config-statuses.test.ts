@@ -29,7 +29,9 @@ function switchableCollector() {
       if (req.url === '/capture' && req.method === 'POST' && answer >= 300 && answer < 400) {
         res.writeHead(answer, { location: '/moved' }).end();
       } else if (req.url === '/capture' && req.method === 'POST') {
-        res.writeHead(answer, { 'content-type': 'application/json' }).end(answer === 200 ? '{"ok":true}' : '{"error":"nope"}');
+        res
+          .writeHead(answer, { 'content-type': 'application/json' })
+          .end(answer === 200 ? '{"ok":true}' : '{"error":"nope"}');
       } else {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'); // /moved: a GET "succeeds"
       }
@@ -38,7 +40,10 @@ function switchableCollector() {
   return {
     set: (status: number) => void (answer = status),
     seen,
-    start: () => new Promise<string>((r) => server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}/capture`))),
+    start: () =>
+      new Promise<string>((r) =>
+        server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}/capture`)),
+      ),
     stop: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -75,9 +80,14 @@ afterAll(async () => {
 });
 
 const configAttempts = async () =>
-  Number((await db.pool.query(`select count(*) from relay.attempts where subject = 'capture' and outcome = 'retry'`)).rows[0].count);
-const problems = async () => (await db.pool.query('select component, bot_id, code, status, reason, occurrences from relay.config_problems')).rows;
-const alerts = async () => (await db.pool.query(`select msg_id, text, chat_id from relay.outbound where kind = 'alert'`)).rows;
+  Number(
+    (await db.pool.query(`select count(*) from relay.attempts where subject = 'capture' and outcome = 'retry'`)).rows[0]
+      .count,
+  );
+const problems = async () =>
+  (await db.pool.query('select component, bot_id, code, status, reason, occurrences from relay.config_problems')).rows;
+const alerts = async () =>
+  (await db.pool.query(`select msg_id, text, chat_id from relay.outbound where kind = 'alert'`)).rows;
 
 describe('collector answers that mean the configuration is wrong', () => {
   it.each([302, 303, 307, 401, 403, 404])(
@@ -85,7 +95,12 @@ describe('collector answers that mean the configuration is wrong', () => {
     async (status) => {
       collector.set(status);
       await insertCaptures(db.pool, boss(), 4);
-      worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl, config: { retry: { baseMs: 10, capMs: 40, maxAttempts: 2 } } });
+      worker = startCaptureWorker({
+        url: db.url,
+        pool: db.pool,
+        captureUrl,
+        config: { retry: { baseMs: 10, capMs: 40, maxAttempts: 2 } },
+      });
       await worker.start();
       // every capture tried at least three times with a budget of two: never failed, never delivered
       await waitFor(async () => (await configAttempts()) >= 12, { what: 'repeated attempts', timeoutMs: 20_000 });
@@ -102,13 +117,18 @@ describe('collector answers that mean the configuration is wrong', () => {
       expect(Number(p.occurrences)).toBeGreaterThanOrEqual(3);
       const ready = await readiness();
       expect(ready.ready).toBe(false);
-      expect(ready.reasons).toEqual([expect.stringMatching(new RegExp(`^capture delivery: collector answered ${status} `))]);
+      expect(ready.reasons).toEqual([
+        expect.stringMatching(new RegExp(`^capture delivery: collector answered ${status} `)),
+      ]);
       const a = await alerts();
       expect(a).toHaveLength(1);
       expect(a[0]).toMatchObject({ chat_id: '-100777', text: expect.stringContaining(`collector answered ${status}`) });
 
       collector.set(200);
-      await waitFor(async () => (await captureStates(db.pool)).every((s) => s.state === 'delivered'), { what: 'all delivered once fixed', timeoutMs: 20_000 });
+      await waitFor(async () => (await captureStates(db.pool)).every((s) => s.state === 'delivered'), {
+        what: 'all delivered once fixed',
+        timeoutMs: 20_000,
+      });
       expect(await problems()).toEqual([]);
       expect((await readiness()).ready).toBe(true);
       expect(await alerts()).toHaveLength(1);
@@ -125,9 +145,16 @@ describe('collector answers that mean the configuration is wrong', () => {
   it('other 4xx still fail the capture at once (the document itself is refused)', async () => {
     collector.set(422);
     await insertCaptures(db.pool, boss(), 2);
-    worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl, config: { retry: { baseMs: 10, capMs: 40, maxAttempts: 2 } } });
+    worker = startCaptureWorker({
+      url: db.url,
+      pool: db.pool,
+      captureUrl,
+      config: { retry: { baseMs: 10, capMs: 40, maxAttempts: 2 } },
+    });
     await worker.start();
-    await waitFor(async () => (await captureStates(db.pool)).every((s) => s.state === 'failed'), { what: 'failed at once' });
+    await waitFor(async () => (await captureStates(db.pool)).every((s) => s.state === 'failed'), {
+      what: 'failed at once',
+    });
     expect((await captureStates(db.pool)).map((s) => s.attempts)).toEqual([1, 1]);
     expect(await problems()).toEqual([]);
   });

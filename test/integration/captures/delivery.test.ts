@@ -1,6 +1,13 @@
 import { createBoss, Pool } from '../../../libs/db';
 import { createCollector, Collector } from '../../../libs/sandbox';
-import { attemptsOf, captureStates, countByState, inconsistentCaptures, insertCaptures, makeCapture } from '../../support/capture-fixtures';
+import {
+  attemptsOf,
+  captureStates,
+  countByState,
+  inconsistentCaptures,
+  insertCaptures,
+  makeCapture,
+} from '../../support/capture-fixtures';
 import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
 import { startCaptureWorker } from '../../support/worker-harness';
@@ -43,18 +50,26 @@ describe('capture delivery', () => {
     const { rows } = await db.pool.query(`select capture_key, payload from relay.captures`);
     for (const r of rows) expect(byKey.get(r.capture_key)![0].body).toEqual(r.payload);
     for (const s of states)
-      expect({ state: s.state, job: s.jobState, attempts: s.attempts, status: s.lastStatus, claim: s.claimId }).toEqual({
-        state: 'delivered',
-        job: 'completed',
-        attempts: 1,
-        status: 200,
-        claim: null,
-      });
+      expect({ state: s.state, job: s.jobState, attempts: s.attempts, status: s.lastStatus, claim: s.claimId }).toEqual(
+        {
+          state: 'delivered',
+          job: 'completed',
+          attempts: 1,
+          status: 200,
+          claim: null,
+        },
+      );
     expect(await inconsistentCaptures(db.pool)).toEqual([]);
 
     const audit = await attemptsOf(db.pool, inserted[0].id);
     expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ attempt: 1, outcome: 'delivered', http_status: 200, error_code: null, worker_id: worker.workerId });
+    expect(audit[0]).toMatchObject({
+      attempt: 1,
+      outcome: 'delivered',
+      http_status: 200,
+      error_code: null,
+      worker_id: worker.workerId,
+    });
     expect(audit[0].duration_ms).toBeGreaterThanOrEqual(0);
     // the audit never holds the message text
     const { rows: leaks } = await db.pool.query(
@@ -64,7 +79,12 @@ describe('capture delivery', () => {
   });
 
   it('an idle worker wakes on NOTIFY from the enqueueing transaction, not on its poll', async () => {
-    worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl: collector.captureUrl, pollIntervalMs: 60_000 });
+    worker = startCaptureWorker({
+      url: db.url,
+      pool: db.pool,
+      captureUrl: collector.captureUrl,
+      pollIntervalMs: 60_000,
+    });
     await worker.start();
     await new Promise((r) => setTimeout(r, 300)); // its first claim found nothing: idle on a 60 s poll
     const latencies: number[] = [];
@@ -89,7 +109,9 @@ describe('capture delivery', () => {
     expect(s).toMatchObject({ state: 'failed', jobState: 'failed', attempts: 1, lastStatus: 422 });
     expect(s.failedReason).toMatch(/HTTP 422/);
     const audit = await attemptsOf(db.pool, c.id);
-    expect(audit).toEqual([expect.objectContaining({ attempt: 1, outcome: 'failed', http_status: 422, error_code: 'HTTP_422' })]);
+    expect(audit).toEqual([
+      expect.objectContaining({ attempt: 1, outcome: 'failed', http_status: 422, error_code: 'HTTP_422' }),
+    ]);
     expect(collector.attempts()).toHaveLength(1);
   });
 });

@@ -33,7 +33,12 @@ describe('tg-relay worker on SIGTERM', () => {
   it('stops claiming, finishes in-flight deliveries and exits 0', async () => {
     collector.setFaults({ latencyMs: 700 });
     await insertCaptures(db.pool, boss(), 4);
-    child = startWorkerProcess({ DATABASE_URL: db.url, CAPTURE_URL: collector.captureUrl, WORKER_CONCURRENCY: '4', SHUTDOWN_TIMEOUT: '10s' });
+    child = startWorkerProcess({
+      DATABASE_URL: db.url,
+      CAPTURE_URL: collector.captureUrl,
+      WORKER_CONCURRENCY: '4',
+      SHUTDOWN_TIMEOUT: '10s',
+    });
     await workerStarted(child);
     await waitFor(async () => (await countByState(db.pool)).delivering === 4, { what: '4 in flight' });
     await insertCaptures(db.pool, boss(), 2); // arrives while draining: must not be claimed
@@ -61,8 +66,11 @@ describe('tg-relay worker on SIGTERM', () => {
     child.kill('SIGTERM');
     expect(await exited(child)).toEqual({ code: 0, signal: null });
     expect(Date.now() - t0).toBeLessThan(5_000);
-    for (const s of await captureStates(db.pool)) expect(s).toMatchObject({ state: 'pending', jobState: 'retry', attempts: 0, claimId: null });
-    expect((await attemptsOf(db.pool, inserted[0].id)).map((a) => [a.outcome, a.error_code])).toEqual([['retry', 'RELAY_RELEASED']]);
+    for (const s of await captureStates(db.pool))
+      expect(s).toMatchObject({ state: 'pending', jobState: 'retry', attempts: 0, claimId: null });
+    expect((await attemptsOf(db.pool, inserted[0].id)).map((a) => [a.outcome, a.error_code])).toEqual([
+      ['retry', 'RELAY_RELEASED'],
+    ]);
   });
 
   it('without CAPTURE_URL says capture delivery is disabled and leaves captures pending', async () => {

@@ -32,7 +32,10 @@ describe('two worker replicas', () => {
     const boss = createBoss(db.url, { max: 1 });
     // enqueue while both run, in small transactions like the poller does
     for (let i = 0; i < 30; i++) await insertCaptures(db.pool, boss, 10);
-    await waitFor(async () => (await countByState(db.pool)).delivered === 300, { what: '300 delivered', timeoutMs: 30_000 });
+    await waitFor(async () => (await countByState(db.pool)).delivered === 300, {
+      what: '300 delivered',
+      timeoutMs: 30_000,
+    });
 
     expect(collector.duplicates()).toEqual([]);
     expect(collector.stats()).toMatchObject({ attempts: 300, received: 300, unique_keys: 300 });

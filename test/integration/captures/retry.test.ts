@@ -90,7 +90,13 @@ describe('capture retries', () => {
     collector.setFaults({ failNext: { count: 1, mode: 'unavailable' }, retryAfterSeconds: 7 });
     const [c] = await insertCaptures(db.pool, boss(), 1);
     const clock = new ManualClock(Date.now()); // after the insert: the row is due on this clock
-    worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl: collector.captureUrl, clock, random: () => 0.5 });
+    worker = startCaptureWorker({
+      url: db.url,
+      pool: db.pool,
+      captureUrl: collector.captureUrl,
+      clock,
+      random: () => 0.5,
+    });
     await worker.start();
     const s = await pendingAfter(1);
     expect(s.nextAttemptAt.getTime()).toBe(clock.now().getTime() + 7_000);
@@ -106,7 +112,13 @@ describe('capture retries', () => {
     collector.setFaults({ failNext: { count: 1, mode: 'reject' }, rejectStatus: status });
     await insertCaptures(db.pool, boss(), 1);
     const clock = new ManualClock(Date.now()); // after the insert: the row is due on this clock
-    worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl: collector.captureUrl, clock, random: () => 0 });
+    worker = startCaptureWorker({
+      url: db.url,
+      pool: db.pool,
+      captureUrl: collector.captureUrl,
+      clock,
+      random: () => 0,
+    });
     await worker.start();
     // random 0: the retry is due at once
     await waitFor(async () => (await one()).state === 'delivered', { what: 'delivered' });
@@ -116,7 +128,13 @@ describe('capture retries', () => {
   it('a timeout and a dropped connection are retried with their error codes', async () => {
     collector.setFaults({ failNext: { count: 1, mode: 'timeout' } });
     const [c] = await insertCaptures(db.pool, boss(), 1);
-    worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl: collector.captureUrl, timeoutMs: 200, random: () => 0 });
+    worker = startCaptureWorker({
+      url: db.url,
+      pool: db.pool,
+      captureUrl: collector.captureUrl,
+      timeoutMs: 200,
+      random: () => 0,
+    });
     await worker.start();
     await waitFor(async () => (await one()).state === 'delivered', { what: 'delivered after a timeout' });
     await worker.stop();
@@ -125,7 +143,9 @@ describe('capture retries', () => {
     const [d] = await insertCaptures(db.pool, boss(), 1);
     worker = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl: collector.captureUrl, random: () => 0 });
     await worker.start();
-    await waitFor(async () => (await captureStates(db.pool)).every((s) => s.state === 'delivered'), { what: 'delivered after a drop' });
+    await waitFor(async () => (await captureStates(db.pool)).every((s) => s.state === 'delivered'), {
+      what: 'delivered after a drop',
+    });
     expect((await attemptsOf(db.pool, c.id)).map((a) => [a.outcome, a.error_code])).toEqual([
       ['retry', 'TIMEOUT'],
       ['delivered', null],

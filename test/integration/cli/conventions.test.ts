@@ -36,22 +36,28 @@ describe('tg-relay CLI conventions', () => {
     expect(none.code).toBe(2);
   });
 
-  it.each(Object.keys(COMMANDS))('tg-relay %s --help prints its usage and variables and exits 0 without connecting', async (name) => {
-    const r = await runCli([name, '--help'], { DATA_DIR: dataDir, LOG_LEVEL: 'info' });
-    expect([r.code, r.stderr]).toEqual([0, '']);
-    expect(r.stdout).toContain(`tg-relay ${name}: `);
-    expect(r.stdout).toContain('environment:');
-    expect(r.stdout).toMatch(/LOG_LEVEL/);
-    untouched();
-  });
+  it.each(Object.keys(COMMANDS))(
+    'tg-relay %s --help prints its usage and variables and exits 0 without connecting',
+    async (name) => {
+      const r = await runCli([name, '--help'], { DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      expect(r.stdout).toContain(`tg-relay ${name}: `);
+      expect(r.stdout).toContain('environment:');
+      expect(r.stdout).toMatch(/LOG_LEVEL/);
+      untouched();
+    },
+  );
 
-  it.each(['migrate', 'worker', 'poller', 'admin', 'start'])('tg-relay %s with an unknown flag is a usage error (exit 2), nothing started', async (name) => {
-    const r = await runCli([name, '--no-such-flag'], { DATA_DIR: dataDir });
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("Unknown option '--no-such-flag'");
-    expect(r.stderr).toContain(`tg-relay ${name} --help`);
-    untouched();
-  });
+  it.each(['migrate', 'worker', 'poller', 'admin', 'start'])(
+    'tg-relay %s with an unknown flag is a usage error (exit 2), nothing started',
+    async (name) => {
+      const r = await runCli([name, '--no-such-flag'], { DATA_DIR: dataDir });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("Unknown option '--no-such-flag'");
+      expect(r.stderr).toContain(`tg-relay ${name} --help`);
+      untouched();
+    },
+  );
 
   it('an unknown command or top-level flag is a usage error (exit 2)', async () => {
     const cmd = await runCli(['frobnicate'], { DATA_DIR: dataDir });
@@ -73,7 +79,11 @@ describe('tg-relay migrate with TELEGRAM_BOT_TOKEN', () => {
     const db = await createTestDatabase('cli_migrate');
     const c = new Client({ connectionString: db.url });
     try {
-      const r = await runCli(['migrate'], { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: '4242:secret-token-value', OPS_CHAT_ID: '-100777' });
+      const r = await runCli(['migrate'], {
+        DATABASE_URL: db.url,
+        TELEGRAM_BOT_TOKEN: '4242:secret-token-value',
+        OPS_CHAT_ID: '-100777',
+      });
       expect([r.code, r.stderr]).toEqual([0, '']);
       await c.connect();
       const settings = await c.query('select bot_id, default_chat_id from relay.outbound_settings');
@@ -87,7 +97,9 @@ describe('tg-relay migrate with TELEGRAM_BOT_TOKEN', () => {
       // without a token migrate leaves the registration alone
       const again = await runCli(['migrate'], { DATABASE_URL: db.url });
       expect(again.code).toBe(0);
-      expect((await c.query('select bot_id, default_chat_id from relay.outbound_settings')).rows).toEqual([{ bot_id: '4242', default_chat_id: '-100777' }]);
+      expect((await c.query('select bot_id, default_chat_id from relay.outbound_settings')).rows).toEqual([
+        { bot_id: '4242', default_chat_id: '-100777' },
+      ]);
     } finally {
       await c.end();
       await db.drop();

@@ -23,7 +23,9 @@ beforeAll(async () => {
   app = await buildTestApp(db.pool, boss, { clock: () => NOW });
   sandbox = createBotApiSandbox({ port: 0, seed: 7 });
   await sandbox.start();
-  sandboxApp = await buildTestApp(db.pool, boss, { sandbox: { url: sandbox.url, token: SANDBOX_DEFAULT_TOKEN, chatId: 4242 } });
+  sandboxApp = await buildTestApp(db.pool, boss, {
+    sandbox: { url: sandbox.url, token: SANDBOX_DEFAULT_TOKEN, chatId: 4242 },
+  });
 });
 
 afterAll(async () => {
@@ -59,7 +61,11 @@ describe('the dashboard page', () => {
     expect((await call(app, 'GET', '/ui/nope.js', { headers: {} })).statusCode).toBe(404);
     for (const url of ['/ui/../package.json', '/ui/%2e%2e/package.json', '/ui/..%2fbuild.ts']) {
       const res = await call(app, 'GET', url, { headers: {} });
-      expect([url, res.statusCode >= 400, res.body.includes('"devDependencies"') || res.body.includes('esbuild')]).toEqual([url, true, false]);
+      expect([
+        url,
+        res.statusCode >= 400,
+        res.body.includes('"devDependencies"') || res.body.includes('esbuild'),
+      ]).toEqual([url, true, false]);
     }
     expect((await call(app, 'GET', '/v1/stats', { headers: {} })).statusCode).toBe(401);
     expect((await call(app, 'GET', '/v1/stats/timeseries', { headers: {} })).statusCode).toBe(401);
@@ -91,11 +97,10 @@ describe('GET /v1/stats/timeseries', () => {
       ['admin', 'admin.retry', 3],
     ];
     for (const [subject, outcome, ago] of rows) {
-      await db.pool.query(`insert into relay.attempts (subject, subject_id, attempt, outcome, started_at) values ($1, 1, 1, $2, $3)`, [
-        subject,
-        outcome,
-        at(ago),
-      ]);
+      await db.pool.query(
+        `insert into relay.attempts (subject, subject_id, attempt, outcome, started_at) values ($1, 1, 1, $2, $3)`,
+        [subject, outcome, at(ago)],
+      );
     }
   });
 
@@ -103,7 +108,11 @@ describe('GET /v1/stats/timeseries', () => {
     const res = await call(app, 'GET', '/v1/stats/timeseries');
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body).toMatchObject({ generated_at: NOW.toISOString(), from: '2031-05-05T12:16:00.000Z', bucket_seconds: 60 });
+    expect(body).toMatchObject({
+      generated_at: NOW.toISOString(),
+      from: '2031-05-05T12:16:00.000Z',
+      bucket_seconds: 60,
+    });
     for (const k of ['captures', 'outbound', 'inbox']) expect(body.kinds[k]).toHaveLength(15);
     const captures = body.kinds.captures;
     expect(captures[14]).toEqual({ at: '2031-05-05T12:30:00.000Z', attempts: 3, delivered: 2, failed: 0 });
@@ -137,14 +146,27 @@ describe('sandbox chat panel routes', () => {
 
   test('a message sent from the panel is a pending update in the sandbox, audited without its text', async () => {
     const before = sandbox.pendingCount(SANDBOX_DEFAULT_TOKEN);
-    const res = await call(sandboxApp, 'POST', '/v1/sandbox/messages', { body: { chat_id: 4242, text: 'hello from the panel' } });
+    const res = await call(sandboxApp, 'POST', '/v1/sandbox/messages', {
+      body: { chat_id: 4242, text: 'hello from the panel' },
+    });
     expect(res.statusCode).toBe(201);
     const body = res.json();
-    expect(body).toMatchObject({ chat_id: 4242, update_id: expect.any(Number), message_id: expect.any(Number), audit_id: expect.any(Number) });
+    expect(body).toMatchObject({
+      chat_id: 4242,
+      update_id: expect.any(Number),
+      message_id: expect.any(Number),
+      audit_id: expect.any(Number),
+    });
     expect(sandbox.pendingCount(SANDBOX_DEFAULT_TOKEN)).toBe(before + 1);
     const polled = await tg(sandbox.url, SANDBOX_DEFAULT_TOKEN, 'getUpdates', { offset: body.update_id, timeout: 0 });
-    expect(polled.body.result[0]).toMatchObject({ update_id: body.update_id, message: { chat: { id: 4242 }, text: 'hello from the panel' } });
-    const { rows } = await db.pool.query(`select outcome, actor, details::text as details from relay.attempts where id = $1`, [body.audit_id]);
+    expect(polled.body.result[0]).toMatchObject({
+      update_id: body.update_id,
+      message: { chat: { id: 4242 }, text: 'hello from the panel' },
+    });
+    const { rows } = await db.pool.query(
+      `select outcome, actor, details::text as details from relay.attempts where id = $1`,
+      [body.audit_id],
+    );
     expect(rows[0]).toMatchObject({ outcome: 'admin.sandbox_inject', actor: 'admin' });
     expect(rows[0].details).not.toContain('hello');
   });
@@ -158,11 +180,15 @@ describe('sandbox chat panel routes', () => {
   });
 
   test('bad input is a 400 and an unreachable sandbox a 503 with a stable code', async () => {
-    expect((await call(sandboxApp, 'POST', '/v1/sandbox/messages', { body: { chat_id: 4242, text: '' } })).json()).toMatchObject({
+    expect(
+      (await call(sandboxApp, 'POST', '/v1/sandbox/messages', { body: { chat_id: 4242, text: '' } })).json(),
+    ).toMatchObject({
       code: 'RELAY_ADMIN_VALIDATION',
       field: 'body.text',
     });
-    const gone = await buildTestApp(db.pool, boss, { sandbox: { url: 'http://127.0.0.1:9', token: SANDBOX_DEFAULT_TOKEN } });
+    const gone = await buildTestApp(db.pool, boss, {
+      sandbox: { url: 'http://127.0.0.1:9', token: SANDBOX_DEFAULT_TOKEN },
+    });
     try {
       const res = await call(gone, 'POST', '/v1/sandbox/messages', { body: { chat_id: 1, text: 'x' } });
       expect(res.statusCode).toBe(503);

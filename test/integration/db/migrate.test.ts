@@ -41,7 +41,9 @@ describe('migrations', () => {
       const first = await migrate(pool);
       expect(first).toEqual(listMigrations().map((m) => m.version));
       const snapshot = await schemaSnapshot(pool);
-      const { rows } = await pool.query(`select table_name from information_schema.tables where table_schema = 'relay' order by 1`);
+      const { rows } = await pool.query(
+        `select table_name from information_schema.tables where table_schema = 'relay' order by 1`,
+      );
       expect(rows.map((r) => r.table_name)).toEqual(TABLES);
 
       expect(await migrate(pool)).toEqual([]);
@@ -59,10 +61,18 @@ describe('migrations', () => {
     const pool = createPool(db.url, { max: 2 });
     try {
       await expect(
-        pool.query(`insert into relay.inbox (bot_id, update_id, update_type, payload, state) values ('1', 1, 'message', '{}', 'done')`),
+        pool.query(
+          `insert into relay.inbox (bot_id, update_id, update_type, payload, state) values ('1', 1, 'message', '{}', 'done')`,
+        ),
       ).rejects.toMatchObject({ code: '23514' });
-      await pool.query(`insert into relay.inbox (bot_id, update_id, update_type, payload) values ('1', 1, 'message', '{}')`);
-      await expect(pool.query(`insert into relay.inbox (bot_id, update_id, update_type, payload) values ('1', 1, 'message', '{}')`)).rejects.toMatchObject({
+      await pool.query(
+        `insert into relay.inbox (bot_id, update_id, update_type, payload) values ('1', 1, 'message', '{}')`,
+      );
+      await expect(
+        pool.query(
+          `insert into relay.inbox (bot_id, update_id, update_type, payload) values ('1', 1, 'message', '{}')`,
+        ),
+      ).rejects.toMatchObject({
         code: '23505',
       });
       const capture = `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_sha256, state)
@@ -90,7 +100,9 @@ describe('migrations', () => {
     const pool = createPool(db.url, { max: 2 });
     const refPool = createPool(reference.url, { max: 2 });
     try {
-      const runs = await Promise.all(Array.from({ length: 5 }, () => runCli(['migrate'], { DATABASE_URL: db.url }, { timeoutMs: 90_000 })));
+      const runs = await Promise.all(
+        Array.from({ length: 5 }, () => runCli(['migrate'], { DATABASE_URL: db.url }, { timeoutMs: 90_000 })),
+      );
       for (const r of runs) expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
       const versions = await pool.query('select version from relay.schema_migrations order by version');
       expect(versions.rows.map((r) => r.version)).toEqual(listMigrations().map((m) => m.version));

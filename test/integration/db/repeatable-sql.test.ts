@@ -17,8 +17,11 @@ beforeEach(() => {
 afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 const recorded = async (pool: Pool) =>
-  (await pool.query<{ name: string; sha256: string; at: string }>(`select name, sha256, applied_at::text as at from relay.schema_repeatables order by name`))
-    .rows;
+  (
+    await pool.query<{ name: string; sha256: string; at: string }>(
+      `select name, sha256, applied_at::text as at from relay.schema_repeatables order by name`,
+    )
+  ).rows;
 const functionSource = async (pool: Pool, name: string) =>
   (
     await pool.query<{ src: string }>(
@@ -51,10 +54,13 @@ describe('repeatable SQL functions', () => {
     expect(files.length).toBeGreaterThanOrEqual(12);
     const defined = new Set<string>();
     for (const m of listMigrations()) {
-      for (const f of fs.readFileSync(m.file, 'utf8').matchAll(/create or replace function relay\.(\w+)/g)) defined.add(f[1]);
+      for (const f of fs.readFileSync(m.file, 'utf8').matchAll(/create or replace function relay\.(\w+)/g))
+        defined.add(f[1]);
     }
     for (const r of listRepeatables()) {
-      const names = [...fs.readFileSync(r.file, 'utf8').matchAll(/create or replace function relay\.(\w+)/g)].map((f) => f[1]);
+      const names = [...fs.readFileSync(r.file, 'utf8').matchAll(/create or replace function relay\.(\w+)/g)].map(
+        (f) => f[1],
+      );
       expect({ file: r.name, names }).toEqual({ file: r.name, names: [r.name.replace(/\.sql$/, '')] }); // one per file, named after it
     }
     expect([...defined].filter((f) => !files.includes(`${f}.sql`))).toEqual([]);
@@ -118,7 +124,8 @@ describe('repeatable SQL functions', () => {
     await withDb(async (pool, url) => {
       const old = fs.mkdtempSync(path.join(os.tmpdir(), 'old-sql-'));
       try {
-        for (const m of listMigrations().filter((m) => m.version < 16)) fs.copyFileSync(m.file, path.join(old, path.basename(m.file)));
+        for (const m of listMigrations().filter((m) => m.version < 16))
+          fs.copyFileSync(m.file, path.join(old, path.basename(m.file)));
         await migrate(pool, { dir: old });
         await expect(pool.query('select 1 from relay.schema_repeatables')).rejects.toMatchObject({ code: '42P01' });
         const before = await allFunctions(pool);
@@ -127,7 +134,10 @@ describe('repeatable SQL functions', () => {
         // the repeatable files hold exactly the latest definitions the numbered files left: nothing changed
         expect(await allFunctions(pool)).toEqual(before);
         expect(before.length).toBe(listRepeatables().length);
-        expect((await pool.query(`select job_id from relay.enqueue_outbound('rep-old', '5', 'hi', bot_id => '1')`)).rows[0].job_id).toBeTruthy();
+        expect(
+          (await pool.query(`select job_id from relay.enqueue_outbound('rep-old', '5', 'hi', bot_id => '1')`)).rows[0]
+            .job_id,
+        ).toBeTruthy();
       } finally {
         fs.rmSync(old, { recursive: true, force: true });
       }

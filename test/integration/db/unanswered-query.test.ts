@@ -5,7 +5,14 @@
  * query DB_CLIENT_GRACE_MS beyond its statement_timeout, then drops that connection and opens a new
  * one. Here the silence is real: a TCP proxy stops passing bytes on the connections open so far.
  */
-import { createPool, DB_CLIENT_GRACE_MS, isUnansweredQuery, Pool, sessionOptions, withTransaction } from '../../../libs/db';
+import {
+  createPool,
+  DB_CLIENT_GRACE_MS,
+  isUnansweredQuery,
+  Pool,
+  sessionOptions,
+  withTransaction,
+} from '../../../libs/db';
 import { createBoss } from '../../../libs/db';
 import { createCollector, Collector } from '../../../libs/sandbox';
 import { countByState, insertCaptures } from '../../support/capture-fixtures';
@@ -71,7 +78,9 @@ describe('a silent database connection', () => {
     await pool.query('create table if not exists silent_tx (v int)');
     proxy.blackholeExisting();
 
-    const err = await withTransaction(pool, (c) => c.query('insert into silent_tx values (1)')).catch((e: unknown) => e);
+    const err = await withTransaction(pool, (c) => c.query('insert into silent_tx values (1)')).catch(
+      (e: unknown) => e,
+    );
     expect(isUnansweredQuery(err)).toBe(true);
     expect(pool.totalCount).toBe(0);
     await withTransaction(pool, (c) => c.query('insert into silent_tx values (2)'));
@@ -92,7 +101,10 @@ describe('a silent database connection', () => {
 
     proxy.blackholeExisting(); // the worker's pooled connections and its LISTEN connection
     await insertCaptures(db.pool, boss, 2);
-    await waitFor(async () => (await countByState(db.pool)).delivered === 3, { what: 'the captures delivered after the silence', timeoutMs: 60_000 });
+    await waitFor(async () => (await countByState(db.pool)).delivered === 3, {
+      what: 'the captures delivered after the silence',
+      timeoutMs: 60_000,
+    });
     expect(collector.received()).toHaveLength(3);
     expect(child.exitCode).toBeNull();
     // the connections it gave up on (still open, never answering) do not hold up a graceful stop

@@ -18,9 +18,11 @@ beforeEach(async () => {
   await db.pool.query('truncate relay.inbox');
 });
 
-const claim = (store = ordered, limit = 100) => store.claim(db.pool, { limit, workerId: 'w1', now: null, queue: QUEUES.dispatch });
+const claim = (store = ordered, limit = 100) =>
+  store.claim(db.pool, { limit, workerId: 'w1', now: null, queue: QUEUES.dispatch });
 const keys = (jobs: { key: string }[]) => jobs.map((j) => Number(j.key)).sort((a, b) => a - b);
-const settle = (store: typeof ordered, items: Parameters<typeof ordered.settle>[1]) => withTransaction(db.pool, (c) => store.settle(c, items, null));
+const settle = (store: typeof ordered, items: Parameters<typeof ordered.settle>[1]) =>
+  withTransaction(db.pool, (c) => store.settle(c, items, null));
 
 async function seed(list: Array<[number, number | null]>) {
   await storeUpdates(
@@ -63,7 +65,9 @@ describe('claiming chat heads', () => {
     const [head] = await claim();
     const settled = await settle(ordered, [{ id: head.id, claimId: head.claimId, state: 'delivered' }]);
     expect(settled).toEqual([expect.objectContaining({ id: head.id, state: 'delivered' })]);
-    expect((await db.pool.query('select state from relay.inbox where id = $1', [head.id])).rows[0].state).toBe('handled');
+    expect((await db.pool.query('select state from relay.inbox where id = $1', [head.id])).rows[0].state).toBe(
+      'handled',
+    );
     expect(keys(await claim())).toEqual([2]);
   });
 
@@ -94,18 +98,24 @@ describe('claiming chat heads', () => {
       [2, 10],
     ]);
     const [head] = await claim();
-    await settle(ordered, [{ id: head.id, claimId: head.claimId, state: 'failed', failedReason: 'budget spent', error: 'boom' }]);
-    expect((await db.pool.query('select state, last_error from relay.inbox where id = $1', [head.id])).rows[0]).toEqual({
-      state: 'failed',
-      last_error: 'budget spent',
-    });
+    await settle(ordered, [
+      { id: head.id, claimId: head.claimId, state: 'failed', failedReason: 'budget spent', error: 'boom' },
+    ]);
+    expect((await db.pool.query('select state, last_error from relay.inbox where id = $1', [head.id])).rows[0]).toEqual(
+      {
+        state: 'failed',
+        last_error: 'budget spent',
+      },
+    );
     expect(keys(await claim())).toEqual([2]);
   });
 
   it('outcomes are fenced by claim id', async () => {
     await seed([[1, 10]]);
     const [head] = await claim();
-    expect(await settle(ordered, [{ id: head.id, claimId: '00000000-0000-0000-0000-000000000000', state: 'delivered' }])).toEqual([]);
+    expect(
+      await settle(ordered, [{ id: head.id, claimId: '00000000-0000-0000-0000-000000000000', state: 'delivered' }]),
+    ).toEqual([]);
     expect((await db.pool.query('select state, claim_id from relay.inbox where id = $1', [head.id])).rows[0]).toEqual({
       state: 'pending',
       claim_id: head.claimId,
@@ -120,12 +130,19 @@ describe('claiming chat heads', () => {
     ]);
     const jobs = await claim();
     await db.pool.query(`update relay.inbox set heartbeat_at = now() - interval '1 hour' where update_id = 1`);
-    const recovered = await withTransaction(db.pool, (c) => ordered.recoverStale(c, { staleMs: 60_000, now: null, limit: 10, maxAttempts: 5 }));
+    const recovered = await withTransaction(db.pool, (c) =>
+      ordered.recoverStale(c, { staleMs: 60_000, now: null, limit: 10, maxAttempts: 5 }),
+    );
     expect(recovered.map((r) => [r.key, r.state, r.attempt])).toEqual([['1', 'pending', 1]]);
     const third = jobs.find((j) => j.key === '3')!;
-    const released = await withTransaction(db.pool, (c) => ordered.release(c, [{ id: third.id, claimId: third.claimId }], null));
+    const released = await withTransaction(db.pool, (c) =>
+      ordered.release(c, [{ id: third.id, claimId: third.claimId }], null),
+    );
     expect(released).toHaveLength(1);
-    expect((await db.pool.query('select attempts, claim_id from relay.inbox where update_id = 3')).rows[0]).toEqual({ attempts: 0, claim_id: null });
+    expect((await db.pool.query('select attempts, claim_id from relay.inbox where update_id = 3')).rows[0]).toEqual({
+      attempts: 0,
+      claim_id: null,
+    });
     expect(keys(await claim())).toEqual([1, 3]);
   });
 
@@ -135,7 +152,9 @@ describe('claiming chat heads', () => {
       [2, 10],
     ]);
     await claim();
-    const { rows } = await db.pool.query(`select i.update_id::int as u, j.state from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id order by 1`);
+    const { rows } = await db.pool.query(
+      `select i.update_id::int as u, j.state from relay.inbox i join tg_relay_boss.job j on j.id = i.job_id order by 1`,
+    );
     expect(rows).toEqual([
       { u: 1, state: 'active' },
       { u: 2, state: 'created' },

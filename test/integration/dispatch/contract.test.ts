@@ -52,7 +52,13 @@ beforeAll(async () => {
   db = await createMigratedDatabase('dsp_contract');
   sandbox = createBotApiSandbox({ limits: { enabled: false } });
   await sandbox.start();
-  harness = await startDispatchWorker({ url: db.url, pool: db.pool, apiRoot: sandbox.url, register: contractBot, handlerTimeoutMs: 300 });
+  harness = await startDispatchWorker({
+    url: db.url,
+    pool: db.pool,
+    apiRoot: sandbox.url,
+    register: contractBot,
+    handlerTimeoutMs: 300,
+  });
 });
 afterAll(async () => {
   await harness?.stop();
@@ -60,15 +66,23 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const msg = (text: string, chatId: number) => sandbox.injectMessage(TOKEN, { chatId, text }) as unknown as Record<string, unknown> & { update_id: number };
+const msg = (text: string, chatId: number) =>
+  sandbox.injectMessage(TOKEN, { chatId, text }) as unknown as Record<string, unknown> & { update_id: number };
 
-async function settle(text: string, chatId: number, until: (r: Awaited<ReturnType<typeof inboxRows>>[number]) => boolean) {
+async function settle(
+  text: string,
+  chatId: number,
+  until: (r: Awaited<ReturnType<typeof inboxRows>>[number]) => boolean,
+) {
   const update = msg(text, chatId);
   await storeUpdates(db.pool, harness.boss, [update]);
-  return waitFor(async () => (await inboxRows(db.pool)).find((r) => Number(r.update_id) === update.update_id && until(r)), {
-    what: `update "${text}" to settle`,
-    timeoutMs: 10_000,
-  });
+  return waitFor(
+    async () => (await inboxRows(db.pool)).find((r) => Number(r.update_id) === update.update_id && until(r)),
+    {
+      what: `update "${text}" to settle`,
+      timeoutMs: 10_000,
+    },
+  );
 }
 
 describe('update.dispatch outcome contract', () => {
@@ -99,19 +113,27 @@ describe('update.dispatch outcome contract', () => {
   });
 
   it('callback query with the opted-in automatic answer → handled after the answer succeeded', async () => {
-    const cb = sandbox.injectCallbackQuery(TOKEN, { chatId: 104, data: 'press' }) as unknown as Record<string, unknown> & { update_id: number };
+    const cb = sandbox.injectCallbackQuery(TOKEN, { chatId: 104, data: 'press' }) as unknown as Record<
+      string,
+      unknown
+    > & { update_id: number };
     const [id] = await storeUpdates(db.pool, harness.boss, [cb]);
-    await waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.state === 'handled'), { what: 'callback handled' });
+    await waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.state === 'handled'), {
+      what: 'callback handled',
+    });
     expect(sandbox.answeredCallbacks(TOKEN)).toContainEqual(expect.objectContaining({ text: 'auto' }));
   });
 
   it('handler throws → stays pending with attempts+1 and the error kept, retried with backoff, then failed after the budget', async () => {
     const update = msg('throw', 105);
     const [id] = await storeUpdates(db.pool, harness.boss, [update]);
-    const failed = await waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.state === 'failed'), {
-      what: 'budget spent',
-      timeoutMs: 10_000,
-    });
+    const failed = await waitFor(
+      async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.state === 'failed'),
+      {
+        what: 'budget spent',
+        timeoutMs: 10_000,
+      },
+    );
     expect(failed).toMatchObject({ attempts: 3, job_state: 'failed', claim_id: null });
     expect(failed.last_error).toMatch(/attempt budget spent \(3 of 3\); last error: handler failed/);
     const audit = await attemptsOf(db.pool, id);
@@ -137,22 +159,35 @@ describe('update.dispatch outcome contract', () => {
         config: { retry: { baseMs: 60_000, capMs: 60_000, maxAttempts: 3 } },
       });
       try {
-        const row = await waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.attempts === 1 && r.claim_id === null), {
-          what: 'first attempt settled',
-        });
+        const row = await waitFor(
+          async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.attempts === 1 && r.claim_id === null),
+          {
+            what: 'first attempt settled',
+          },
+        );
         expect(row).toMatchObject({ state: 'pending', last_error: 'handler failed', job_state: 'retry' });
       } finally {
         await once.stop();
       }
     } finally {
-      harness = await startDispatchWorker({ url: db.url, pool: db.pool, apiRoot: sandbox.url, register: contractBot, handlerTimeoutMs: 300 });
+      harness = await startDispatchWorker({
+        url: db.url,
+        pool: db.pool,
+        apiRoot: sandbox.url,
+        register: contractBot,
+        handlerTimeoutMs: 300,
+      });
     }
   });
 
   it('middleware throws → retried like a handler', async () => {
     const row = await settle('middleware-throws', 107, (r) => r.state === 'failed');
     expect(row.attempts).toBe(3);
-    expect((await attemptsOf(db.pool, row.id))[0]).toMatchObject({ outcome: 'retry', error_code: 'TypeError', error: 'middleware broke' });
+    expect((await attemptsOf(db.pool, row.id))[0]).toMatchObject({
+      outcome: 'retry',
+      error_code: 'TypeError',
+      error: 'middleware broke',
+    });
   });
 
   it('an error handler returns "handled" for that error type → handled', async () => {
@@ -164,7 +199,10 @@ describe('update.dispatch outcome contract', () => {
         .filter((s) => s.resolved_chat_id === 108)
         .map((s) => s.text),
     ).toEqual(['sorry: known condition']);
-    expect((await attemptsOf(db.pool, row.id))[0].details).toMatchObject({ via: 'error_handler', handledError: { errorClass: 'Recoverable' } });
+    expect((await attemptsOf(db.pool, row.id))[0].details).toMatchObject({
+      via: 'error_handler',
+      handledError: { errorClass: 'Recoverable' },
+    });
   });
 
   it('an error handler returns "unhandled" → retried', async () => {
@@ -196,9 +234,15 @@ describe('update.dispatch outcome contract', () => {
       );
       await enqueueJobs(c, harness.boss, QUEUES.dispatch, [{ id: jobId, data: { id: Number(rows[0].id) } }]);
     });
-    const row = await waitFor(async () => (await inboxRows(db.pool)).find((r) => r.update_id === '999999' && r.state === 'failed'), { what: 'terminal' });
+    const row = await waitFor(
+      async () => (await inboxRows(db.pool)).find((r) => r.update_id === '999999' && r.state === 'failed'),
+      { what: 'terminal' },
+    );
     expect(row.attempts).toBe(1);
     expect(row.last_error).toBe('the stored payload is not a Telegram update (no integer update_id)');
-    expect((await attemptsOf(db.pool, row.id))[0]).toMatchObject({ outcome: 'failed', error_code: 'RELAY_DISPATCH_BAD_PAYLOAD' });
+    expect((await attemptsOf(db.pool, row.id))[0]).toMatchObject({
+      outcome: 'failed',
+      error_code: 'RELAY_DISPATCH_BAD_PAYLOAD',
+    });
   });
 });

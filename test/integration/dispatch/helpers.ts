@@ -39,7 +39,15 @@ export async function storeUpdates(
        returning id::text`,
       [
         botId,
-        JSON.stringify(updates.map((u, i) => ({ update_id: u.update_id, update_type: updateType(u), chat_id: chatIdOf(u), payload: u, job_id: jobIds[i] }))),
+        JSON.stringify(
+          updates.map((u, i) => ({
+            update_id: u.update_id,
+            update_type: updateType(u),
+            chat_id: chatIdOf(u),
+            payload: u,
+            job_id: jobIds[i],
+          })),
+        ),
       ],
     );
     await enqueueJobs(
@@ -53,7 +61,11 @@ export async function storeUpdates(
 }
 
 /** A message update without going through the sandbox (ordering tests need no Bot API calls). */
-export function makeUpdate(updateId: number, chatId: number | null, text = `u${updateId}`): Record<string, unknown> & { update_id: number } {
+export function makeUpdate(
+  updateId: number,
+  chatId: number | null,
+  text = `u${updateId}`,
+): Record<string, unknown> & { update_id: number } {
   if (chatId === null)
     return {
       update_id: updateId,
@@ -120,7 +132,11 @@ export async function startDispatchWorker(opts: {
     logger,
     databaseUrl: opts.url,
     kinds: [createDispatchKind({ runner, handlerTimeoutMs: opts.handlerTimeoutMs ?? 5_000, ordering: opts.ordering })],
-    config: { ...TEST_DISPATCH_ENGINE, ...opts.config, retry: { ...TEST_DISPATCH_ENGINE.retry, ...opts.config?.retry } },
+    config: {
+      ...TEST_DISPATCH_ENGINE,
+      ...opts.config,
+      retry: { ...TEST_DISPATCH_ENGINE.retry, ...opts.config?.retry },
+    },
   });
   await worker.start();
   return {

@@ -14,7 +14,12 @@ import {
   resolveBotHandlers,
   type RegisterHandlers,
 } from '../../../libs/dispatch';
-import { createOutboundKind, createOutboundRateLimiter, createOutboundReplyWriter, OUTBOUND_RATE_LIMITS_DEFAULT } from '../../../libs/outbound';
+import {
+  createOutboundKind,
+  createOutboundRateLimiter,
+  createOutboundReplyWriter,
+  OUTBOUND_RATE_LIMITS_DEFAULT,
+} from '../../../libs/outbound';
 import { createWorker, enqueueJobs, newJobId, Worker } from '../../../libs/queue';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
 import { createBotApiClient } from '../../../libs/telegram';
@@ -68,7 +73,10 @@ async function start(register: RegisterHandlers, opts: { validateAtReply?: boole
     boss,
     logger,
     databaseUrl: db.url,
-    kinds: [createDispatchKind({ runner, handlerTimeoutMs: 5_000 }), createOutboundKind({ pool: db.pool, telegram, limiter, sendTimeoutMs: 5_000 })],
+    kinds: [
+      createDispatchKind({ runner, handlerTimeoutMs: 5_000 }),
+      createOutboundKind({ pool: db.pool, telegram, limiter, sendTimeoutMs: 5_000 }),
+    ],
     config: { concurrency: 8, staleAfterMs: 30_000, retry: { baseMs: 20, capMs: 50, maxAttempts: 3 } },
   });
   await worker.start();
@@ -102,12 +110,21 @@ async function storeUpdates(items: { chatId: number; text: string }[]): Promise<
 }
 
 const inbox = async (updateId: number) =>
-  (await db.pool.query('select id::text, state, attempts, last_error from relay.inbox where update_id = $1', [updateId])).rows[0] as
-    { id: string; state: string; attempts: number; last_error: string | null } | undefined;
+  (
+    await db.pool.query('select id::text, state, attempts, last_error from relay.inbox where update_id = $1', [
+      updateId,
+    ])
+  ).rows[0] as { id: string; state: string; attempts: number; last_error: string | null } | undefined;
 const audit = async (inboxId: string) =>
-  (await db.pool.query(`select outcome, error_code, error from relay.attempts where subject = 'inbox' and subject_id = $1 order by id`, [inboxId])).rows;
+  (
+    await db.pool.query(
+      `select outcome, error_code, error from relay.attempts where subject = 'inbox' and subject_id = $1 order by id`,
+      [inboxId],
+    )
+  ).rows;
 const replies = async (updateId: number) =>
-  (await db.pool.query('select text, state from relay.outbound where source_update_id = $1 order by id', [updateId])).rows;
+  (await db.pool.query('select text, state from relay.outbound where source_update_id = $1 order by id', [updateId]))
+    .rows;
 const sentTo = (chat: number) =>
   sb
     .sent(TOKEN)
@@ -138,7 +155,10 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       { chatId: 62, text: 'hi' },
       { chatId: 62, text: 'again' },
     ]);
-    await waitFor(async () => (await replies(good2))[0]?.state === 'delivered', { what: 'the other chat answered', timeoutMs: 15_000 });
+    await waitFor(async () => (await replies(good2))[0]?.state === 'delivered', {
+      what: 'the other chat answered',
+      timeoutMs: 15_000,
+    });
     expect(sentTo(62)).toEqual(['echo: hi', 'echo: again']);
     expect((await inbox(good1))!.state).toBe('handled');
     const row = await waitFor(
@@ -151,29 +171,37 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
     expect(row.attempts).toBe(1);
     expect(row.last_error).toMatch(/RELAY_INVALID_REPLY/);
     expect(row.last_error).toMatch(/text must be 1\.\.4096 characters, got 5000/);
-    expect(await audit(row.id)).toEqual([expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_INVALID_REPLY' })]);
+    expect(await audit(row.id)).toEqual([
+      expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_INVALID_REPLY' }),
+    ]);
     expect(await replies(bad)).toEqual([]);
     expect(sentTo(61)).toEqual([]);
   });
 
-  it.each(['blank', 'empty', 'surrogate', 'nul'])("a %s reply fails alone with a reason; the same chat's next update and other chats go on", async (kind) => {
-    await start(echoOrHostile);
-    const chat = 70 + Object.keys(HOSTILE).indexOf(kind);
-    const [bad, next, other] = await storeUpdates([
-      { chatId: chat, text: kind },
-      { chatId: chat, text: 'after' },
-      { chatId: 69, text: `other-${kind}` },
-    ]);
-    await waitFor(async () => (await replies(next))[0]?.state === 'delivered' && (await replies(other))[0]?.state === 'delivered', {
-      what: 'the next update and the other chat answered',
-      timeoutMs: 15_000,
-    });
-    const row = (await inbox(bad))!;
-    expect(row).toMatchObject({ state: 'failed', attempts: 1 });
-    expect(row.last_error).toMatch(/^RELAY_INVALID_REPLY: reply 1 \(sendMessage\) refused/);
-    expect(await replies(bad)).toEqual([]);
-    expect(sentTo(chat)).toEqual(['echo: after']);
-  });
+  it.each(['blank', 'empty', 'surrogate', 'nul'])(
+    "a %s reply fails alone with a reason; the same chat's next update and other chats go on",
+    async (kind) => {
+      await start(echoOrHostile);
+      const chat = 70 + Object.keys(HOSTILE).indexOf(kind);
+      const [bad, next, other] = await storeUpdates([
+        { chatId: chat, text: kind },
+        { chatId: chat, text: 'after' },
+        { chatId: 69, text: `other-${kind}` },
+      ]);
+      await waitFor(
+        async () => (await replies(next))[0]?.state === 'delivered' && (await replies(other))[0]?.state === 'delivered',
+        {
+          what: 'the next update and the other chat answered',
+          timeoutMs: 15_000,
+        },
+      );
+      const row = (await inbox(bad))!;
+      expect(row).toMatchObject({ state: 'failed', attempts: 1 });
+      expect(row.last_error).toMatch(/^RELAY_INVALID_REPLY: reply 1 \(sendMessage\) refused/);
+      expect(await replies(bad)).toEqual([]);
+      expect(sentTo(chat)).toEqual(['echo: after']);
+    },
+  );
 
   it('the handler sees the refusal at ctx.reply and can answer something else: handled', async () => {
     await start((bot) => {
@@ -207,7 +235,10 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       { chatId: 82, text: 'nul-error' },
       { chatId: 83, text: 'fine' },
     ]);
-    await waitFor(async () => (await replies(good))[0]?.state === 'delivered', { what: 'the other chat answered', timeoutMs: 15_000 });
+    await waitFor(async () => (await replies(good))[0]?.state === 'delivered', {
+      what: 'the other chat answered',
+      timeoutMs: 15_000,
+    });
     for (const id of [e1, e2]) {
       const row = await waitFor(
         async () => {
@@ -217,8 +248,10 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
         { what: `update ${id} failed after its budget`, timeoutMs: 15_000 },
       );
       expect(row.attempts).toBe(3);
-      // eslint-disable-next-line no-control-regex -- matches NUL on purpose: the stored error must never contain one
-      expect(row.last_error).not.toMatch(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
+      // matches NUL on purpose: the stored error must never contain one
+      // eslint-disable-next-line no-control-regex -- NUL is what this pattern is for
+      const unstorable = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+      expect(row.last_error).not.toMatch(unstorable);
       expect((await audit(row.id)).map((a) => a.outcome)).toEqual(['retry', 'retry', 'failed']);
     }
     expect((await inbox(e1))!.last_error).toContain(EMOJI.repeat(10));
@@ -227,7 +260,11 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
 
   it('defence in depth: a reply the outcome transaction refuses is isolated by the outcome writer; the batch and other chats land', async () => {
     await start(echoOrHostile, { validateAtReply: false });
-    const items = [{ chatId: 91, text: 'long' }, ...Array.from({ length: 6 }, (_, i) => ({ chatId: 92 + i, text: `fine ${i}` })), { chatId: 98, text: 'nul' }];
+    const items = [
+      { chatId: 91, text: 'long' },
+      ...Array.from({ length: 6 }, (_, i) => ({ chatId: 92 + i, text: `fine ${i}` })),
+      { chatId: 98, text: 'nul' },
+    ];
     const ids = await storeUpdates(items);
     const good = ids.filter((_, i) => items[i].text.startsWith('fine'));
     await waitFor(async () => (await Promise.all(good.map(replies))).every((r) => r[0]?.state === 'delivered'), {
@@ -244,7 +281,9 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       );
       expect(row.attempts).toBe(1);
       expect(row.last_error).toMatch(/outcome could not be written: invalid outbound message/);
-      expect(await audit(row.id)).toEqual([expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_OUTCOME_UNWRITABLE' })]);
+      expect(await audit(row.id)).toEqual([
+        expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_OUTCOME_UNWRITABLE' }),
+      ]);
       expect(await replies(id)).toEqual([]);
     }
     for (const id of good) expect((await inbox(id))!.state).toBe('handled');
@@ -287,7 +326,11 @@ describe('an invalid handler reply fails its own update, at once, and blocks nob
       { what: 'the poll update failed' },
     );
     expect(row.attempts).toBe(1);
-    expect(row.last_error).toBe('RELAY_TELEGRAF_REFUSED: telegraf refused the call: "sendMessage" isn\'t available for "poll"');
-    expect(await audit(row.id)).toEqual([expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_TELEGRAF_REFUSED' })]);
+    expect(row.last_error).toBe(
+      'RELAY_TELEGRAF_REFUSED: telegraf refused the call: "sendMessage" isn\'t available for "poll"',
+    );
+    expect(await audit(row.id)).toEqual([
+      expect.objectContaining({ outcome: 'failed', error_code: 'RELAY_TELEGRAF_REFUSED' }),
+    ]);
   });
 });

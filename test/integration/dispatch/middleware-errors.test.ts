@@ -66,11 +66,15 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const msg = (text: string, chatId: number) => sandbox.injectMessage(TOKEN, { chatId, text }) as unknown as Record<string, unknown> & { update_id: number };
+const msg = (text: string, chatId: number) =>
+  sandbox.injectMessage(TOKEN, { chatId, text }) as unknown as Record<string, unknown> & { update_id: number };
 
 async function final(text: string, chatId: number) {
   const [id] = await storeUpdates(db.pool, harness.boss, [msg(text, chatId)]);
-  return waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.state !== 'pending'), { what: `"${text}" settled`, timeoutMs: 15_000 });
+  return waitFor(async () => (await inboxRows(db.pool)).find((r) => r.id === id && r.state !== 'pending'), {
+    what: `"${text}" settled`,
+    timeoutMs: 15_000,
+  });
 }
 
 describe('middleware failures never reach error handlers', () => {

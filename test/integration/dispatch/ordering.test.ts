@@ -51,21 +51,33 @@ it('3 workers, 50 chats × 40 updates, random handler failures: every chat is ha
   };
   for (let i = 0; i < WORKERS; i++) children.push(startWorkerProcess(env));
   await Promise.all(children.map((w) => workerStarted(w)));
-  await Promise.all(children.map((w) => waitFor(() => w.output().includes('bot handlers ready'), { what: 'getMe answered' })));
+  await Promise.all(
+    children.map((w) => waitFor(() => w.output().includes('bot handlers ready'), { what: 'getMe answered' })),
+  );
 
   // update_ids interleave the chats, as Telegram's would: round r, chat c → r·50 + c + 1
   const updates = [];
-  for (let r = 0; r < PER_CHAT; r++) for (let c = 0; c < CHATS; c++) updates.push(makeUpdate(r * CHATS + c + 1, 9000 + c));
+  for (let r = 0; r < PER_CHAT; r++)
+    for (let c = 0; c < CHATS; c++) updates.push(makeUpdate(r * CHATS + c + 1, 9000 + c));
   await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), updates);
 
-  await waitFor(async () => Number((await db.pool.query(`select count(*) from relay.inbox where state = 'handled'`)).rows[0].count) === CHATS * PER_CHAT, {
-    what: 'every update handled',
-    timeoutMs: 90_000,
-    intervalMs: 200,
-  });
-  await Promise.all(children.map(async (w) => (w.kill('SIGTERM'), expect(await exited(w)).toEqual({ code: 0, signal: null }))));
+  await waitFor(
+    async () =>
+      Number((await db.pool.query(`select count(*) from relay.inbox where state = 'handled'`)).rows[0].count) ===
+      CHATS * PER_CHAT,
+    {
+      what: 'every update handled',
+      timeoutMs: 90_000,
+      intervalMs: 200,
+    },
+  );
+  await Promise.all(
+    children.map(async (w) => (w.kill('SIGTERM'), expect(await exited(w)).toEqual({ code: 0, signal: null }))),
+  );
 
-  const runs = (await db.pool.query(`select chat_id::int as chat, update_id::int as u, ok, pid from handler_runs order by seq`)).rows as {
+  const runs = (
+    await db.pool.query(`select chat_id::int as chat, update_id::int as u, ok, pid from handler_runs order by seq`)
+  ).rows as {
     chat: number;
     u: number;
     ok: boolean;
@@ -75,7 +87,9 @@ it('3 workers, 50 chats × 40 updates, random handler failures: every chat is ha
   for (const r of runs) byChat.set(r.chat, [...(byChat.get(r.chat) ?? []), r]);
   expect(byChat.size).toBe(CHATS);
   for (const [chat, list] of byChat) {
-    const expected = updates.filter((u) => (u.message as { chat: { id: number } }).chat.id === chat).map((u) => u.update_id);
+    const expected = updates
+      .filter((u) => (u.message as { chat: { id: number } }).chat.id === chat)
+      .map((u) => u.update_id);
     // handled order = update_id order, each update handled once
     expect(list.filter((r) => r.ok).map((r) => r.u)).toEqual(expected);
     // and no run of a later update before the earlier one succeeded (retries included)
@@ -88,12 +102,18 @@ it('3 workers, 50 chats × 40 updates, random handler failures: every chat is ha
   expect(new Set(runs.map((r) => r.pid)).size).toBe(WORKERS); // every replica took part
 
   // one audit row per attempt: the failures as retries, the successes as handled
-  const audit = (await db.pool.query(`select outcome, count(*)::int as n from relay.attempts where subject = 'inbox' group by outcome order by outcome`)).rows;
+  const audit = (
+    await db.pool.query(
+      `select outcome, count(*)::int as n from relay.attempts where subject = 'inbox' group by outcome order by outcome`,
+    )
+  ).rows;
   expect(audit).toEqual([
     { outcome: 'handled', n: CHATS * PER_CHAT },
     { outcome: 'retry', n: failures },
   ]);
-  const handledAt = (await db.pool.query(`select chat_id::int as chat, update_id::int as u from relay.inbox order by handled_at, id`)).rows as {
+  const handledAt = (
+    await db.pool.query(`select chat_id::int as chat, update_id::int as u from relay.inbox order by handled_at, id`)
+  ).rows as {
     chat: number;
     u: number;
   }[];

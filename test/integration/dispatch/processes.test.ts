@@ -37,7 +37,12 @@ describe('tg-relay worker and BOT_HANDLERS', () => {
   it('a BOT_HANDLERS module that cannot be found stops the worker with a configuration error', async () => {
     const r = await runCli(
       ['worker'],
-      { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: sandbox.url, BOT_HANDLERS: './no/such-bot.ts' },
+      {
+        DATABASE_URL: db.url,
+        TELEGRAM_BOT_TOKEN: TOKEN,
+        TELEGRAM_API_ROOT: sandbox.url,
+        BOT_HANDLERS: './no/such-bot.ts',
+      },
       { timeoutMs: 30_000 },
     );
     expect(r.code).toBe(78);
@@ -45,7 +50,11 @@ describe('tg-relay worker and BOT_HANDLERS', () => {
   });
 
   it('BOT_HANDLERS without TELEGRAM_BOT_TOKEN is a configuration error', async () => {
-    const r = await runCli(['worker'], { DATABASE_URL: db.url, BOT_HANDLERS: 'examples/echo-bot.ts' }, { timeoutMs: 30_000 });
+    const r = await runCli(
+      ['worker'],
+      { DATABASE_URL: db.url, BOT_HANDLERS: 'examples/echo-bot.ts' },
+      { timeoutMs: 30_000 },
+    );
     expect(r.code).toBe(78);
     expect(r.stderr).toContain('TELEGRAM_BOT_TOKEN: required with BOT_HANDLERS');
   });
@@ -67,13 +76,17 @@ describe('tg-relay worker and BOT_HANDLERS', () => {
     const start = sandbox.injectMessage(TOKEN, { chatId: 77, text: '/start' }) as never;
     const echo = sandbox.injectMessage(TOKEN, { chatId: 77, text: 'hello relay' }) as never;
     await storeUpdates(db.pool, boss, [start, echo]);
-    await waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.state === 'handled').length === 2, { what: 'both handled' });
+    await waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.state === 'handled').length === 2, {
+      what: 'both handled',
+    });
     const sent = sandbox.sent(TOKEN).filter((s) => s.resolved_chat_id === 77);
     expect(sent.map((s) => s.text)).toEqual([expect.stringMatching(/^Hello, /), 'hello relay']);
 
     const cb = sandbox.injectCallbackQuery(TOKEN, { chatId: 77, data: 'like', messageId: sent[0].message_id }) as never;
     await storeUpdates(db.pool, boss, [cb]);
-    await waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.state === 'handled').length === 3, { what: 'callback handled' });
+    await waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.state === 'handled').length === 3, {
+      what: 'callback handled',
+    });
     expect(sandbox.answeredCallbacks(TOKEN)).toEqual([expect.objectContaining({ text: 'Thanks!' })]);
     expect(sandbox.calls(TOKEN, { method: 'getMe' })).toHaveLength(1);
 
@@ -97,11 +110,19 @@ describe('tg-relay worker and BOT_HANDLERS', () => {
     const row = await waitFor(
       async () =>
         (
-          await db.pool.query(`select msg_id, kind, state, source_update_id::int as src from relay.outbound where source_update_id = $1`, [update.update_id])
+          await db.pool.query(
+            `select msg_id, kind, state, source_update_id::int as src from relay.outbound where source_update_id = $1`,
+            [update.update_id],
+          )
         ).rows.find((r) => r.state === 'delivered'),
       { what: 'reply delivered by outbound.send' },
     );
-    expect(row).toEqual({ msg_id: `update:${TOKEN.split(':')[0]}:${update.update_id}:1`, kind: 'reply', state: 'delivered', src: update.update_id });
+    expect(row).toEqual({
+      msg_id: `update:${TOKEN.split(':')[0]}:${update.update_id}:1`,
+      kind: 'reply',
+      state: 'delivered',
+      src: update.update_id,
+    });
     expect(
       sandbox
         .sent(TOKEN)

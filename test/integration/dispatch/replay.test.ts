@@ -28,7 +28,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const count = async (where: string) => Number((await db.pool.query(`select count(*) from relay.inbox where ${where}`)).rows[0].count);
+const count = async (where: string) =>
+  Number((await db.pool.query(`select count(*) from relay.inbox where ${where}`)).rows[0].count);
 
 it('kill -9 of every worker mid-dispatch: a restart replays exactly the pending updates, never a handled one', async () => {
   const env = {
@@ -44,7 +45,9 @@ it('kill -9 of every worker mid-dispatch: a restart replays exactly the pending 
   const updates = Array.from({ length: 60 }, (_, i) => makeUpdate(i + 1, i % 3 === 2 ? null : 7000 + (i % 6)));
   for (let i = 0; i < 2; i++) children.push(startWorkerProcess(env));
   const victims = await Promise.all(children.map((w) => workerStarted(w)));
-  await Promise.all(children.map((w) => waitFor(() => w.output().includes('bot handlers ready'), { what: 'getMe answered' })));
+  await Promise.all(
+    children.map((w) => waitFor(() => w.output().includes('bot handlers ready'), { what: 'getMe answered' })),
+  );
   await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), updates);
 
   await waitFor(async () => (await count(`state = 'handled'`)) >= 10 && (await count(`claim_id is not null`)) > 0, {
@@ -57,7 +60,9 @@ it('kill -9 of every worker mid-dispatch: a restart replays exactly the pending 
     expect(await exited(w)).toEqual({ code: null, signal: 'SIGKILL' });
   }
   const killedAt: Date = (await db.pool.query('select clock_timestamp() as t')).rows[0].t;
-  const before = (await db.pool.query(`select update_id::int as u, state, claim_id from relay.inbox order by update_id`)).rows as {
+  const before = (
+    await db.pool.query(`select update_id::int as u, state, claim_id from relay.inbox order by update_id`)
+  ).rows as {
     u: number;
     state: string;
     claim_id: string | null;
@@ -71,9 +76,15 @@ it('kill -9 of every worker mid-dispatch: a restart replays exactly the pending 
 
   // the restarted workers recover the dead workers' claims (heartbeats older than 4/5 of 2 s)
   for (let i = 0; i < 2; i++) children.push(startWorkerProcess({ ...env, RECORDING_HANG_MS: '20', STALE_AFTER: '2s' }));
-  await waitFor(async () => (await count(`state = 'handled'`)) === updates.length, { what: 'all handled after restart', timeoutMs: 30_000, intervalMs: 100 });
+  await waitFor(async () => (await count(`state = 'handled'`)) === updates.length, {
+    what: 'all handled after restart',
+    timeoutMs: 30_000,
+    intervalMs: 100,
+  });
 
-  const after = (await db.pool.query(`select update_id::int as u, ok from handler_runs where at > $1 order by seq`, [killedAt])).rows as {
+  const after = (
+    await db.pool.query(`select update_id::int as u, ok from handler_runs where at > $1 order by seq`, [killedAt])
+  ).rows as {
     u: number;
     ok: boolean;
   }[];

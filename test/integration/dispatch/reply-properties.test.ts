@@ -14,7 +14,13 @@
 import fc from 'fast-check';
 import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, QUEUES, withTransaction } from '../../../libs/db';
-import { createDispatchKind, createOutboundReplySink, createUpdateRunner, resolveBotHandlers, type RegisterHandlers } from '../../../libs/dispatch';
+import {
+  createDispatchKind,
+  createOutboundReplySink,
+  createUpdateRunner,
+  resolveBotHandlers,
+  type RegisterHandlers,
+} from '../../../libs/dispatch';
 import { createOutboundReplyWriter } from '../../../libs/outbound';
 import { createWorker, enqueueJobs, newJobId, Worker } from '../../../libs/queue';
 import { createMigratedDatabase } from '../../support/db';
@@ -23,7 +29,16 @@ import { testLogger } from '../../support/worker-harness';
 
 const TOKEN = '4343:reply-properties-token-not-secret';
 const BOT = '4343';
-const RESERVED = new Set(['chat_id', 'text', 'parse_mode', 'disable_notification', 'reply_markup', 'reply_parameters', 'message_thread_id', '__proto__']);
+const RESERVED = new Set([
+  'chat_id',
+  'text',
+  'parse_mode',
+  'disable_notification',
+  'reply_markup',
+  'reply_parameters',
+  'message_thread_id',
+  '__proto__',
+]);
 
 interface Reply {
   text: string;
@@ -112,14 +127,22 @@ const hostilePieces = fc.constantFrom(
 const text = fc.oneof(
   { arbitrary: fc.string({ unit: 'binary', maxLength: 40 }), weight: 4 },
   { arbitrary: fc.array(hostilePieces, { maxLength: 6 }).map((a) => a.join('')), weight: 4 },
-  { arbitrary: fc.tuple(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 10 }), hostilePieces).map(([a, b]) => a + b), weight: 3 },
+  {
+    arbitrary: fc
+      .tuple(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 10 }), hostilePieces)
+      .map(([a, b]) => a + b),
+    weight: 3,
+  },
   { arbitrary: fc.integer({ min: 4090, max: 4100 }).map((n) => 'x'.repeat(n)), weight: 1 },
   { arbitrary: fc.integer({ min: 2046, max: 2050 }).map((n) => EMOJI.repeat(n)), weight: 1 }, // 4096 code points = 8192 UTF-16 units
   { arbitrary: fc.integer({ min: 5_000, max: 6_000 }).map((n) => 'é'.repeat(n)), weight: 1 },
   { arbitrary: fc.integer({ min: 0, max: 4095 }).map((n) => EMOJI.repeat(2048).slice(0, n * 2 + 1)), weight: 1 }, // ends in half an emoji
 );
 const optionKey = fc
-  .oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 8 }), fc.constantFrom('protect_content', 'link_preview_options', 'entities'))
+  .oneof(
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 8 }),
+    fc.constantFrom('protect_content', 'link_preview_options', 'entities'),
+  )
   .filter((k) => !RESERVED.has(k));
 const optionValue = fc.oneof(
   fc.boolean(),
@@ -135,7 +158,10 @@ const optionValue = fc.oneof(
 const reply: fc.Arbitrary<Reply> = fc.record({
   text,
   extra: fc
-    .tuple(fc.dictionary(optionKey, optionValue, { maxKeys: 3 }), fc.option(fc.constantFrom('HTML', 'MarkdownV2', 'markdown'), { nil: undefined }))
+    .tuple(
+      fc.dictionary(optionKey, optionValue, { maxKeys: 3 }),
+      fc.option(fc.constantFrom('HTML', 'MarkdownV2', 'markdown'), { nil: undefined }),
+    )
     .map(([o, pm]) => {
       const extra: Record<string, unknown> = { ...o };
       if (pm) extra.parse_mode = pm;
@@ -143,7 +169,10 @@ const reply: fc.Arbitrary<Reply> = fc.record({
     }),
 });
 /** 2..6 updates over 1..3 chats, each with 0..3 replies. */
-const scenario = fc.array(fc.record({ chat: fc.integer({ min: 0, max: 2 }), replies: fc.array(reply, { maxLength: 3 }) }), { minLength: 2, maxLength: 6 });
+const scenario = fc.array(
+  fc.record({ chat: fc.integer({ min: 0, max: 2 }), replies: fc.array(reply, { maxLength: 3 }) }),
+  { minLength: 2, maxLength: 6 },
+);
 
 // ---- the oracle -------------------------------------------------------------------------------
 
@@ -217,8 +246,14 @@ it('arbitrary handler replies: each invalid one fails its update alone with a re
           expect(mine.map((o) => o.msg_id)).toEqual(u.replies.map((_, i) => `update:${BOT}:${u.updateId}:${i + 1}`));
           expect(mine.map((o) => o.text)).toEqual(u.replies.map((r) => r.text));
         } else {
-          expect({ id: u.updateId, state: row.state, attempts: row.attempts }).toEqual({ id: u.updateId, state: 'failed', attempts: 1 });
-          expect(row.last_error).toMatch(/^RELAY_INVALID_REPLY: reply \d+ \(sendMessage\) refused before it was queued: /);
+          expect({ id: u.updateId, state: row.state, attempts: row.attempts }).toEqual({
+            id: u.updateId,
+            state: 'failed',
+            attempts: 1,
+          });
+          expect(row.last_error).toMatch(
+            /^RELAY_INVALID_REPLY: reply \d+ \(sendMessage\) refused before it was queued: /,
+          );
           expect(storable(row.last_error)).toBe(true);
           expect(mine).toEqual([]);
         }

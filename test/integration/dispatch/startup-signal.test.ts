@@ -36,7 +36,8 @@ afterAll(async () => {
 
 jest.setTimeout(90_000);
 
-const within = <T>(p: Promise<T>, ms: number) => Promise.race([p, new Promise<'still running'>((r) => setTimeout(() => r('still running'), ms))]);
+const within = <T>(p: Promise<T>, ms: number) =>
+  Promise.race([p, new Promise<'still running'>((r) => setTimeout(() => r('still running'), ms))]);
 
 it('SIGTERM during startup (handlers module still loading): the worker finishes starting, drains and exits 0', async () => {
   const w = startWorkerProcess({
@@ -47,7 +48,10 @@ it('SIGTERM during startup (handlers module still loading): the worker finishes 
     SLOW_START_MS: '4000',
   });
   children.push(w);
-  await waitFor(() => w.output().includes('slow-start-bot: installing'), { what: 'handlers module installing', timeoutMs: 30_000 });
+  await waitFor(() => w.output().includes('slow-start-bot: installing'), {
+    what: 'handlers module installing',
+    timeoutMs: 30_000,
+  });
   expect(w.output()).not.toContain('worker started');
   w.kill('SIGTERM');
   expect(await within(exited(w), 40_000)).toEqual({ code: 0, signal: null });
@@ -57,7 +61,13 @@ it('SIGTERM during startup (handlers module still loading): the worker finishes 
 
 it('SIGTERM while getMe keeps failing and updates wait: the worker drains and exits 0; once getMe answers, the updates are handled', async () => {
   sandbox.setFaults({ serverErrorRate: 1, serverErrorStatus: 502, methods: ['getMe'] });
-  const env = { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: sandbox.url, BOT_HANDLERS: 'examples/echo-bot.ts', REPLY_MODE: 'outbound' };
+  const env = {
+    DATABASE_URL: db.url,
+    TELEGRAM_BOT_TOKEN: TOKEN,
+    TELEGRAM_API_ROOT: sandbox.url,
+    BOT_HANDLERS: 'examples/echo-bot.ts',
+    REPLY_MODE: 'outbound',
+  };
   const w = startWorkerProcess(env);
   children.push(w);
   await workerStarted(w);
@@ -81,7 +91,10 @@ it('SIGTERM while getMe keeps failing and updates wait: the worker drains and ex
   const w2 = startWorkerProcess(env);
   children.push(w2);
   await workerStarted(w2);
-  await waitFor(async () => (await inboxRows(db.pool)).every((r) => r.state === 'handled'), { what: 'update handled', timeoutMs: 30_000 });
+  await waitFor(async () => (await inboxRows(db.pool)).every((r) => r.state === 'handled'), {
+    what: 'update handled',
+    timeoutMs: 30_000,
+  });
   w2.kill('SIGTERM');
   expect(await exited(w2)).toEqual({ code: 0, signal: null });
 });

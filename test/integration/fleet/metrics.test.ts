@@ -44,10 +44,17 @@ const others: (PollerProcess | WorkerProcess)[] = [];
 const base = (p: Proc) => `http://127.0.0.1:${p.port}`;
 async function scrape(p: Proc): Promise<Map<string, Family>> {
   const res = await fetch(`${base(p)}/metrics`);
-  expect([p.name, res.status, res.headers.get('content-type')]).toEqual([p.name, 200, expect.stringMatching(/^text\/plain; version=0\.0\.4/)]);
+  expect([p.name, res.status, res.headers.get('content-type')]).toEqual([
+    p.name,
+    200,
+    expect.stringMatching(/^text\/plain; version=0\.0\.4/),
+  ]);
   return parsePrometheus(await res.text());
 }
-async function ready(p: Proc): Promise<{ status: number; body: { ready: boolean; reasons: string[]; checks: Record<string, Record<string, unknown>> } }> {
+async function ready(p: Proc): Promise<{
+  status: number;
+  body: { ready: boolean; reasons: string[]; checks: Record<string, Record<string, unknown>> };
+}> {
   const res = await fetch(`${base(p)}/health/ready`);
   return { status: res.status, body: (await res.json()) as never };
 }
@@ -58,7 +65,10 @@ const sum = (fams: Map<string, Family>, name: string, labels: Record<string, str
     .reduce((a, s) => a + s.value, 0);
 const typeOf = (fams: Map<string, Family>, name: string) => fams.get(name)?.type;
 
-async function withMetrics<T extends PollerProcess | WorkerProcess | BridgeProcess>(name: string, start: (env: Record<string, string>) => T): Promise<Proc> {
+async function withMetrics<T extends PollerProcess | WorkerProcess | BridgeProcess>(
+  name: string,
+  start: (env: Record<string, string>) => T,
+): Promise<Proc> {
   const port = await freePort();
   const p: Proc = { name, child: start({ METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' }), port };
   procs[name] = p;
@@ -78,19 +88,36 @@ beforeAll(async () => {
   scope = await natsScope('MET');
 
   const poller = (env: Record<string, string>) =>
-    startPollerProcess({ databaseUrl: proxiedUrl, apiRoot: sandbox.url, token: bot.token, extra: { ALLOWED_CHAT_IDS: CHATS.join(','), ...env } });
+    startPollerProcess({
+      databaseUrl: proxiedUrl,
+      apiRoot: sandbox.url,
+      token: bot.token,
+      extra: { ALLOWED_CHAT_IDS: CHATS.join(','), ...env },
+    });
   const worker = (env: Record<string, string>) =>
     // STALE_AFTER 10s: readiness wants heartbeats younger than 6 s, out of reach of a loaded test machine's stalls
-    startWorkerProcess({ DATABASE_URL: proxiedUrl, CAPTURE_URL: collector.captureUrl, WORKER_CONCURRENCY: '4', STALE_AFTER: '10s', ...env });
+    startWorkerProcess({
+      DATABASE_URL: proxiedUrl,
+      CAPTURE_URL: collector.captureUrl,
+      WORKER_CONCURRENCY: '4',
+      STALE_AFTER: '10s',
+      ...env,
+    });
   await withMetrics('owner', poller);
-  await waitFor(async () => (await db.pool.query(`select lease_owner from relay.cursor where bot_id = $1`, [bot.botId])).rows[0]?.lease_owner, {
-    timeoutMs: 30_000,
-    what: 'the first poller owns the lease',
-  });
+  await waitFor(
+    async () =>
+      (await db.pool.query(`select lease_owner from relay.cursor where bot_id = $1`, [bot.botId])).rows[0]?.lease_owner,
+    {
+      timeoutMs: 30_000,
+      what: 'the first poller owns the lease',
+    },
+  );
   await withMetrics('standby', poller);
   await withMetrics('worker1', worker);
   await withMetrics('worker2', worker);
-  await withMetrics('bridge', (env) => startBridge(scope, { DATABASE_URL: proxiedUrl, TELEGRAM_BOT_TOKEN: bot.token, ...env }));
+  await withMetrics('bridge', (env) =>
+    startBridge(scope, { DATABASE_URL: proxiedUrl, TELEGRAM_BOT_TOKEN: bot.token, ...env }),
+  );
   procs.worker1.workerId = await workerStarted(procs.worker1.child, 40_000);
   procs.worker2.workerId = await workerStarted(procs.worker2.child, 40_000);
   await bridgeBound(procs.bridge.child, 40_000);
@@ -117,10 +144,15 @@ afterAll(async () => {
 test('names and types: Node defaults under their standard names, and each role its own tg_relay_ metrics', async () => {
   for (const p of Object.values(procs)) {
     const fams = await scrape(p);
-    expect([p.name, typeOf(fams, 'process_cpu_seconds_total'), typeOf(fams, 'nodejs_eventloop_lag_seconds')]).toEqual([p.name, 'counter', 'gauge']);
+    expect([p.name, typeOf(fams, 'process_cpu_seconds_total'), typeOf(fams, 'nodejs_eventloop_lag_seconds')]).toEqual([
+      p.name,
+      'counter',
+      'gauge',
+    ]);
     for (const f of fams.values()) {
       if (f.type === 'counter') expect([p.name, f.name]).toEqual([p.name, expect.stringMatching(/_total$/)]);
-      if (f.name.startsWith('tg_relay_') && f.type === 'histogram') expect([p.name, f.name]).toEqual([p.name, expect.stringMatching(/_seconds$/)]);
+      if (f.name.startsWith('tg_relay_') && f.type === 'histogram')
+        expect([p.name, f.name]).toEqual([p.name, expect.stringMatching(/_seconds$/)]);
     }
   }
   const owner = await scrape(procs.owner);
@@ -142,7 +174,9 @@ test('names and types: Node defaults under their standard names, and each role i
     ['tg_relay_claimed_jobs_total', 'counter'],
   ])
     expect([name, typeOf(worker, name)]).toEqual([name, type]);
-  expect(worker.get('tg_relay_claim_duration_seconds')!.samples.some((s) => s.labels.queue === 'capture.deliver')).toBe(true);
+  expect(worker.get('tg_relay_claim_duration_seconds')!.samples.some((s) => s.labels.queue === 'capture.deliver')).toBe(
+    true,
+  );
   const bridge = await scrape(procs.bridge);
   expect(typeOf(bridge, 'tg_relay_jetstream_messages_total')).toBe('counter');
   expect(sum(bridge, 'tg_relay_jetstream_connected')).toBe(1);
@@ -155,10 +189,15 @@ test(`${N} updates through the poller and two workers: the workers' delivered co
   const { rows: before } = await db.pool.query(`select count(*)::int as n from relay.captures`);
   expect(before[0].n).toBe(0);
   sandbox.injectMessages(bot.token, N, { chats: CHATS });
-  await waitFor(async () => (await db.pool.query(`select count(*)::int as n from relay.captures where state = 'delivered'`)).rows[0].n === N || undefined, {
-    timeoutMs: 90_000,
-    what: `${N} captures delivered`,
-  });
+  await waitFor(
+    async () =>
+      (await db.pool.query(`select count(*)::int as n from relay.captures where state = 'delivered'`)).rows[0].n ===
+        N || undefined,
+    {
+      timeoutMs: 90_000,
+      what: `${N} captures delivered`,
+    },
+  );
   const owner = await scrape(procs.owner);
   expect(sum(owner, 'tg_relay_ingress_updates_total', { transport: 'polling', result: 'stored' })).toBe(N);
   expect(sum(owner, 'tg_relay_get_updates_total', { result: 'updates' })).toBeGreaterThanOrEqual(1);
@@ -167,27 +206,42 @@ test(`${N} updates through the poller and two workers: the workers' delivered co
   expect(sum(standby, 'tg_relay_ingress_updates_total')).toBe(0);
   expect(sum(standby, 'tg_relay_get_updates_total')).toBe(0);
 
-  const delivered = (await db.pool.query(`select count(*)::int as n from relay.captures where state = 'delivered'`)).rows[0].n;
+  const delivered = (await db.pool.query(`select count(*)::int as n from relay.captures where state = 'delivered'`))
+    .rows[0].n;
   // a worker counts an outcome right after its transaction commits: the database may be a moment ahead
   const counted = async () => {
     let n = 0;
-    for (const w of [procs.worker1, procs.worker2]) n += sum(await scrape(w), 'tg_relay_attempts_total', { queue: 'capture.deliver', outcome: 'delivered' });
+    for (const w of [procs.worker1, procs.worker2])
+      n += sum(await scrape(w), 'tg_relay_attempts_total', { queue: 'capture.deliver', outcome: 'delivered' });
     return n;
   };
-  await waitFor(async () => (await counted()) >= delivered || undefined, { timeoutMs: 10_000, what: 'the workers counted every committed delivery' });
+  await waitFor(async () => (await counted()) >= delivered || undefined, {
+    timeoutMs: 10_000,
+    what: 'the workers counted every committed delivery',
+  });
   for (const w of [procs.worker1, procs.worker2])
-    await waitFor(async () => sum(await scrape(w), 'tg_relay_jobs_in_flight') === 0 || undefined, { timeoutMs: 10_000, what: `${w.name} holds no job` });
+    await waitFor(async () => sum(await scrape(w), 'tg_relay_jobs_in_flight') === 0 || undefined, {
+      timeoutMs: 10_000,
+      what: `${w.name} holds no job`,
+    });
   let total = 0;
   for (const w of [procs.worker1, procs.worker2]) {
     const fams = await scrape(w);
     const mine = sum(fams, 'tg_relay_attempts_total', { queue: 'capture.deliver', outcome: 'delivered' });
     // per process: exactly the delivered attempts this worker wrote to the audit trail
     const audited = (
-      await db.pool.query(`select count(*)::int as n from relay.attempts where subject = 'capture' and outcome = 'delivered' and worker_id = $1`, [w.workerId])
+      await db.pool.query(
+        `select count(*)::int as n from relay.attempts where subject = 'capture' and outcome = 'delivered' and worker_id = $1`,
+        [w.workerId],
+      )
     ).rows[0].n;
     expect([w.name, mine]).toEqual([w.name, audited]);
-    expect(sum(fams, 'tg_relay_attempt_duration_seconds_count', { queue: 'capture.deliver', outcome: 'delivered' })).toBe(mine);
-    expect(sum(fams, 'tg_relay_attempt_http_responses_total', { queue: 'capture.deliver' })).toBeGreaterThanOrEqual(mine);
+    expect(
+      sum(fams, 'tg_relay_attempt_duration_seconds_count', { queue: 'capture.deliver', outcome: 'delivered' }),
+    ).toBe(mine);
+    expect(sum(fams, 'tg_relay_attempt_http_responses_total', { queue: 'capture.deliver' })).toBeGreaterThanOrEqual(
+      mine,
+    );
     total += mine;
   }
   expect(total).toBe(delivered);
@@ -197,8 +251,13 @@ test(`${N} updates through the poller and two workers: the workers' delivered co
 test('the bridge counts the messages it stored', async () => {
   for (let i = 0; i < 5; i++) await scope.publish({ msg_id: `met-${i}`, chat_id: 7001, text: `m ${i}` }, `met-${i}`);
   await scope.publish({ msg_id: 'met-0', chat_id: 7001, text: 'm 0' }, 'met-0-again'); // same msg_id, new NATS id: a duplicate row
-  await waitFor(async () => (await db.pool.query(`select count(*)::int as n from relay.outbound`)).rows[0].n === 5 || undefined, { what: '5 outbound rows' });
-  await waitFor(async () => sum(await scrape(procs.bridge), 'tg_relay_jetstream_messages_total') === 6 || undefined, { what: 'the bridge counted 6' });
+  await waitFor(
+    async () => (await db.pool.query(`select count(*)::int as n from relay.outbound`)).rows[0].n === 5 || undefined,
+    { what: '5 outbound rows' },
+  );
+  await waitFor(async () => sum(await scrape(procs.bridge), 'tg_relay_jetstream_messages_total') === 6 || undefined, {
+    what: 'the bridge counted 6',
+  });
   const fams = await scrape(procs.bridge);
   expect(sum(fams, 'tg_relay_jetstream_messages_total', { result: 'created' })).toBe(5);
   expect(sum(fams, 'tg_relay_jetstream_messages_total', { result: 'duplicate' })).toBe(1);
@@ -229,17 +288,27 @@ test('the database unreachable: every process answers 503 naming the database, t
         },
         { timeoutMs: 20_000, what: `${p.name} not ready` },
       );
-      expect([p.name, r.body.ready, r.body.reasons.join('\n')]).toEqual([p.name, false, expect.stringMatching(/database/)]);
+      expect([p.name, r.body.ready, r.body.reasons.join('\n')]).toEqual([
+        p.name,
+        false,
+        expect.stringMatching(/database/),
+      ]);
       expect((await fetch(`${base(p)}/health/live`)).status).toBe(200);
     }
   } finally {
     await proxy.restore();
   }
   for (const p of Object.values(procs)) {
-    await waitFor(async () => (await ready(p)).status === 200 || undefined, { timeoutMs: 30_000, what: `${p.name} ready again` });
+    await waitFor(async () => (await ready(p)).status === 200 || undefined, {
+      timeoutMs: 30_000,
+      what: `${p.name} ready again`,
+    });
   }
   // one of the two pollers owns ingress again, the other stands by
-  const owners = [sum(await scrape(procs.owner), 'tg_relay_ingress_lease_owner'), sum(await scrape(procs.standby), 'tg_relay_ingress_lease_owner')];
+  const owners = [
+    sum(await scrape(procs.owner), 'tg_relay_ingress_lease_owner'),
+    sum(await scrape(procs.standby), 'tg_relay_ingress_lease_owner'),
+  ];
   expect(owners.sort()).toEqual([0, 1]);
 });
 
@@ -269,7 +338,10 @@ test('METRICS_PORT unset: a worker and a poller listen on nothing; SIGTERM close
   const p = startPollerProcess({ databaseUrl: db.url, apiRoot: sandbox.url, token: bot.token });
   others.push(w, p);
   await workerStarted(w, 40_000);
-  await waitFor(() => p.output().includes('ingress starting') || undefined, { timeoutMs: 40_000, what: 'poller started' });
+  await waitFor(() => p.output().includes('ingress starting') || undefined, {
+    timeoutMs: 40_000,
+    what: 'poller started',
+  });
   expect(listeningPorts(w.pid!)).toEqual([]);
   expect(listeningPorts(p.pid!)).toEqual([]);
   // the same check sees the endpoint of a process that has one

@@ -47,7 +47,9 @@ afterEach(async () => {
   sb.setFaults(null);
   sb.setFaults(null, TOKEN);
   collector.setFaults(null);
-  await db.pool.query('truncate relay.inbox, relay.outbound, relay.captures, relay.attempts, relay.outbound_chat_rate, relay.outbound_bot_rate, handler_runs');
+  await db.pool.query(
+    'truncate relay.inbox, relay.outbound, relay.captures, relay.attempts, relay.outbound_chat_rate, relay.outbound_bot_rate, handler_runs',
+  );
 });
 
 afterAll(async () => {
@@ -92,7 +94,10 @@ async function enqueue(msgId: string, chatId: number, delivery = 'at_least_once'
 }
 
 async function auditOf(subject: string, key: string) {
-  const { rows } = await db.pool.query(`select outcome, error_code from relay.attempts where subject = $1 and subject_key = $2 order by id`, [subject, key]);
+  const { rows } = await db.pool.query(
+    `select outcome, error_code from relay.attempts where subject = $1 and subject_key = $2 order by id`,
+    [subject, key],
+  );
   return rows.map((r) => [r.outcome, r.error_code]);
 }
 
@@ -103,12 +108,21 @@ describe('tg-relay worker, update dispatch in flight', () => {
     await storeUpdates(
       db.pool,
       boss,
-      [makeUpdate(1, 101), makeUpdate(2, 102), makeUpdate(3, 103), makeUpdate(4, 101), makeUpdate(5, 102), makeUpdate(6, 103)],
+      [
+        makeUpdate(1, 101),
+        makeUpdate(2, 102),
+        makeUpdate(3, 103),
+        makeUpdate(4, 101),
+        makeUpdate(5, 102),
+        makeUpdate(6, 103),
+      ],
       BOT_ID,
     );
     const w = dispatchWorker({ RECORDING_HANG_MS: '1500', SHUTDOWN_TIMEOUT: '20s', WORKER_CONCURRENCY: '8' });
     await workerStarted(w);
-    await waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.claim_id).length === 3, { what: 'the three heads in flight' });
+    await waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.claim_id).length === 3, {
+      what: 'the three heads in flight',
+    });
 
     w.kill('SIGTERM');
     const { value: exit, ms } = await timed(exited(w));
@@ -134,7 +148,9 @@ describe('tg-relay worker, update dispatch in flight', () => {
     await storeUpdates(db.pool, boss, [makeUpdate(11, 111, 'slow a'), makeUpdate(12, 112, 'slow b')], BOT_ID);
     const w = dispatchWorker({ SHUTDOWN_TIMEOUT: '500ms', HANDLER_TIMEOUT: '60s' });
     await workerStarted(w);
-    await waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.claim_id).length === 2, { what: 'both in flight' });
+    await waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.claim_id).length === 2, {
+      what: 'both in flight',
+    });
 
     w.kill('SIGTERM');
     const { value: exit, ms } = await timed(exited(w));
@@ -157,9 +173,13 @@ describe('tg-relay worker, outbound sends in flight', () => {
     for (const chat of [201, 202, 203]) await enqueue(`second-${chat}`, chat);
     const w = worker({ SHUTDOWN_TIMEOUT: '20s', OUTBOUND_SEND_TIMEOUT: '10s' });
     await workerStarted(w);
-    await waitFor(async () => Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3, {
-      what: 'three sends in flight',
-    });
+    await waitFor(
+      async () =>
+        Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3,
+      {
+        what: 'three sends in flight',
+      },
+    );
 
     w.kill('SIGTERM');
     const { value: exit, ms } = await timed(exited(w));
@@ -169,7 +189,12 @@ describe('tg-relay worker, outbound sends in flight', () => {
     for (const chat of [201, 202, 203]) {
       expect(rows[`first-${chat}`]).toMatchObject({ state: 'delivered', attempts: 1, job_state: 'completed' });
       expect(rows[`first-${chat}`].telegram_message_id).not.toBeNull();
-      expect(rows[`second-${chat}`]).toMatchObject({ state: 'pending', attempts: 0, claim_id: null, job_state: 'created' });
+      expect(rows[`second-${chat}`]).toMatchObject({
+        state: 'pending',
+        attempts: 0,
+        claim_id: null,
+        job_state: 'created',
+      });
     }
     expect(
       sb
@@ -186,10 +211,16 @@ describe('tg-relay worker, outbound sends in flight', () => {
     await enqueue('amo-1', 303, 'at_most_once');
     const w = worker({ SHUTDOWN_TIMEOUT: '500ms', OUTBOUND_SEND_TIMEOUT: '60s' });
     await workerStarted(w);
-    await waitFor(async () => Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3, {
-      what: 'three sends in flight',
+    await waitFor(
+      async () =>
+        Object.values(await outboundRows()).filter((r) => (r as { state: string }).state === 'delivering').length === 3,
+      {
+        what: 'three sends in flight',
+      },
+    );
+    await waitFor(() => sb.calls(TOKEN, { method: 'sendMessage' }).length === 3, {
+      what: 'the three requests reached the Bot API',
     });
-    await waitFor(() => sb.calls(TOKEN, { method: 'sendMessage' }).length === 3, { what: 'the three requests reached the Bot API' });
 
     w.kill('SIGTERM');
     const { value: exit, ms } = await timed(exited(w));
@@ -208,7 +239,9 @@ describe('tg-relay worker, outbound sends in flight', () => {
     await waitFor(
       async () => {
         rows = await outboundRows();
-        return rows['alo-1'].state === 'delivered' && rows['alo-2'].state === 'delivered' && rows['amo-1'].state === 'failed';
+        return (
+          rows['alo-1'].state === 'delivered' && rows['alo-2'].state === 'delivered' && rows['amo-1'].state === 'failed'
+        );
       },
       { what: 'given-back sends delivered, the at-most-once one failed', timeoutMs: 30_000 },
     );
@@ -237,7 +270,10 @@ describe('a second signal forces exit', () => {
 
     const next = dispatchWorker({ STALE_AFTER: '2s' });
     await workerStarted(next);
-    await waitFor(async () => (await inboxRows(db.pool))[0]?.state === 'handled', { what: 'recovered and handled', timeoutMs: 30_000 });
+    await waitFor(async () => (await inboxRows(db.pool))[0]?.state === 'handled', {
+      what: 'recovered and handled',
+      timeoutMs: 30_000,
+    });
     expect((await auditOf('inbox', '21')).map((a) => a[1])).toEqual(['RELAY_STALE_CLAIM', null]);
     await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
   });
@@ -265,7 +301,13 @@ describe('tg-relay admin', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('%s: stops listening, closes its pools and exits 0', async (signal) => {
     const port = await freePort();
     const token = 'shutdown-admin-token-0123456789';
-    const admin = startCli(['admin'], { DATABASE_URL: db.url, ADMIN_TOKEN: token, ADMIN_PORT: String(port), LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT: '5s' });
+    const admin = startCli(['admin'], {
+      DATABASE_URL: db.url,
+      ADMIN_TOKEN: token,
+      ADMIN_PORT: String(port),
+      LOG_LEVEL: 'info',
+      SHUTDOWN_TIMEOUT: '5s',
+    });
     procs.push(admin);
     const base = `http://127.0.0.1:${port}`;
     await waitFor(async () => (await fetch(`${base}/health/live`)).ok, { what: 'admin up', timeoutMs: 30_000 });
@@ -273,8 +315,11 @@ describe('tg-relay admin', () => {
     expect(stats.status).toBe(200);
     const pid = admin.pid!;
     const backends = async () =>
-      (await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name like 'tg-relay:admin%'`))
-        .rows[0].n as number;
+      (
+        await db.pool.query(
+          `select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name like 'tg-relay:admin%'`,
+        )
+      ).rows[0].n as number;
     expect(await backends()).toBeGreaterThan(0);
 
     admin.kill(signal);
@@ -295,29 +340,45 @@ describe('tg-relay poller', () => {
     const env = { databaseUrl: db.url, apiRoot: sb.url, token, leaseTtl: `${ttlMs}ms`, pollTimeout: '1s' };
     const a: PollerProcess = startPollerProcess(env);
     procs.push(a);
-    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, a), { what: 'A owns the lease', timeoutMs: 30_000 });
+    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, a), {
+      what: 'A owns the lease',
+      timeoutMs: 30_000,
+    });
     const b: PollerProcess = startPollerProcess(env);
     procs.push(b);
     await waitFor(() => hasLog(b, /ingress starting/), { what: 'B up as standby', timeoutMs: 30_000 });
     await new Promise((r) => setTimeout(r, 500));
     expect(ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, a)).toBe(true);
-    const expiresInMs = (await db.pool.query(`select extract(epoch from lease_expires_at - now()) * 1000 as ms from relay.cursor where bot_id = $1`, [botId]))
-      .rows[0].ms;
+    const expiresInMs = (
+      await db.pool.query(
+        `select extract(epoch from lease_expires_at - now()) * 1000 as ms from relay.cursor where bot_id = $1`,
+        [botId],
+      )
+    ).rows[0].ms;
 
     const t = Date.now();
     a.kill('SIGINT');
     expect(await exited(a)).toEqual({ code: 0, signal: null });
     expect(hasLog(a, 'ingress lease released')).toBe(true);
-    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, b), { what: 'B took over', timeoutMs: ttlMs + 5_000, intervalMs: 20 });
+    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, b), {
+      what: 'B took over',
+      timeoutMs: ttlMs + 5_000,
+      intervalMs: 20,
+    });
     const takeoverMs = Date.now() - t;
     // A standby re-reads a held lease every second (STANDBY_RECHECK_MS), so a released lease is taken
     // within about that (5 s: scheduling slack on a loaded machine) — not TTL/2 = 10 s later, and long
     // before the lease A held would have expired.
     expect(takeoverMs).toBeLessThan(Math.min(Number(expiresInMs), 5_000));
     const sent = sb.injectMessage(token, { chatId: 9, text: 'after the takeover' });
-    await waitFor(async () => (await db.pool.query('select 1 from relay.inbox where bot_id = $1 and update_id = $2', [botId, sent.update_id])).rowCount === 1, {
-      what: 'B polls',
-    });
+    await waitFor(
+      async () =>
+        (await db.pool.query('select 1 from relay.inbox where bot_id = $1 and update_id = $2', [botId, sent.update_id]))
+          .rowCount === 1,
+      {
+        what: 'B polls',
+      },
+    );
     b.kill('SIGTERM');
     expect(await exited(b)).toEqual({ code: 0, signal: null });
   });

@@ -56,7 +56,10 @@ describe('tg-relay start supervises its components', () => {
     // Freeze while the poller holds a long poll open (not while it writes an empty poll's progress:
     // frozen there, it never sees the updates, which is a standby's wait for its database, not this
     // stall), then give Telegram updates: the poll answers them and the batch hangs mid-transaction.
-    await waitFor(() => sandbox.botState(token).long_poll_open, { what: 'the poller inside a long poll', intervalMs: 1 });
+    await waitFor(() => sandbox.botState(token).long_poll_open, {
+      what: 'the poller inside a long poll',
+      intervalMs: 1,
+    });
     proxy.freeze();
     sandbox.injectMessages(token, 2, { chats: 1, chatBase: Number(botId) });
 

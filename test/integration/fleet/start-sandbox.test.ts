@@ -48,10 +48,13 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
     const proc = startCli(['start'], env);
     procs.push(proc);
     try {
-      const banner: string = await waitFor(() => (/Ctrl-C stops everything/.test(proc.output()) ? proc.output() : null), {
-        timeoutMs: 90_000,
-        what: 'the start banner',
-      });
+      const banner: string = await waitFor(
+        () => (/Ctrl-C stops everything/.test(proc.output()) ? proc.output() : null),
+        {
+          timeoutMs: 90_000,
+          what: 'the start banner',
+        },
+      );
       expect(banner).toContain('SANDBOX MODE');
       expect(banner).toMatch(/TELEGRAM_BOT_TOKEN=1000000001:\*\*\*\*/); // effective config, secret masked
       expect(banner).not.toContain('SANDBOX-local-bot-token');
@@ -68,7 +71,10 @@ describe('tg-relay start (sandbox mode, embedded PostgreSQL)', () => {
       const stats = await waitFor(
         async () => {
           const s = (await (await fetch(`${admin}/v1/stats`, { headers: auth })).json()) as Stats;
-          return s.kinds.outbound.states.delivered.count === expected && s.kinds.captures.states.delivered.count === expected ? s : null;
+          return s.kinds.outbound.states.delivered.count === expected &&
+            s.kinds.captures.states.delivered.count === expected
+            ? s
+            : null;
         },
         { timeoutMs: 60_000, what: 'capture delivered and echo sent' },
       );

@@ -19,7 +19,14 @@ import { silentLogger } from '../../../libs/observability/logger';
 import { enqueueJobs, WORK_CHANNEL } from '../../../libs/queue/enqueue';
 import { createMigratedDatabase } from '../../support/db';
 import { makeCallbackUpdate, makeMessageUpdate } from '../../support/ingress-fixtures';
-import { acquireLease, cursorOf, inboxCount, jobCounts, newBotToken, persistOptions } from '../../support/ingress-harness';
+import {
+  acquireLease,
+  cursorOf,
+  inboxCount,
+  jobCounts,
+  newBotToken,
+  persistOptions,
+} from '../../support/ingress-harness';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let boss: BossLedger;
@@ -116,7 +123,15 @@ describe('round trips per batch', () => {
     );
     expect(log).toEqual(BATCH);
     // and it did the whole batch's work
-    expect(r).toMatchObject({ stored: 100, duplicates: 0, captures: 90, dispatchJobs: 100, captureJobs: 90, captureRepeats: 0, nextOffset: 101 });
+    expect(r).toMatchObject({
+      stored: 100,
+      duplicates: 0,
+      captures: 90,
+      dispatchJobs: 100,
+      captureJobs: 90,
+      captureRepeats: 0,
+      nextOffset: 101,
+    });
     expect(await inboxCount(db.pool, botId)).toBe(100);
     expect(await jobCounts(db.pool, botId)).toEqual({ dispatch: 100, capture: 90 });
     expect((await cursorOf(db.pool, botId))?.nextOffset).toBe(101);
@@ -129,7 +144,14 @@ describe('round trips per batch', () => {
       opts(botId, fence),
     );
     expect(log).toEqual(BATCH);
-    expect(again).toMatchObject({ stored: 0, duplicates: 100, captures: 0, captureRepeats: 90, dispatchJobs: 0, captureJobs: 0 });
+    expect(again).toMatchObject({
+      stored: 0,
+      duplicates: 100,
+      captures: 0,
+      captureRepeats: 90,
+      dispatchJobs: 0,
+      captureJobs: 0,
+    });
     expect(await jobCounts(db.pool, botId)).toEqual({ dispatch: 100, capture: 90 });
   });
 
@@ -162,17 +184,24 @@ describe('round trips per batch', () => {
         { policy: 'stop', offset, transport: 'polling' },
       );
 
-    await expect(persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1), opts(botId, old))).rejects.toBeInstanceOf(
-      LeaseLostError,
-    );
+    await expect(
+      persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1), opts(botId, old)),
+    ).rejects.toBeInstanceOf(LeaseLostError);
     expect(log).toEqual(['begin', 'batch', 'rollback']);
     expect(await inboxCount(db.pool, botId)).toBe(0);
 
-    await persistBatch({ pool: db.pool, boss }, plan([makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })], 1), opts(botId, fence));
+    await persistBatch(
+      { pool: db.pool, boss },
+      plan([makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })], 1),
+      opts(botId, fence),
+    );
     log.length = 0;
     const r = await persistBatch(
       { pool, boss },
-      plan([makeMessageUpdate({ updateId: 1, chatId: C, text: 'edited' }), makeMessageUpdate({ updateId: 2, chatId: C })], 1),
+      plan(
+        [makeMessageUpdate({ updateId: 1, chatId: C, text: 'edited' }), makeMessageUpdate({ updateId: 2, chatId: C })],
+        1,
+      ),
       opts(botId, fence),
     );
     expect(r).toMatchObject({ captureConflicts: [`telegram:1:${C}:1`], conflictsQuarantined: 1 });
@@ -191,15 +220,26 @@ describe('round trips per batch', () => {
     const good = JSON.stringify(makeMessageUpdate({ updateId: 1, chatId: C }));
     const bad = '{"update_id":2,"message":{"message_id":"x"}}';
 
-    await persistBatch({ pool, boss }, planBatch([good, bad], { policy: 'quarantine', offset: 1, transport: 'polling' }), opts(botId, fence));
+    await persistBatch(
+      { pool, boss },
+      planBatch([good, bad], { policy: 'quarantine', offset: 1, transport: 'polling' }),
+      opts(botId, fence),
+    );
     expect(log).toEqual(['begin', 'batch', 'with q as', 'commit']);
 
     log.length = 0;
     const third = JSON.stringify(makeMessageUpdate({ updateId: 3, chatId: C }));
     const bad4 = '{"update_id":4,"message":{"message_id":"x"}}';
-    await persistBatch({ pool, boss }, planBatch([third, bad4], { policy: 'stop', offset: 3, transport: 'polling' }), opts(botId, fence));
+    await persistBatch(
+      { pool, boss },
+      planBatch([third, bad4], { policy: 'stop', offset: 3, transport: 'polling' }),
+      opts(botId, fence),
+    );
     expect(log).toEqual(['begin', 'batch', 'insert into relay.attempts', 'commit']);
-    expect(await cursorOf(db.pool, botId)).toMatchObject({ nextOffset: 4, haltedReason: expect.stringMatching(/update_id 4 could not be decoded/) });
+    expect(await cursorOf(db.pool, botId)).toMatchObject({
+      nextOffset: 4,
+      haltedReason: expect.stringMatching(/update_id 4 could not be decoded/),
+    });
   });
 
   it('a webhook delivery is BEGIN, one statement, COMMIT', async () => {
@@ -222,7 +262,9 @@ describe('webhook group commit', () => {
     const log: Log = [];
     const handle = webhookHandler(botId, fence, log);
     const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => handle(JSON.stringify(makeMessageUpdate({ updateId: 100 + i, chatId: C + (i % 4) })))),
+      Array.from({ length: 40 }, (_, i) =>
+        handle(JSON.stringify(makeMessageUpdate({ updateId: 100 + i, chatId: C + (i % 4) }))),
+      ),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(40).fill(200));
     // the first delivery alone, the 39 that arrived while it was in flight together
@@ -238,7 +280,9 @@ describe('webhook group commit', () => {
     const fence = await acquire(botId);
     const log: Log = [];
     const handle = webhookHandler(botId, fence, log);
-    expect((await handle(JSON.stringify(makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })))).status).toBe(200);
+    expect((await handle(JSON.stringify(makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })))).status).toBe(
+      200,
+    );
     const bodies = [
       JSON.stringify(makeMessageUpdate({ updateId: 2, chatId: C })),
       JSON.stringify(makeMessageUpdate({ updateId: 1, chatId: C, text: 'edited evidence' })),
@@ -258,7 +302,10 @@ describe('webhook group commit', () => {
       { id: 1, raw: bodies[1], transport: 'webhook' },
       { id: 4, raw: bodies[4], transport: 'webhook' },
     ]);
-    const { rows } = await db.pool.query('select update_id::int as id, text from relay.captures where bot_id = $1 order by update_id', [botId]);
+    const { rows } = await db.pool.query(
+      'select update_id::int as id, text from relay.captures where bot_id = $1 order by update_id',
+      [botId],
+    );
     expect(rows).toEqual([
       { id: 1, text: 'original' },
       { id: 2, text: 'hello 2' },
@@ -277,7 +324,11 @@ describe('what the single statement writes', () => {
     const fence = await acquire(botId);
     await persistBatch(
       { pool: db.pool, boss },
-      planBatch([JSON.stringify(makeMessageUpdate({ updateId: 1, chatId: C }))], { policy: 'stop', offset: 1, transport: 'polling' }),
+      planBatch([JSON.stringify(makeMessageUpdate({ updateId: 1, chatId: C }))], {
+        policy: 'stop',
+        offset: 1,
+        transport: 'polling',
+      }),
       opts(botId, fence),
     );
     const q = `select to_jsonb(j) - 'id' - 'data' - 'created_on' - 'start_after' - 'keep_until' as row,
@@ -332,7 +383,9 @@ describe('what the single statement writes', () => {
 describe('the parameters, serialized before BEGIN', () => {
   // what PostgreSQL text can hold: no NUL, no unpaired surrogate (raw updates are JSON text: NUL is escaped there)
   const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-  const storableText = fc.string({ unit: 'binary', maxLength: 40 }).filter((t) => !t.includes('\u0000') && !LONE_SURROGATE.test(t));
+  const storableText = fc
+    .string({ unit: 'binary', maxLength: 40 })
+    .filter((t) => !t.includes('\u0000') && !LONE_SURROGATE.test(t));
   const text = fc.oneof(storableText, fc.constantFrom('', 'NULL', '"', '\\', '{a,b}', '\\"x\\"', ' ', '{"k":"v\\n"}'));
 
   it('an array literal reaches the server as the array it was built from (text with quotes, backslashes, braces, "NULL"; nulls; integers; booleans)', async () => {

@@ -39,7 +39,10 @@ describe('a PostgreSQL restart while the poller runs', () => {
     sandbox.setFaults({ latencyMs: 10, methods: ['getUpdates'] }, token);
     const first = sandbox.injectMessages(token, 1000, { chats: 10, chatBase: Number(botId) });
     child = startPollerProcess({ databaseUrl: pg.url, apiRoot: sandbox.url, token, leaseTtl: '2s' });
-    await waitFor(async () => (await inboxCount(pool, botId)) >= 100, { what: 'progress before the restart', timeoutMs: 30_000 });
+    await waitFor(async () => (await inboxCount(pool, botId)) >= 100, {
+      what: 'progress before the restart',
+      timeoutMs: 30_000,
+    });
 
     await pg.stop();
     const confirmedWhileDown = sandbox.confirmedOffset(token);
@@ -48,11 +51,12 @@ describe('a PostgreSQL restart while the poller runs', () => {
     expect(sandbox.confirmedOffset(token)).toBe(confirmedWhileDown); // no commit, no confirmation
     pg = await startRestartablePostgres(path.join(dir, 'pg'), pg.port);
 
-    await waitFor(async () => (await inboxCount(pool, botId).catch(() => 0)) === 1200, { what: 'all 1200 stored after the restart', timeoutMs: 40_000 }).catch(
-      (err) => {
-        throw new Error(`${err.message}\npoller output:\n${child!.output().slice(-3000)}`);
-      },
-    );
+    await waitFor(async () => (await inboxCount(pool, botId).catch(() => 0)) === 1200, {
+      what: 'all 1200 stored after the restart',
+      timeoutMs: 40_000,
+    }).catch((err) => {
+      throw new Error(`${err.message}\npoller output:\n${child!.output().slice(-3000)}`);
+    });
     expect(child.exitCode).toBeNull();
     expect(await inboxUpdateIds(pool, botId)).toEqual(range(first.first_update_id!, 1200));
     const cursor = await cursorOf(pool, botId);

@@ -45,26 +45,44 @@ async function blocker(): Promise<Client> {
 
 /** The backend of `appName` that waits for a lock (the batch transaction stuck behind our blocker). */
 async function lockWaiter(appName: string): Promise<number | null> {
-  const { rows } = await db.pool.query(`select pid from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock' and state = 'active'`, [
-    appName,
-  ]);
+  const { rows } = await db.pool.query(
+    `select pid from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock' and state = 'active'`,
+    [appName],
+  );
   return rows[0]?.pid ?? null;
 }
 
-async function settings(q: { query: (sql: string) => Promise<{ rows: Record<string, string>[] }> }): Promise<Record<string, string>> {
+async function settings(q: {
+  query: (sql: string) => Promise<{ rows: Record<string, string>[] }>;
+}): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  for (const s of ['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout']) out[s] = (await q.query(`show ${s}`)).rows[0][s];
+  for (const s of ['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'])
+    out[s] = (await q.query(`show ${s}`)).rows[0][s];
   return out;
 }
 
 describe('database session limits', () => {
   it("every pool, ours and pg-boss's, runs under the configured limits (defaults 30s / 10s / 30s) with TCP keepalive", async () => {
     const pool = createPool(db.url, { max: 1 });
-    const tuned = createPool(db.url, { max: 1, timeouts: { statementMs: 5_000, lockMs: 1_500, idleInTransactionMs: 2_000 } });
-    const boss = createBoss(db.url, { max: 1, timeouts: { statementMs: 7_000, lockMs: 700, idleInTransactionMs: 70_000 } });
+    const tuned = createPool(db.url, {
+      max: 1,
+      timeouts: { statementMs: 5_000, lockMs: 1_500, idleInTransactionMs: 2_000 },
+    });
+    const boss = createBoss(db.url, {
+      max: 1,
+      timeouts: { statementMs: 7_000, lockMs: 700, idleInTransactionMs: 70_000 },
+    });
     try {
-      expect(await settings(pool)).toEqual({ statement_timeout: '30s', lock_timeout: '10s', idle_in_transaction_session_timeout: '30s' });
-      expect(await settings(tuned)).toEqual({ statement_timeout: '5s', lock_timeout: '1500ms', idle_in_transaction_session_timeout: '2s' });
+      expect(await settings(pool)).toEqual({
+        statement_timeout: '30s',
+        lock_timeout: '10s',
+        idle_in_transaction_session_timeout: '30s',
+      });
+      expect(await settings(tuned)).toEqual({
+        statement_timeout: '5s',
+        lock_timeout: '1500ms',
+        idle_in_transaction_session_timeout: '2s',
+      });
       await boss.start();
       const bossDb = boss.getDb() as unknown as {
         executeSql: (sql: string) => Promise<{ rows: Record<string, string>[] }>;
@@ -112,13 +130,20 @@ describe('database session limits', () => {
       expect((await db.pool.query('select pg_terminate_backend($1) as ok', [pid])).rows[0].ok).toBe(true);
       await b.query('rollback');
 
-      await waitFor(async () => (await inboxCount(db.pool, botId)) === 3, { what: 'the batch stored after the kill', timeoutMs: 30_000 });
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === 3, {
+        what: 'the batch stored after the kill',
+        timeoutMs: 30_000,
+      });
       const cursor = await cursorOf(db.pool, botId);
       expect(p.poller.status()).toMatchObject({ state: 'polling', generation });
       expect(cursor?.leaseOwner).toBe(p.owner);
-      const { rows } = await db.pool.query('select distinct generation::int as g from relay.inbox where bot_id = $1', [botId]);
+      const { rows } = await db.pool.query('select distinct generation::int as g from relay.inbox where bot_id = $1', [
+        botId,
+      ]);
       expect(rows).toEqual([{ g: generation }]);
-      expect((await db.pool.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n).toBe(0);
+      expect(
+        (await db.pool.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n,
+      ).toBe(0);
     } finally {
       await b.query('rollback').catch(() => undefined);
       await p.stop();
@@ -132,25 +157,41 @@ describe('database session limits', () => {
     // the owner waits on our lock without a lock limit, so it is frozen while inside its transaction
     const owner = startPollerProcess({ ...env, extra: { DB_LOCK_TIMEOUT: '0', DB_IDLE_IN_TRANSACTION_TIMEOUT: '2s' } });
     procs.push(owner);
-    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, owner), { what: 'first process owns the lease', timeoutMs: 60_000 });
-    const standby = startPollerProcess({ ...env, extra: { DB_LOCK_TIMEOUT: '1s', DB_IDLE_IN_TRANSACTION_TIMEOUT: '2s' } });
+    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, owner), {
+      what: 'first process owns the lease',
+      timeoutMs: 60_000,
+    });
+    const standby = startPollerProcess({
+      ...env,
+      extra: { DB_LOCK_TIMEOUT: '1s', DB_IDLE_IN_TRANSACTION_TIMEOUT: '2s' },
+    });
     procs.push(standby);
 
     const b = await blocker();
     await b.query('begin');
     await b.query('lock table relay.inbox in exclusive mode');
     sandbox.injectMessages(token, 4, { chats: 2, chatBase: Number(botId) });
-    const pid = await waitFor(() => lockWaiter('tg-relay:ingress'), { what: "the owner's batch waiting on the inbox lock", timeoutMs: 30_000 });
+    const pid = await waitFor(() => lockWaiter('tg-relay:ingress'), {
+      what: "the owner's batch waiting on the inbox lock",
+      timeoutMs: 30_000,
+    });
     owner.kill('SIGSTOP');
     await b.query('rollback'); // the owner's insert now runs; its process never sends commit: idle in transaction, cursor row locked
 
     // within LEASE_TTL + DB_IDLE_IN_TRANSACTION_TIMEOUT (plus a few polls) the standby owns the lease and stores the updates
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === 4, { what: 'the standby stored the updates', timeoutMs: 60_000 });
+    await waitFor(async () => (await inboxCount(db.pool, botId)) === 4, {
+      what: 'the standby stored the updates',
+      timeoutMs: 60_000,
+    });
     const cursor = await cursorOf(db.pool, botId);
     expect(ownedBy(cursor?.leaseOwner, standby)).toBe(true);
-    const { rows } = await db.pool.query('select distinct generation::int as g from relay.inbox where bot_id = $1', [botId]);
+    const { rows } = await db.pool.query('select distinct generation::int as g from relay.inbox where bot_id = $1', [
+      botId,
+    ]);
     expect(rows).toEqual([{ g: cursor?.leaseGeneration }]);
     // the frozen session was ended by the server, not by us
-    expect((await db.pool.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n).toBe(0);
+    expect(
+      (await db.pool.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n,
+    ).toBe(0);
   });
 });

@@ -118,15 +118,29 @@ const hostile = fc.oneof(
 type Kind = 'message' | 'edited_message' | 'channel_post' | 'callback_query' | 'inline_query' | 'my_chat_member';
 const KINDS: Kind[] = ['message', 'edited_message', 'channel_post', 'callback_query', 'inline_query', 'my_chat_member'];
 
-const user = (id: number, s: string[]) => ({ id, is_bot: false, first_name: s[0], last_name: s[1], username: s[2], language_code: s[3] });
+const user = (id: number, s: string[]) => ({
+  id,
+  is_bot: false,
+  first_name: s[0],
+  last_name: s[1],
+  username: s[2],
+  language_code: s[3],
+});
 
-function build(kind: Kind, updateId: number, chatId: number, s: string[], useCaption: boolean): Record<string, unknown> {
+function build(
+  kind: Kind,
+  updateId: number,
+  chatId: number,
+  s: string[],
+  useCaption: boolean,
+): Record<string, unknown> {
   const chat = { id: chatId, type: kind === 'channel_post' ? 'channel' : 'supergroup', title: s[4], username: s[5] };
   const message = (): Record<string, unknown> => {
     const m: Record<string, unknown> = { message_id: updateId, date: 1_700_000_000, chat };
     if (kind !== 'channel_post') m.from = user(chatId + 1, s);
     else m.author_signature = s[6];
-    if (useCaption) Object.assign(m, { caption: s[7], photo: [{ file_id: s[8], file_unique_id: 'u', width: 1, height: 1 }] });
+    if (useCaption)
+      Object.assign(m, { caption: s[7], photo: [{ file_id: s[8], file_unique_id: 'u', width: 1, height: 1 }] });
     else Object.assign(m, { text: s[7], entities: [{ type: 'bold', offset: 0, length: 1 }] });
     if (kind === 'edited_message') m.edit_date = 1_700_000_001;
     m.reply_markup = { inline_keyboard: [[{ text: s[9], callback_data: s[10] }]] };
@@ -140,7 +154,13 @@ function build(kind: Kind, updateId: number, chatId: number, s: string[], useCap
     case 'callback_query':
       return {
         update_id: updateId,
-        callback_query: { id: s[0], from: user(chatId + 1, s), message: { message_id: 1, date: 1, chat, text: s[7] }, chat_instance: s[8], data: s[10] },
+        callback_query: {
+          id: s[0],
+          from: user(chatId + 1, s),
+          message: { message_id: 1, date: 1, chat, text: s[7] },
+          chat_instance: s[8],
+          data: s[10],
+        },
       };
     case 'inline_query':
       return { update_id: updateId, inline_query: { id: s[0], from: user(chatId + 1, s), query: s[7], offset: s[8] } };
@@ -159,7 +179,11 @@ function build(kind: Kind, updateId: number, chatId: number, s: string[], useCap
   }
 }
 
-const item = fc.record({ kind: fc.constantFrom(...KINDS), strings: fc.array(hostile, { minLength: 11, maxLength: 11 }), caption: fc.boolean() });
+const item = fc.record({
+  kind: fc.constantFrom(...KINDS),
+  strings: fc.array(hostile, { minLength: 11, maxLength: 11 }),
+  caption: fc.boolean(),
+});
 const batch = fc.record({
   items: fc.array(item, { minLength: 1, maxLength: 4 }),
   controlAt: fc.nat(),
@@ -175,7 +199,9 @@ describe('ingress boundary: hostile user content', () => {
     await fc.assert(
       fc.asyncProperty(batch, async ({ items, controlAt, policy }) => {
         const chatId = (nextChat += 10);
-        const makers: Array<(id: number) => Record<string, unknown>> = items.map((it) => (id) => build(it.kind, id, chatId, it.strings, it.caption));
+        const makers: Array<(id: number) => Record<string, unknown>> = items.map(
+          (it) => (id) => build(it.kind, id, chatId, it.strings, it.caption),
+        );
         const control = (id: number) => ({
           update_id: id,
           message: {
@@ -201,10 +227,21 @@ describe('ingress boundary: hostile user content', () => {
         // persist (twice: a redelivery is absorbed, identical captures are no conflict)
         const got = await cursorAcquire(db.pool, BOT_ID, 'property', 60_000);
         const fence = { owner: 'property', generation: got!.generation };
-        const o = { botId: BOT_ID, fence, leaseTtlMs: 60_000, allowedChatIds: new Set<string>(), dispatchUnauthorized: false, halt: null };
+        const o = {
+          botId: BOT_ID,
+          fence,
+          leaseTtlMs: 60_000,
+          allowedChatIds: new Set<string>(),
+          dispatchUnauthorized: false,
+          halt: null,
+        };
         const first = await persistBatch({ pool: db.pool, boss }, plan, o);
         expect(first).toMatchObject({ stored: updates.length, duplicates: 0, quarantined: 0 });
-        const again = await persistBatch({ pool: db.pool, boss }, planBatch(raws, { policy, offset, transport: 'polling' }), o);
+        const again = await persistBatch(
+          { pool: db.pool, boss },
+          planBatch(raws, { policy, offset, transport: 'polling' }),
+          o,
+        );
         expect(again).toMatchObject({ stored: 0, duplicates: updates.length, captures: 0 });
 
         const { rows } = await db.pool.query(
@@ -216,7 +253,14 @@ describe('ingress boundary: hostile user content', () => {
         for (const r of rows) expect(JSON.parse(r.payload).update_id).toBe(Number(r.update_id)); // the jsonb copy exists
 
         // dispatch: claimed as the worker claims, run by telegraf
-        const claimed = await inboxClaim(db.pool, { botId: BOT_ID, limit: 100, workerId: 'property', now: null, ordered: false, queue: QUEUES.dispatch });
+        const claimed = await inboxClaim(db.pool, {
+          botId: BOT_ID,
+          limit: 100,
+          workerId: 'property',
+          now: null,
+          ordered: false,
+          queue: QUEUES.dispatch,
+        });
         expect(claimed.rows.map((r) => Number(r.update_id)).sort((a, b) => a - b)).toEqual(ids);
         for (const r of claimed.rows) {
           const out = await runner.runUpdate(r.payload, { timeoutMs: 5_000 });
@@ -239,7 +283,8 @@ describe('ingress boundary: hostile user content', () => {
         );
         const withMessage = updates.filter((u) => MESSAGE_KINDS.has(Object.keys(u).find((k) => k !== 'update_id')!));
         expect(caps.rows.map((c) => Number(c.update_id))).toEqual(withMessage.map((u) => u.update_id));
-        for (const c of caps.rows) expect((await deliverCapture(c, { url: collector.captureUrl, timeoutMs: 5_000 })).type).toBe('delivered');
+        for (const c of caps.rows)
+          expect((await deliverCapture(c, { url: collector.captureUrl, timeoutMs: 5_000 })).type).toBe('delivered');
         const byKey = collector.byKey();
         for (const u of withMessage) {
           const kind = Object.keys(u).find((k) => k !== 'update_id')!;

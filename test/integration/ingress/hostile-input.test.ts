@@ -29,7 +29,15 @@ import { BotApiSandbox, Collector, createCollector } from '../../../libs/sandbox
 import { createBotApiClient } from '../../../libs/telegram';
 import { buildTestApp, call, startBoss } from '../admin/support';
 import { createMigratedDatabase } from '../../support/db';
-import { cursorOf, inboxCount, memoryLogger, newBotToken, startSandbox, startTestPoller, TestPoller } from '../../support/ingress-harness';
+import {
+  cursorOf,
+  inboxCount,
+  memoryLogger,
+  newBotToken,
+  startSandbox,
+  startTestPoller,
+  TestPoller,
+} from '../../support/ingress-harness';
 import { waitFor } from '../../support/wait-for';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
@@ -68,12 +76,19 @@ const HOSTILE = {
 };
 const TEXTS = Object.values(HOSTILE);
 
-async function inboxExact(botId: string): Promise<Array<{ updateId: number; raw: unknown; payload: { message?: { text?: string } }; authorized: boolean }>> {
+async function inboxExact(
+  botId: string,
+): Promise<Array<{ updateId: number; raw: unknown; payload: { message?: { text?: string } }; authorized: boolean }>> {
   const { rows } = await db.pool.query(
     `select update_id, raw::text as raw, payload::text as payload, authorized from relay.inbox where bot_id = $1 order by update_id`,
     [botId],
   );
-  return rows.map((r) => ({ updateId: Number(r.update_id), raw: JSON.parse(r.raw), payload: JSON.parse(r.payload), authorized: r.authorized }));
+  return rows.map((r) => ({
+    updateId: Number(r.update_id),
+    raw: JSON.parse(r.raw),
+    payload: JSON.parse(r.payload),
+    authorized: r.authorized,
+  }));
 }
 
 async function runnerFor(token: string, botId: string, seen: string[]): Promise<UpdateRunner> {
@@ -81,7 +96,11 @@ async function runnerFor(token: string, botId: string, seen: string[]): Promise<
     token,
     botId,
     apiRoot: sandbox.url,
-    handlers: resolveBotHandlers({ register: defineBot((bot) => void bot.on('message', (ctx) => void seen.push((ctx.message as Message.TextMessage).text))) }),
+    handlers: resolveBotHandlers({
+      register: defineBot(
+        (bot) => void bot.on('message', (ctx) => void seen.push((ctx.message as Message.TextMessage).text)),
+      ),
+    }),
     replySink: createDirectReplySink(),
     logger: memoryLogger('silent').logger,
   });
@@ -91,7 +110,14 @@ async function runnerFor(token: string, botId: string, seen: string[]): Promise<
 
 /** Claims every pending inbox row of the bot as the dispatch worker does and hands it to telegraf. */
 async function dispatchAll(botId: string, runner: UpdateRunner): Promise<number> {
-  const { rows } = await inboxClaim(db.pool, { botId, limit: 100, workerId: 'test', now: null, ordered: false, queue: QUEUES.dispatch });
+  const { rows } = await inboxClaim(db.pool, {
+    botId,
+    limit: 100,
+    workerId: 'test',
+    now: null,
+    ordered: false,
+    queue: QUEUES.dispatch,
+  });
   for (const r of rows) {
     const out = await runner.runUpdate(r.payload, { timeoutMs: 5_000 });
     expect(out.kind).toBe('handled');
@@ -101,8 +127,12 @@ async function dispatchAll(botId: string, runner: UpdateRunner): Promise<number>
 
 /** POSTs every capture of the bot to the collector as the capture worker does. */
 async function deliverAll(botId: string): Promise<void> {
-  const { rows } = await db.pool.query(`select id::text, capture_key, payload, payload_raw from relay.captures where bot_id = $1 order by id`, [botId]);
-  for (const r of rows) expect((await deliverCapture(r, { url: collector.captureUrl, timeoutMs: 5_000 })).type).toBe('delivered');
+  const { rows } = await db.pool.query(
+    `select id::text, capture_key, payload, payload_raw from relay.captures where bot_id = $1 order by id`,
+    [botId],
+  );
+  for (const r of rows)
+    expect((await deliverCapture(r, { url: collector.captureUrl, timeoutMs: 5_000 })).type).toBe('delivered');
 }
 
 describe('finding 1: user content never halts ingress and is kept exactly', () => {
@@ -123,7 +153,9 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
       const cursor = await cursorOf(db.pool, botId);
       expect(cursor?.haltedReason).toBeNull();
       expect(cursor?.nextOffset).toBe(sent[sent.length - 1].update_id + 1);
-      expect((await db.pool.query('select count(*)::int n from relay.quarantine where bot_id = $1', [botId])).rows[0].n).toBe(0);
+      expect(
+        (await db.pool.query('select count(*)::int n from relay.quarantine where bot_id = $1', [botId])).rows[0].n,
+      ).toBe(0);
 
       const inbox = await inboxExact(botId);
       expect(inbox.map((r) => r.raw)).toEqual(sent); // the exact updates, NUL and lone surrogates included
@@ -132,7 +164,12 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
       expect(inbox[0].payload.message?.text).toBe(HOSTILE.escapeLookalike); // nothing to replace: exact
 
       // captures: exact document in payload_raw, readable copy in text/payload; none for the stranger
-      const caps = (await db.pool.query(`select payload_raw::text as raw, text from relay.captures where bot_id = $1 order by update_id`, [botId])).rows;
+      const caps = (
+        await db.pool.query(
+          `select payload_raw::text as raw, text from relay.captures where bot_id = $1 order by update_id`,
+          [botId],
+        )
+      ).rows;
       expect(caps.map((c) => JSON.parse(c.raw).text)).toEqual([...TEXTS, 'plain']);
       expect(caps[2].text).toBe('cut \ufffd in half');
 
@@ -153,9 +190,14 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
       // a restart (new generation, same stored cursor) keeps going through more hostile text
       await p.stop();
       running.splice(running.indexOf(p), 1);
-      const more = [sandbox.injectMessage(token, { chatId: chat, text: HOSTILE.mixed }), sandbox.injectMessage(token, { chatId: chat, text: 'after restart' })];
+      const more = [
+        sandbox.injectMessage(token, { chatId: chat, text: HOSTILE.mixed }),
+        sandbox.injectMessage(token, { chatId: chat, text: 'after restart' }),
+      ];
       const again = poll({ token, botId, decodePolicy, allowedChatIds: [String(chat)] });
-      await waitFor(async () => (await inboxCount(db.pool, botId)) === sent.length + 2, { what: 'updates after the restart stored' });
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === sent.length + 2, {
+        what: 'updates after the restart stored',
+      });
       expect(again.poller.status().state).toBe('polling');
       expect((await cursorOf(db.pool, botId))?.haltedReason).toBeNull();
       expect((await inboxExact(botId)).slice(-2).map((r) => r.raw)).toEqual(more);
@@ -182,12 +224,20 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
         `insert into relay.quarantine (bot_id, update_id, raw, sha256, error, json_path, generation) values ('1000000001', $1, $2, $3, '$: contains \\u0000, which PostgreSQL jsonb cannot store', '$', 1) returning id`,
         [update.update_id, Buffer.from(raw, 'utf8'), crypto.createHash('sha256').update(raw).digest('hex')],
       );
-      const res = await call(app, 'POST', `/v1/quarantine/${rows[0].id}/release`, { body: { reason: 'content is data' } });
+      const res = await call(app, 'POST', `/v1/quarantine/${rows[0].id}/release`, {
+        body: { reason: 'content is data' },
+      });
       expect(res.statusCode).toBe(200);
       expect(res.json()).toMatchObject({ state: 'released', outcome: 'persisted', update_id: update.update_id });
-      const stored = (await db.pool.query(`select raw::text as raw from relay.inbox where update_id = $1`, [update.update_id])).rows;
+      const stored = (
+        await db.pool.query(`select raw::text as raw from relay.inbox where update_id = $1`, [update.update_id])
+      ).rows;
       expect(stored.map((r) => JSON.parse(r.raw))).toEqual([update]);
-      const cap = (await db.pool.query(`select id, payload_raw::text as raw from relay.captures where update_id = $1`, [update.update_id])).rows;
+      const cap = (
+        await db.pool.query(`select id, payload_raw::text as raw from relay.captures where update_id = $1`, [
+          update.update_id,
+        ])
+      ).rows;
       expect(JSON.parse(cap[0].raw).text).toBe(update.message.text);
       // the admin read API shows the exact originals too
       const inboxDetail = await call(app, 'GET', `/v1/inbox/${res.json().inbox_id}`);
@@ -212,7 +262,9 @@ describe('finding 1: user content never halts ingress and is kept exactly', () =
       ),
     );
     expect(r).toMatchObject({ outcome: 'persisted', update_id: update.update_id });
-    const stored = (await db.pool.query(`select raw::text as raw from relay.inbox where update_id = $1`, [update.update_id])).rows;
+    const stored = (
+      await db.pool.query(`select raw::text as raw from relay.inbox where update_id = $1`, [update.update_id])
+    ).rows;
     expect(JSON.parse(stored[0].raw)).toEqual(update);
   });
 });
@@ -227,9 +279,13 @@ describe("finding 4: an answer that is not the Bot API's is a transport glitch, 
       sandbox.setFaults({ sequence: [...sequence], methods: ['getUpdates'] }, token);
       const inj = sandbox.injectMessages(token, 30, { chats: [chat] });
       const p = poll({ token, botId, decodePolicy });
-      await waitFor(async () => (await inboxCount(db.pool, botId)) === 30, { what: 'the first updates stored despite glitches' });
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === 30, {
+        what: 'the first updates stored despite glitches',
+      });
       const last = sandbox.injectMessages(token, 10, { chats: [chat] }); // answered by the long poll that gets the next glitches
-      await waitFor(async () => (await inboxCount(db.pool, botId)) === 40, { what: 'all updates stored despite glitches' });
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === 40, {
+        what: 'all updates stored despite glitches',
+      });
       const outcomes = sandbox.calls(token, { method: 'getUpdates' }).map((c) => c.outcome);
       expect(outcomes.slice(0, sequence.length)).toEqual(['glitch', 'glitch', 'glitch', 'ok', 'glitch', 'glitch']);
       const cursor = await cursorOf(db.pool, botId);
@@ -238,7 +294,9 @@ describe("finding 4: an answer that is not the Bot API's is a transport glitch, 
       expect(inj.first_update_id! + 40).toBe(last.last_update_id! + 1);
       expect(cursor?.pollError).toBeNull(); // cleared by progress
       expect(p.poller.status().state).toBe('polling');
-      expect((await db.pool.query('select count(*)::int n from relay.quarantine where bot_id = $1', [botId])).rows[0].n).toBe(0);
+      expect(
+        (await db.pool.query('select count(*)::int n from relay.quarantine where bot_id = $1', [botId])).rows[0].n,
+      ).toBe(0);
       const glitchLogs = p.logs.lines().filter((l) => /not a Bot API answer/.test(l.msg ?? '') && l.level >= 40);
       expect(glitchLogs.length).toBeGreaterThanOrEqual(1);
       expect(glitchLogs.length).toBeLessThanOrEqual(2); // once per episode (two episodes in the sequence)
@@ -250,7 +308,9 @@ describe("finding 4: an answer that is not the Bot API's is a transport glitch, 
     sandbox.setFaults({ sequence: Array(10_000).fill('html_ok'), methods: ['getUpdates'] }, token);
     const p = poll({ token, botId, pollTimeoutMs: 1_000 });
     await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).length >= 3, { what: 'repeated glitches' });
-    await waitFor(async () => (await cursorOf(db.pool, botId))?.pollErrorKind === 'transport', { what: 'poll error recorded' });
+    await waitFor(async () => (await cursorOf(db.pool, botId))?.pollErrorKind === 'transport', {
+      what: 'poll error recorded',
+    });
     const later = new Date(Date.now() + 60_000);
     const h = await ingressHealth(db.pool, botId, { pollTimeoutMs: 1_000, now: later });
     expect(h.ready).toBe(false);
@@ -259,14 +319,18 @@ describe("finding 4: an answer that is not the Bot API's is a transport glitch, 
     sandbox.setFaults(null, token);
     sandbox.injectMessage(token, { chatId: Number(botId), text: 'after the proxy healed' });
     await waitFor(async () => (await inboxCount(db.pool, botId)) === 1);
-    await waitFor(async () => (await ingressHealth(db.pool, botId, { pollTimeoutMs: 1_000 })).ready, { what: 'ready again' });
+    await waitFor(async () => (await ingressHealth(db.pool, botId, { pollTimeoutMs: 1_000 })).ready, {
+      what: 'ready again',
+    });
     expect(p.poller.status().state).toBe('polling');
   });
 
   it('a wrong TELEGRAM_API_ROOT (404 on getUpdates): retried with backoff, readiness says why at once, logged once, never stops', async () => {
     const { token, botId } = newBotToken();
     const p = poll({ token, botId, apiRoot: `${sandbox.url}/not-the-bot-api/` });
-    await waitFor(async () => (await cursorOf(db.pool, botId))?.pollErrorKind === 'configuration', { what: 'configuration error recorded' });
+    await waitFor(async () => (await cursorOf(db.pool, botId))?.pollErrorKind === 'configuration', {
+      what: 'configuration error recorded',
+    });
     const h = await ingressHealth(db.pool, botId, { pollTimeoutMs: 60_000 });
     expect(h.ready).toBe(false);
     expect(h.reasons.join('\n')).toMatch(/getUpdates answered 404 .*TELEGRAM_API_ROOT/);
@@ -306,14 +370,24 @@ describe('finding 8 and 10: webhook bodies that are no update; transport on quar
     return { url, logs };
   }
   const post = (url: string, body: string) =>
-    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET }, body });
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET },
+      body,
+    });
 
   it.each(['stop', 'quarantine'] as const)(
     'DECODE_POLICY=%s: not JSON, an array, no update_id, a string update_id → 400, recorded once each, no halt; updates keep flowing',
     async (decodePolicy) => {
       const { token, botId } = newBotToken();
       const { url, logs } = await startWebhook(token, botId, decodePolicy);
-      const bodies = ['<html>proxy</html>', '[1,2]', JSON.stringify({ message: { text: 'no id' } }), JSON.stringify({ update_id: '5', message: {} }), ''];
+      const bodies = [
+        '<html>proxy</html>',
+        '[1,2]',
+        JSON.stringify({ message: { text: 'no id' } }),
+        JSON.stringify({ update_id: '5', message: {} }),
+        '',
+      ];
       for (const b of bodies) {
         const r = await post(url, b);
         expect(r.status).toBe(400);
@@ -321,12 +395,22 @@ describe('finding 8 and 10: webhook bodies that are no update; transport on quar
       }
       expect((await post(url, bodies[0])).status).toBe(400); // a retry adds no row
       const q = (
-        await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw, transport, error from relay.quarantine where bot_id = $1 order by id`, [botId])
+        await db.pool.query(
+          `select update_id, convert_from(raw, 'UTF8') as raw, transport, error from relay.quarantine where bot_id = $1 order by id`,
+          [botId],
+        )
       ).rows;
       expect(q.map((r) => r.raw)).toEqual(bodies);
-      expect(q.every((r) => r.update_id === null && r.transport === 'webhook' && /^webhook body rejected \(400\)/.test(r.error))).toBe(true);
+      expect(
+        q.every(
+          (r) => r.update_id === null && r.transport === 'webhook' && /^webhook body rejected \(400\)/.test(r.error),
+        ),
+      ).toBe(true);
 
-      const good = { update_id: 77, message: { message_id: 1, date: 1, chat: { id: Number(botId), type: 'private' }, text: HOSTILE.realNul } };
+      const good = {
+        update_id: 77,
+        message: { message_id: 1, date: 1, chat: { id: Number(botId), type: 'private' }, text: HOSTILE.realNul },
+      };
       expect((await post(url, JSON.stringify(good))).status).toBe(200);
       expect((await inboxExact(botId)).map((r) => r.raw)).toEqual([good]);
       expect((await cursorOf(db.pool, botId))?.haltedReason).toBeNull();
@@ -339,7 +423,10 @@ describe('finding 8 and 10: webhook bodies that are no update; transport on quar
     const { token, botId } = newBotToken();
     const chat = Number(botId);
     const a = sandbox.injectMessage(token, { chatId: chat, text: 'a' });
-    sandbox.injectRawUpdate(token, { update_id: a.update_id + 1, message: { message_id: 'x', date: 1, chat: { id: chat } } });
+    sandbox.injectRawUpdate(token, {
+      update_id: a.update_id + 1,
+      message: { message_id: 'x', date: 1, chat: { id: chat } },
+    });
     sandbox.injectMessage(token, { chatId: chat, text: 'c' });
     poll({ token, botId, decodePolicy: 'quarantine' });
     await waitFor(async () => (await inboxCount(db.pool, botId)) === 2);
@@ -347,9 +434,20 @@ describe('finding 8 and 10: webhook bodies that are no update; transport on quar
       await Promise.all(running.splice(0).map((r) => r.stop()));
       return startWebhook(token, botId, 'quarantine');
     })();
-    expect((await post(url, JSON.stringify({ update_id: a.update_id + 10, message: { message_id: 1, date: 1, chat: { id: 'x' } } }))).status).toBe(200);
+    expect(
+      (
+        await post(
+          url,
+          JSON.stringify({ update_id: a.update_id + 10, message: { message_id: 1, date: 1, chat: { id: 'x' } } }),
+        )
+      ).status,
+    ).toBe(200);
 
-    const rows = (await db.pool.query(`select id, update_id, transport from relay.quarantine where bot_id = $1 order by id`, [botId])).rows;
+    const rows = (
+      await db.pool.query(`select id, update_id, transport from relay.quarantine where bot_id = $1 order by id`, [
+        botId,
+      ])
+    ).rows;
     expect(rows.map((r) => [Number(r.update_id), r.transport])).toEqual([
       [a.update_id + 1, 'polling'],
       [a.update_id + 10, 'webhook'],

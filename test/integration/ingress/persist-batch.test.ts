@@ -7,7 +7,14 @@ import { planBatch } from '../../../libs/ingress/plan-batch';
 import { cursorRecordProgress, cursorRelease } from '../../../libs/ingress/queries';
 import { createMigratedDatabase } from '../../support/db';
 import { makeCallbackUpdate, makeMessageUpdate } from '../../support/ingress-fixtures';
-import { acquireLease, cursorOf, inboxUpdateIds, jobCounts, newBotToken, persistOptions } from '../../support/ingress-harness';
+import {
+  acquireLease,
+  cursorOf,
+  inboxUpdateIds,
+  jobCounts,
+  newBotToken,
+  persistOptions,
+} from '../../support/ingress-harness';
 import { waitFor } from '../../support/wait-for';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
@@ -70,7 +77,13 @@ describe('persistBatch', () => {
     );
     expect(caps.map((c) => c.capture_key)).toEqual([`telegram:10:${C}:10`, `telegram:12:${C + 1}:12`]);
     expect(caps[1].text).toBe('bye');
-    expect(caps[1].payload).toMatchObject({ key: `telegram:12:${C + 1}:12`, update_id: 12, text: 'bye', chat: { id: C + 1 }, message: { message_id: 12 } });
+    expect(caps[1].payload).toMatchObject({
+      key: `telegram:12:${C + 1}:12`,
+      update_id: 12,
+      text: 'bye',
+      chat: { id: C + 1 },
+      message: { message_id: 12 },
+    });
     for (const c of caps) expect(c).toMatchObject({ name: 'capture.deliver', data: { id: String(c.id) } });
   });
 
@@ -81,7 +94,14 @@ describe('persistBatch', () => {
     const items = [makeMessageUpdate({ updateId: 1, chatId: C }), makeMessageUpdate({ updateId: 2, chatId: C })];
     await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence));
     const again = await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence));
-    expect(again).toMatchObject({ stored: 0, duplicates: 2, captures: 0, captureRepeats: 2, dispatchJobs: 0, captureJobs: 0 });
+    expect(again).toMatchObject({
+      stored: 0,
+      duplicates: 2,
+      captures: 0,
+      captureRepeats: 2,
+      dispatchJobs: 0,
+      captureJobs: 0,
+    });
     expect(await jobCounts(pool, botId)).toEqual({ dispatch: 2, capture: 2 });
     const { rows } = await pool.query('select count(*)::int n from relay.captures where bot_id = $1', [botId]);
     expect(rows[0].n).toBe(2);
@@ -91,14 +111,26 @@ describe('persistBatch', () => {
     const { botId } = newBotToken();
     const C = Number(botId); // chats unique to this test: capture keys are global
     const fence = await acquire(botId);
-    await persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })], 1), opts(botId, fence));
+    await persistBatch(
+      { pool, boss },
+      plan([makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })], 1),
+      opts(botId, fence),
+    );
     // another bot of the same database already captured telegram:3:C:3 (the key has no bot id)
     const other = newBotToken().botId;
     const otherFence = await acquire(other);
-    await persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 3, chatId: C, text: "the other bot's message" })], 3), opts(other, otherFence));
+    await persistBatch(
+      { pool, boss },
+      plan([makeMessageUpdate({ updateId: 3, chatId: C, text: "the other bot's message" })], 3),
+      opts(other, otherFence),
+    );
 
     const tampered = makeMessageUpdate({ updateId: 1, chatId: C, text: 'edited evidence' }); // update_id 1 again, other content
-    const items = [tampered, makeMessageUpdate({ updateId: 2, chatId: C }), makeMessageUpdate({ updateId: 3, chatId: C, text: 'mine' })];
+    const items = [
+      tampered,
+      makeMessageUpdate({ updateId: 2, chatId: C }),
+      makeMessageUpdate({ updateId: 3, chatId: C, text: 'mine' }),
+    ];
     const r = await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence));
     expect(r).toMatchObject({
       stored: 2,
@@ -114,7 +146,10 @@ describe('persistBatch', () => {
     expect(await inboxUpdateIds(pool, botId)).toEqual([1, 2, 3]);
     expect((await cursorOf(pool, botId))?.nextOffset).toBe(4);
     expect(await jobCounts(pool, botId)).toEqual({ dispatch: 3, capture: 2 });
-    const caps = await pool.query('select capture_key, bot_id, text from relay.captures where chat_id = $1 order by update_id', [C]);
+    const caps = await pool.query(
+      'select capture_key, bot_id, text from relay.captures where chat_id = $1 order by update_id',
+      [C],
+    );
     expect(caps.rows).toEqual([
       { capture_key: `telegram:1:${C}:1`, bot_id: botId, text: 'original' },
       { capture_key: `telegram:2:${C}:2`, bot_id: botId, text: 'hello 2' },
@@ -168,7 +203,11 @@ describe('persistBatch', () => {
          values ($1, 'another-bot', 1, $2, 1, '{}', '{}', 'concurrent')`,
         [key, C],
       );
-      const batch = persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1), opts(botId, fence));
+      const batch = persistBatch(
+        { pool, boss },
+        plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1),
+        opts(botId, fence),
+      );
       // the batch's ON CONFLICT waits for the other transaction's row
       await waitFor(
         async () =>
@@ -183,12 +222,20 @@ describe('persistBatch', () => {
       );
       await other.query('commit');
       const r = await batch;
-      expect(r).toMatchObject({ stored: 1, captures: 0, captureRepeats: 0, captureConflicts: [key], conflictsQuarantined: 1 });
+      expect(r).toMatchObject({
+        stored: 1,
+        captures: 0,
+        captureRepeats: 0,
+        captureConflicts: [key],
+        conflictsQuarantined: 1,
+      });
     } finally {
       other.release();
     }
     const q = await pool.query(`select error from relay.quarantine where bot_id = $1`, [botId]);
-    expect(q.rows).toEqual([{ error: expect.stringMatching(new RegExp(`^RELAY_CAPTURE_KEY_CONFLICT: capture key ${key} `)) }]);
+    expect(q.rows).toEqual([
+      { error: expect.stringMatching(new RegExp(`^RELAY_CAPTURE_KEY_CONFLICT: capture key ${key} `)) },
+    ]);
   });
 
   it('unauthorized updates are stored and advance the cursor, with no capture and no dispatch job', async () => {
@@ -200,7 +247,11 @@ describe('persistBatch', () => {
       makeMessageUpdate({ updateId: 2, chatId: C + 2 }),
       makeCallbackUpdate({ updateId: 3, chatId: C + 2 }),
     ];
-    const r = await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence, { allowedChatIds: new Set([String(C)]) }));
+    const r = await persistBatch(
+      { pool, boss },
+      plan(items, 1),
+      opts(botId, fence, { allowedChatIds: new Set([String(C)]) }),
+    );
     expect(r).toMatchObject({ stored: 3, unauthorized: 2, captures: 1, dispatchJobs: 1, nextOffset: 4 });
     const { rows } = await pool.query(
       'select update_id, authorized, state, job_id is not null as has_job, handled_at is not null as handled from relay.inbox where bot_id = $1 order by update_id',
@@ -234,11 +285,19 @@ describe('persistBatch', () => {
     await new Promise((r) => setTimeout(r, 20)); // lease expired
     const taken = await acquire(botId, 'owner-b');
     expect(taken.generation).toBe(old.generation + 1);
-    const err = await persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1), opts(botId, old)).catch((e) => e);
+    const err = await persistBatch(
+      { pool, boss },
+      plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1),
+      opts(botId, old),
+    ).catch((e) => e);
     expect(err).toBeInstanceOf(LeaseLostError);
     expect(err.code).toBe('RELAY_LEASE_LOST');
     expect(await inboxUpdateIds(pool, botId)).toEqual([]);
-    expect(await cursorOf(pool, botId)).toMatchObject({ nextOffset: 0, leaseOwner: 'owner-b', progressGeneration: null });
+    expect(await cursorOf(pool, botId)).toMatchObject({
+      nextOffset: 0,
+      leaseOwner: 'owner-b',
+      progressGeneration: null,
+    });
     // The new owner's progress is untouched by the old one's attempts.
     expect(await cursorRecordProgress(pool, botId, old, 60_000)).toBe(false);
   });
@@ -251,7 +310,12 @@ describe('persistBatch', () => {
     try {
       await client.query('begin');
       const { persistInTransaction } = await import('../../../libs/ingress/persist-batch.js');
-      await persistInTransaction(client, boss, plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1), opts(botId, old, { leaseTtlMs: 300 }));
+      await persistInTransaction(
+        client,
+        boss,
+        plan([makeMessageUpdate({ updateId: 1, chatId: C })], 1),
+        opts(botId, old, { leaseTtlMs: 300 }),
+      );
       await new Promise((r) => setTimeout(r, 400)); // the lease expires while the transaction is open
       let acquiredAt = 0;
       const takeover = acquire(botId, 'owner-b').then((f) => {
@@ -269,9 +333,9 @@ describe('persistBatch', () => {
       client.release();
     }
     expect(await inboxUpdateIds(pool, botId)).toEqual([1]);
-    await expect(persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 2, chatId: C })], 2), opts(botId, old))).rejects.toBeInstanceOf(
-      LeaseLostError,
-    );
+    await expect(
+      persistBatch({ pool, boss }, plan([makeMessageUpdate({ updateId: 2, chatId: C })], 2), opts(botId, old)),
+    ).rejects.toBeInstanceOf(LeaseLostError);
     expect(await inboxUpdateIds(pool, botId)).toEqual([1]);
   });
 
@@ -301,7 +365,14 @@ describe('persistBatch', () => {
         json_path: '$.message.message_id',
         state: 'quarantined',
       },
-      { update_id: null, raw: 'not json', sha256: expect.any(String), error: 'not valid JSON', json_path: '$', state: 'quarantined' },
+      {
+        update_id: null,
+        raw: 'not json',
+        sha256: expect.any(String),
+        error: 'not valid JSON',
+        json_path: '$',
+        state: 'quarantined',
+      },
     ]);
     const { rows: audit } = await pool.query(
       `select count(*)::int n from relay.attempts a join relay.quarantine q on a.subject = 'quarantine' and a.subject_id = q.id where q.bot_id = $1`,
@@ -317,14 +388,20 @@ describe('persistBatch', () => {
     const C = Number(botId); // chats unique to this test: capture keys are global
     const fence = await acquire(botId);
     const p = plan(
-      [makeMessageUpdate({ updateId: 1, chatId: C }), '{"update_id":2,"message":{"message_id":"x"}}', makeMessageUpdate({ updateId: 3, chatId: C })],
+      [
+        makeMessageUpdate({ updateId: 1, chatId: C }),
+        '{"update_id":2,"message":{"message_id":"x"}}',
+        makeMessageUpdate({ updateId: 3, chatId: C }),
+      ],
       1,
     );
     await persistBatch({ pool, boss }, p, opts(botId, fence));
     expect(await inboxUpdateIds(pool, botId)).toEqual([1]);
     const c = await cursorOf(pool, botId);
     expect(c?.nextOffset).toBe(2);
-    expect(c?.haltedReason).toMatch(/update_id 2 could not be decoded \(\$\.message\.message_id: expected an integer\)/);
+    expect(c?.haltedReason).toMatch(
+      /update_id 2 could not be decoded \(\$\.message\.message_id: expected an integer\)/,
+    );
     expect(c?.haltedReason).not.toContain('"x"');
     const { rows } = await pool.query(`select count(*)::int n from relay.quarantine where bot_id = $1`, [botId]);
     expect(rows[0].n).toBe(0);
@@ -334,11 +411,19 @@ describe('persistBatch', () => {
 describe('ingressHealth', () => {
   it('is ready only after the current generation made progress, within 2 × POLL_TIMEOUT', async () => {
     const { botId } = newBotToken();
-    expect(await ingressHealth(pool, botId, { pollTimeoutMs: 1000 })).toMatchObject({ ready: false, reasons: [expect.stringMatching(/never started/)] });
+    expect(await ingressHealth(pool, botId, { pollTimeoutMs: 1000 })).toMatchObject({
+      ready: false,
+      reasons: [expect.stringMatching(/never started/)],
+    });
 
     const g1 = await acquire(botId, 'owner-a', 200);
     let h = await ingressHealth(pool, botId, { pollTimeoutMs: 1000 });
-    expect(h).toMatchObject({ ready: false, generation: g1.generation, owner: 'owner-a', reasons: [`generation ${g1.generation} has not made progress yet`] });
+    expect(h).toMatchObject({
+      ready: false,
+      generation: g1.generation,
+      owner: 'owner-a',
+      reasons: [`generation ${g1.generation} has not made progress yet`],
+    });
 
     await cursorRecordProgress(pool, botId, g1, 200);
     h = await ingressHealth(pool, botId, { pollTimeoutMs: 1000 });
@@ -355,15 +440,25 @@ describe('ingressHealth', () => {
     await new Promise((r) => setTimeout(r, 250));
     const g2 = await acquire(botId, 'owner-b');
     h = await ingressHealth(pool, botId, { pollTimeoutMs: 1000 });
-    expect(h).toMatchObject({ ready: false, generation: g2.generation, owner: 'owner-b', reasons: [`generation ${g2.generation} has not made progress yet`] });
+    expect(h).toMatchObject({
+      ready: false,
+      generation: g2.generation,
+      owner: 'owner-b',
+      reasons: [`generation ${g2.generation} has not made progress yet`],
+    });
     // A late result of the old generation cannot count: its write is fenced.
     expect(await cursorRecordProgress(pool, botId, g1, 60_000)).toBe(false);
     expect((await ingressHealth(pool, botId, { pollTimeoutMs: 1000 })).ready).toBe(false);
     await cursorRecordProgress(pool, botId, g2, 60_000);
-    expect(await ingressHealth(pool, botId, { pollTimeoutMs: 1000 })).toMatchObject({ ready: true, generation: g2.generation });
+    expect(await ingressHealth(pool, botId, { pollTimeoutMs: 1000 })).toMatchObject({
+      ready: true,
+      generation: g2.generation,
+    });
 
     await cursorRelease(pool, botId, g2);
-    expect((await ingressHealth(pool, botId, { pollTimeoutMs: 1000 })).reasons).toContain('no replica holds the ingress lease');
+    expect((await ingressHealth(pool, botId, { pollTimeoutMs: 1000 })).reasons).toContain(
+      'no replica holds the ingress lease',
+    );
   });
 
   it('reports a halt as not ready with its reason', async () => {

@@ -8,7 +8,17 @@ import { Client } from 'pg';
 import { ingressHealth } from '../../../libs/ingress/health';
 import type { BotApiSandbox } from '../../../libs/sandbox';
 import { adminUrl, createMigratedDatabase } from '../../support/db';
-import { cursorOf, inboxCount, inboxUpdateIds, jobCounts, newBotToken, range, startSandbox, startTestPoller, TestPoller } from '../../support/ingress-harness';
+import {
+  cursorOf,
+  inboxCount,
+  inboxUpdateIds,
+  jobCounts,
+  newBotToken,
+  range,
+  startSandbox,
+  startTestPoller,
+  TestPoller,
+} from '../../support/ingress-harness';
 import { waitFor } from '../../support/wait-for';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
@@ -64,7 +74,9 @@ describe('durable poller', () => {
     const offsets = polledOffsets(token);
     expect(Math.max(...offsets)).toBeLessThanOrEqual(cursor!.nextOffset);
     expect(offsets.filter((o) => o > 0).every((o, i, a) => i === 0 || o >= a[i - 1])).toBe(true);
-    await waitFor(() => sandbox.confirmedOffset(token) === inj.last_update_id! + 1, { what: 'batch confirmed by the next poll' });
+    await waitFor(() => sandbox.confirmedOffset(token) === inj.last_update_id! + 1, {
+      what: 'batch confirmed by the next poll',
+    });
     expect(sandbox.pendingCount(token)).toBe(0);
   });
 
@@ -76,7 +88,9 @@ describe('durable poller', () => {
     await db.pool.query('insert into public.fail_inbox values ($1)', [botId]);
     const failing = first.update_id + 1;
     sandbox.injectMessages(token, 5, { chats: [Number(botId)] });
-    await waitFor(() => polledOffsets(token).filter((o) => o === failing).length >= 4, { what: 'four polls at the failing offset' });
+    await waitFor(() => polledOffsets(token).filter((o) => o === failing).length >= 4, {
+      what: 'four polls at the failing offset',
+    });
 
     expect(await inboxUpdateIds(db.pool, botId)).toEqual([first.update_id]);
     expect((await cursorOf(db.pool, botId))?.nextOffset).toBe(failing);
@@ -117,7 +131,10 @@ describe('durable poller', () => {
     sandbox.setFaults({ sequence: [...sequence], methods: ['getUpdates'] }, token);
     const inj = sandbox.injectMessages(token, 600, { chats: 7, chatBase: Number(botId) });
     start({ token, botId });
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === 600, { what: '600 updates despite faults', timeoutMs: 30_000 });
+    await waitFor(async () => (await inboxCount(db.pool, botId)) === 600, {
+      what: '600 updates despite faults',
+      timeoutMs: 30_000,
+    });
     sandbox.setFaults(null, token);
     expect(await inboxUpdateIds(db.pool, botId)).toEqual(range(inj.first_update_id!, 600));
     const outcomes = sandbox.calls(token, { method: 'getUpdates' }).map((c) => c.outcome);
@@ -145,11 +162,15 @@ describe('durable poller', () => {
 
     // Another process sets a webhook: every getUpdates now answers 409.
     const call = (method: string, params: unknown) =>
-      fetch(`${sandbox.url}/bot${token}/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) }).then(
-        (r) => r.json() as Promise<{ ok: boolean; error_code?: number }>,
-      );
+      fetch(`${sandbox.url}/bot${token}/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(params),
+      }).then((r) => r.json() as Promise<{ ok: boolean; error_code?: number }>);
     await call('setWebhook', { url: 'http://127.0.0.1:9/elsewhere' });
-    await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).filter((c) => c.status === 409).length >= 4, { what: 'repeated 409s' });
+    await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).filter((c) => c.status === 409).length >= 4, {
+      what: 'repeated 409s',
+    });
     const during = sandbox.calls(token, { method: 'getUpdates' }).filter((c) => c.status === 409);
     await call('deleteWebhook', {});
 
@@ -168,7 +189,9 @@ describe('durable poller', () => {
     expect(conflictLogs.length).toBeLessThanOrEqual(2); // the webhook episode, and maybe the foreign poller's
     expect(conflictLogs.length).toBeGreaterThanOrEqual(1);
     expect(conflictLogs[0].level).toBe(40);
-    expect(p.logs.lines().filter((l) => l.msg?.startsWith('getUpdates conflict over')).length).toBe(conflictLogs.length);
+    expect(p.logs.lines().filter((l) => l.msg?.startsWith('getUpdates conflict over')).length).toBe(
+      conflictLogs.length,
+    );
     // Backoff, not a hot loop: 4+ conflicts took at least 25+50+100 ms.
     expect(during[3].time - during[0].time).toBeGreaterThanOrEqual(150);
     expect(p.poller.status().generation).toBe(generation);
@@ -188,7 +211,9 @@ describe('durable poller', () => {
         const method = req.url?.split('/').pop();
         res.setHeader('content-type', 'application/json');
         if (method === 'getWebhookInfo')
-          return res.end(JSON.stringify({ ok: true, result: { url: '', has_custom_certificate: false, pending_update_count: 0 } }));
+          return res.end(
+            JSON.stringify({ ok: true, result: { url: '', has_custom_certificate: false, pending_update_count: 0 } }),
+          );
         polls++;
         res.end(JSON.stringify({ ok: true, result: [] })); // timeout ignored
       });
@@ -221,15 +246,32 @@ describe('durable poller', () => {
         const method = req.url?.split('/').pop();
         res.setHeader('content-type', 'application/json');
         if (method === 'getWebhookInfo')
-          return res.end(JSON.stringify({ ok: true, result: { url: '', has_custom_certificate: false, pending_update_count: 0 } }));
+          return res.end(
+            JSON.stringify({ ok: true, result: { url: '', has_custom_certificate: false, pending_update_count: 0 } }),
+          );
         times.push(Date.now());
         if (times.length === 1) {
           res.statusCode = 429;
           res.setHeader('retry-after', '1');
-          return res.end(JSON.stringify({ ok: false, error_code: 429, description: 'Too Many Requests: retry after 1', parameters: { retry_after: 1 } }));
+          return res.end(
+            JSON.stringify({
+              ok: false,
+              error_code: 429,
+              description: 'Too Many Requests: retry after 1',
+              parameters: { retry_after: 1 },
+            }),
+          );
         }
         const offset = JSON.parse(body).offset;
-        const result = offset > 500 ? [] : [{ update_id: 500, message: { message_id: 1, date: 1, chat: { id: Number(botId), type: 'private' }, text: 'x' } }];
+        const result =
+          offset > 500
+            ? []
+            : [
+                {
+                  update_id: 500,
+                  message: { message_id: 1, date: 1, chat: { id: Number(botId), type: 'private' }, text: 'x' },
+                },
+              ];
         setTimeout(() => res.end(JSON.stringify({ ok: true, result })), offset > 500 ? 200 : 0);
       });
     });
@@ -252,7 +294,9 @@ describe('durable poller', () => {
     const generation = p.poller.status().generation;
     sandbox.revokeToken(token);
     sandbox.injectMessage(token, { chatId: Number(botId), text: 'wake the long poll' });
-    await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).filter((c) => c.status === 401).length >= 4, { what: 'repeated 401s' });
+    await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).filter((c) => c.status === 401).length >= 4, {
+      what: 'repeated 401s',
+    });
     const health = await ingressHealth(db.pool, botId, { pollTimeoutMs: 60_000 });
     expect(health.ready).toBe(false);
     expect(health.reasons.join('\n')).toMatch(/getUpdates answered 401 .*TELEGRAM_BOT_TOKEN/);
@@ -261,14 +305,20 @@ describe('durable poller', () => {
     const errors = p.logs.lines().filter((l) => l.level >= 50 && /401/.test(l.msg ?? ''));
     expect(errors).toHaveLength(1); // once per episode
     expect(p.logs.text()).not.toContain(token.split(':')[1]);
-    await Promise.race([p.poller.done.then((e) => Promise.reject(new Error(`poller ended: ${e.reason}`))), new Promise((r) => setTimeout(r, 100))]);
+    await Promise.race([
+      p.poller.done.then((e) => Promise.reject(new Error(`poller ended: ${e.reason}`))),
+      new Promise((r) => setTimeout(r, 100)),
+    ]);
   });
 
   it('DECODE_POLICY=stop halts at the bad update (nothing of it stored, not confirmed); quarantine then moves past it', async () => {
     const { token, botId } = newBotToken();
     const chat = Number(botId);
     const a = sandbox.injectMessage(token, { chatId: chat, text: 'a' });
-    const bad = { update_id: a.update_id + 1, message: { message_id: 'not a number', date: 1, chat: { id: chat, type: 'private' }, text: 'secret user text' } };
+    const bad = {
+      update_id: a.update_id + 1,
+      message: { message_id: 'not a number', date: 1, chat: { id: chat, type: 'private' }, text: 'secret user text' },
+    };
     expect(sandbox.injectRawUpdate(token, bad).slot).toBe(a.update_id + 1);
     const c = sandbox.injectMessage(token, { chatId: chat, text: 'c' });
 
@@ -277,7 +327,11 @@ describe('durable poller', () => {
     expect(await inboxUpdateIds(db.pool, botId)).toEqual([a.update_id]);
     const cur = await cursorOf(db.pool, botId);
     expect(cur?.nextOffset).toBe(bad.update_id);
-    expect(cur?.haltedReason).toMatch(new RegExp(`update_id ${bad.update_id} could not be decoded \\(\\$\\.message\\.message_id: expected an integer\\)`));
+    expect(cur?.haltedReason).toMatch(
+      new RegExp(
+        `update_id ${bad.update_id} could not be decoded \\(\\$\\.message\\.message_id: expected an integer\\)`,
+      ),
+    );
     const health = await ingressHealth(db.pool, botId, { pollTimeoutMs: 1000 });
     expect(health.ready).toBe(false);
     expect(health.reasons.join()).toMatch(/halted: /);
@@ -295,10 +349,17 @@ describe('durable poller', () => {
     const q = start({ token, botId, decodePolicy: 'quarantine' });
     await waitFor(async () => (await inboxCount(db.pool, botId)) === 2, { what: 'update after the bad one stored' });
     expect(await inboxUpdateIds(db.pool, botId)).toEqual([a.update_id, c.update_id]);
-    const { rows } = await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw, json_path from relay.quarantine where bot_id = $1`, [botId]);
-    expect(rows).toEqual([{ update_id: String(bad.update_id), raw: JSON.stringify(bad), json_path: '$.message.message_id' }]);
+    const { rows } = await db.pool.query(
+      `select update_id, convert_from(raw, 'UTF8') as raw, json_path from relay.quarantine where bot_id = $1`,
+      [botId],
+    );
+    expect(rows).toEqual([
+      { update_id: String(bad.update_id), raw: JSON.stringify(bad), json_path: '$.message.message_id' },
+    ]);
     expect((await cursorOf(db.pool, botId))?.haltedReason).toBeNull();
-    await waitFor(async () => (await ingressHealth(db.pool, botId, { pollTimeoutMs: 1000 })).ready, { what: 'ready again' });
+    await waitFor(async () => (await ingressHealth(db.pool, botId, { pollTimeoutMs: 1000 })).ready, {
+      what: 'ready again',
+    });
     expect(q.logs.text()).not.toContain('secret user text');
   });
 
@@ -320,13 +381,24 @@ describe('durable poller', () => {
 
     const p = start({ token, botId });
     await waitFor(async () => (await inboxCount(db.pool, botId)) === 3, { what: 'all three updates stored' });
-    await waitFor(() => (sandbox.confirmedOffset(token) ?? 0) > c.update_id, { what: 'the batch confirmed to Telegram' });
+    await waitFor(() => (sandbox.confirmedOffset(token) ?? 0) > c.update_id, {
+      what: 'the batch confirmed to Telegram',
+    });
     expect(p.poller.status().state).toBe('polling');
-    const q = await db.pool.query(`select update_id::int as id, convert_from(raw, 'UTF8') as raw, error from relay.quarantine where bot_id = $1`, [botId]);
+    const q = await db.pool.query(
+      `select update_id::int as id, convert_from(raw, 'UTF8') as raw, error from relay.quarantine where bot_id = $1`,
+      [botId],
+    );
     expect(q.rows).toHaveLength(1);
-    expect(q.rows[0]).toMatchObject({ id: b.update_id, error: expect.stringContaining(`RELAY_CAPTURE_KEY_CONFLICT: capture key ${key}`) });
+    expect(q.rows[0]).toMatchObject({
+      id: b.update_id,
+      error: expect.stringContaining(`RELAY_CAPTURE_KEY_CONFLICT: capture key ${key}`),
+    });
     expect(JSON.parse(q.rows[0].raw)).toEqual(b);
-    const caps = await db.pool.query(`select bot_id, update_id::int as id, payload_sha256 from relay.captures where chat_id = $1 order by update_id`, [chat]);
+    const caps = await db.pool.query(
+      `select bot_id, update_id::int as id, payload_sha256 from relay.captures where chat_id = $1 order by update_id`,
+      [chat],
+    );
     expect(caps.rows.map((r) => [r.bot_id, r.id])).toEqual([
       [botId, a.update_id],
       ['another-bot', b.update_id],
@@ -344,12 +416,17 @@ describe('durable poller', () => {
     const a = sandbox.injectMessage(token, { chatId: Number(botId), text: 'a' });
     sandbox.injectRawUpdate(token, 'definitely not json');
     start({ token, botId, decodePolicy: 'quarantine' });
-    await waitFor(async () => (await cursorOf(db.pool, botId))?.nextOffset === a.update_id + 2, { what: 'cursor past the garbage' });
+    await waitFor(async () => (await cursorOf(db.pool, botId))?.nextOffset === a.update_id + 2, {
+      what: 'cursor past the garbage',
+    });
     await waitFor(() => sandbox.pendingCount(token) === 0, { what: 'garbage confirmed' });
     const b = sandbox.injectMessage(token, { chatId: Number(botId), text: 'b' });
     await waitFor(async () => (await inboxCount(db.pool, botId)) === 2);
     expect(await inboxUpdateIds(db.pool, botId)).toEqual([a.update_id, b.update_id]);
-    const { rows } = await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw from relay.quarantine where bot_id = $1`, [botId]);
+    const { rows } = await db.pool.query(
+      `select update_id, convert_from(raw, 'UTF8') as raw from relay.quarantine where bot_id = $1`,
+      [botId],
+    );
     expect(rows).toEqual([{ update_id: null, raw: 'definitely not json' }]);
   });
 
@@ -363,7 +440,10 @@ describe('durable poller', () => {
     await admin.connect();
     try {
       await admin.query(`alter database "${db.name}" allow_connections false`);
-      await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [db.name]);
+      await admin.query(
+        'select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()',
+        [db.name],
+      );
       sandbox.injectMessages(token, 50, { chats: 3, chatBase: Number(botId) });
       await new Promise((r) => setTimeout(r, 1500));
       expect(sandbox.confirmedOffset(token)).toBe(first.last_update_id! + 1); // nothing confirmed while the database is down
@@ -371,7 +451,10 @@ describe('durable poller', () => {
       await admin.query(`alter database "${db.name}" allow_connections true`);
       await admin.end();
     }
-    await waitFor(async () => (await inboxCount(db.pool, botId).catch(() => 0)) === 100, { what: 'all 100 stored after the outage', timeoutMs: 20_000 });
+    await waitFor(async () => (await inboxCount(db.pool, botId).catch(() => 0)) === 100, {
+      what: 'all 100 stored after the outage',
+      timeoutMs: 20_000,
+    });
     expect(await inboxUpdateIds(db.pool, botId)).toEqual(range(first.first_update_id!, 100));
     expect(p.poller.status().state).not.toBe('stopped');
     expect(p.poller.status().generation).toBeGreaterThan(gen); // the lease lapsed during the outage: re-acquired as a new generation

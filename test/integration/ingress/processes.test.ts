@@ -7,7 +7,15 @@ import { freePort } from '../../../libs/db';
 import type { BotApiSandbox } from '../../../libs/sandbox';
 import { exited } from '../../support/cli';
 import { createMigratedDatabase } from '../../support/db';
-import { cursorOf, inboxCount, inboxUpdateIds, jobCounts, newBotToken, range, startSandbox } from '../../support/ingress-harness';
+import {
+  cursorOf,
+  inboxCount,
+  inboxUpdateIds,
+  jobCounts,
+  newBotToken,
+  range,
+  startSandbox,
+} from '../../support/ingress-harness';
 import { hasLog, killHard, ownedBy, PollerProcess, startPollerProcess } from '../../support/ingress-processes';
 import { waitFor } from '../../support/wait-for';
 
@@ -108,7 +116,10 @@ describe('poller processes', () => {
 
       sandbox.setFaults(null, token);
       const final = spawnPoller(token);
-      await waitFor(async () => (await inboxCount(db.pool, botId)) === 5000, { timeoutMs: 60_000, what: 'the rest of the backlog' });
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === 5000, {
+        timeoutMs: 60_000,
+        what: 'the rest of the backlog',
+      });
       await waitFor(() => sandbox.confirmedOffset(token) === last + 1, { what: 'last batch confirmed' });
       final.kill('SIGTERM');
       expect(await exited(final)).toEqual({ code: 0, signal: null });
@@ -119,11 +130,16 @@ describe('poller processes', () => {
       expect(cursor.leaseGeneration).toBeGreaterThanOrEqual(11);
       expect(sandbox.pendingCount(token)).toBe(0);
       // Exactly one capture and one job of each kind per update: no batch was half-applied or applied twice.
-      const { rows } = await db.pool.query('select count(*)::int as n, count(distinct update_id)::int as d from relay.captures where bot_id = $1', [botId]);
+      const { rows } = await db.pool.query(
+        'select count(*)::int as n, count(distinct update_id)::int as d from relay.captures where bot_id = $1',
+        [botId],
+      );
       expect(rows[0]).toEqual({ n: 5000, d: 5000 });
       expect(await jobCounts(db.pool, botId)).toEqual({ dispatch: 5000, capture: 5000 });
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n(KILL_SEED=${seed}; kills: ${JSON.stringify(kills)})`, { cause: err });
+      throw new Error(`${(err as Error).message}\n(KILL_SEED=${seed}; kills: ${JSON.stringify(kills)})`, {
+        cause: err,
+      });
     }
   });
 
@@ -150,14 +166,21 @@ describe('poller processes', () => {
       answered = sandbox.calls(token, { method: 'getUpdates' }).length > callsBefore;
       if (!answered) {
         a.kill('SIGCONT');
-        await waitFor(async () => (await inboxCount(db.pool, botId)) >= storedBefore + 5, { what: 'A stored the batch (retrying the pause)' });
+        await waitFor(async () => (await inboxCount(db.pool, botId)) >= storedBefore + 5, {
+          what: 'A stored the batch (retrying the pause)',
+        });
       }
     }
     expect(answered).toBe(true);
 
     const b = spawnPoller(token, { pollTimeout: '20s' });
-    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, b), { what: 'B took over', timeoutMs: 20_000 });
-    await waitFor(async () => (await inboxUpdateIds(db.pool, botId)).includes(injected[4]), { what: 'B stored the batch A holds' });
+    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, b), {
+      what: 'B took over',
+      timeoutMs: 20_000,
+    });
+    await waitFor(async () => (await inboxUpdateIds(db.pool, botId)).includes(injected[4]), {
+      what: 'B stored the batch A holds',
+    });
     const genB = (await cursorOf(db.pool, botId))!.leaseGeneration;
     expect(genB).toBe(genA + 1);
     const snapshot = async () => {
@@ -172,7 +195,11 @@ describe('poller processes', () => {
       return { ...rows[0], jobs: await jobCounts(db.pool, botId) };
     };
     const before = await snapshot();
-    expect(before.inbox.filter((r: { u: number }) => injected.includes(Number(r.u))).every((r: { g: number }) => Number(r.g) === genB)).toBe(true);
+    expect(
+      before.inbox
+        .filter((r: { u: number }) => injected.includes(Number(r.u)))
+        .every((r: { g: number }) => Number(r.g) === genB),
+    ).toBe(true);
 
     a.kill('SIGCONT');
     await waitFor(() => hasLog(a, /batch rejected by the lease fence/), { what: "A's fenced commit to be rejected" });
@@ -194,7 +221,11 @@ describe('poller processes', () => {
 
     const killedAt = Date.now();
     await killHard(a);
-    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, b), { what: 'B took over', timeoutMs: 10_000, intervalMs: 10 });
+    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, b), {
+      what: 'B took over',
+      timeoutMs: 10_000,
+      intervalMs: 10,
+    });
     const takeoverMs = Date.now() - killedAt;
     expect(takeoverMs).toBeLessThanOrEqual(ttlMs + 1000); // one lease period (+ scheduling slack on a loaded 2-core machine)
 
@@ -208,11 +239,22 @@ describe('poller processes', () => {
     b.kill('SIGTERM');
     expect(await exited(b)).toEqual({ code: 0, signal: null });
     expect(hasLog(b, 'ingress lease released')).toBe(true);
-    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, c), { what: 'C took over', intervalMs: 10 });
+    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, c), {
+      what: 'C took over',
+      intervalMs: 10,
+    });
     expect(Date.now() - termAt).toBeLessThan(ttlMs + 1000);
     // Released (audited), not left to expire.
-    const { rows } = await db.pool.query(`select outcome, worker_id from relay.attempts where subject = 'cursor' and subject_key = $1 order by id`, [botId]);
-    expect(rows.map((r) => r.outcome)).toEqual(['lease_acquired', 'lease_acquired', 'lease_released', 'lease_acquired']);
+    const { rows } = await db.pool.query(
+      `select outcome, worker_id from relay.attempts where subject = 'cursor' and subject_key = $1 order by id`,
+      [botId],
+    );
+    expect(rows.map((r) => r.outcome)).toEqual([
+      'lease_acquired',
+      'lease_acquired',
+      'lease_released',
+      'lease_acquired',
+    ]);
     expect(ownedBy(rows[2].worker_id, b)).toBe(true);
   });
 
@@ -243,9 +285,12 @@ describe('poller processes', () => {
       timeoutMs: 20_000,
     });
     const r = sandbox.injectMessages(token, 30, { chats: 3, chatBase: Number(botId) });
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === 30 && sandbox.webhookInfo(token).pending_update_count === 0, {
-      what: 'delivered and acknowledged',
-    });
+    await waitFor(
+      async () => (await inboxCount(db.pool, botId)) === 30 && sandbox.webhookInfo(token).pending_update_count === 0,
+      {
+        what: 'delivered and acknowledged',
+      },
+    );
     expect(await inboxUpdateIds(db.pool, botId)).toEqual(range(r.first_update_id!, 30));
     const bad = await fetch(`http://127.0.0.1:${port}/telegram/webhook/${botId}`, {
       method: 'POST',

@@ -41,12 +41,18 @@ describe('poller watchdog', () => {
     const env = { apiRoot: sandbox.url, token, leaseTtl: '5s', pollTimeout: '1s' };
     const stuck = startPollerProcess({ ...env, databaseUrl: proxy.url });
     procs.push(stuck);
-    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, stuck), { what: 'the poller owns the lease', timeoutMs: 60_000 });
+    await waitFor(async () => ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, stuck), {
+      what: 'the poller owns the lease',
+      timeoutMs: 60_000,
+    });
     const before = (await cursorOf(db.pool, botId))!.nextOffset;
 
     // frozen while a long poll is open, so the poll answers the updates and the batch hangs (frozen
     // during an empty poll's progress write, the poller would never see them: no stall to detect)
-    await waitFor(() => sandbox.botState(token).long_poll_open, { what: 'the poller inside a long poll', intervalMs: 1 });
+    await waitFor(() => sandbox.botState(token).long_poll_open, {
+      what: 'the poller inside a long poll',
+      intervalMs: 1,
+    });
     proxy.freeze();
     sandbox.injectMessages(token, 3, { chats: 1, chatBase: Number(botId) });
 
@@ -61,7 +67,10 @@ describe('poller watchdog', () => {
     proxy.thaw();
     const restarted = startPollerProcess({ ...env, databaseUrl: db.url });
     procs.push(restarted);
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === 3, { what: 'the restarted poller stored the updates', timeoutMs: 60_000 });
+    await waitFor(async () => (await inboxCount(db.pool, botId)) === 3, {
+      what: 'the restarted poller stored the updates',
+      timeoutMs: 60_000,
+    });
     expect(ownedBy((await cursorOf(db.pool, botId))?.leaseOwner, restarted)).toBe(true);
   });
 
@@ -98,10 +107,16 @@ describe('poller watchdog', () => {
       sandbox.setFaults({ serverErrorRate: 1, methods: ['getUpdates'] }, token);
       const failedFrom = sandbox.calls(token, { method: 'getUpdates' }).length;
       // many failed polls, well over several 1 s watchdog windows (backoff is capped at 400 ms here)
-      await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).length >= failedFrom + 10, { what: '10 failed polls', timeoutMs: 30_000 });
+      await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).length >= failedFrom + 10, {
+        what: '10 failed polls',
+        timeoutMs: 30_000,
+      });
       sandbox.setFaults(null, token);
       const emptyFrom = sandbox.calls(token, { method: 'getUpdates' }).length;
-      await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).length >= emptyFrom + 5, { what: '5 empty polls', timeoutMs: 30_000 });
+      await waitFor(() => sandbox.calls(token, { method: 'getUpdates' }).length >= emptyFrom + 5, {
+        what: '5 empty polls',
+        timeoutMs: 30_000,
+      });
       expect(ended).toBeNull();
       sandbox.injectMessages(token, 2, { chats: 1, chatBase: Number(botId) });
       await waitFor(async () => (await inboxCount(db.pool, botId)) === 2, { what: 'stored after the failures' });

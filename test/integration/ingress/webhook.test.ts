@@ -7,7 +7,15 @@ import type { BotApiSandbox } from '../../../libs/sandbox';
 import { createBotApiClient } from '../../../libs/telegram';
 import { createMigratedDatabase } from '../../support/db';
 import { makeMessageUpdate } from '../../support/ingress-fixtures';
-import { cursorOf, inboxCount, inboxUpdateIds, jobCounts, memoryLogger, newBotToken, startSandbox } from '../../support/ingress-harness';
+import {
+  cursorOf,
+  inboxCount,
+  inboxUpdateIds,
+  jobCounts,
+  memoryLogger,
+  newBotToken,
+  startSandbox,
+} from '../../support/ingress-harness';
 import { waitFor } from '../../support/wait-for';
 
 const SECRET = 'webhook-Secret_0123456789';
@@ -35,7 +43,11 @@ afterAll(async () => {
   await db.drop();
 });
 
-async function startWebhook(token: string, botId: string, o: { decodePolicy?: 'stop' | 'quarantine'; owner?: string } = {}) {
+async function startWebhook(
+  token: string,
+  botId: string,
+  o: { decodePolicy?: 'stop' | 'quarantine'; owner?: string } = {},
+) {
   const port = await freePort();
   const logs = memoryLogger();
   const api = createBotApiClient({ token, apiRoot: sandbox.url });
@@ -72,7 +84,10 @@ async function startWebhook(token: string, botId: string, o: { decodePolicy?: 's
 const post = (url: string, body: string, secret: string | null = SECRET) =>
   fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(secret === null ? {} : { 'x-telegram-bot-api-secret-token': secret }) },
+    headers: {
+      'content-type': 'application/json',
+      ...(secret === null ? {} : { 'x-telegram-bot-api-secret-token': secret }),
+    },
     body,
   });
 
@@ -81,21 +96,31 @@ describe('webhook ingress', () => {
     const { token, botId } = newBotToken();
     const w = await startWebhook(token, botId);
     await waitFor(() => sandbox.webhookInfo(token).url === w.url, { what: 'webhook registered' });
-    await waitFor(async () => (await ingressHealth(db.pool, botId, { pollTimeoutMs: 500 })).ready, { what: 'ready (registration confirmed)' });
+    await waitFor(async () => (await ingressHealth(db.pool, botId, { pollTimeoutMs: 500 })).ready, {
+      what: 'ready (registration confirmed)',
+    });
 
     await db.pool.query('insert into public.fail_inbox values ($1)', [botId]);
     const chat = Number(botId);
     const ids = [1, 2, 3].map((i) => sandbox.injectMessage(token, { chatId: chat, text: `m${i}` }).update_id);
-    await waitFor(() => (sandbox.webhookInfo(token).last_error_message ?? '') !== '' && sandbox.stats().webhook.failed >= 3, { what: 'failed deliveries' });
+    await waitFor(
+      () => (sandbox.webhookInfo(token).last_error_message ?? '') !== '' && sandbox.stats().webhook.failed >= 3,
+      { what: 'failed deliveries' },
+    );
     expect(await inboxCount(db.pool, botId)).toBe(0);
     expect(sandbox.webhookInfo(token).pending_update_count).toBe(3); // not acknowledged: Telegram keeps them
-    expect(w.logs.lines().some((l) => l.msg?.startsWith('webhook batch transaction failed') && l.level === 50)).toBe(true);
+    expect(w.logs.lines().some((l) => l.msg?.startsWith('webhook batch transaction failed') && l.level === 50)).toBe(
+      true,
+    );
 
     await db.pool.query('delete from public.fail_inbox where bot_id = $1', [botId]);
-    await waitFor(async () => (await inboxCount(db.pool, botId)) === 3 && sandbox.webhookInfo(token).pending_update_count === 0, {
-      what: 'delivered after the failure',
-      timeoutMs: 10_000,
-    });
+    await waitFor(
+      async () => (await inboxCount(db.pool, botId)) === 3 && sandbox.webhookInfo(token).pending_update_count === 0,
+      {
+        what: 'delivered after the failure',
+        timeoutMs: 10_000,
+      },
+    );
     expect(await inboxUpdateIds(db.pool, botId)).toEqual(ids);
     expect(await jobCounts(db.pool, botId)).toEqual({ dispatch: 3, capture: 3 });
     expect((await cursorOf(db.pool, botId))?.nextOffset).toBe(ids[2] + 1);
@@ -137,11 +162,16 @@ describe('webhook ingress', () => {
 
   it('decode policy: stop answers 500 and records why; quarantine stores the raw body and answers 200; a body that is no update is 400 under both', async () => {
     const { token, botId } = newBotToken();
-    const bad = JSON.stringify({ update_id: 12, message: { message_id: 1, date: 1, chat: { id: 'x', type: 'private' } } });
+    const bad = JSON.stringify({
+      update_id: 12,
+      message: { message_id: 1, date: 1, chat: { id: 'x', type: 'private' } },
+    });
     const stop = await startWebhook(token, botId, { decodePolicy: 'stop' });
     await waitFor(async () => (await cursorOf(db.pool, botId))?.leaseOwner != null);
     expect((await post(stop.url, bad)).status).toBe(500);
-    expect((await cursorOf(db.pool, botId))?.haltedReason).toMatch(/update_id 12 could not be decoded \(\$\.message\.chat\.id: expected an integer\)/);
+    expect((await cursorOf(db.pool, botId))?.haltedReason).toMatch(
+      /update_id 12 could not be decoded \(\$\.message\.chat\.id: expected an integer\)/,
+    );
     expect(await inboxCount(db.pool, botId)).toBe(0);
     await stop.stop();
     running.splice(0);
@@ -150,9 +180,10 @@ describe('webhook ingress', () => {
     await waitFor(async () => (await cursorOf(db.pool, botId))?.leaseOwner != null);
     expect((await post(q.url, bad)).status).toBe(200);
     expect((await post(q.url, 'not json at all')).status).toBe(400);
-    const { rows } = await db.pool.query(`select update_id, convert_from(raw, 'UTF8') as raw, transport from relay.quarantine where bot_id = $1 order by id`, [
-      botId,
-    ]);
+    const { rows } = await db.pool.query(
+      `select update_id, convert_from(raw, 'UTF8') as raw, transport from relay.quarantine where bot_id = $1 order by id`,
+      [botId],
+    );
     expect(rows).toEqual([
       { update_id: '12', raw: bad, transport: 'webhook' },
       { update_id: null, raw: 'not json at all', transport: 'webhook' },

@@ -10,7 +10,16 @@ import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
 import { startWorkerProcess, workerStarted, WorkerProcess } from '../../support/worker-process';
 import { seedStreamConfig } from '../../../libs/jetstream/bridge';
-import { BridgeProcess, bridgeBound, killProcess, natsScope, NatsScope, readiness, startBridge, startTcpProxy } from '../../support/jetstream';
+import {
+  BridgeProcess,
+  bridgeBound,
+  killProcess,
+  natsScope,
+  NatsScope,
+  readiness,
+  startBridge,
+  startTcpProxy,
+} from '../../support/jetstream';
 
 const TOKEN = '6161:jetstream-test-token-not-a-secret';
 const OPS_CHAT = '-100616';
@@ -27,7 +36,11 @@ beforeAll(async () => {
   boss = createBoss(db.url, { max: 1 });
   sb = createBotApiSandbox({
     seed: 7,
-    limits: { perBot: { count: 1000, windowMs: 1000 }, privateChat: { count: 1000, windowMs: 1000 }, groupChat: { count: 1000, windowMs: 1000 } },
+    limits: {
+      perBot: { count: 1000, windowMs: 1000 },
+      privateChat: { count: 1000, windowMs: 1000 },
+      groupChat: { count: 1000, windowMs: 1000 },
+    },
   });
   await sb.start();
 });
@@ -47,7 +60,12 @@ afterEach(async () => {
   await scope.cleanup();
 });
 
-const bridgeEnv = (extra: Record<string, string> = {}) => ({ DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, OPS_CHAT_ID: OPS_CHAT, ...extra });
+const bridgeEnv = (extra: Record<string, string> = {}) => ({
+  DATABASE_URL: db.url,
+  TELEGRAM_BOT_TOKEN: TOKEN,
+  OPS_CHAT_ID: OPS_CHAT,
+  ...extra,
+});
 const bridge = (extra: Record<string, string> = {}) => {
   const p = startBridge(scope, bridgeEnv(extra));
   procs.push(p);
@@ -78,46 +96,74 @@ it('publish → delivered exactly once per msg_id: default chat, parse_mode verb
 
   const N = 30;
   for (let i = 0; i < N; i++) {
-    const msg: Record<string, unknown> = { msg_id: `deliver-${i}`, text: `<b>m ${i}</b>`, parse_mode: 'HTML', kind: i % 2 ? 'trade' : 'info' };
+    const msg: Record<string, unknown> = {
+      msg_id: `deliver-${i}`,
+      text: `<b>m ${i}</b>`,
+      parse_mode: 'HTML',
+      kind: i % 2 ? 'trade' : 'info',
+    };
     if (i % 3) msg.chat_id = i % 3 === 1 ? 7001 : '7002';
     if (i === 3) msg.chat = null; // the seed's field name, null → default chat
     await scope.publish(msg, msg.msg_id as string);
   }
   // republished: within the stream's window by Nats-Msg-Id, and past it (another Nats-Msg-Id, same payload)
-  expect((await scope.publish({ msg_id: 'deliver-1', chat_id: 7001, text: '<b>m 1</b>', parse_mode: 'HTML', kind: 'trade' }, 'deliver-1')).duplicate).toBe(
-    true,
+  expect(
+    (
+      await scope.publish(
+        { msg_id: 'deliver-1', chat_id: 7001, text: '<b>m 1</b>', parse_mode: 'HTML', kind: 'trade' },
+        'deliver-1',
+      )
+    ).duplicate,
+  ).toBe(true);
+  await scope.publish(
+    { msg_id: 'deliver-2', chat_id: '7002', text: '<b>m 2</b>', parse_mode: 'HTML', kind: 'info' },
+    'deliver-2-republished',
   );
-  await scope.publish({ msg_id: 'deliver-2', chat_id: '7002', text: '<b>m 2</b>', parse_mode: 'HTML', kind: 'info' }, 'deliver-2-republished');
   await scope.publish({ msg_id: 'deliver-4', chat_id: 7001, text: '<b>m 4</b>', parse_mode: 'HTML', kind: 'info' });
 
   await waitFor(async () => (await count(`select count(*) as n from relay.outbound where state = 'delivered'`)) === N, {
     timeoutMs: 30_000,
     what: 'all delivered',
   });
-  await waitFor(async () => (await scope.consumerInfo()).num_ack_pending === 0 && (await scope.consumerInfo()).num_pending === 0, { what: 'stream drained' });
+  await waitFor(
+    async () => (await scope.consumerInfo()).num_ack_pending === 0 && (await scope.consumerInfo()).num_pending === 0,
+    { what: 'stream drained' },
+  );
 
   const sent = sb.sent(TOKEN);
   const texts = sent.map((m) => m.text);
   for (let i = 0; i < N; i++) expect(texts.filter((t) => t === `<b>m ${i}</b>`)).toHaveLength(1); // verbatim, once each
   expect(sent).toHaveLength(N);
   expect(sent.every((m) => m.parse_mode === 'HTML')).toBe(true);
-  const rows = (await db.pool.query('select msg_id, chat_id, parse_mode, kind, publisher_kind from relay.outbound order by id')).rows;
+  const rows = (
+    await db.pool.query('select msg_id, chat_id, parse_mode, kind, publisher_kind from relay.outbound order by id')
+  ).rows;
   expect(rows).toHaveLength(N);
-  expect(rows.find((r) => r.msg_id === 'deliver-0')).toMatchObject({ chat_id: OPS_CHAT, parse_mode: 'HTML', kind: 'message', publisher_kind: 'info' });
+  expect(rows.find((r) => r.msg_id === 'deliver-0')).toMatchObject({
+    chat_id: OPS_CHAT,
+    parse_mode: 'HTML',
+    kind: 'message',
+    publisher_kind: 'info',
+  });
   expect(rows.find((r) => r.msg_id === 'deliver-3')).toMatchObject({ chat_id: OPS_CHAT, publisher_kind: 'trade' });
   expect(rows.find((r) => r.msg_id === 'deliver-1')).toMatchObject({ chat_id: '7001', publisher_kind: 'trade' });
   expect(await count('select count(*) as n from relay.jetstream_rejects')).toBe(0);
   // exactly one pg-boss job per row: nothing enqueued twice
-  expect(await count(`select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'deliver-%'`)).toBe(N);
+  expect(
+    await count(
+      `select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'deliver-%'`,
+    ),
+  ).toBe(N);
 
   const page = await itemList(db.pool, 'outbound', {}, { limit: 100 });
   expect(page.items.find((r) => r.msg_id === 'deliver-1')).toMatchObject({ publisher_kind: 'trade' });
 });
 
 it('invalid messages are termed with a recorded reason; a msg_id republished with another payload is recorded as a conflict and acked', async () => {
-  await db.pool.query(`insert into relay.outbound_settings (singleton, bot_id, default_chat_id) values (true, '6161', $1) on conflict (singleton) do nothing`, [
-    OPS_CHAT,
-  ]);
+  await db.pool.query(
+    `insert into relay.outbound_settings (singleton, bot_id, default_chat_id) values (true, '6161', $1) on conflict (singleton) do nothing`,
+    [OPS_CHAT],
+  );
   const b = bridge();
   await bridgeBound(b);
   await scope.publish({ msg_id: 'ok-1', chat_id: 42, text: 'fine' }, 'ok-1');
@@ -132,9 +178,13 @@ it('invalid messages are termed with a recorded reason; a msg_id republished wit
   await scope.publish({ msg_id: 'ok-2', chat_id: 42, text: 'fine too', kind: 'k'.repeat(65) }, 'ok-2'); // publisher kind too long
   await scope.publish({ msg_id: 'ok-3', chat_id: 42, text: 'last one' }, 'ok-3');
 
-  await waitFor(async () => (await count('select count(*) as n from relay.jetstream_rejects')) === 9 && (await outboundRows()) === 2, {
-    what: 'rejects recorded',
-  });
+  await waitFor(
+    async () =>
+      (await count('select count(*) as n from relay.jetstream_rejects')) === 9 && (await outboundRows()) === 2,
+    {
+      what: 'rejects recorded',
+    },
+  );
   await waitFor(
     async () => {
       const i = await scope.consumerInfo();
@@ -144,7 +194,9 @@ it('invalid messages are termed with a recorded reason; a msg_id republished wit
   );
 
   const rejects = (
-    await db.pool.query('select nats_msg_id, msg_id, reason, error, outbound_id, octet_length(raw) as size from relay.jetstream_rejects order by stream_seq')
+    await db.pool.query(
+      'select nats_msg_id, msg_id, reason, error, outbound_id, octet_length(raw) as size from relay.jetstream_rejects order by stream_seq',
+    )
   ).rows;
   const by = (id: string) => rejects.find((r) => r.nats_msg_id === id);
   expect(by('bad-json')).toMatchObject({ reason: 'invalid_json', msg_id: null });
@@ -159,7 +211,12 @@ it('invalid messages are termed with a recorded reason; a msg_id republished wit
   expect(by('ok-1-again')).toMatchObject({ reason: 'conflict', msg_id: 'ok-1', outbound_id: okId });
   // the existing message is untouched and its history shows the conflict
   expect((await db.pool.query(`select text from relay.outbound where msg_id = 'ok-1'`)).rows[0].text).toBe('fine');
-  expect(await count(`select count(*) as n from relay.attempts where subject = 'outbound' and subject_id = $1 and outcome = 'conflict'`, [okId])).toBe(1);
+  expect(
+    await count(
+      `select count(*) as n from relay.attempts where subject = 'outbound' and subject_id = $1 and outcome = 'conflict'`,
+      [okId],
+    ),
+  ).toBe(1);
   // reasons are logged; message text is not
   expect(b.output()).toContain('jetstream message refused');
   expect(b.output()).not.toContain('secret-text');
@@ -170,12 +227,18 @@ it('SIGKILL of the bridge mid-stream loses nothing and enqueues nothing twice', 
   await scope.jsm.streams.add(seedStreamConfig(scope.stream, scope.subject));
   for (let from = 0; from < N; from += 100) {
     await Promise.all(
-      Array.from({ length: 100 }, (_, k) => from + k).map((i) => scope.publish({ msg_id: `kill-${i}`, chat_id: 8000 + (i % 20), text: `k ${i}` }, `kill-${i}`)),
+      Array.from({ length: 100 }, (_, k) => from + k).map((i) =>
+        scope.publish({ msg_id: `kill-${i}`, chat_id: 8000 + (i % 20), text: `k ${i}` }, `kill-${i}`),
+      ),
     );
   }
   const first = bridge({ NATS_BATCH: '10', NATS_ACK_WAIT: '2s' }); // creates the consumer: its in-flight messages come back after 2 s
   await bridgeBound(first);
-  await waitFor(async () => (await outboundRows()) >= 100, { timeoutMs: 30_000, intervalMs: 5, what: 'some rows committed' });
+  await waitFor(async () => (await outboundRows()) >= 100, {
+    timeoutMs: 30_000,
+    intervalMs: 5,
+    what: 'some rows committed',
+  });
   first.kill('SIGKILL');
   await killProcess(first);
   const before = await outboundRows();
@@ -192,7 +255,11 @@ it('SIGKILL of the bridge mid-stream loses nothing and enqueues nothing twice', 
     { timeoutMs: 20_000, what: 'stream drained' },
   );
   expect(await count(`select count(distinct msg_id) as n from relay.outbound where msg_id like 'kill-%'`)).toBe(N);
-  expect(await count(`select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'kill-%'`)).toBe(N);
+  expect(
+    await count(
+      `select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'kill-%'`,
+    ),
+  ).toBe(N);
   expect(await count('select count(*) as n from relay.jetstream_rejects')).toBe(0);
 });
 
@@ -209,7 +276,9 @@ it('database down: messages stay in the stream (naked, not acked) and are enqueu
 
   await pgProxy.cut();
   for (let i = 1; i <= 10; i++) await scope.publish({ msg_id: `db-${i}`, chat_id: 9, text: `during ${i}` }, `db-${i}`);
-  await waitFor(async () => (await readiness(port)).status === 503, { what: 'not ready while the database is unreachable' });
+  await waitFor(async () => (await readiness(port)).status === 503, {
+    what: 'not ready while the database is unreachable',
+  });
   const r = await readiness(port);
   expect(r.body).toMatchObject({ ready: false, database: 'error', bound: true });
   await waitFor(async () => (await scope.consumerInfo()).num_redelivered > 0, { what: 'naked messages redelivered' });
@@ -218,9 +287,16 @@ it('database down: messages stay in the stream (naked, not acked) and are enqueu
   expect(await outboundRows()).toBe(1);
 
   await pgProxy.restore();
-  await waitFor(async () => (await outboundRows()) === 11, { timeoutMs: 30_000, what: 'enqueued after the database came back' });
+  await waitFor(async () => (await outboundRows()) === 11, {
+    timeoutMs: 30_000,
+    what: 'enqueued after the database came back',
+  });
   await waitFor(async () => (await readiness(port)).status === 200, { what: 'ready again' });
-  expect(await count(`select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'db-%'`)).toBe(11);
+  expect(
+    await count(
+      `select count(*) as n from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' like 'db-%'`,
+    ),
+  ).toBe(11);
 });
 
 it('reconnects after the NATS connection is cut (TCP proxy), and rebinds after its consumer and its stream are deleted', async () => {
@@ -240,22 +316,41 @@ it('reconnects after the NATS connection is cut (TCP proxy), and rebinds after i
 
   await scope.jsm.consumers.delete(scope.stream, scope.consumer);
   await scope.publish({ msg_id: 'rc-3', chat_id: 9, text: 'c' });
-  await waitFor(async () => (await outboundRows()) === 3, { timeoutMs: 30_000, what: 'message after the consumer was deleted' });
+  await waitFor(async () => (await outboundRows()) === 3, {
+    timeoutMs: 30_000,
+    what: 'message after the consumer was deleted',
+  });
 
   await scope.jsm.streams.delete(scope.stream);
   // the bridge recreates the stream with the seed's settings; publish once it exists again
-  const info = await waitFor(() => scope.jsm.streams.info(scope.stream).catch(() => undefined), { timeoutMs: 30_000, what: 'stream recreated' });
+  const info = await waitFor(() => scope.jsm.streams.info(scope.stream).catch(() => undefined), {
+    timeoutMs: 30_000,
+    what: 'stream recreated',
+  });
   expect(info.config.subjects).toEqual([scope.subject]);
   expect(Number(info.config.max_age)).toBe(24 * 3600 * 1e9);
   expect(Number(info.config.duplicate_window)).toBe(5 * 60 * 1e9);
   await scope.publish({ msg_id: 'rc-4', chat_id: 9, text: 'd' });
-  await waitFor(async () => (await outboundRows()) === 4, { timeoutMs: 30_000, what: 'message after the stream was deleted' });
+  await waitFor(async () => (await outboundRows()) === 4, {
+    timeoutMs: 30_000,
+    what: 'message after the stream was deleted',
+  });
   expect(b.exitCode).toBeNull();
-  expect((await db.pool.query('select msg_id from relay.outbound order by id')).rows.map((r) => r.msg_id)).toEqual(['rc-1', 'rc-2', 'rc-3', 'rc-4']);
+  expect((await db.pool.query('select msg_id from relay.outbound order by id')).rows.map((r) => r.msg_id)).toEqual([
+    'rc-1',
+    'rc-2',
+    'rc-3',
+    'rc-4',
+  ]);
 });
 
 it('binds to an existing stream without changing it', async () => {
-  await scope.jsm.streams.add({ name: scope.stream, subjects: [scope.subject, 'tgrtest.other.>'], max_age: 3600 * 1e9, duplicate_window: 60 * 1e9 });
+  await scope.jsm.streams.add({
+    name: scope.stream,
+    subjects: [scope.subject, 'tgrtest.other.>'],
+    max_age: 3600 * 1e9,
+    duplicate_window: 60 * 1e9,
+  });
   const b = bridge();
   await bridgeBound(b);
   await scope.publish({ msg_id: 'ex-1', chat_id: 9, text: 'a' });
@@ -271,7 +366,11 @@ it('a 403 chat: the message fails, operators get one Telegram alert and one aler
   const wide = { ...scope, subject: scope.subject.replace(/\.outbound$/, '.>') };
   const alerts: Array<{ json: { failed: { reason: string } }; alertHeader: string | undefined }> = [];
   const sub = scope.nc.subscribe(scope.alertSubject, {
-    callback: (_e, m) => void alerts.push({ json: m.json<{ failed: { reason: string } }>(), alertHeader: m.headers?.get('Tg-Relay-Alert') }),
+    callback: (_e, m) =>
+      void alerts.push({
+        json: m.json<{ failed: { reason: string } }>(),
+        alertHeader: m.headers?.get('Tg-Relay-Alert'),
+      }),
   });
   sb.scriptChatError(TOKEN, 4343, 'blocked');
   const w = worker();
@@ -281,14 +380,24 @@ it('a 403 chat: the message fails, operators get one Telegram alert and one aler
   const port = await bridgeBound(b);
 
   await scope.publish({ msg_id: 'blocked-1', chat_id: 4343, text: 'to a chat that blocked the bot', kind: 'trade' });
-  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where msg_id = 'blocked-1' and state = 'failed'`)) === 1, {
-    timeoutMs: 30_000,
-    what: 'failed',
-  });
+  await waitFor(
+    async () =>
+      (await count(`select count(*) as n from relay.outbound where msg_id = 'blocked-1' and state = 'failed'`)) === 1,
+    {
+      timeoutMs: 30_000,
+      what: 'failed',
+    },
+  );
   await waitFor(() => alerts.length >= 1, { timeoutMs: 30_000, what: 'alert on NATS' });
-  await waitFor(() => sb.sent(TOKEN).some((m) => String(m.chat_id) === OPS_CHAT), { timeoutMs: 30_000, what: 'Telegram alert' });
+  await waitFor(() => sb.sent(TOKEN).some((m) => String(m.chat_id) === OPS_CHAT), {
+    timeoutMs: 30_000,
+    what: 'Telegram alert',
+  });
   // the published alert went through the stream to the bridge, which skipped it
-  await waitFor(async () => (await readiness(port)).body.stats.skipped >= 1, { timeoutMs: 20_000, what: 'alert skipped by the bridge' });
+  await waitFor(async () => (await readiness(port)).body.stats.skipped >= 1, {
+    timeoutMs: 20_000,
+    what: 'alert skipped by the bridge',
+  });
   sub.unsubscribe();
 
   expect(alerts).toHaveLength(1);
@@ -325,14 +434,22 @@ it('META_ALERT_ON_DROP=false: no Telegram alert and nothing on the alert subject
   await bridgeBound(b);
   await scope.publish({ msg_id: 'quiet-1', chat_id: 4444, text: 'x' });
   await scope.publish({ msg_id: 'quiet-2', chat_id: 4445, text: 'after' });
-  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where msg_id = 'quiet-1' and state = 'failed'`)) === 1, {
-    timeoutMs: 30_000,
-    what: 'failed',
-  });
-  await waitFor(async () => (await count(`select count(*) as n from relay.outbound where msg_id = 'quiet-2' and state = 'delivered'`)) === 1, {
-    timeoutMs: 30_000,
-    what: 'next delivered',
-  });
+  await waitFor(
+    async () =>
+      (await count(`select count(*) as n from relay.outbound where msg_id = 'quiet-1' and state = 'failed'`)) === 1,
+    {
+      timeoutMs: 30_000,
+      what: 'failed',
+    },
+  );
+  await waitFor(
+    async () =>
+      (await count(`select count(*) as n from relay.outbound where msg_id = 'quiet-2' and state = 'delivered'`)) === 1,
+    {
+      timeoutMs: 30_000,
+      what: 'next delivered',
+    },
+  );
   await scope.nc.flush();
   sub.unsubscribe();
   expect(await count(`select count(*) as n from relay.outbound where kind = 'alert'`)).toBe(0);

@@ -46,12 +46,25 @@ it('a message published on NATS is sent by the all-in-one process, its one METRI
     LOG_LEVEL: 'info',
   });
   const p = proc;
-  await waitFor(() => p.output().includes('jetstream bridge bound'), { timeoutMs: 60_000, what: 'bridge bound inside start' });
+  await waitFor(() => p.output().includes('jetstream bridge bound'), {
+    timeoutMs: 60_000,
+    what: 'bridge bound inside start',
+  });
   await scope.publish({ msg_id: 'start-1', text: 'from the fleet', kind: 'info' }, 'start-1');
-  await waitFor(() => sb.sent(TOKEN).find((m) => m.text === 'from the fleet'), { timeoutMs: 30_000, what: 'sent to Telegram' });
-  expect(sb.sent(TOKEN).filter((m) => m.text === 'from the fleet')).toEqual([expect.objectContaining({ chat_id: -100818 })]);
+  await waitFor(() => sb.sent(TOKEN).find((m) => m.text === 'from the fleet'), {
+    timeoutMs: 30_000,
+    what: 'sent to Telegram',
+  });
+  expect(sb.sent(TOKEN).filter((m) => m.text === 'from the fleet')).toEqual([
+    expect.objectContaining({ chat_id: -100818 }),
+  ]);
   const row = await waitFor(
-    async () => (await db.pool.query(`select state, publisher_kind from relay.outbound where msg_id = 'start-1' and state = 'delivered'`)).rows[0],
+    async () =>
+      (
+        await db.pool.query(
+          `select state, publisher_kind from relay.outbound where msg_id = 'start-1' and state = 'delivered'`,
+        )
+      ).rows[0],
     { what: 'delivered' },
   );
   expect(row).toEqual({ state: 'delivered', publisher_kind: 'info' });
@@ -67,9 +80,16 @@ it('a message published on NATS is sent by the all-in-one process, its one METRI
   );
   expect(Object.keys(ready.checks).sort()).toEqual(['jetstream', 'poller', 'worker']);
   const fams = parsePrometheus(await (await fetch(`${endpoint}/metrics`)).text());
-  for (const name of ['tg_relay_get_updates_total', 'tg_relay_attempts_total', 'tg_relay_jetstream_messages_total', 'process_cpu_seconds_total'])
+  for (const name of [
+    'tg_relay_get_updates_total',
+    'tg_relay_attempts_total',
+    'tg_relay_jetstream_messages_total',
+    'process_cpu_seconds_total',
+  ])
     expect([name, fams.has(name)]).toEqual([name, true]);
-  const delivered = fams.get('tg_relay_attempts_total')!.samples.find((s) => s.labels.queue === 'outbound.send' && s.labels.outcome === 'delivered');
+  const delivered = fams
+    .get('tg_relay_attempts_total')!
+    .samples.find((s) => s.labels.queue === 'outbound.send' && s.labels.outcome === 'delivered');
   expect(delivered?.value).toBe(1);
 
   p.kill('SIGTERM');

@@ -36,20 +36,26 @@ afterAll(async () => {
 });
 
 async function app(env: Record<string, string> = {}): Promise<FastifyInstance> {
-  const a = await buildTestApp(db.pool, boss, { config: testConfig({ TELEGRAM_BOT_TOKEN: `${BOT}:dashboard-trace-token`, ...env }) });
+  const a = await buildTestApp(db.pool, boss, {
+    config: testConfig({ TELEGRAM_BOT_TOKEN: `${BOT}:dashboard-trace-token`, ...env }),
+  });
   apps.push(a);
   return a;
 }
 
 const enqueue = (msgId: string, traceparent?: string) =>
-  withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: msgId, chat_id: 42, text: 'hello', bot_id: BOT, traceparent }));
+  withTransaction(db.pool, (c) =>
+    enqueueOutbound(c, boss, { msg_id: msgId, chat_id: 42, text: 'hello', bot_id: BOT, traceparent }),
+  );
 
 test('detail endpoints serve trace_id and the TRACE_URL_TEMPLATE link; untraced items serve nulls; the library refuses a malformed traceparent', async () => {
   const traceId = crypto.randomBytes(16).toString('hex');
   const traced = await enqueue('traced-lib', `00-${traceId}-${crypto.randomBytes(8).toString('hex')}-01`);
   const untraced = await enqueue('untraced-lib');
   await expect(enqueue('bad-lib', '00-123-456-01')).rejects.toThrow(OutboundValidationError);
-  await expect(enqueue('bad-lib', '00-123-456-01')).rejects.toMatchObject({ problems: [expect.objectContaining({ field: 'traceparent' })] });
+  await expect(enqueue('bad-lib', '00-123-456-01')).rejects.toMatchObject({
+    problems: [expect.objectContaining({ field: 'traceparent' })],
+  });
   const [inboxId] = await storeUpdates(
     db.pool,
     boss,
@@ -61,9 +67,18 @@ test('detail endpoints serve trace_id and the TRACE_URL_TEMPLATE link; untraced 
   const a = (await call(withTemplate, 'GET', `/v1/outbound/${traced.id}`)).json();
   expect(a).toMatchObject({ trace_id: traceId, trace_url: `https://jaeger.example/trace/${traceId}?from=tg-relay` });
   expect(a).not.toHaveProperty('traceparent');
-  expect((await call(withTemplate, 'GET', `/v1/outbound/${untraced.id}`)).json()).toMatchObject({ trace_id: null, trace_url: null });
-  expect((await call(withTemplate, 'GET', `/v1/inbox/${inboxId}`)).json()).toMatchObject({ trace_id: null, trace_url: null });
-  await db.pool.query(`update relay.inbox set traceparent = $1 where id = $2`, [`00-${traceId}-${'1'.repeat(16)}-01`, inboxId]);
+  expect((await call(withTemplate, 'GET', `/v1/outbound/${untraced.id}`)).json()).toMatchObject({
+    trace_id: null,
+    trace_url: null,
+  });
+  expect((await call(withTemplate, 'GET', `/v1/inbox/${inboxId}`)).json()).toMatchObject({
+    trace_id: null,
+    trace_url: null,
+  });
+  await db.pool.query(`update relay.inbox set traceparent = $1 where id = $2`, [
+    `00-${traceId}-${'1'.repeat(16)}-01`,
+    inboxId,
+  ]);
   expect((await call(withTemplate, 'GET', `/v1/inbox/${inboxId}`)).json()).toMatchObject({ trace_id: traceId });
   // a malformed stored value is no trace, not an error
   await db.pool.query(`update relay.inbox set traceparent = 'garbage' where id = $1`, [inboxId]);
@@ -71,7 +86,10 @@ test('detail endpoints serve trace_id and the TRACE_URL_TEMPLATE link; untraced 
   expect([g.statusCode, g.json().trace_id]).toEqual([200, null]);
 
   const noTemplate = await app();
-  expect((await call(noTemplate, 'GET', `/v1/outbound/${traced.id}`)).json()).toMatchObject({ trace_id: traceId, trace_url: null });
+  expect((await call(noTemplate, 'GET', `/v1/outbound/${traced.id}`)).json()).toMatchObject({
+    trace_id: traceId,
+    trace_url: null,
+  });
 
   // the dashboard's detail view: the trace id, linked
   await withTemplate.listen({ port: 0, host: '127.0.0.1' });

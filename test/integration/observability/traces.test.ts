@@ -106,7 +106,11 @@ describe('traces across a poller and a worker process', () => {
       const [batch] = byName(trace, 'ingress.batch');
       expect(batch).toMatchObject({
         parentSpanId: null,
-        attributes: expect.objectContaining({ 'messaging.system': 'telegram', 'messaging.operation.name': 'getUpdates', outcome: 'committed' }),
+        attributes: expect.objectContaining({
+          'messaging.system': 'telegram',
+          'messaging.operation.name': 'getUpdates',
+          outcome: 'committed',
+        }),
       });
       expect(byName(trace, 'getUpdates')[0]).toMatchObject({
         parentSpanId: batch.spanId,
@@ -116,21 +120,43 @@ describe('traces across a poller and a worker process', () => {
       expect(persist.parentSpanId).toBe(batch.spanId);
       expect(ingress!.parentSpanId).toBe(persist.spanId);
       // the batch transaction's statements, by the maintained pg instrumentation
-      expect(trace.some((s) => s.parentSpanId === persist.spanId && (s.attributes['db.system'] ?? s.attributes['db.system.name']) === 'postgresql')).toBe(true);
+      expect(
+        trace.some(
+          (s) =>
+            s.parentSpanId === persist.spanId &&
+            (s.attributes['db.system'] ?? s.attributes['db.system.name']) === 'postgresql',
+        ),
+      ).toBe(true);
 
       const dispatch = byName(trace, 'dispatch.update').find((s) => s.attributes['tg.update_id'] === u.update_id);
       expect(dispatch).toMatchObject({
         parentSpanId: ingress!.spanId,
-        attributes: expect.objectContaining({ 'tg.chat_id': String(chat), 'messaging.operation.type': 'process', outcome: 'handled' }),
+        attributes: expect.objectContaining({
+          'tg.chat_id': String(chat),
+          'messaging.operation.type': 'process',
+          outcome: 'handled',
+        }),
       });
-      const send = byName(trace, 'sendMessage').find((s) => s.attributes['tg.msg_id'] === `update:${botId}:${u.update_id}:1`);
+      const send = byName(trace, 'sendMessage').find(
+        (s) => s.attributes['tg.msg_id'] === `update:${botId}:${u.update_id}:1`,
+      );
       expect(send).toMatchObject({
-        attributes: expect.objectContaining({ outcome: 'delivered', 'http.response.status_code': 200, 'tg.chat_id': String(chat) }),
+        attributes: expect.objectContaining({
+          outcome: 'delivered',
+          'http.response.status_code': 200,
+          'tg.chat_id': String(chat),
+        }),
       });
       // the Bot API call inside the attempt, by the maintained http instrumentation, token redacted
       expect(trace.some((s) => s.parentSpanId === send!.spanId && s.kind === 3 /* CLIENT */)).toBe(true);
       expect(byName(trace, 'capture.deliver').filter((s) => s.parentSpanId === ingress!.spanId)).toEqual([
-        expect.objectContaining({ attributes: expect.objectContaining({ 'tg.update_id': u.update_id, 'tg.chat_id': String(chat), outcome: 'delivered' }) }),
+        expect.objectContaining({
+          attributes: expect.objectContaining({
+            'tg.update_id': u.update_id,
+            'tg.chat_id': String(chat),
+            outcome: 'delivered',
+          }),
+        }),
       ]);
 
       // two processes: the poller's spans and the worker's
@@ -143,9 +169,17 @@ describe('traces across a poller and a worker process', () => {
     }
     // stored with the rows (the only way the context crossed processes)
     const inbox = await db.pool.query(`select traceparent from relay.inbox where bot_id = $1`, [botId]);
-    expect(inbox.rows.map((r) => r.traceparent)).toEqual([expect.stringMatching(TP), expect.stringMatching(TP), expect.stringMatching(TP)]);
+    expect(inbox.rows.map((r) => r.traceparent)).toEqual([
+      expect.stringMatching(TP),
+      expect.stringMatching(TP),
+      expect.stringMatching(TP),
+    ]);
     const outbound = await db.pool.query(`select traceparent from relay.outbound where bot_id = $1`, [botId]);
-    expect(outbound.rows.map((r) => r.traceparent)).toEqual([expect.stringMatching(TP), expect.stringMatching(TP), expect.stringMatching(TP)]);
+    expect(outbound.rows.map((r) => r.traceparent)).toEqual([
+      expect.stringMatching(TP),
+      expect.stringMatching(TP),
+      expect.stringMatching(TP),
+    ]);
 
     // nothing exported carries the token or a message text (attributes, names, events, resource)
     const everything = receiver.bodies.join('\n');
@@ -171,7 +205,10 @@ describe('traces across a poller and a worker process', () => {
       const traceId = crypto.randomBytes(16).toString('hex');
       const parentId = crypto.randomBytes(8).toString('hex');
       const msg = { msg_id: `traced-${traceId}`, chat_id: 601, text: 'traced over http', bot_id: botId };
-      const ok = await call(app, 'POST', '/v1/messages', { body: msg, headers: { ...auth, traceparent: `00-${traceId}-${parentId}-01` } });
+      const ok = await call(app, 'POST', '/v1/messages', {
+        body: msg,
+        headers: { ...auth, traceparent: `00-${traceId}-${parentId}-01` },
+      });
       expect(ok.statusCode).toBe(201);
 
       // a body field too; malformed header or body field: 400 with a code, nothing enqueued
@@ -180,42 +217,81 @@ describe('traces across a poller and a worker process', () => {
         headers: auth,
       });
       expect(viaBody.statusCode).toBe(201);
-      for (const bad of ['00-xyz', `00-${'0'.repeat(32)}-${parentId}-01`, `ff-${traceId}-${parentId}-01`, `00-${traceId}-${parentId}-01-extra`]) {
-        const r1 = await call(app, 'POST', '/v1/messages', { body: { ...msg, msg_id: 'bad-header' }, headers: { ...auth, traceparent: bad } });
+      for (const bad of [
+        '00-xyz',
+        `00-${'0'.repeat(32)}-${parentId}-01`,
+        `ff-${traceId}-${parentId}-01`,
+        `00-${traceId}-${parentId}-01-extra`,
+      ]) {
+        const r1 = await call(app, 'POST', '/v1/messages', {
+          body: { ...msg, msg_id: 'bad-header' },
+          headers: { ...auth, traceparent: bad },
+        });
         expect([r1.statusCode, r1.json().code]).toEqual([400, 'RELAY_ADMIN_TRACEPARENT_INVALID']);
-        const r2 = await call(app, 'POST', '/v1/messages', { body: { ...msg, msg_id: 'bad-body', traceparent: bad }, headers: auth });
+        const r2 = await call(app, 'POST', '/v1/messages', {
+          body: { ...msg, msg_id: 'bad-body', traceparent: bad },
+          headers: auth,
+        });
         expect([r2.statusCode, r2.json().code]).toEqual([400, 'RELAY_ADMIN_TRACEPARENT_INVALID']);
       }
-      expect((await db.pool.query(`select count(*)::int as n from relay.outbound where msg_id like 'bad-%'`)).rows[0].n).toBe(0);
+      expect(
+        (await db.pool.query(`select count(*)::int as n from relay.outbound where msg_id like 'bad-%'`)).rows[0].n,
+      ).toBe(0);
 
       // the SQL function: a traceparent joins, garbage is ignored (a new trace), the old signature still works
       const sqlTrace = crypto.randomBytes(16).toString('hex');
-      await db.pool.query(`select * from relay.enqueue_outbound('sql-traced-${sqlTrace}', '602', 'via sql', bot_id => $1, traceparent => $2)`, [
-        botId,
-        `00-${sqlTrace}-${parentId}-01`,
-      ]);
-      await db.pool.query(`select * from relay.enqueue_outbound('sql-garbage', '602', 'via sql', bot_id => $1, traceparent => 'garbage')`, [botId]);
-      await db.pool.query(`select * from relay.enqueue_outbound('sql-old', '602', 'via sql', 'HTML', false, null, 'message', 'at_least_once', $1)`, [botId]);
+      await db.pool.query(
+        `select * from relay.enqueue_outbound('sql-traced-${sqlTrace}', '602', 'via sql', bot_id => $1, traceparent => $2)`,
+        [botId, `00-${sqlTrace}-${parentId}-01`],
+      );
+      await db.pool.query(
+        `select * from relay.enqueue_outbound('sql-garbage', '602', 'via sql', bot_id => $1, traceparent => 'garbage')`,
+        [botId],
+      );
+      await db.pool.query(
+        `select * from relay.enqueue_outbound('sql-old', '602', 'via sql', 'HTML', false, null, 'message', 'at_least_once', $1)`,
+        [botId],
+      );
 
       // an inbox row whose stored traceparent is garbage: handled all the same, in a trace of its own
-      const update = sandbox.injectMessage(token, { chatId: 603, text: 'row with a bad traceparent' }) as { update_id: number } & Record<string, unknown>;
+      const update = sandbox.injectMessage(token, { chatId: 603, text: 'row with a bad traceparent' }) as {
+        update_id: number;
+      } & Record<string, unknown>;
       await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), [update], botId);
-      await db.pool.query(`update relay.inbox set traceparent = '00-not-a-trace-context' where bot_id = $1 and update_id = $2`, [botId, update.update_id]);
+      await db.pool.query(
+        `update relay.inbox set traceparent = '00-not-a-trace-context' where bot_id = $1 and update_id = $2`,
+        [botId, update.update_id],
+      );
 
-      await waitFor(() => sentTo(token, 601).length === 2 && sentTo(token, 602).length === 3 && sentTo(token, 603).length === 1, {
-        what: 'all sent',
-        timeoutMs: 60_000,
-      });
+      await waitFor(
+        () => sentTo(token, 601).length === 2 && sentTo(token, 602).length === 3 && sentTo(token, 603).length === 1,
+        {
+          what: 'all sent',
+          timeoutMs: 60_000,
+        },
+      );
       await stop(w);
 
       const sends = byName(receiver.spans, 'sendMessage');
       const http1 = sends.find((s) => s.attributes['tg.msg_id'] === msg.msg_id);
       expect(http1).toMatchObject({ traceId, parentSpanId: parentId });
-      expect(sends.find((s) => s.attributes['tg.msg_id'] === `traced-body-${traceId}`)).toMatchObject({ traceId, parentSpanId: parentId });
-      expect(sends.find((s) => s.attributes['tg.msg_id'] === `sql-traced-${sqlTrace}`)).toMatchObject({ traceId: sqlTrace, parentSpanId: parentId });
-      for (const id of ['sql-garbage', 'sql-old']) expect(sends.find((s) => s.attributes['tg.msg_id'] === id)).toMatchObject({ parentSpanId: null });
-      const dispatch = byName(receiver.spans, 'dispatch.update').find((s) => s.attributes['tg.update_id'] === update.update_id);
-      expect(dispatch).toMatchObject({ parentSpanId: null, attributes: expect.objectContaining({ outcome: 'handled' }) });
+      expect(sends.find((s) => s.attributes['tg.msg_id'] === `traced-body-${traceId}`)).toMatchObject({
+        traceId,
+        parentSpanId: parentId,
+      });
+      expect(sends.find((s) => s.attributes['tg.msg_id'] === `sql-traced-${sqlTrace}`)).toMatchObject({
+        traceId: sqlTrace,
+        parentSpanId: parentId,
+      });
+      for (const id of ['sql-garbage', 'sql-old'])
+        expect(sends.find((s) => s.attributes['tg.msg_id'] === id)).toMatchObject({ parentSpanId: null });
+      const dispatch = byName(receiver.spans, 'dispatch.update').find(
+        (s) => s.attributes['tg.update_id'] === update.update_id,
+      );
+      expect(dispatch).toMatchObject({
+        parentSpanId: null,
+        attributes: expect.objectContaining({ outcome: 'handled' }),
+      });
       // …and its reply joins that new trace
       const reply = sends.find((s) => s.attributes['tg.msg_id'] === `update:${botId}:${update.update_id}:1`);
       expect(reply).toMatchObject({ traceId: dispatch!.traceId, parentSpanId: dispatch!.spanId });
@@ -237,7 +313,10 @@ describe('traces across a poller and a worker process', () => {
       ...tracingEnv(receiver),
     });
     procs.push(admin);
-    await waitFor(() => admin.output().includes('admin API listening'), { what: 'admin API listening', timeoutMs: 30_000 });
+    await waitFor(() => admin.output().includes('admin API listening'), {
+      what: 'admin API listening',
+      timeoutMs: 30_000,
+    });
     const base = `http://127.0.0.1:${port}`;
     const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
     const traceId = crypto.randomBytes(16).toString('hex');
@@ -245,7 +324,12 @@ describe('traces across a poller and a worker process', () => {
     const res = await fetch(`${base}/v1/messages`, {
       method: 'POST',
       headers: { ...headers, traceparent: `00-${traceId}-${parentId}-01` },
-      body: JSON.stringify({ msg_id: `admin-traced-${traceId}`, chat_id: 801, text: 'secret admin text', bot_id: botId }),
+      body: JSON.stringify({
+        msg_id: `admin-traced-${traceId}`,
+        chat_id: 801,
+        text: 'secret admin text',
+        bot_id: botId,
+      }),
     });
     expect(res.status).toBe(201);
     const { id } = (await res.json()) as { id: number };
@@ -254,14 +338,22 @@ describe('traces across a poller and a worker process', () => {
       headers: { ...headers, traceparent: 'not-a-traceparent' },
       body: JSON.stringify({ msg_id: 'admin-bad', chat_id: 801, text: 'x', bot_id: botId }),
     });
-    expect([bad.status, ((await bad.json()) as { code: string }).code]).toEqual([400, 'RELAY_ADMIN_TRACEPARENT_INVALID']);
+    expect([bad.status, ((await bad.json()) as { code: string }).code]).toEqual([
+      400,
+      'RELAY_ADMIN_TRACEPARENT_INVALID',
+    ]);
     // the stored context: the same trace, the admin's own span as parent
-    const stored = (await db.pool.query(`select traceparent from relay.outbound where id = $1`, [id])).rows[0].traceparent as string;
+    const stored = (await db.pool.query(`select traceparent from relay.outbound where id = $1`, [id])).rows[0]
+      .traceparent as string;
     expect(stored).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     expect(stored).not.toContain(parentId);
 
     await db.pool.query(`update relay.outbound set state = 'failed', failed_reason = 'test' where id = $1`, [id]);
-    const retry = await fetch(`${base}/v1/outbound/${id}/retry`, { method: 'POST', headers, body: JSON.stringify({ reason: 'traced retry' }) });
+    const retry = await fetch(`${base}/v1/outbound/${id}/retry`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ reason: 'traced retry' }),
+    });
     expect(retry.status).toBe(200);
     await stop(admin);
 
@@ -269,7 +361,11 @@ describe('traces across a poller and a worker process', () => {
     expect(enqueue).toEqual([
       expect.objectContaining({
         traceId,
-        attributes: expect.objectContaining({ 'tg.admin.action': 'enqueue', 'tg.admin.subject_kind': 'outbound', outcome: 'ok' }),
+        attributes: expect.objectContaining({
+          'tg.admin.action': 'enqueue',
+          'tg.admin.subject_kind': 'outbound',
+          outcome: 'ok',
+        }),
         resource: expect.objectContaining({ 'service.name': 'relay-admin-under-test', 'process.pid': admin.pid }),
       }),
     ]);

@@ -18,13 +18,17 @@ afterAll(async () => {
 });
 
 async function failed(msgId: string, kind: 'message' | 'alert' = 'message'): Promise<string> {
-  const r = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: msgId, chat_id: 5, text: 'secret user text', kind }, defaults));
-  await db.pool.query(`update relay.outbound set state = 'failed', attempts = 2, failed_reason = 'Forbidden: bot was blocked by the user' where id = $1`, [
-    r.id,
-  ]);
+  const r = await withTransaction(db.pool, (c) =>
+    enqueueOutbound(c, boss, { msg_id: msgId, chat_id: 5, text: 'secret user text', kind }, defaults),
+  );
+  await db.pool.query(
+    `update relay.outbound set state = 'failed', attempts = 2, failed_reason = 'Forbidden: bot was blocked by the user' where id = $1`,
+    [r.id],
+  );
   return r.id;
 }
-const alertsFor = async (msgId: string) => (await db.pool.query(`select * from relay.outbound where msg_id = $1`, [`alert:${msgId}`])).rows;
+const alertsFor = async (msgId: string) =>
+  (await db.pool.query(`select * from relay.outbound where msg_id = $1`, [`alert:${msgId}`])).rows;
 
 describe('alerts for failed messages', () => {
   it("enqueue one kind=alert message to the operators' chat, with ids and the reason but not the text", async () => {
@@ -32,7 +36,14 @@ describe('alerts for failed messages', () => {
     const created = await outboundRaiseAlerts(db.pool, [id], '-100999');
     expect(created).toHaveLength(1);
     const [alert] = await alertsFor('m-1');
-    expect(alert).toMatchObject({ kind: 'alert', chat_id: '-100999', target_chat_id: '-100999', state: 'pending', bot_id: '1', delivery: 'at_least_once' });
+    expect(alert).toMatchObject({
+      kind: 'alert',
+      chat_id: '-100999',
+      target_chat_id: '-100999',
+      state: 'pending',
+      bot_id: '1',
+      delivery: 'at_least_once',
+    });
     expect(alert.text).toContain('msg_id: m-1');
     expect(alert.text).toContain('Forbidden: bot was blocked by the user');
     expect(alert.text).not.toContain('secret user text');
@@ -51,7 +62,9 @@ describe('alerts for failed messages', () => {
 
   it('never raise an alert about a failed alert (loop guard), nor about a message that did not fail', async () => {
     const alertId = await failed('m-3', 'alert');
-    const pending = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'm-4', chat_id: 5, text: 'x' }, defaults));
+    const pending = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { msg_id: 'm-4', chat_id: 5, text: 'x' }, defaults),
+    );
     expect(await outboundRaiseAlerts(db.pool, [alertId, pending.id], '-100999')).toEqual([]);
     expect(await alertsFor('m-3')).toHaveLength(0);
     expect(await alertsFor('m-4')).toHaveLength(0);

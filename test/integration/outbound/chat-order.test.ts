@@ -25,10 +25,18 @@ async function session(): Promise<Client> {
 }
 
 const enqueue = (c: Client, msgId: string, chat: number) =>
-  c.query('select id from relay.enqueue_outbound($1, $2, $3, bot_id => $4)', [msgId, String(chat), `text ${msgId}`, BOT]).then((r) => Number(r.rows[0].id));
+  c
+    .query('select id from relay.enqueue_outbound($1, $2, $3, bot_id => $4)', [
+      msgId,
+      String(chat),
+      `text ${msgId}`,
+      BOT,
+    ])
+    .then((r) => Number(r.rows[0].id));
 
 /** Resolves to true when `p` settles within `ms`. */
-const settlesWithin = (p: Promise<unknown>, ms: number) => Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+const settlesWithin = (p: Promise<unknown>, ms: number) =>
+  Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
 
 it("a second transaction enqueueing to the same chat waits for the first to commit, so the chat's ids follow commit order", async () => {
   const [t1, t2, t3] = await Promise.all([session(), session(), session()]);
@@ -57,12 +65,16 @@ it("an alert waits for an uncommitted message to the operators' chat, too", asyn
   const [t1, t2] = await Promise.all([session(), session()]);
   try {
     await db.pool.query(`select id from relay.enqueue_outbound('order-failed', '503', 'x', bot_id => $1)`, [BOT]);
-    await db.pool.query(`update relay.outbound set state = 'failed', failed_reason = 'Forbidden: bot was blocked by the user' where msg_id = 'order-failed'`);
+    await db.pool.query(
+      `update relay.outbound set state = 'failed', failed_reason = 'Forbidden: bot was blocked by the user' where msg_id = 'order-failed'`,
+    );
     await t1.query('begin');
     const opsMessage = await enqueue(t1, 'order-ops', 4242);
     await t2.query('begin');
     const alert = t2
-      .query(`select relay.outbound_raise_alerts(array[(select id from relay.outbound where msg_id = 'order-failed')], '4242') as id`)
+      .query(
+        `select relay.outbound_raise_alerts(array[(select id from relay.outbound where msg_id = 'order-failed')], '4242') as id`,
+      )
       .then((r) => Number(r.rows[0].id));
     expect(await settlesWithin(alert, 400)).toBe(false);
     await t1.query('commit');

@@ -59,7 +59,12 @@ describe('sendMessage classification against the sandbox', () => {
 
   it('429 → RateLimited after parameters.retry_after (the sandbox enforces 1/s per chat)', async () => {
     expect((await send(row(102))).type).toBe('delivered');
-    expect(await send(row(102))).toEqual({ type: 'rate_limited', retryAfterMs: 1000, status: 429, description: 'Too Many Requests: retry after 1' });
+    expect(await send(row(102))).toEqual({
+      type: 'rate_limited',
+      retryAfterMs: 1000,
+      status: 429,
+      description: 'Too Many Requests: retry after 1',
+    });
   });
 
   it('400 with migrate_to_chat_id → Migrate', async () => {
@@ -74,10 +79,24 @@ describe('sendMessage classification against the sandbox', () => {
 
   it("400 and 403 → Terminal with the description; 401 (a revoked token) → Config, not the message's fault", async () => {
     sb.scriptChatError(TOKEN, 104, 'chat_not_found');
-    expect(await send(row(104))).toEqual({ type: 'terminal', reason: 'Bad Request: chat not found', status: 400, errorCode: 'TELEGRAM_400' });
+    expect(await send(row(104))).toEqual({
+      type: 'terminal',
+      reason: 'Bad Request: chat not found',
+      status: 400,
+      errorCode: 'TELEGRAM_400',
+    });
     sb.scriptChatError(TOKEN, 105, 'blocked');
-    expect(await send(row(105))).toEqual({ type: 'terminal', reason: 'Forbidden: bot was blocked by the user', status: 403, errorCode: 'TELEGRAM_403' });
-    expect(await send(row(106, { text: 'x'.repeat(5000) }))).toMatchObject({ type: 'terminal', status: 400, reason: 'Bad Request: message is too long' });
+    expect(await send(row(105))).toEqual({
+      type: 'terminal',
+      reason: 'Forbidden: bot was blocked by the user',
+      status: 403,
+      errorCode: 'TELEGRAM_403',
+    });
+    expect(await send(row(106, { text: 'x'.repeat(5000) }))).toMatchObject({
+      type: 'terminal',
+      status: 400,
+      reason: 'Bad Request: message is too long',
+    });
     const revoked = `7071:${SECRET}`;
     const c2 = createBotApiClient({ token: revoked, apiRoot: sb.url });
     sb.revokeToken(revoked);
@@ -85,7 +104,9 @@ describe('sendMessage classification against the sandbox', () => {
       type: 'config',
       status: 401,
       errorCode: 'TELEGRAM_401',
-      reason: expect.stringMatching(/^Bot API answered 401 to sendMessage \(Unauthorized\): the bot token is not accepted/),
+      reason: expect.stringMatching(
+        /^Bot API answered 401 to sendMessage \(Unauthorized\): the bot token is not accepted/,
+      ),
     });
     c2.close();
   });
@@ -126,7 +147,10 @@ describe('sendMessage classification against the sandbox', () => {
     expect(await send(row(112), refused)).toMatchObject({ type: 'retry', errorCode: 'ECONNREFUSED' });
     refused.close();
     const dns = createBotApiClient({ token: TOKEN, apiRoot: 'http://tg-relay-no-such-host.invalid' });
-    expect(await send(row(113), dns)).toMatchObject({ type: 'retry', errorCode: expect.stringMatching(/^E(NOTFOUND|AI_AGAIN)$/) });
+    expect(await send(row(113), dns)).toMatchObject({
+      type: 'retry',
+      errorCode: expect.stringMatching(/^E(NOTFOUND|AI_AGAIN)$/),
+    });
     dns.close();
   });
 });

@@ -9,7 +9,13 @@ import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
 import { readinessChecker } from '../../../libs/admin/health';
 import { createWorker, Worker } from '../../../libs/queue';
-import { createOutboundKind, createOutboundRateLimiter, enqueueOutbound, OUTBOUND_RATE_LIMITS_DEFAULT, outboundSettingsSave } from '../../../libs/outbound';
+import {
+  createOutboundKind,
+  createOutboundRateLimiter,
+  enqueueOutbound,
+  OUTBOUND_RATE_LIMITS_DEFAULT,
+  outboundSettingsSave,
+} from '../../../libs/outbound';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
 import { createBotApiClient } from '../../../libs/telegram';
 import { createMigratedDatabase } from '../../support/db';
@@ -60,7 +66,13 @@ function startWorker(token: string): Worker {
 
 const states = async () => (await db.pool.query(`select msg_id, state, kind from relay.outbound order by id`)).rows;
 const retries = async () =>
-  Number((await db.pool.query(`select count(*) from relay.attempts where subject = 'outbound' and error_code = 'TELEGRAM_401'`)).rows[0].count);
+  Number(
+    (
+      await db.pool.query(
+        `select count(*) from relay.attempts where subject = 'outbound' and error_code = 'TELEGRAM_401'`,
+      )
+    ).rows[0].count,
+  );
 const readiness = () =>
   readinessChecker({
     pool: db.pool,
@@ -72,23 +84,33 @@ const readiness = () =>
 
 it('a wrong token (401): kept past the budget, reported, never alerted through Telegram; the right token delivers and clears it', async () => {
   await withTransaction(db.pool, async (c) => {
-    for (let i = 1; i <= 4; i++) await enqueueOutbound(c, boss, { msg_id: `m-${i}`, chat_id: 100 + i, text: `hello ${i}` }, { botId: BOT });
+    for (let i = 1; i <= 4; i++)
+      await enqueueOutbound(c, boss, { msg_id: `m-${i}`, chat_id: 100 + i, text: `hello ${i}` }, { botId: BOT });
   });
   worker = startWorker(WRONG);
   await worker.start();
   await waitFor(async () => (await retries()) >= 12, { what: 'repeated 401s', timeoutMs: 20_000 });
   expect((await states()).map((r) => r.state).filter((s) => s !== 'pending' && s !== 'delivering')).toEqual([]);
   expect((await states()).filter((r) => r.kind === 'alert')).toEqual([]); // no alert loop through the refusing Bot API
-  const { rows } = await db.pool.query('select component, bot_id, code, status, occurrences from relay.config_problems');
-  expect(rows).toEqual([expect.objectContaining({ component: 'outbound', bot_id: BOT, code: 'TELEGRAM_401', status: 401 })]);
+  const { rows } = await db.pool.query(
+    'select component, bot_id, code, status, occurrences from relay.config_problems',
+  );
+  expect(rows).toEqual([
+    expect.objectContaining({ component: 'outbound', bot_id: BOT, code: 'TELEGRAM_401', status: 401 }),
+  ]);
   const ready = await readiness();
   expect(ready.ready).toBe(false);
-  expect(ready.reasons).toEqual([expect.stringMatching(new RegExp(`^outbound delivery \\(bot ${BOT}\\): Bot API answered 401 to sendMessage`))]);
+  expect(ready.reasons).toEqual([
+    expect.stringMatching(new RegExp(`^outbound delivery \\(bot ${BOT}\\): Bot API answered 401 to sendMessage`)),
+  ]);
 
   await worker.stop({ timeoutMs: 3_000 });
   worker = startWorker(TOKEN);
   await worker.start();
-  await waitFor(async () => (await states()).every((r) => r.state === 'delivered'), { what: 'delivered with the right token', timeoutMs: 20_000 });
+  await waitFor(async () => (await states()).every((r) => r.state === 'delivered'), {
+    what: 'delivered with the right token',
+    timeoutMs: 20_000,
+  });
   expect(
     sb
       .sent(TOKEN)

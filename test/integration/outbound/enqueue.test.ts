@@ -2,7 +2,13 @@ import { Client } from 'pg';
 import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
 import { enqueueJobs } from '../../../libs/queue/enqueue';
-import { enqueueOutbound, enqueueOutboundBatch, OutboundConflictError, OutboundValidationError, outboundSettingsSave } from '../../../libs/outbound';
+import {
+  enqueueOutbound,
+  enqueueOutboundBatch,
+  OutboundConflictError,
+  OutboundValidationError,
+  outboundSettingsSave,
+} from '../../../libs/outbound';
 import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
 
@@ -20,9 +26,11 @@ afterAll(async () => {
   await db.drop();
 });
 
-const rowOf = async (msgId: string) => (await db.pool.query('select * from relay.outbound where msg_id = $1', [msgId])).rows[0];
+const rowOf = async (msgId: string) =>
+  (await db.pool.query('select * from relay.outbound where msg_id = $1', [msgId])).rows[0];
 const jobsOf = async (msgId: string) =>
-  (await db.pool.query(`select * from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' = $1`, [msgId])).rows;
+  (await db.pool.query(`select * from tg_relay_boss.job where name = 'outbound.send' and data->>'msgId' = $1`, [msgId]))
+    .rows;
 
 describe('enqueue through the library (way in #1)', () => {
   it("creates the row and its pg-boss job in the caller's transaction and notifies workers on commit", async () => {
@@ -36,7 +44,13 @@ describe('enqueue through the library (way in #1)', () => {
         enqueueOutbound(
           c,
           boss,
-          { msg_id: 'lib-1', chat_id: 42, text: '<b>hi</b>', parse_mode: 'html', reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] } },
+          {
+            msg_id: 'lib-1',
+            chat_id: 42,
+            text: '<b>hi</b>',
+            parse_mode: 'html',
+            reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] },
+          },
           defaults,
         ),
       );
@@ -55,7 +69,11 @@ describe('enqueue through the library (way in #1)', () => {
       expect(row.payload_sha256).toMatch(/^[0-9a-f]{64}$/);
       const jobs = await jobsOf('lib-1');
       expect(jobs).toHaveLength(1);
-      expect(jobs[0]).toMatchObject({ id: row.job_id, state: 'created', data: { outboundId: String(row.id), msgId: 'lib-1' } });
+      expect(jobs[0]).toMatchObject({
+        id: row.job_id,
+        state: 'created',
+        data: { outboundId: String(row.id), msgId: 'lib-1' },
+      });
       await waitFor(() => notes.includes('tg_relay_work:outbound.send'), { what: 'NOTIFY' });
     } finally {
       await listener.end();
@@ -65,16 +83,31 @@ describe('enqueue through the library (way in #1)', () => {
   it('returns the existing message for the same msg_id and payload (key order and chat spelling aside)', async () => {
     const msg = { msg_id: 'lib-2', chat_id: '007', text: 'x', reply_markup: { a: 1, b: { c: 2, d: 3 } } };
     const first = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, msg, defaults));
-    const again = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { ...msg, chat_id: 7, reply_markup: { b: { d: 3, c: 2 }, a: 1 } }, defaults));
+    const again = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { ...msg, chat_id: 7, reply_markup: { b: { d: 3, c: 2 }, a: 1 } }, defaults),
+    );
     expect(again).toEqual({ ...first, created: false });
     expect(await jobsOf('lib-2')).toHaveLength(1);
   });
 
   it('throws RELAY_OUTBOUND_CONFLICT for the same msg_id with another payload, leaving the transaction usable', async () => {
-    await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'lib-3', chat_id: 5, text: 'one' }, defaults));
-    for (const change of [{ text: 'two' }, { chat_id: 6 }, { parse_mode: 'HTML' }, { delivery: 'at_most_once' as const }, { disable_notification: true }]) {
+    await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { msg_id: 'lib-3', chat_id: 5, text: 'one' }, defaults),
+    );
+    for (const change of [
+      { text: 'two' },
+      { chat_id: 6 },
+      { parse_mode: 'HTML' },
+      { delivery: 'at_most_once' as const },
+      { disable_notification: true },
+    ]) {
       await withTransaction(db.pool, async (c) => {
-        const err = await enqueueOutbound(c, boss, { msg_id: 'lib-3', chat_id: 5, text: 'one', ...change }, defaults).catch((e) => e);
+        const err = await enqueueOutbound(
+          c,
+          boss,
+          { msg_id: 'lib-3', chat_id: 5, text: 'one', ...change },
+          defaults,
+        ).catch((e) => e);
         expect(err).toBeInstanceOf(OutboundConflictError);
         expect(err).toMatchObject({ code: 'RELAY_OUTBOUND_CONFLICT', msgId: 'lib-3', existing: { state: 'pending' } });
         await c.query('select 1'); // still usable
@@ -91,7 +124,9 @@ describe('enqueue through the library (way in #1)', () => {
         throw new Error('caller failed');
       }),
     ).rejects.toThrow('caller failed');
-    const invalid = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'lib-5', chat_id: 'nope', text: '' }, defaults)).catch((e) => e);
+    const invalid = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { msg_id: 'lib-5', chat_id: 'nope', text: '' }, defaults),
+    ).catch((e) => e);
     expect(invalid).toBeInstanceOf(OutboundValidationError);
     expect(invalid.problems.map((p: { field: string }) => p.field).sort()).toEqual(['chat_id', 'text']);
     expect(await rowOf('lib-4')).toBeUndefined();
@@ -100,13 +135,19 @@ describe('enqueue through the library (way in #1)', () => {
   });
 
   it('sends a message without chat_id to the default chat (OPS_CHAT_ID), else to relay.outbound_settings, else refuses', async () => {
-    const r = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'lib-6', text: 'to ops' }, defaults));
+    const r = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { msg_id: 'lib-6', text: 'to ops' }, defaults),
+    );
     expect(r.targetChatId).toBe('-100777');
-    const none = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'lib-7', text: 'to ops' }, { botId: BOT })).catch((e) => e);
+    const none = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { msg_id: 'lib-7', text: 'to ops' }, { botId: BOT }),
+    ).catch((e) => e);
     expect(none).toBeInstanceOf(OutboundValidationError);
     expect(none.message).toMatch(/no default chat configured \(OPS_CHAT_ID\)/);
     await outboundSettingsSave(db.pool, { botId: BOT, defaultChatId: '@ops_channel' });
-    const viaSettings = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'lib-7', text: 'to ops' }));
+    const viaSettings = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { msg_id: 'lib-7', text: 'to ops' }),
+    );
     expect(viaSettings).toMatchObject({ created: true, targetChatId: '@ops_channel' });
     expect((await rowOf('lib-7')).bot_id).toBe(BOT);
   });
@@ -127,7 +168,9 @@ describe('enqueue through the library (way in #1)', () => {
 
   it('creates a msg_id once when two transactions race to enqueue it', async () => {
     const msg = { msg_id: 'race-1', chat_id: 11, text: 'once' };
-    const results = await Promise.all(Array.from({ length: 6 }, () => withTransaction(db.pool, (c) => enqueueOutbound(c, boss, msg, defaults))));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => withTransaction(db.pool, (c) => enqueueOutbound(c, boss, msg, defaults))),
+    );
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.id)).size).toBe(1);
     expect(await jobsOf('race-1')).toHaveLength(1);
@@ -141,22 +184,37 @@ describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', 
 
   it('creates the row and its job, idempotently, and raises TR409 on a different payload', async () => {
     const first = (
-      await db.pool.query(`select * from relay.enqueue_outbound('sql-1', '-100123', '*bold*', parse_mode => 'MarkdownV2', disable_notification => true)`)
+      await db.pool.query(
+        `select * from relay.enqueue_outbound('sql-1', '-100123', '*bold*', parse_mode => 'MarkdownV2', disable_notification => true)`,
+      )
     ).rows[0];
     expect(first).toMatchObject({ created: true, state: 'pending', target_chat_id: '-100123' });
     const row = await rowOf('sql-1');
-    expect(row).toMatchObject({ bot_id: BOT, parse_mode: 'MarkdownV2', disable_notification: true, job_id: first.job_id });
+    expect(row).toMatchObject({
+      bot_id: BOT,
+      parse_mode: 'MarkdownV2',
+      disable_notification: true,
+      job_id: first.job_id,
+    });
     const jobs = await jobsOf('sql-1');
     expect(jobs).toHaveLength(1);
-    expect(jobs[0]).toMatchObject({ id: first.job_id, state: 'created', data: { outboundId: String(row.id), msgId: 'sql-1' } });
+    expect(jobs[0]).toMatchObject({
+      id: first.job_id,
+      state: 'created',
+      data: { outboundId: String(row.id), msgId: 'sql-1' },
+    });
 
     const again = (
-      await db.pool.query(`select * from relay.enqueue_outbound('sql-1', '-100123', '*bold*', parse_mode => 'markdownv2', disable_notification => true)`)
+      await db.pool.query(
+        `select * from relay.enqueue_outbound('sql-1', '-100123', '*bold*', parse_mode => 'markdownv2', disable_notification => true)`,
+      )
     ).rows[0];
     expect(again).toMatchObject({ id: first.id, created: false });
     expect(await jobsOf('sql-1')).toHaveLength(1);
 
-    await expect(db.pool.query(`select * from relay.enqueue_outbound('sql-1', '-100123', 'other text')`)).rejects.toMatchObject({
+    await expect(
+      db.pool.query(`select * from relay.enqueue_outbound('sql-1', '-100123', 'other text')`),
+    ).rejects.toMatchObject({
       code: 'TR409',
       message: expect.stringMatching(/^RELAY_OUTBOUND_CONFLICT: msg_id "sql-1"/),
     });
@@ -167,26 +225,40 @@ describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', 
       [`select relay.enqueue_outbound('sql-x', 'abc', 'x')`, /chat_id must be an integer chat id/],
       [`select relay.enqueue_outbound('sql-x', '5', '')`, /text must be 1\.\.4096 characters/],
       [`select relay.enqueue_outbound('sql-x', '5', repeat('x', 4097))`, /text must be 1\.\.4096 characters, got 4097/],
-      [`select relay.enqueue_outbound('sql-x', '5', 'x', parse_mode => 'rtf')`, /parse_mode must be MarkdownV2, HTML or Markdown/],
+      [
+        `select relay.enqueue_outbound('sql-x', '5', 'x', parse_mode => 'rtf')`,
+        /parse_mode must be MarkdownV2, HTML or Markdown/,
+      ],
       [`select relay.enqueue_outbound('sql-x', '5', 'x', kind => 'spam')`, /kind must be/],
       [`select relay.enqueue_outbound('sql-x', '5', 'x', delivery => 'maybe')`, /delivery must be/],
       [`select relay.enqueue_outbound('sql-x', '5', 'x', reply_markup => '[1]')`, /reply_markup must be a JSON object/],
       [`select relay.enqueue_outbound('', '5', 'x')`, /msg_id must be 1\.\.256/],
     ];
     for (const [sql, message] of cases) {
-      await expect(db.pool.query(sql)).rejects.toMatchObject({ code: 'TR422', message: expect.stringMatching(message) });
+      await expect(db.pool.query(sql)).rejects.toMatchObject({
+        code: 'TR422',
+        message: expect.stringMatching(message),
+      });
     }
     expect(await rowOf('sql-x')).toBeUndefined();
   });
 
   it('shares one idempotency rule with the library, in both directions', async () => {
-    await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'cross-1', chat_id: 5, text: 'same', parse_mode: 'HTML' }, defaults));
-    const viaSql = (await db.pool.query(`select * from relay.enqueue_outbound('cross-1', '5', 'same', parse_mode => 'HTML')`)).rows[0];
+    await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { msg_id: 'cross-1', chat_id: 5, text: 'same', parse_mode: 'HTML' }, defaults),
+    );
+    const viaSql = (
+      await db.pool.query(`select * from relay.enqueue_outbound('cross-1', '5', 'same', parse_mode => 'HTML')`)
+    ).rows[0];
     expect(viaSql.created).toBe(false);
     await db.pool.query(`select relay.enqueue_outbound('cross-2', null, 'to the default chat')`);
-    const viaLib = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'cross-2', text: 'to the default chat' }));
+    const viaLib = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { msg_id: 'cross-2', text: 'to the default chat' }),
+    );
     expect(viaLib).toMatchObject({ created: false, targetChatId: '-100777' });
-    const conflict = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { msg_id: 'cross-2', text: 'changed' })).catch((e) => e);
+    const conflict = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, boss, { msg_id: 'cross-2', text: 'changed' }),
+    ).catch((e) => e);
     expect(conflict).toBeInstanceOf(OutboundConflictError);
   });
 
@@ -204,8 +276,11 @@ describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', 
   });
 
   it("writes the same pg-boss job row as pg-boss's own insert does (measured, not assumed)", async () => {
-    const viaBoss = await withTransaction(db.pool, (c) => enqueueJobs(c, boss, 'outbound.send', [{ data: { probe: true } }]));
-    const viaSql = (await db.pool.query(`select job_id from relay.enqueue_outbound('sql-eq', '5', 'x')`)).rows[0].job_id;
+    const viaBoss = await withTransaction(db.pool, (c) =>
+      enqueueJobs(c, boss, 'outbound.send', [{ data: { probe: true } }]),
+    );
+    const viaSql = (await db.pool.query(`select job_id from relay.enqueue_outbound('sql-eq', '5', 'x')`)).rows[0]
+      .job_id;
     // every column, so a column pg-boss adds in an upgrade shows up here: only ids, data and times differ
     const q = `select to_jsonb(j) - 'id' - 'data' - 'created_on' - 'start_after' - 'keep_until' as row,
                       keep_until - created_on as keep_for, start_after - created_on < interval '1 second' as starts_now

@@ -46,14 +46,24 @@ async function enqueue(from: number, to: number): Promise<void> {
     enqueueOutboundBatch(
       c,
       boss,
-      Array.from({ length: to - from }, (_, k) => ({ msg_id: `fleet-${from + k}`, chat_id: chatOf(from + k), text: `m ${from + k}` })),
+      Array.from({ length: to - from }, (_, k) => ({
+        msg_id: `fleet-${from + k}`,
+        chat_id: chatOf(from + k),
+        text: `m ${from + k}`,
+      })),
       { botId: '5151' },
     ),
   );
 }
 
 it('3 worker processes deliver 2,000 messages over 100 chats through limits and 10% faults: all, in per-chat order, duplicates only after ambiguous attempts', async () => {
-  sb.setFaults({ serverErrorRate: 0.04, serverErrorStatus: 502, dropBeforeRate: 0.03, dropAfterRate: 0.03, methods: ['sendMessage'] });
+  sb.setFaults({
+    serverErrorRate: 0.04,
+    serverErrorStatus: 502,
+    dropBeforeRate: 0.03,
+    dropAfterRate: 0.03,
+    methods: ['sendMessage'],
+  });
   await enqueue(0, 500);
   for (let w = 0; w < 3; w++) {
     workers.push(
@@ -78,7 +88,9 @@ it('3 worker processes deliver 2,000 messages over 100 chats through limits and 
 
   await waitFor(
     async () => {
-      const { rows } = await db.pool.query(`select count(*)::int as n from relay.outbound where state in ('delivered', 'failed')`);
+      const { rows } = await db.pool.query(
+        `select count(*)::int as n from relay.outbound where state in ('delivered', 'failed')`,
+      );
       return rows[0].n === MESSAGES;
     },
     { timeoutMs: 120_000, intervalMs: 250, what: 'all messages settled' },
@@ -117,12 +129,18 @@ it('3 worker processes deliver 2,000 messages over 100 chats through limits and 
   const duplicates = [...times.values()].filter((n) => n > 1).length;
   expect(duplicates).toBeGreaterThan(0); // drop-after faults did happen, and were retried
   const stats = sb.stats();
-  expect(stats.faults.drop_after + stats.faults.drop_before + stats.faults.server_error).toBeGreaterThan(MESSAGES * 0.05);
+  expect(stats.faults.drop_after + stats.faults.drop_before + stats.faults.server_error).toBeGreaterThan(
+    MESSAGES * 0.05,
+  );
   // the limits held: 429s are rare (jitter at the edges), and every one was honoured
   const calls = sb.calls(TOKEN, { method: 'sendMessage' }).length;
   expect(stats.rate_limited).toBeLessThan(calls * 0.01);
   // workers stop cleanly
   for (const w of workers) w.kill('SIGTERM');
-  const codes = await Promise.all(workers.map((w) => new Promise<number | null>((r) => (w.exitCode !== null ? r(w.exitCode) : w.once('exit', (c) => r(c))))));
+  const codes = await Promise.all(
+    workers.map(
+      (w) => new Promise<number | null>((r) => (w.exitCode !== null ? r(w.exitCode) : w.once('exit', (c) => r(c)))),
+    ),
+  );
   expect(codes).toEqual([0, 0, 0]);
 }, 180_000);

@@ -14,7 +14,8 @@ afterAll(async () => {
   await db.drop();
 });
 
-const limiter = (perBot = 30) => createOutboundRateLimiter({ ...OUTBOUND_RATE_LIMITS_DEFAULT, perBot: { count: perBot, windowMs: 1000 } });
+const limiter = (perBot = 30) =>
+  createOutboundRateLimiter({ ...OUTBOUND_RATE_LIMITS_DEFAULT, perBot: { count: perBot, windowMs: 1000 } });
 
 describe('fleet-wide rate limits in PostgreSQL', () => {
   it('spaces the sends of several replicas evenly at the bot rate, together', async () => {
@@ -107,7 +108,10 @@ describe('fleet-wide rate limits in PostgreSQL', () => {
   });
 
   it('reserves nothing beyond its horizon', async () => {
-    const l = createOutboundRateLimiter({ ...OUTBOUND_RATE_LIMITS_DEFAULT, perBot: { count: 1, windowMs: 1000 } }, { horizonMs: 1_500 });
+    const l = createOutboundRateLimiter(
+      { ...OUTBOUND_RATE_LIMITS_DEFAULT, perBot: { count: 1, windowMs: 1000 } },
+      { horizonMs: 1_500 },
+    );
     const results = [];
     const never = new AbortController();
     never.abort(); // do not actually sleep for the slots

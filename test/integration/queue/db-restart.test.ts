@@ -36,7 +36,12 @@ afterAll(async () => {
 describe('a database restart while the worker runs', () => {
   it('loses no capture and does not crash the worker', async () => {
     collector.setFaults({ latencyMs: 20 });
-    child = startWorkerProcess({ DATABASE_URL: pg.url, CAPTURE_URL: collector.captureUrl, WORKER_CONCURRENCY: '8', STALE_AFTER: '3s' });
+    child = startWorkerProcess({
+      DATABASE_URL: pg.url,
+      CAPTURE_URL: collector.captureUrl,
+      WORKER_CONCURRENCY: '8',
+      STALE_AFTER: '3s',
+    });
     await workerStarted(child);
     const boss = createBoss(pg.url, { max: 1 });
     for (let i = 0; i < 10; i++) await insertCaptures(pool, boss, 20);
@@ -47,9 +52,15 @@ describe('a database restart while the worker runs', () => {
     await new Promise((r) => setTimeout(r, 500));
     pg = await startRestartablePostgres(path.join(dir, 'pg'), pg.port);
 
-    for (let i = 0; i < 5; i++) await waitFor(() => insertCaptures(pool, boss, 20).then(() => true), { what: 'enqueue after restart' });
-    await waitFor(async () => (await countByState(pool)).delivered === 300, { what: 'all 300 delivered', timeoutMs: 40_000 }).catch(async (err) => {
-      throw new Error(`${err.message}\nstates: ${JSON.stringify(await countByState(pool))}\nworker output:\n${child!.output().slice(-3000)}`);
+    for (let i = 0; i < 5; i++)
+      await waitFor(() => insertCaptures(pool, boss, 20).then(() => true), { what: 'enqueue after restart' });
+    await waitFor(async () => (await countByState(pool)).delivered === 300, {
+      what: 'all 300 delivered',
+      timeoutMs: 40_000,
+    }).catch(async (err) => {
+      throw new Error(
+        `${err.message}\nstates: ${JSON.stringify(await countByState(pool))}\nworker output:\n${child!.output().slice(-3000)}`,
+      );
     });
     expect(child.exitCode).toBeNull(); // still running
     expect(await countByState(pool)).toEqual({ delivered: 300 });

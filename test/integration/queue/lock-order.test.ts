@@ -48,8 +48,12 @@ it.each(cases)('%s locks its rows in id order', async (_name, run) => {
   expect(ids).toHaveLength(3);
   const [low, mid, high] = ids;
   // new row versions, highest id first: a sequential scan now meets them in the order high, mid, low
-  for (const id of [high, mid, low]) await db.pool.query('update relay.captures set updated_at = now() where id = $1', [id]);
-  const claims: ClaimRef[] = [high, mid, low].map((id) => ({ id: String(id), claimId: claimed.find((j) => Number(j.id) === id)!.claimId }));
+  for (const id of [high, mid, low])
+    await db.pool.query('update relay.captures set updated_at = now() where id = $1', [id]);
+  const claims: ClaimRef[] = [high, mid, low].map((id) => ({
+    id: String(id),
+    claimId: claimed.find((j) => Number(j.id) === id)!.claimId,
+  }));
 
   const holder = await db.pool.connect();
   const subject = await db.pool.connect();
@@ -60,10 +64,15 @@ it.each(cases)('%s locks its rows in id order', async (_name, run) => {
     const pid = (await subject.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0].pid;
     await subject.query('begin');
     const running = run(store, subject, claims);
-    await waitFor(async () => (await db.pool.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [pid])).rowCount === 1, {
-      what: 'the statement waits for the held row',
-      timeoutMs: 10_000,
-    });
+    await waitFor(
+      async () =>
+        (await db.pool.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [pid]))
+          .rowCount === 1,
+      {
+        what: 'the statement waits for the held row',
+        timeoutMs: 10_000,
+      },
+    );
     const lockable = async (id: number) => {
       await probe.query('begin');
       try {

@@ -2,7 +2,13 @@ import { createBoss, Pool, QUEUES, withTransaction } from '../../../libs/db';
 import { createCollector, Collector } from '../../../libs/sandbox';
 import { createCaptureStore } from '../../../libs/captures/deliver';
 import { ManualClock, recoverStaleOnce, Worker } from '../../../libs/queue';
-import { attemptsOf, captureStates, countByState, inconsistentCaptures, insertCaptures } from '../../support/capture-fixtures';
+import {
+  attemptsOf,
+  captureStates,
+  countByState,
+  inconsistentCaptures,
+  insertCaptures,
+} from '../../support/capture-fixtures';
 import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
 import { startCaptureWorker } from '../../support/worker-harness';
@@ -35,11 +41,24 @@ describe('stale recovery and fencing', () => {
     const clock = new ManualClock(Date.now());
     const store = createCaptureStore();
     // a worker claims three captures, then vanishes (no heartbeat, no outcome)
-    const ghost = await store.claim(db.pool, { limit: 10, workerId: 'ghost:1', now: clock.now(), queue: QUEUES.capture });
+    const ghost = await store.claim(db.pool, {
+      limit: 10,
+      workerId: 'ghost:1',
+      now: clock.now(),
+      queue: QUEUES.capture,
+    });
     expect(ghost).toHaveLength(3);
-    expect((await captureStates(db.pool)).map((s) => [s.state, s.jobState])).toEqual(Array(3).fill(['delivering', 'active']));
+    expect((await captureStates(db.pool)).map((s) => [s.state, s.jobState])).toEqual(
+      Array(3).fill(['delivering', 'active']),
+    );
 
-    const w = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl: collector.captureUrl, clock, config: { staleAfterMs: 30_000 } });
+    const w = startCaptureWorker({
+      url: db.url,
+      pool: db.pool,
+      captureUrl: collector.captureUrl,
+      clock,
+      config: { staleAfterMs: 30_000 },
+    });
     workers.push(w);
     await w.start();
     // 4/5 of STALE_AFTER without heartbeat is not stale yet
@@ -59,7 +78,14 @@ describe('stale recovery and fencing', () => {
     );
     expect(settled).toEqual([]);
     const states = await captureStates(db.pool);
-    for (const s of states) expect(s).toMatchObject({ state: 'delivered', jobState: 'completed', attempts: 2, workerId: w.workerId, failedReason: null });
+    for (const s of states)
+      expect(s).toMatchObject({
+        state: 'delivered',
+        jobState: 'completed',
+        attempts: 2,
+        workerId: w.workerId,
+        failedReason: null,
+      });
     expect(await inconsistentCaptures(db.pool)).toEqual([]);
     const audit = await attemptsOf(db.pool, inserted[0].id);
     expect(audit.map((a) => [a.attempt, a.worker_id, a.outcome, a.error_code])).toEqual([
@@ -74,7 +100,14 @@ describe('stale recovery and fencing', () => {
     collector.setFaults({ failNext: { count: 1, mode: 'timeout' } }); // the first POST hangs
     const [c] = await insertCaptures(db.pool, boss(), 1);
     const clock = new ManualClock(Date.now());
-    const w = startCaptureWorker({ url: db.url, pool: db.pool, captureUrl: collector.captureUrl, clock, timeoutMs: 30_000, config: { staleAfterMs: 500 } });
+    const w = startCaptureWorker({
+      url: db.url,
+      pool: db.pool,
+      captureUrl: collector.captureUrl,
+      clock,
+      timeoutMs: 30_000,
+      config: { staleAfterMs: 500 },
+    });
     workers.push(w);
     await w.start();
     await waitFor(() => collector.attempts().length === 1, { what: 'first POST in flight' });
@@ -115,7 +148,10 @@ describe('stale recovery and fencing', () => {
     workers.push(a, b);
     await a.start();
     await b.start();
-    await waitFor(async () => (await captureStates(db.pool))[0].state === 'delivered', { what: 'delivered', timeoutMs: 10_000 });
+    await waitFor(async () => (await captureStates(db.pool))[0].state === 'delivered', {
+      what: 'delivered',
+      timeoutMs: 10_000,
+    });
     expect(collector.attempts()).toHaveLength(1);
     expect((await attemptsOf(db.pool, c.id)).map((x) => x.outcome)).toEqual(['delivered']);
     expect(a.kinds[0].stats.recovered + b.kinds[0].stats.recovered).toBe(0);

@@ -30,7 +30,10 @@ it('reconnects after repeated drops back off instead of every 100 ms', async () 
   const until = Date.now() + 2_500;
   while (Date.now() < until) {
     // every LISTEN connection dies as soon as it is seen
-    await db.pool.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1 and pid <> pg_backend_pid()', [app]);
+    await db.pool.query(
+      'select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1 and pid <> pg_backend_pid()',
+      [app],
+    );
     await new Promise((r) => setTimeout(r, 20));
   }
   // backoff 100, 200, 400, 800 ms: about 4 reconnects in 2.5 s; a fixed 100 ms made about 20

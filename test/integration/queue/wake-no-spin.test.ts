@@ -168,7 +168,10 @@ it('rows due now but locked by another session are polled with a growing wait, n
     expect(counter.claims).toBeLessThanOrEqual(20);
     await locker.query('rollback');
     // the lock gone, the row is claimed at the next try (within the grown wait, not the 60 s poll)
-    await waitFor(async () => (await captureStates(db.pool))[0]?.state === 'delivered', { what: 'capture delivered', timeoutMs: 10_000 });
+    await waitFor(async () => (await captureStates(db.pool))[0]?.state === 'delivered', {
+      what: 'capture delivered',
+      timeoutMs: 10_000,
+    });
   } finally {
     await locker.query('rollback').catch(() => undefined);
     locker.release();

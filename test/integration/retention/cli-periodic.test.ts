@@ -32,7 +32,11 @@ const victims = (n: number): Seed[] =>
 
 describe('tg-relay prune (CLI)', () => {
   it('--dry-run prints one JSON line of counts and deletes nothing; the real pass prints the same counts, exits 0 and shows in /metrics', async () => {
-    await seed(pool, [...victims(6), { kind: 'captures', state: 'pending', ageHours: 400 * 24 }, { kind: 'audit', state: 'admin', ageHours: 100 * 24 }]);
+    await seed(pool, [
+      ...victims(6),
+      { kind: 'captures', state: 'pending', ageHours: 400 * 24 },
+      { kind: 'audit', state: 'admin', ageHours: 100 * 24 },
+    ]);
     const before = await survivors(pool);
     const env = { DATABASE_URL: db.url, RETENTION: '14d', RETENTION_FAILED: '90d', LOG_LEVEL: 'info' };
 
@@ -41,7 +45,11 @@ describe('tg-relay prune (CLI)', () => {
     const dryLines = dry.stdout.trim().split('\n');
     expect(dryLines).toHaveLength(1);
     const dryOut = JSON.parse(dryLines[0]);
-    expect(dryOut).toMatchObject({ dry_run: true, deleted: { captures: 2, outbound: 2, inbox: 2, attempts: 13, boss_job: 6 }, total: 25 });
+    expect(dryOut).toMatchObject({
+      dry_run: true,
+      deleted: { captures: 2, outbound: 2, inbox: 2, attempts: 13, boss_job: 6 },
+      total: 25,
+    });
     expect(await survivors(pool)).toEqual(before);
 
     const real = await runCli(['prune'], env);
@@ -115,7 +123,8 @@ describe('periodic pruning', () => {
         `select worker_id, started_at, finished_at, total from relay.prune_runs where trigger = 'periodic' order by started_at`,
       );
       expect(rows.length).toBeGreaterThanOrEqual(2);
-      for (let i = 1; i < rows.length; i++) expect(rows[i].started_at.getTime()).toBeGreaterThanOrEqual(rows[i - 1].finished_at.getTime());
+      for (let i = 1; i < rows.length; i++)
+        expect(rows[i].started_at.getTime()).toBeGreaterThanOrEqual(rows[i - 1].finished_at.getTime());
       expect(rows.reduce((s, r) => s + Number(r.total), 0)).toBe(900 * 4 + 300 * 4);
       expect((await survivors(pool)).items.size).toBe(0);
       expect(seeded).toHaveLength(900);

@@ -37,7 +37,13 @@ it('loses nothing, deletes nothing twice, never touches pending or delivering ro
     Array.from({ length: 600 }, () => ({ kind: 'captures' as const, state: 'delivered', ageHours: 21 * 24 })),
   );
   collector.setFaults({ latencyMs: 5 });
-  const env = { DATABASE_URL: db.url, CAPTURE_URL: collector.captureUrl, WORKER_CONCURRENCY: '16', PRUNE_EVERY: '1s', RETENTION: '14d' };
+  const env = {
+    DATABASE_URL: db.url,
+    CAPTURE_URL: collector.captureUrl,
+    WORKER_CONCURRENCY: '16',
+    PRUNE_EVERY: '1s',
+    RETENTION: '14d',
+  };
   for (let i = 0; i < 2; i++) workers.push(startWorkerProcess(env));
   const ids = await Promise.all(workers.map((w) => workerStarted(w)));
 
@@ -65,7 +71,10 @@ it('loses nothing, deletes nothing twice, never touches pending or delivering ro
     keys.push(...(await insertCaptures(pool, boss, 10)).map((c) => c.key));
     await new Promise((r) => setTimeout(r, 40));
   }
-  await waitFor(() => collector.stats().unique_keys >= total, { what: 'every capture at the collector', timeoutMs: 60_000 }).catch(async (err) => {
+  await waitFor(() => collector.stats().unique_keys >= total, {
+    what: 'every capture at the collector',
+    timeoutMs: 60_000,
+  }).catch(async (err) => {
     const { rows } = await pool.query(`select state, count(*)::int from relay.captures group by 1`);
     throw new Error(`${err.message}: ${collector.stats().unique_keys}/${total}; states ${JSON.stringify(rows)}`);
   });

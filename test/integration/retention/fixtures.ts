@@ -16,7 +16,12 @@ export const STATES: Record<Kind, string[]> = {
   audit: ['admin', 'cursor'],
 };
 const QUEUE: Record<string, string> = { captures: QUEUES.capture, outbound: QUEUES.outbound, inbox: QUEUES.dispatch };
-const SUBJECT: Record<string, string> = { captures: 'capture', outbound: 'outbound', inbox: 'inbox', quarantine: 'quarantine' };
+const SUBJECT: Record<string, string> = {
+  captures: 'capture',
+  outbound: 'outbound',
+  inbox: 'inbox',
+  quarantine: 'quarantine',
+};
 const JOB_STATE: Record<string, string> = {
   pending: 'created',
   claimed: 'active',
@@ -107,7 +112,10 @@ export async function seed(pool: Pool, seeds: Seed[], now: Date | null = null): 
         [job, QUEUE[s.kind], id, JOB_STATE[s.state]],
       );
       if (s.archived) {
-        await pool.query(`insert into ${BOSS_SCHEMA}.archive select * from ${BOSS_SCHEMA}.job where name = $1 and id = $2`, [QUEUE[s.kind], job]);
+        await pool.query(
+          `insert into ${BOSS_SCHEMA}.archive select * from ${BOSS_SCHEMA}.job where name = $1 and id = $2`,
+          [QUEUE[s.kind], job],
+        );
       }
     }
     out.push({ ...s, id, jobId: job });
@@ -115,7 +123,11 @@ export async function seed(pool: Pool, seeds: Seed[], now: Date | null = null): 
   return out;
 }
 
-const TERMINAL_FINISHED: Partial<Record<Kind, string[]>> = { captures: ['delivered'], outbound: ['delivered'], inbox: ['handled'] };
+const TERMINAL_FINISHED: Partial<Record<Kind, string[]>> = {
+  captures: ['delivered'],
+  outbound: ['delivered'],
+  inbox: ['handled'],
+};
 const TERMINAL_FAILED: Partial<Record<Kind, string[]>> = {
   captures: ['failed'],
   outbound: ['failed'],
@@ -132,27 +144,44 @@ export function isVictim(s: Seed, retentionH: number | null, failedH: number | n
 }
 
 /** What remains of the seeded rows, per kind: ids of items, attempts per item, jobs and archived jobs. */
-export async function survivors(pool: Pool): Promise<{ items: Set<string>; attemptsOf: Map<string, number>; jobs: Set<string>; archived: Set<string> }> {
+export async function survivors(
+  pool: Pool,
+): Promise<{ items: Set<string>; attemptsOf: Map<string, number>; jobs: Set<string>; archived: Set<string> }> {
   const items = new Set<string>();
   for (const t of ['captures', 'outbound', 'inbox', 'quarantine']) {
     const { rows } = await pool.query(`select id::text from relay.${t}`);
     for (const r of rows) items.add(`${t}:${r.id}`);
   }
-  const { rows: audit } = await pool.query(`select id::text, subject from relay.attempts where subject in ('admin', 'cursor')`);
+  const { rows: audit } = await pool.query(
+    `select id::text, subject from relay.attempts where subject in ('admin', 'cursor')`,
+  );
   for (const r of audit) items.add(`audit:${r.id}`);
   const attemptsOf = new Map<string, number>();
   const { rows: att } = await pool.query(
     `select subject, subject_id::text as id, count(*)::int as n from relay.attempts where subject_id is not null group by 1, 2`,
   );
-  const T: Record<string, string> = { capture: 'captures', outbound: 'outbound', inbox: 'inbox', quarantine: 'quarantine' };
+  const T: Record<string, string> = {
+    capture: 'captures',
+    outbound: 'outbound',
+    inbox: 'inbox',
+    quarantine: 'quarantine',
+  };
   for (const r of att) attemptsOf.set(`${T[r.subject]}:${r.id}`, r.n);
-  const { rows: jobs } = await pool.query(`select id::text from ${BOSS_SCHEMA}.job where name in ($1, $2, $3)`, Object.values(QUEUE));
-  const { rows: arch } = await pool.query(`select id::text from ${BOSS_SCHEMA}.archive where name in ($1, $2, $3)`, Object.values(QUEUE));
+  const { rows: jobs } = await pool.query(
+    `select id::text from ${BOSS_SCHEMA}.job where name in ($1, $2, $3)`,
+    Object.values(QUEUE),
+  );
+  const { rows: arch } = await pool.query(
+    `select id::text from ${BOSS_SCHEMA}.archive where name in ($1, $2, $3)`,
+    Object.values(QUEUE),
+  );
   return { items, attemptsOf, jobs: new Set(jobs.map((r) => r.id)), archived: new Set(arch.map((r) => r.id)) };
 }
 
 export async function wipe(pool: Pool): Promise<void> {
-  await pool.query(`truncate relay.captures, relay.outbound, relay.inbox, relay.quarantine, relay.attempts, relay.superseded_jobs, relay.prune_runs`);
+  await pool.query(
+    `truncate relay.captures, relay.outbound, relay.inbox, relay.quarantine, relay.attempts, relay.superseded_jobs, relay.prune_runs`,
+  );
   await pool.query(`delete from ${BOSS_SCHEMA}.job where name in ($1, $2, $3)`, Object.values(QUEUE));
   await pool.query(`delete from ${BOSS_SCHEMA}.archive where name in ($1, $2, $3)`, Object.values(QUEUE));
 }

@@ -61,7 +61,14 @@ afterAll(async () => {
 /** One simulated day's finished traffic, written as the fleet leaves it, timed within [dayStart, dayStart + 1 day). */
 async function bulkDay(dayStart: Date, day: number): Promise<void> {
   const spread = `($1::timestamptz + (g::float8 / $2) * interval '1 day')`;
-  const items = async (table: 'captures' | 'outbound' | 'inbox', n: number, state: string, subject: string, queue: string, insert: string) => {
+  const items = async (
+    table: 'captures' | 'outbound' | 'inbox',
+    n: number,
+    state: string,
+    subject: string,
+    queue: string,
+    insert: string,
+  ) => {
     await pool.query(
       `with rows as (${insert}),
             a as (insert into relay.attempts (subject, subject_id, subject_key, attempt, started_at, finished_at, duration_ms, outcome)
@@ -69,7 +76,16 @@ async function bulkDay(dayStart: Date, day: number): Promise<void> {
             j as (insert into ${BOSS_SCHEMA}.job (id, name, data, state, retry_limit, created_on, completed_on, started_on)
                   select job_id, $5, jsonb_build_object('id', id::text), $6::${BOSS_SCHEMA}.job_state, 0, t, t, t from rows)
        select 1`,
-      [dayStart, n, subject, state === 'failed' ? 'failed' : 'delivered', queue, state === 'failed' ? 'failed' : 'completed', day, state],
+      [
+        dayStart,
+        n,
+        subject,
+        state === 'failed' ? 'failed' : 'delivered',
+        queue,
+        state === 'failed' ? 'failed' : 'completed',
+        day,
+        state,
+      ],
     );
     void table;
   };
@@ -160,12 +176,22 @@ async function claimLatency(): Promise<number> {
   return times.sort((a, b) => a - b)[3];
 }
 
-const TABLES = ['relay.captures', 'relay.outbound', 'relay.inbox', 'relay.attempts', 'relay.quarantine', `${BOSS_SCHEMA}.job`];
+const TABLES = [
+  'relay.captures',
+  'relay.outbound',
+  'relay.inbox',
+  'relay.attempts',
+  'relay.quarantine',
+  `${BOSS_SCHEMA}.job`,
+];
 
 async function sizes(): Promise<{ rows: Record<string, number>; bytes: number }> {
   const rows: Record<string, number> = {};
   for (const t of TABLES) rows[t] = (await pool.query(`select count(*)::int as n from ${t}`)).rows[0].n;
-  const { rows: b } = await pool.query(`select sum(pg_total_relation_size(x::regclass))::bigint as b from unnest($1::text[]) x`, [TABLES]);
+  const { rows: b } = await pool.query(
+    `select sum(pg_total_relation_size(x::regclass))::bigint as b from unnest($1::text[]) x`,
+    [TABLES],
+  );
   return { rows, bytes: Number(b[0].b) };
 }
 
@@ -193,8 +219,12 @@ it('a month with prune on: table rows and sizes stay bounded once the retention 
     delivered += live.length;
     await waitFor(
       async () =>
-        (await pool.query(`select count(*)::int as n from relay.captures where id = any($1::bigint[]) and state = 'delivered'`, [live.map((c) => c.id)]))
-          .rows[0].n === live.length,
+        (
+          await pool.query(
+            `select count(*)::int as n from relay.captures where id = any($1::bigint[]) and state = 'delivered'`,
+            [live.map((c) => c.id)],
+          )
+        ).rows[0].n === live.length,
       {
         what: `day ${day}: live captures delivered`,
         timeoutMs: 30_000,
@@ -202,17 +232,30 @@ it('a month with prune on: table rows and sizes stay bounded once the retention 
     );
     const ids = live.map((c) => c.id);
     const shift = `($2::timestamptz + (random() * interval '1 day'))`;
-    await pool.query(`update relay.captures set created_at = ${shift}, delivered_at = ${shift}, updated_at = ${shift} where id = any($1::bigint[])`, [
-      ids,
-      dayStart,
-    ]);
-    await pool.query(`update relay.captures set delivered_at = greatest(delivered_at, created_at) where id = any($1::bigint[])`, [ids]);
-    await pool.query(`update relay.attempts set started_at = $2 where subject = 'capture' and subject_id = any($1::bigint[])`, [ids, dayStart]);
+    await pool.query(
+      `update relay.captures set created_at = ${shift}, delivered_at = ${shift}, updated_at = ${shift} where id = any($1::bigint[])`,
+      [ids, dayStart],
+    );
+    await pool.query(
+      `update relay.captures set delivered_at = greatest(delivered_at, created_at) where id = any($1::bigint[])`,
+      [ids],
+    );
+    await pool.query(
+      `update relay.attempts set started_at = $2 where subject = 'capture' and subject_id = any($1::bigint[])`,
+      [ids, dayStart],
+    );
     await bulkDay(dayStart, day);
 
     // periodic prune at the end of the simulated day (PRUNE_EVERY = 1 simulated day)
-    const r = await runPrune(pool, { retentionMs: RETENTION_DAYS * DAY, retentionFailedMs: FAILED_DAYS * DAY, now: dayEnd, pauseMs: 0 });
-    await pool.query(`vacuum relay.captures, relay.outbound, relay.inbox, relay.attempts, relay.quarantine, ${BOSS_SCHEMA}.job`);
+    const r = await runPrune(pool, {
+      retentionMs: RETENTION_DAYS * DAY,
+      retentionFailedMs: FAILED_DAYS * DAY,
+      now: dayEnd,
+      pauseMs: 0,
+    });
+    await pool.query(
+      `vacuum relay.captures, relay.outbound, relay.inbox, relay.attempts, relay.quarantine, ${BOSS_SCHEMA}.job`,
+    );
     const s = await sizes();
     history.push({ day: day + 1, ...s, claimMs, pruned: r.total });
     log.push(
@@ -222,22 +265,27 @@ it('a month with prune on: table rows and sizes stay bounded once the retention 
   }
   await worker.stop({ timeoutMs: 2_000 });
   worker = undefined;
-  process.stdout.write(`\nsimulated month (RETENTION ${RETENTION_DAYS}d, RETENTION_FAILED ${FAILED_DAYS}d):\n${log.join('\n')}\n`);
+  process.stdout.write(
+    `\nsimulated month (RETENTION ${RETENTION_DAYS}d, RETENTION_FAILED ${FAILED_DAYS}d):\n${log.join('\n')}\n`,
+  );
 
   // the bounds: finished rows of at most RETENTION + one prune period, failed rows of RETENTION_FAILED + one period, plus what never finishes
   const finDays = RETENTION_DAYS + 1;
   const failDays = FAILED_DAYS + 1;
   const bound = {
-    'relay.captures': (RATE.captures + RATE.liveCaptures) * finDays + RATE.capturesFailed * failDays + RATE.stuckPending * DAYS,
+    'relay.captures':
+      (RATE.captures + RATE.liveCaptures) * finDays + RATE.capturesFailed * failDays + RATE.stuckPending * DAYS,
     'relay.outbound': RATE.outbound * finDays + RATE.outboundFailed * failDays,
     'relay.inbox': RATE.inbox * finDays + RATE.inboxFailed * failDays,
     'relay.quarantine': RATE.quarantine * failDays,
   };
-  const attemptsBound = bound['relay.captures'] + bound['relay.outbound'] + bound['relay.inbox'] + RATE.audit * failDays;
+  const attemptsBound =
+    bound['relay.captures'] + bound['relay.outbound'] + bound['relay.inbox'] + RATE.audit * failDays;
   const jobBound = bound['relay.captures'] + bound['relay.outbound'] + bound['relay.inbox'];
   const full = history.filter((h) => h.day > FAILED_DAYS + 1);
   for (const h of full) {
-    for (const [t, max] of Object.entries(bound)) expect({ day: h.day, table: t, over: h.rows[t] > max }).toEqual({ day: h.day, table: t, over: false });
+    for (const [t, max] of Object.entries(bound))
+      expect({ day: h.day, table: t, over: h.rows[t] > max }).toEqual({ day: h.day, table: t, over: false });
     expect(h.rows['relay.attempts']).toBeLessThanOrEqual(attemptsBound);
     expect(h.rows[`${BOSS_SCHEMA}.job`]).toBeLessThanOrEqual(jobBound);
     expect(h.bytes).toBeLessThanOrEqual(full[0].bytes * 1.5);
@@ -245,6 +293,8 @@ it('a month with prune on: table rows and sizes stay bounded once the retention 
   // steady state: every day of the full window deletes about a day of traffic
   for (const h of full) expect(h.pruned).toBeGreaterThan(0);
   // nothing unfinished was pruned, however old
-  expect((await pool.query(`select count(*)::int as n from relay.captures where state = 'pending'`)).rows[0].n).toBe(RATE.stuckPending * DAYS);
+  expect((await pool.query(`select count(*)::int as n from relay.captures where state = 'pending'`)).rows[0].n).toBe(
+    RATE.stuckPending * DAYS,
+  );
   expect(collector.stats().unique_keys).toBe(delivered);
 }, 120_000);

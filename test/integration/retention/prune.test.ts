@@ -22,8 +22,16 @@ afterAll(async () => {
 });
 
 /** Checks the database against the model after a real pass; returns that pass's counts. */
-async function pruneAndCheck(seeded: Awaited<ReturnType<typeof seed>>, retentionH: number | null, failedH: number | null) {
-  const opts = { retentionMs: retentionH === null ? null : retentionH * H, retentionFailedMs: failedH === null ? null : failedH * H, batchSize: 7 };
+async function pruneAndCheck(
+  seeded: Awaited<ReturnType<typeof seed>>,
+  retentionH: number | null,
+  failedH: number | null,
+) {
+  const opts = {
+    retentionMs: retentionH === null ? null : retentionH * H,
+    retentionFailedMs: failedH === null ? null : failedH * H,
+    batchSize: 7,
+  };
   const before = await survivors(pool);
   const dry = await runPrune(pool, { ...opts, dryRun: true });
   // the dry run deleted nothing
@@ -70,7 +78,8 @@ describe('tg-relay prune', () => {
   it('deletes exactly the finished rows past RETENTION and the failed/resolved/audit rows past RETENTION_FAILED, with attempts and pg-boss jobs', async () => {
     const seeds: Seed[] = [];
     for (const [kind, states] of Object.entries(STATES) as [Kind, string[]][]) {
-      for (const state of states) for (const ageHours of [1, 20 * 24, 100 * 24]) seeds.push({ kind, state, ageHours, archived: ageHours > 24 });
+      for (const state of states)
+        for (const ageHours of [1, 20 * 24, 100 * 24]) seeds.push({ kind, state, ageHours, archived: ageHours > 24 });
     }
     const seeded = await seed(pool, seeds);
     const r = await pruneAndCheck(seeded, 14 * 24, 90 * 24);
@@ -84,11 +93,16 @@ describe('tg-relay prune', () => {
   });
 
   it('never deletes pending, delivering or claimed work, whatever its age (property)', async () => {
-    const kindState = fc.constantFrom(...(Object.entries(STATES) as [Kind, string[]][]).flatMap(([k, ss]) => ss.map((s) => [k, s] as const)));
+    const kindState = fc.constantFrom(
+      ...(Object.entries(STATES) as [Kind, string[]][]).flatMap(([k, ss]) => ss.map((s) => [k, s] as const)),
+    );
     const retention = fc.option(fc.integer({ min: 1, max: 400 * 24 }), { nil: null, freq: 4 });
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ ks: kindState, ageHours: fc.integer({ min: 0, max: 500 * 24 }), archived: fc.boolean() }), { minLength: 1, maxLength: 25 }),
+        fc.array(
+          fc.record({ ks: kindState, ageHours: fc.integer({ min: 0, max: 500 * 24 }), archived: fc.boolean() }),
+          { minLength: 1, maxLength: 25 },
+        ),
         retention,
         retention,
         async (rows, retentionH, failedH) => {
@@ -104,7 +118,9 @@ describe('tg-relay prune', () => {
                   + (select count(*) from relay.inbox where state = 'pending')::int
                   + (select count(*) from relay.quarantine where state = 'quarantined')::int as n`,
           );
-          const seededLive = seeded.filter((s) => ['pending', 'delivering', 'claimed', 'quarantined'].includes(s.state)).length;
+          const seededLive = seeded.filter((s) =>
+            ['pending', 'delivering', 'claimed', 'quarantined'].includes(s.state),
+          ).length;
           expect(live.rows[0].n).toBe(seededLive);
         },
       ),
@@ -135,7 +151,9 @@ describe('tg-relay prune', () => {
     await boss.start();
     let moved;
     try {
-      moved = await withTransaction(pool, (c) => requeueFailed(c, boss, { table: 'captures', queue: QUEUES.capture, ids: [failed.id], budget: 3 }));
+      moved = await withTransaction(pool, (c) =>
+        requeueFailed(c, boss, { table: 'captures', queue: QUEUES.capture, ids: [failed.id], budget: 3 }),
+      );
     } finally {
       await boss.stop({ graceful: false, wait: true });
     }
@@ -154,7 +172,9 @@ describe('tg-relay prune', () => {
     r = await runPrune(pool, { retentionMs: 14 * D, retentionFailedMs: 90 * D, now: later });
     expect(r.deleted).toMatchObject({ captures: 0, superseded_jobs: 1, boss_job: 1 });
     expect(dry.deleted).toEqual({ ...r.deleted, prune_runs: dry.deleted.prune_runs });
-    const { rows: jobs } = await pool.query(`select id::text, state::text from ${BOSS_SCHEMA}.job where name = $1`, [QUEUES.capture]);
+    const { rows: jobs } = await pool.query(`select id::text, state::text from ${BOSS_SCHEMA}.job where name = $1`, [
+      QUEUES.capture,
+    ]);
     expect(jobs).toEqual([{ id: newJob, state: 'created' }]);
     expect((await pool.query(`select state from relay.captures`)).rows).toEqual([{ state: 'pending' }]);
   });
@@ -162,12 +182,16 @@ describe('tg-relay prune', () => {
   it('a row pruned with a superseded job takes that job along', async () => {
     const [failed] = await seed(pool, [{ kind: 'outbound', state: 'failed', ageHours: 200 * 24 }]);
     // an operator's hand-made retry in SQL, then the row fails again long ago
-    await pool.query(`update relay.outbound set job_id = gen_random_uuid(), state = 'failed', updated_at = now() - interval '200 days' where id = $1`, [
-      failed.id,
-    ]);
+    await pool.query(
+      `update relay.outbound set job_id = gen_random_uuid(), state = 'failed', updated_at = now() - interval '200 days' where id = $1`,
+      [failed.id],
+    );
     const r = await runPrune(pool, { retentionMs: 14 * D, retentionFailedMs: 90 * D });
     expect(r.deleted).toMatchObject({ outbound: 1, superseded_jobs: 1, boss_job: 1, attempts: 2 });
-    expect((await pool.query(`select count(*)::int as n from ${BOSS_SCHEMA}.job where name = $1`, [QUEUES.outbound])).rows[0].n).toBe(0);
+    expect(
+      (await pool.query(`select count(*)::int as n from ${BOSS_SCHEMA}.job where name = $1`, [QUEUES.outbound])).rows[0]
+        .n,
+    ).toBe(0);
     expect((await pool.query(`select count(*)::int as n from relay.superseded_jobs`)).rows[0].n).toBe(0);
   });
 });

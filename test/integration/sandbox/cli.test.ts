@@ -36,14 +36,23 @@ describe('tg-relay sandbox (subprocess)', () => {
 
     const updates = await tg(apiRoot, SANDBOX_DEFAULT_TOKEN, 'getUpdates');
     expect(updates.body.result).toEqual([
-      expect.objectContaining({ update_id: 100000, message: expect.objectContaining({ text: 'hi', chat: expect.objectContaining({ id: 4242 }) }) }),
+      expect.objectContaining({
+        update_id: 100000,
+        message: expect.objectContaining({ text: 'hi', chat: expect.objectContaining({ id: 4242 }) }),
+      }),
     ]);
     expect((await createSandboxClient(apiRoot).botState(SANDBOX_DEFAULT_TOKEN)).pending_count).toBe(1);
 
     // The collector is up as well.
-    const cap = await fetch(captureUrl, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': 'k' }, body: '{}' });
+    const cap = await fetch(captureUrl, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Idempotency-Key': 'k' },
+      body: '{}',
+    });
     expect(cap.status).toBe(200);
-    expect((await createCollectorClient(captureUrl.replace(/\/capture$/, '')).received()).map((r) => r.key)).toEqual(['k']);
+    expect((await createCollectorClient(captureUrl.replace(/\/capture$/, '')).received()).map((r) => r.key)).toEqual([
+      'k',
+    ]);
 
     // `sandbox sent` lists what the bot sent.
     await tg(apiRoot, SANDBOX_DEFAULT_TOKEN, 'sendMessage', { chat_id: 4242, text: 'pong' });

@@ -56,7 +56,10 @@ describe('sandbox collector', () => {
   });
 
   it('answers 400 without an Idempotency-Key or with a non-JSON body, recording nothing', async () => {
-    expect(await capture(url, undefined, { n: 1 })).toMatchObject({ status: 400, body: { description: 'Idempotency-Key header is required' } });
+    expect(await capture(url, undefined, { n: 1 })).toMatchObject({
+      status: 400,
+      body: { description: 'Idempotency-Key header is required' },
+    });
     expect(await capture(url, 'k', '{oops')).toMatchObject({ status: 400 });
     expect(col.received()).toEqual([]);
     expect(col.attempts().map((a) => a.outcome)).toEqual(['missing_key', 'bad_json']);

@@ -1,5 +1,11 @@
 /** The `/sandbox/…` control API over HTTP, through the control client a separate process would use. */
-import { createBotApiSandbox, createSandboxClient, SandboxControlError, type BotApiSandbox, type SandboxClient } from '../../../libs/sandbox';
+import {
+  createBotApiSandbox,
+  createSandboxClient,
+  SandboxControlError,
+  type BotApiSandbox,
+  type SandboxClient,
+} from '../../../libs/sandbox';
 import { tg } from '../../support/sandbox-helpers';
 
 const TOKEN = '5050:control-secret';
@@ -21,7 +27,10 @@ describe('sandbox control API over HTTP', () => {
   it('injects messages, bulk messages, callbacks and raw items', async () => {
     expect(await client.health()).toEqual({ status: 'ok' });
     const u = await client.injectMessage(TOKEN, { chatId: -77, text: '/start', chatType: 'supergroup', fromId: 9 });
-    expect(u).toMatchObject({ update_id: 100000, message: { text: '/start', chat: { id: -77, type: 'supergroup' }, from: { id: 9 } } });
+    expect(u).toMatchObject({
+      update_id: 100000,
+      message: { text: '/start', chat: { id: -77, type: 'supergroup' }, from: { id: 9 } },
+    });
     expect(await client.injectMessages(TOKEN, 4, { chats: 2, chatBase: 10, textPrefix: 'n' })).toEqual({
       count: 4,
       first_update_id: 100001,
@@ -35,7 +44,14 @@ describe('sandbox control API over HTTP', () => {
     const body = await (await fetch(`${api}/bot${TOKEN}/getUpdates`)).text();
     expect(body).toContain('{"weird":true},not json at all]');
     const state = await client.botState(TOKEN);
-    expect(state).toMatchObject({ bot_id: 5050, pending_count: 8, confirmed_offset: null, next_update_id: 100008, webhook: null, long_poll_open: false });
+    expect(state).toMatchObject({
+      bot_id: 5050,
+      pending_count: 8,
+      confirmed_offset: null,
+      next_update_id: 100008,
+      webhook: null,
+      long_poll_open: false,
+    });
     await tg(api, TOKEN, 'getUpdates', { offset: 100003 });
     expect((await client.botState(TOKEN)).confirmed_offset).toBe(100003);
   });
@@ -69,7 +85,9 @@ describe('sandbox control API over HTTP', () => {
     await client.scriptChatError(TOKEN, 3, 'blocked');
     await client.scriptChatError(undefined, '@gone', { kind: 'chat_not_found' });
     expect((await tg(api, TOKEN, 'sendMessage', { chat_id: 3, text: 'x' })).status).toBe(403);
-    expect((await tg(api, TOKEN, 'sendMessage', { chat_id: '@gone', text: 'x' })).body.description).toBe('Bad Request: chat not found');
+    expect((await tg(api, TOKEN, 'sendMessage', { chat_id: '@gone', text: 'x' })).body.description).toBe(
+      'Bad Request: chat not found',
+    );
 
     await client.revokeToken(TOKEN);
     expect((await tg(api, TOKEN, 'getMe')).status).toBe(401);
@@ -83,8 +101,12 @@ describe('sandbox control API over HTTP', () => {
 
   it('reports bad input and unknown routes clearly', async () => {
     await expect(client.injectMessage('', { chatId: 1, text: 'x' })).rejects.toThrow(/"token" is required/);
-    await expect(client.injectMessage(TOKEN, { chatId: 'x' as unknown as number, text: 'x' })).rejects.toThrow(/"chatId" must be an integer/);
-    await expect(client.scriptChatError(TOKEN, 1, { kind: 'nope' } as never)).rejects.toThrow(/unknown scripted error kind/);
+    await expect(client.injectMessage(TOKEN, { chatId: 'x' as unknown as number, text: 'x' })).rejects.toThrow(
+      /"chatId" must be an integer/,
+    );
+    await expect(client.scriptChatError(TOKEN, 1, { kind: 'nope' } as never)).rejects.toThrow(
+      /unknown scripted error kind/,
+    );
     await expect(client.setFaults({ dropAfterRate: 5 })).rejects.toBeInstanceOf(SandboxControlError);
     const res = await fetch(`${api}/sandbox/nothing-here`);
     expect(res.status).toBe(404);

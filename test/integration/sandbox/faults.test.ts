@@ -27,7 +27,8 @@ describe('sandbox fault injection', () => {
   it('answers a share of calls with 5xx without processing them', async () => {
     sb.setFaults({ serverErrorRate: 0.5, serverErrorStatus: 502 });
     const statuses: number[] = [];
-    for (let i = 0; i < 200; i++) statuses.push((await tg(api, TOKEN, 'sendMessage', { chat_id: 1, text: `m${i}` })).status);
+    for (let i = 0; i < 200; i++)
+      statuses.push((await tg(api, TOKEN, 'sendMessage', { chat_id: 1, text: `m${i}` })).status);
     const failed = statuses.filter((s) => s === 502).length;
     expect(failed).toBeGreaterThan(70);
     expect(failed).toBeLessThan(130);
@@ -87,7 +88,11 @@ describe('sandbox fault injection', () => {
   });
 
   it('plays a scripted sequence of outcomes for the matching methods', async () => {
-    sb.setFaults({ methods: ['sendMessage'], sequence: ['server_error', 'none', 'drop_before', 'drop_after'], serverErrorStatus: 500 });
+    sb.setFaults({
+      methods: ['sendMessage'],
+      sequence: ['server_error', 'none', 'drop_before', 'drop_after'],
+      serverErrorStatus: 500,
+    });
     const got = [];
     for (let i = 0; i < 5; i++) got.push(await outcome(tg(api, TOKEN, 'sendMessage', { chat_id: 1, text: `s${i}` })));
     expect(got).toEqual([500, 200, 'dropped', 'dropped', 200]);

@@ -18,7 +18,12 @@ describe('sandbox messaging', () => {
   });
 
   it('returns a Message from the bot with per-chat increasing message_ids and records what was sent', async () => {
-    const a1 = await tg(api, TOKEN, 'sendMessage', { chat_id: 10, text: 'first', parse_mode: 'HTML', disable_notification: true });
+    const a1 = await tg(api, TOKEN, 'sendMessage', {
+      chat_id: 10,
+      text: 'first',
+      parse_mode: 'HTML',
+      disable_notification: true,
+    });
     const a2 = await tg(api, TOKEN, 'sendMessage', {
       chat_id: '10',
       text: 'second',
@@ -52,7 +57,11 @@ describe('sandbox messaging', () => {
     expect(r.body.result).toMatchObject({ message_id: 2, reply_to_message: { message_id: 1 } });
     const bad = await tg(api, TOKEN, 'sendMessage', { chat_id: 5, text: 'x', reply_to_message_id: 99 });
     expect([bad.status, bad.body.description]).toEqual([400, TG_DESCRIPTIONS.replyNotFound]);
-    const allowed = await tg(api, TOKEN, 'sendMessage', { chat_id: 5, text: 'x', reply_parameters: { message_id: 99, allow_sending_without_reply: true } });
+    const allowed = await tg(api, TOKEN, 'sendMessage', {
+      chat_id: 5,
+      text: 'x',
+      reply_parameters: { message_id: 99, allow_sending_without_reply: true },
+    });
     expect(allowed.status).toBe(200);
   });
 
@@ -68,7 +77,12 @@ describe('sandbox messaging', () => {
     ['whitespace text', { chat_id: 1, text: '  \n ' }, 400, 'Bad Request: message text is empty'],
     ['missing text', { chat_id: 1 }, 400, 'Bad Request: message text is empty'],
     ['text over 4096', { chat_id: 1, text: 'x'.repeat(4097) }, 400, 'Bad Request: message is too long'],
-    ['unknown parse_mode', { chat_id: 1, text: 'hi', parse_mode: 'BBCode' }, 400, 'Bad Request: unsupported parse_mode'],
+    [
+      'unknown parse_mode',
+      { chat_id: 1, text: 'hi', parse_mode: 'BBCode' },
+      400,
+      'Bad Request: unsupported parse_mode',
+    ],
     ['missing chat_id', { text: 'hi' }, 400, 'Bad Request: chat_id is empty'],
     ['bad chat_id', { chat_id: 'nobody', text: 'hi' }, 400, 'Bad Request: chat not found'],
   ])('rejects %s', async (_name, params, status, description) => {
@@ -82,7 +96,9 @@ describe('sandbox messaging', () => {
     expect((await tg(api, TOKEN, 'sendMessage', { chat_id: 1, text: 'x'.repeat(4096) })).status).toBe(200);
     const html = `<b>${'y'.repeat(4096)}</b>`;
     expect((await tg(api, TOKEN, 'sendMessage', { chat_id: 1, text: html, parse_mode: 'html' })).status).toBe(200);
-    expect((await tg(api, TOKEN, 'sendMessage', { chat_id: 1, text: '<b></b>', parse_mode: 'HTML' })).body.description).toBe(TG_DESCRIPTIONS.textEmpty);
+    expect(
+      (await tg(api, TOKEN, 'sendMessage', { chat_id: 1, text: '<b></b>', parse_mode: 'HTML' })).body.description,
+    ).toBe(TG_DESCRIPTIONS.textEmpty);
   });
 
   it('answers scripted chat errors as Telegram does', async () => {
@@ -90,21 +106,35 @@ describe('sandbox messaging', () => {
     sb.scriptChatError(TOKEN, 200, 'blocked');
     sb.scriptChatError(TOKEN, -300, { kind: 'migrated', migrateToChatId: -1001234567890 });
     sb.scriptChatError(TOKEN, 400, { kind: 'custom', error_code: 403, description: 'Forbidden: user is deactivated' });
-    sb.scriptChatError(undefined, 500, { kind: 'custom', error_code: 400, description: 'Bad Request: something', parameters: { retry_after: 1 } });
+    sb.scriptChatError(undefined, 500, {
+      kind: 'custom',
+      error_code: 400,
+      description: 'Bad Request: something',
+      parameters: { retry_after: 1 },
+    });
 
     const send = (chat_id: number) => tg(api, TOKEN, 'sendMessage', { chat_id, text: 'hi' });
     expect((await send(100)).body).toEqual({ ok: false, error_code: 400, description: 'Bad Request: chat not found' });
     const blocked = await send(200);
-    expect([blocked.status, blocked.body]).toEqual([403, { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' }]);
+    expect([blocked.status, blocked.body]).toEqual([
+      403,
+      { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' },
+    ]);
     expect((await send(-300)).body).toEqual({
       ok: false,
       error_code: 400,
       description: 'Bad Request: group chat was upgraded to a supergroup chat',
       parameters: { migrate_to_chat_id: -1001234567890 },
     });
-    expect((await send(400)).body).toEqual({ ok: false, error_code: 403, description: 'Forbidden: user is deactivated' });
+    expect((await send(400)).body).toEqual({
+      ok: false,
+      error_code: 403,
+      description: 'Forbidden: user is deactivated',
+    });
     // A global script applies to every bot.
-    expect((await tg(api, '1:other', 'sendMessage', { chat_id: 500, text: 'x' })).body.parameters).toEqual({ retry_after: 1 });
+    expect((await tg(api, '1:other', 'sendMessage', { chat_id: 500, text: 'x' })).body.parameters).toEqual({
+      retry_after: 1,
+    });
     // The new supergroup id works; nothing was recorded for the failures.
     expect((await send(-1001234567890)).status).toBe(200);
     expect(sb.sent(TOKEN).map((s) => s.chat_id)).toEqual([-1001234567890]);
@@ -136,10 +166,19 @@ describe('sandbox messaging', () => {
   });
 
   it('injects callback queries carrying the bot message, and answers them once', async () => {
-    const msg = (await tg(api, TOKEN, 'sendMessage', { chat_id: 6, text: 'pick', reply_markup: { inline_keyboard: [[{ text: 'A', callback_data: 'a' }]] } }))
-      .body.result;
+    const msg = (
+      await tg(api, TOKEN, 'sendMessage', {
+        chat_id: 6,
+        text: 'pick',
+        reply_markup: { inline_keyboard: [[{ text: 'A', callback_data: 'a' }]] },
+      })
+    ).body.result;
     const u = sb.injectCallbackQuery(TOKEN, { chatId: 6, data: 'a', messageId: msg.message_id });
-    expect(u.callback_query).toMatchObject({ data: 'a', from: { id: 6 }, message: { message_id: msg.message_id, text: 'pick' } });
+    expect(u.callback_query).toMatchObject({
+      data: 'a',
+      from: { id: 6 },
+      message: { message_id: msg.message_id, text: 'pick' },
+    });
     const updates = (await tg(api, TOKEN, 'getUpdates')).body.result;
     expect(updates[0].callback_query.id).toBe(u.callback_query!.id);
     const ok = await tg(api, TOKEN, 'answerCallbackQuery', { callback_query_id: u.callback_query!.id, text: 'done' });
@@ -162,6 +201,9 @@ describe('sandbox messaging', () => {
     const m = await telegram.sendMessage(77, 'via telegraf', { parse_mode: 'MarkdownV2' });
     expect(m).toMatchObject({ message_id: 1, chat: { id: 77 }, text: 'via telegraf' });
     sb.scriptChatError(TOKEN, 78, 'blocked');
-    await expect(telegram.sendMessage(78, 'x')).rejects.toMatchObject({ code: 403, description: TG_DESCRIPTIONS.blocked });
+    await expect(telegram.sendMessage(78, 'x')).rejects.toMatchObject({
+      code: 403,
+      description: TG_DESCRIPTIONS.blocked,
+    });
   });
 });

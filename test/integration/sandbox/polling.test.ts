@@ -25,7 +25,11 @@ describe('sandbox getUpdates', () => {
     const first = await tg(api, TOKEN, 'getUpdates', {});
     expect(first.status).toBe(200);
     expect(updateIds(first.body)).toEqual([500, 501]);
-    expect(first.body.result[0].message).toMatchObject({ text: 'one', chat: { id: 11, type: 'private' }, from: { id: 11, is_bot: false } });
+    expect(first.body.result[0].message).toMatchObject({
+      text: 'one',
+      chat: { id: 11, type: 'private' },
+      from: { id: 11, is_bot: false },
+    });
 
     // Reading again without an offset returns the same updates: nothing was confirmed.
     expect(updateIds((await tg(api, TOKEN, 'getUpdates', {})).body)).toEqual([500, 501]);
@@ -44,7 +48,13 @@ describe('sandbox getUpdates', () => {
     expect(updateIds((await tg(api, TOKEN, 'getUpdates', { offset: 502 })).body)).toEqual([]);
     expect(sb.pendingCount(TOKEN)).toBe(0);
     expect(sb.confirmedOffset(TOKEN)).toBe(502);
-    expect(sb.calls(TOKEN, { method: 'getUpdates' }).map((c) => c.params.offset)).toEqual([undefined, undefined, 501, 400, 502]);
+    expect(sb.calls(TOKEN, { method: 'getUpdates' }).map((c) => c.params.offset)).toEqual([
+      undefined,
+      undefined,
+      501,
+      400,
+      502,
+    ]);
   });
 
   it('numbers update_ids per bot, starting at firstUpdateId', async () => {
@@ -105,7 +115,9 @@ describe('sandbox getUpdates', () => {
     const o = await older;
     expect(o.status).toBe(409);
     expect(o.body).toEqual({ ok: false, error_code: 409, description: TG_DESCRIPTIONS.conflictPolling });
-    expect(o.body.description).toBe('Conflict: terminated by other getUpdates request; make sure that only one bot instance is running');
+    expect(o.body.description).toBe(
+      'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
+    );
     sb.injectMessage(TOKEN, { chatId: 3, text: 'for the newer one' });
     const n = await newer;
     expect(n.status).toBe(200);
@@ -148,7 +160,10 @@ describe('sandbox getUpdates', () => {
     expect(updateIds(await get.json())).toEqual([502]);
     expect(sb.confirmedOffset(TOKEN)).toBe(502);
     const me = await (await fetch(`${api}/bot${TOKEN}/getMe`)).json();
-    expect(me).toEqual({ ok: true, result: expect.objectContaining({ id: 4242, is_bot: true, username: 'sandbox_4242_bot' }) });
+    expect(me).toEqual({
+      ok: true,
+      result: expect.objectContaining({ id: 4242, is_bot: true, username: 'sandbox_4242_bot' }),
+    });
   });
 
   it('allowed_updates filters update types created afterwards', async () => {

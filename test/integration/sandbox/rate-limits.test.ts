@@ -1,5 +1,10 @@
 /** Flood control: 429 with retry_after in body and header; correctly paced clients never see one. */
-import { createBotApiSandbox, DEFAULT_RATE_LIMITS, type BotApiSandbox, type RateLimitsInput } from '../../../libs/sandbox';
+import {
+  createBotApiSandbox,
+  DEFAULT_RATE_LIMITS,
+  type BotApiSandbox,
+  type RateLimitsInput,
+} from '../../../libs/sandbox';
 import { tg } from '../../support/sandbox-helpers';
 
 const TOKEN = '6060:limits-secret';
@@ -24,7 +29,12 @@ describe('sandbox rate limits', () => {
     expect(first.status).toBe(200);
     const second = await tg(api, TOKEN, 'sendMessage', { chat_id: 1, text: 'b' });
     expect(second.status).toBe(429);
-    expect(second.body).toEqual({ ok: false, error_code: 429, description: 'Too Many Requests: retry after 1', parameters: { retry_after: 1 } });
+    expect(second.body).toEqual({
+      ok: false,
+      error_code: 429,
+      description: 'Too Many Requests: retry after 1',
+      parameters: { retry_after: 1 },
+    });
     expect(second.headers.get('retry-after')).toBe('1');
     expect(sb.stats().rate_limited).toBe(1);
     expect(sb.sent(TOKEN).map((s) => s.text)).toEqual(['a']);
@@ -60,7 +70,9 @@ describe('sandbox rate limits', () => {
     await start({ perBot: { count: 30, windowMs: 60_000 } });
     // 40 sends to 40 different chats at once: the first 30 (plus what refills while they arrive
     // and the jitter tolerance) pass, the rest are limited.
-    const all = await Promise.all(Array.from({ length: 40 }, (_, i) => tg(api, TOKEN, 'sendMessage', { chat_id: 1000 + i, text: 'x' })));
+    const all = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => tg(api, TOKEN, 'sendMessage', { chat_id: 1000 + i, text: 'x' })),
+    );
     const ok = all.filter((r) => r.status === 200).length;
     expect(ok).toBeGreaterThanOrEqual(30);
     expect(ok).toBeLessThan(40);
@@ -85,7 +97,8 @@ describe('sandbox rate limits', () => {
 
   it('allows 20 messages per minute to a group, answering the 21st with retry_after', async () => {
     await start();
-    for (let i = 0; i < 20; i++) expect((await tg(api, TOKEN, 'sendMessage', { chat_id: -55, text: `g${i}` })).status).toBe(200);
+    for (let i = 0; i < 20; i++)
+      expect((await tg(api, TOKEN, 'sendMessage', { chat_id: -55, text: `g${i}` })).status).toBe(200);
     const limited = await tg(api, TOKEN, 'sendMessage', { chat_id: -55, text: 'g20' });
     expect(limited.status).toBe(429);
     expect(limited.body.parameters.retry_after).toBe(3);
@@ -95,7 +108,8 @@ describe('sandbox rate limits', () => {
   it('can be reconfigured or turned off at runtime', async () => {
     await start();
     sb.setLimits({ enabled: false });
-    for (let i = 0; i < 5; i++) expect((await tg(api, TOKEN, 'sendMessage', { chat_id: 8, text: 'x' })).status).toBe(200);
+    for (let i = 0; i < 5; i++)
+      expect((await tg(api, TOKEN, 'sendMessage', { chat_id: 8, text: 'x' })).status).toBe(200);
     sb.setLimits({ enabled: true, privateChat: { count: 3, windowMs: 60_000 } });
     expect(sb.limits().privateChat).toEqual({ count: 3, windowMs: 60_000, burst: 3 });
     const statuses = [];

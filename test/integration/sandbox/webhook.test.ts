@@ -31,7 +31,9 @@ describe('sandbox webhooks', () => {
     const res = await tg(api, TOKEN, 'getUpdates');
     expect(res.status).toBe(409);
     expect(res.body).toEqual({ ok: false, error_code: 409, description: TG_DESCRIPTIONS.conflictWebhook });
-    expect(res.body.description).toBe("Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
+    expect(res.body.description).toBe(
+      "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+    );
     expect((await tg(api, TOKEN, 'deleteWebhook')).body.result).toBe(true);
     expect((await tg(api, TOKEN, 'getUpdates')).status).toBe(200);
   });
@@ -108,7 +110,12 @@ describe('sandbox webhooks', () => {
     sb.injectMessage(TOKEN, { chatId: 1, text: 'doomed' });
     await waitFor(() => r.received.length >= 2);
     const info = (await tg(api, TOKEN, 'getWebhookInfo')).body.result;
-    expect(info).toMatchObject({ url: r.url, pending_update_count: 1, max_connections: 5, has_custom_certificate: false });
+    expect(info).toMatchObject({
+      url: r.url,
+      pending_update_count: 1,
+      max_connections: 5,
+      has_custom_certificate: false,
+    });
     expect(info.last_error_message).toBe('Wrong response from the webhook: 503 Service Unavailable');
     expect(Math.abs(info.last_error_date - Date.now() / 1000)).toBeLessThan(5);
   });

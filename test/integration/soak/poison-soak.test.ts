@@ -21,7 +21,9 @@ it('hostile text and invalid replies fail only their own update through kills, a
   expect(report.failures).toEqual([]);
   const figure = (label: string) => report.figures.find((f) => f.label === label);
   // the chaos really happened
-  expect(Number(figure('SIGKILLs (then restarted)')?.value.split(' ')[0])).toBeGreaterThanOrEqual(SHORT_POISON_SOAK.minKills);
+  expect(Number(figure('SIGKILLs (then restarted)')?.value.split(' ')[0])).toBeGreaterThanOrEqual(
+    SHORT_POISON_SOAK.minKills,
+  );
   expect(figure('PostgreSQL restarts')?.value).toMatch(/^1 \(embedded/);
   expect(figure('updates stored in the inbox')?.value).toMatch(/^1000 /);
   // the poison really happened, and each poison invariant was checked and held
@@ -37,6 +39,8 @@ it('hostile text and invalid replies fail only their own update through kills, a
     expect(figure(label)).toMatchObject({ ok: true });
   }
   expect(Number(figure('hostile-text updates sent')?.value.split(' ')[0])).toBeGreaterThanOrEqual(150);
-  expect(Number(figure('poison-reply updates failed at once with RELAY_INVALID_REPLY')?.value.split(' ')[0])).toBeGreaterThanOrEqual(10);
+  expect(
+    Number(figure('poison-reply updates failed at once with RELAY_INVALID_REPLY')?.value.split(' ')[0]),
+  ).toBeGreaterThanOrEqual(10);
   expect(report.figures.filter((f) => f.ok === false)).toEqual([]);
 });

@@ -3,8 +3,19 @@
  * types. The checks are at compile time: `npm run typecheck` fails when they drift apart.
  */
 import type { ItemKind as ServerItemKind, ListKind as ServerListKind } from '../../../libs/admin/kinds';
-import type { BotStats as ServerBotStats, KindStats as ServerKindStats, Stats as ServerStats } from '../../../libs/admin/stats';
-import type { AttemptTimeseries, BotStats, ItemKind, KindStats, ListKind, Stats } from '../../../libs/admin/ui/api-types';
+import type {
+  BotStats as ServerBotStats,
+  KindStats as ServerKindStats,
+  Stats as ServerStats,
+} from '../../../libs/admin/stats';
+import type {
+  AttemptTimeseries,
+  BotStats,
+  ItemKind,
+  KindStats,
+  ListKind,
+  Stats,
+} from '../../../libs/admin/ui/api-types';
 import { KINDS } from '../../../libs/admin/kinds';
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -18,7 +29,14 @@ const timeseriesKinds: Same<keyof AttemptTimeseries['kinds'], ServerItemKind> = 
 
 describe('the dashboard API types', () => {
   test('match the server types (checked by tsc) and the kinds the API serves', () => {
-    expect([sameStats, sameKindStats, sameBotStats, sameItemKind, sameListKind, timeseriesKinds]).toEqual([true, true, true, true, true, true]);
+    expect([sameStats, sameKindStats, sameBotStats, sameItemKind, sameListKind, timeseriesKinds]).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
     const kinds: ListKind[] = ['captures', 'outbound', 'inbox', 'quarantine'];
     expect(Object.keys(KINDS).sort()).toEqual([...kinds].sort());
   });

@@ -24,9 +24,12 @@ describe('the committed dashboard bundle', () => {
   // the browser code has its own tsconfig (DOM types), outside `tsc -p .`; esbuild does not check types
   test('the browser sources type-check (tsc -p libs/admin/ui)', async () => {
     const tsc = require.resolve('typescript/bin/tsc');
-    const run = await promisify(execFile)(process.execPath, [tsc, '--noEmit', '-p', UI_ROOT], { encoding: 'utf8' }).catch(
-      (err: Error & { stdout?: string; code?: number }) => ({ stdout: err.stdout ?? String(err), code: err.code }),
-    );
+    const run = await promisify(execFile)(process.execPath, [tsc, '--noEmit', '-p', UI_ROOT], {
+      encoding: 'utf8',
+    }).catch((err: Error & { stdout?: string; code?: number }) => ({
+      stdout: err.stdout ?? String(err),
+      code: err.code,
+    }));
     expect(run.stdout).toBe('');
   }, 60_000);
 });

@@ -1,9 +1,18 @@
-import { AdminStartError, isLoopbackHost, resolveAdminTokens, tokenChecker, tokensFromConfig } from '../../../libs/admin/auth';
+import {
+  AdminStartError,
+  isLoopbackHost,
+  resolveAdminTokens,
+  tokenChecker,
+  tokensFromConfig,
+} from '../../../libs/admin/auth';
 import { loadConfig } from '../../../libs/config';
 
 describe('admin tokens', () => {
   test('ADMIN_TOKEN is labelled "admin"; ADMIN_TOKENS adds labelled tokens', () => {
-    const c = loadConfig({ ADMIN_TOKEN: 'a'.repeat(16), ADMIN_TOKENS: ' ops:bbbbbbbbbbbbbbbb , ci-bot:cccccccccccccccc:with:colons ' });
+    const c = loadConfig({
+      ADMIN_TOKEN: 'a'.repeat(16),
+      ADMIN_TOKENS: ' ops:bbbbbbbbbbbbbbbb , ci-bot:cccccccccccccccc:with:colons ',
+    });
     expect(tokensFromConfig(c)).toEqual([
       { label: 'admin', token: 'a'.repeat(16) },
       { label: 'ops', token: 'b'.repeat(16) },
@@ -11,16 +20,23 @@ describe('admin tokens', () => {
     ]);
   });
 
-  test.each([['nolabel'], [':tok-0123456789abcdef'], ['ops:short'], ['bad label:0123456789abcdef'], ['a:0123456789abcdef,a:fedcba9876543210']])(
-    'ADMIN_TOKENS=%s stops the process naming the variable',
-    (v) => {
-      expect(() => loadConfig({ ADMIN_TOKENS: v })).toThrow(/ADMIN_TOKENS: expected label:token pairs/);
-    },
-  );
+  test.each([
+    ['nolabel'],
+    [':tok-0123456789abcdef'],
+    ['ops:short'],
+    ['bad label:0123456789abcdef'],
+    ['a:0123456789abcdef,a:fedcba9876543210'],
+  ])('ADMIN_TOKENS=%s stops the process naming the variable', (v) => {
+    expect(() => loadConfig({ ADMIN_TOKENS: v })).toThrow(/ADMIN_TOKENS: expected label:token pairs/);
+  });
 
   test('the same token under two labels, or the label "admin" twice, is refused', () => {
-    expect(() => tokensFromConfig(loadConfig({ ADMIN_TOKENS: 'a:0123456789abcdef,b:0123456789abcdef' }))).toThrow(AdminStartError);
-    expect(() => tokensFromConfig(loadConfig({ ADMIN_TOKEN: 'x'.repeat(16), ADMIN_TOKENS: 'admin:0123456789abcdef' }))).toThrow(/used twice/);
+    expect(() => tokensFromConfig(loadConfig({ ADMIN_TOKENS: 'a:0123456789abcdef,b:0123456789abcdef' }))).toThrow(
+      AdminStartError,
+    );
+    expect(() =>
+      tokensFromConfig(loadConfig({ ADMIN_TOKEN: 'x'.repeat(16), ADMIN_TOKENS: 'admin:0123456789abcdef' })),
+    ).toThrow(/used twice/);
   });
 
   test('ADMIN_TOKENS is masked when the configuration is printed', () => {
@@ -31,8 +47,12 @@ describe('admin tokens', () => {
 });
 
 describe('binding without a token', () => {
-  test.each(['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]'])('%s is loopback', (h) => expect(isLoopbackHost(h)).toBe(true));
-  test.each(['0.0.0.0', '::', '10.0.0.5', 'admin.example.com', '128.0.0.1'])('%s is not loopback', (h) => expect(isLoopbackHost(h)).toBe(false));
+  test.each(['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]'])('%s is loopback', (h) =>
+    expect(isLoopbackHost(h)).toBe(true),
+  );
+  test.each(['0.0.0.0', '::', '10.0.0.5', 'admin.example.com', '128.0.0.1'])('%s is not loopback', (h) =>
+    expect(isLoopbackHost(h)).toBe(false),
+  );
 
   test('a non-loopback host without a token refuses to start and says why', () => {
     expect(() => resolveAdminTokens(loadConfig({ ADMIN_HOST: '0.0.0.0' }))).toThrow(
@@ -66,6 +86,7 @@ describe('token check', () => {
     expect(check('first-token-0123456789')?.label).toBe('admin');
   });
   test('rejects prefixes, extensions and empty strings', () => {
-    for (const t of ['first-token-012345678', 'first-token-01234567890', '', 'FIRST-TOKEN-0123456789']) expect(check(t)).toBeUndefined();
+    for (const t of ['first-token-012345678', 'first-token-01234567890', '', 'FIRST-TOKEN-0123456789'])
+      expect(check(t)).toBeUndefined();
   });
 });

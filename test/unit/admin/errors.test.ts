@@ -7,8 +7,16 @@ describe('validation errors name the field at fault', () => {
   test.each([
     ['querystring', { instancePath: '/limit', keyword: 'maximum' }, 'querystring.limit'],
     ['body', { instancePath: '', keyword: 'required', params: { missingProperty: 'chat_id' } }, 'body.chat_id'],
-    ['body', { instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'stat' } }, 'body.stat'],
-    ['body', { instancePath: '/reply_markup/inline_keyboard/0', keyword: 'type' }, 'body.reply_markup.inline_keyboard.0'],
+    [
+      'body',
+      { instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'stat' } },
+      'body.stat',
+    ],
+    [
+      'body',
+      { instancePath: '/reply_markup/inline_keyboard/0', keyword: 'type' },
+      'body.reply_markup.inline_keyboard.0',
+    ],
     ['params', { instancePath: '/id', keyword: 'type' }, 'params.id'],
   ])('%s %j → %s', (ctx, issue, field) => expect(fieldOf(ctx, issue)).toBe(field));
 });
@@ -24,7 +32,12 @@ test('every error code maps to one HTTP status, 4xx/5xx', () => {
 test('cursors round-trip and reject anything else with RELAY_ADMIN_BAD_CURSOR', () => {
   const k = { us: 1_900_000_000_123_456, id: 987654321 };
   expect(decodeCursor(encodeCursor(k))).toEqual(k);
-  for (const bad of ['', 'xyz', Buffer.from('1.2.3').toString('base64url'), Buffer.from('-1.2').toString('base64url')]) {
+  for (const bad of [
+    '',
+    'xyz',
+    Buffer.from('1.2.3').toString('base64url'),
+    Buffer.from('-1.2').toString('base64url'),
+  ]) {
     expect(() => decodeCursor(bad)).toThrow(expect.objectContaining({ code: 'RELAY_ADMIN_BAD_CURSOR' }));
   }
 });

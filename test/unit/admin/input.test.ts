@@ -17,9 +17,14 @@ describe('admin input guard', () => {
 
   test('names the field, keys included', () => {
     expect(() => checkValue({ a: [{ b: 'x\u0000' }] }, 'body')).toThrow(
-      expect.objectContaining({ code: 'RELAY_ADMIN_VALIDATION', details: expect.objectContaining({ field: 'body.a.0.b' }) }),
+      expect.objectContaining({
+        code: 'RELAY_ADMIN_VALIDATION',
+        details: expect.objectContaining({ field: 'body.a.0.b' }),
+      }),
     );
-    expect(() => checkValue({ ['k\ud800']: 1 }, 'body')).toThrow(expect.objectContaining({ details: expect.objectContaining({ field: 'body key' }) }));
+    expect(() => checkValue({ ['k\ud800']: 1 }, 'body')).toThrow(
+      expect.objectContaining({ details: expect.objectContaining({ field: 'body key' }) }),
+    );
   });
 
   test('a deeply nested value is refused without recursion (no stack overflow)', () => {

@@ -29,7 +29,9 @@ describe('storable-json: what PostgreSQL text/jsonb can hold', () => {
     const c = storableValue(v) as Record<string, unknown>;
     expect(Object.getPrototypeOf(c)).toBe(Object.prototype);
     expect(Object.keys(c)).toEqual(['__proto__', 'n', 'l']);
-    expect(JSON.parse(JSON.stringify(c))).toEqual(JSON.parse('{"__proto__":{"k\ufffd":"\ufffd"},"n":1,"l":[null,true,"\ufffd"]}'));
+    expect(JSON.parse(JSON.stringify(c))).toEqual(
+      JSON.parse('{"__proto__":{"k\ufffd":"\ufffd"},"n":1,"l":[null,true,"\ufffd"]}'),
+    );
     expect(v.l[2]).toBe('\u0000'); // the original is untouched
   });
 

@@ -40,7 +40,9 @@ const prometheus = parse(fs.readFileSync(path.join(ROOT, 'deploy/prometheus.yml'
     authorization?: { type: string; credentials_file: string };
   }[];
 };
-const relayServices = Object.entries(services).filter(([, s]) => s.image === 'tg-relay:local' && s.command?.[0] !== 'migrate');
+const relayServices = Object.entries(services).filter(
+  ([, s]) => s.image === 'tg-relay:local' && s.command?.[0] !== 'migrate',
+);
 
 function replicas(s: ComposeService): number {
   return s.deploy?.replicas ?? 1;
@@ -59,7 +61,9 @@ describe('docker-compose.yml', () => {
   });
 
   it('gives postgres a volume and a healthcheck, and makes migrate a one-shot after it', () => {
-    expect(services.postgres.volumes).toEqual(expect.arrayContaining([expect.stringMatching(/^pgdata:\/var\/lib\/postgresql\/data$/)]));
+    expect(services.postgres.volumes).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^pgdata:\/var\/lib\/postgresql\/data$/)]),
+    );
     expect(compose.volumes).toHaveProperty('pgdata');
     expect(services.postgres.healthcheck?.test.join(' ')).toContain('pg_isready');
     expect(services.migrate.restart).toBe('no');
@@ -115,7 +119,10 @@ describe('docker-compose.yml', () => {
       const port = Number(s.environment.METRICS_PORT);
       expect([name, port > 0 && port < 65536]).toEqual([name, true]);
       expect([name, s.healthcheck?.disable]).toEqual([name, undefined]);
-      expect([name, s.healthcheck!.test.join(' ')]).toEqual([name, expect.stringContaining(`http://127.0.0.1:${port}/health/ready`)]);
+      expect([name, s.healthcheck!.test.join(' ')]).toEqual([
+        name,
+        expect.stringContaining(`http://127.0.0.1:${port}/health/ready`),
+      ]);
     }
   });
 
@@ -123,7 +130,8 @@ describe('docker-compose.yml', () => {
     const targets = new Map<string, string>(); // host -> port
     for (const job of prometheus.scrape_configs) {
       expect([job.job_name, job.metrics_path ?? '/metrics']).toEqual([job.job_name, '/metrics']);
-      for (const t of job.static_configs?.flatMap((c) => c.targets) ?? []) targets.set(t.split(':')[0], t.split(':')[1]);
+      for (const t of job.static_configs?.flatMap((c) => c.targets) ?? [])
+        targets.set(t.split(':')[0], t.split(':')[1]);
       for (const d of job.dns_sd_configs ?? []) for (const n of d.names) targets.set(n, String(d.port));
     }
     for (const [name, s] of relayServices) {
@@ -134,7 +142,9 @@ describe('docker-compose.yml', () => {
     const workerJob = prometheus.scrape_configs.find((j) => j.dns_sd_configs?.some((d) => d.names.includes('worker')));
     expect(workerJob?.dns_sd_configs?.[0].type).toBe('A');
     // the admin API's /metrics needs the bearer token: a file the prometheus entrypoint writes from ADMIN_TOKEN
-    const adminJob = prometheus.scrape_configs.find((j) => j.static_configs?.some((c) => c.targets.includes(`admin:${services.admin.environment.ADMIN_PORT}`)));
+    const adminJob = prometheus.scrape_configs.find((j) =>
+      j.static_configs?.some((c) => c.targets.includes(`admin:${services.admin.environment.ADMIN_PORT}`)),
+    );
     const tokenFile = adminJob?.authorization?.credentials_file;
     expect(adminJob?.authorization?.type).toBe('Bearer');
     const prom = services.prometheus;
@@ -215,7 +225,8 @@ describe('docker-compose.yml', () => {
     for (const entry of ['node_modules', 'dist', '.data', '.git', 'test']) expect(ignored).toContain(entry);
     // and nothing the Dockerfile copies is ignored
     for (const m of dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)) {
-      for (const src of m[1].trim().split(/\s+/).slice(0, -1)) expect([src, ignored.includes(src.split('/')[0])]).toEqual([src, false]);
+      for (const src of m[1].trim().split(/\s+/).slice(0, -1))
+        expect([src, ignored.includes(src.split('/')[0])]).toEqual([src, false]);
     }
   });
 });

@@ -25,7 +25,9 @@ describe('BOT_HANDLERS module shapes', () => {
 
   it('a module without handlers is a configuration error naming BOT_HANDLERS', () => {
     expect(() => resolveBotHandlers({ something: 1 })).toThrow(ConfigError);
-    expect(() => resolveBotHandlers({ something: 1 })).toThrow(/BOT_HANDLERS: .* exports something; expected a register function/);
+    expect(() => resolveBotHandlers({ something: 1 })).toThrow(
+      /BOT_HANDLERS: .* exports something; expected a register function/,
+    );
   });
 
   it('loads the example bot by a path relative to the working directory', async () => {
@@ -44,7 +46,9 @@ describe('BOT_HANDLERS module shapes', () => {
   });
 
   it('a missing module is a configuration error', async () => {
-    await expect(loadBotHandlers('./no/such/bot.ts', ROOT)).rejects.toThrow(/BOT_HANDLERS: cannot find module "\.\/no\/such\/bot\.ts"/);
+    await expect(loadBotHandlers('./no/such/bot.ts', ROOT)).rejects.toThrow(
+      /BOT_HANDLERS: cannot find module "\.\/no\/such\/bot\.ts"/,
+    );
   });
 
   it('a module that throws while loading is a configuration error with the cause', async () => {

@@ -98,7 +98,12 @@ describe('runUpdate: the outcome contract', () => {
         }),
     );
     const outcome = await runner.runUpdate(message('hi'));
-    expect(outcome).toMatchObject({ kind: 'retry', timedOut: false, aborted: false, info: { errorClass: 'Unrelated', message: 'boom' } });
+    expect(outcome).toMatchObject({
+      kind: 'retry',
+      timedOut: false,
+      aborted: false,
+      info: { errorClass: 'Unrelated', message: 'boom' },
+    });
   });
 
   it('a middleware that throws → retry', async () => {
@@ -130,7 +135,11 @@ describe('runUpdate: the outcome contract', () => {
       });
     });
     const outcome = await runner.runUpdate(message('hi'));
-    expect(outcome).toMatchObject({ kind: 'handled', via: 'error_handler', handledError: { errorClass: 'SubRecoverable' } });
+    expect(outcome).toMatchObject({
+      kind: 'handled',
+      via: 'error_handler',
+      handledError: { errorClass: 'SubRecoverable' },
+    });
     expect(sentTexts()).toEqual(['sorry: known condition']);
   });
 
@@ -193,7 +202,8 @@ describe('runUpdate: the outcome contract', () => {
       botId: '2000000001',
       apiRoot: sandbox.url,
       handlers: resolveBotHandlers({
-        register: (_bot: unknown, dispatch: { onError: (c: unknown, h: unknown) => void }) => dispatch.onError(Error, () => Promise.resolve('handled')),
+        register: (_bot: unknown, dispatch: { onError: (c: unknown, h: unknown) => void }) =>
+          dispatch.onError(Error, () => Promise.resolve('handled')),
       }),
       replySink: createDirectReplySink(),
       logger: silentLogger(),
@@ -214,7 +224,11 @@ describe('runUpdate: the outcome contract', () => {
         }),
     );
     const outcome = await runner.runUpdate(message('slow'), { timeoutMs: 100 });
-    expect(outcome).toMatchObject({ kind: 'retry', timedOut: true, info: { errorClass: 'HandlerTimeoutError', code: 'RELAY_HANDLER_TIMEOUT' } });
+    expect(outcome).toMatchObject({
+      kind: 'retry',
+      timedOut: true,
+      info: { errorClass: 'HandlerTimeoutError', code: 'RELAY_HANDLER_TIMEOUT' },
+    });
     expect(outcome.kind === 'retry' && outcome.error).toBeInstanceOf(HandlerTimeoutError);
     await waitFor(() => lateCall !== undefined, { what: 'the late reply attempt' });
     expect(signalFired).toBe(true);
@@ -225,7 +239,11 @@ describe('runUpdate: the outcome contract', () => {
   it('a timed-out handler is not offered to error handlers (it is still running)', async () => {
     let offered = 0;
     const runner = await runnerFor((bot, dispatch) => {
-      bot.on('text', (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Recoverable('aborted')))));
+      bot.on(
+        'text',
+        (ctx) =>
+          new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Recoverable('aborted')))),
+      );
       dispatch.onError(Recoverable, () => (offered++, Promise.resolve('handled')));
     });
     expect(await runner.runUpdate(message('slow'), { timeoutMs: 50 })).toMatchObject({ kind: 'retry', timedOut: true });
@@ -236,12 +254,22 @@ describe('runUpdate: the outcome contract', () => {
   it('an abort from outside (worker stopping) → retry (aborted), the handler sees its signal', async () => {
     let sawAbort = false;
     const runner = await runnerFor(
-      (bot) => void bot.on('text', (ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => ((sawAbort = true), resolve())))),
+      (bot) =>
+        void bot.on(
+          'text',
+          (ctx) =>
+            new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => ((sawAbort = true), resolve()))),
+        ),
     );
     const ctl = new AbortController();
     setTimeout(() => ctl.abort(new Error('stopping')), 30);
     const outcome = await runner.runUpdate(message('x'), { signal: ctl.signal, timeoutMs: 5_000 });
-    expect(outcome).toMatchObject({ kind: 'retry', aborted: true, timedOut: false, info: { errorClass: 'DispatchAbortedError' } });
+    expect(outcome).toMatchObject({
+      kind: 'retry',
+      aborted: true,
+      timedOut: false,
+      info: { errorClass: 'DispatchAbortedError' },
+    });
     expect(sawAbort).toBe(true);
   });
 });
@@ -426,7 +454,10 @@ describe('the reply seam', () => {
     const runner = await runnerFor(
       (bot) =>
         void bot.on('text', async (ctx) => {
-          const sent = await callApiDirect<{ message_id: number }>(ctx, 'sendMessage', { chat_id: ctx.chat.id, text: 'direct' });
+          const sent = await callApiDirect<{ message_id: number }>(ctx, 'sendMessage', {
+            chat_id: ctx.chat.id,
+            text: 'direct',
+          });
           directId = sent.message_id;
           await ctx.reply('relayed');
           late = () => callApiDirect(ctx, 'sendMessage', { chat_id: ctx.chat.id, text: 'late' });

@@ -41,9 +41,21 @@ describe('buildCapture', () => {
     expect(c.fromId).toBe(3);
   });
   it('hashes the payload deterministically and differently for different data', () => {
-    const a = buildCapture({ updateId: 1, type: 'message', message: makeMessageUpdate({ updateId: 1, text: 'x' }).message });
-    const b = buildCapture({ updateId: 1, type: 'message', message: makeMessageUpdate({ updateId: 1, text: 'x' }).message });
-    const c = buildCapture({ updateId: 1, type: 'message', message: makeMessageUpdate({ updateId: 1, text: 'y' }).message });
+    const a = buildCapture({
+      updateId: 1,
+      type: 'message',
+      message: makeMessageUpdate({ updateId: 1, text: 'x' }).message,
+    });
+    const b = buildCapture({
+      updateId: 1,
+      type: 'message',
+      message: makeMessageUpdate({ updateId: 1, text: 'x' }).message,
+    });
+    const c = buildCapture({
+      updateId: 1,
+      type: 'message',
+      message: makeMessageUpdate({ updateId: 1, text: 'y' }).message,
+    });
     expect(a.sha256).toBe(b.sha256);
     expect(a.key).toBe(c.key);
     expect(a.sha256).not.toBe(c.sha256);
@@ -51,7 +63,13 @@ describe('buildCapture', () => {
   it('uses the caption of a media message as text, and null without either', () => {
     const m = { message_id: 1, date: 1, chat: { id: 1, type: 'private' }, caption: 'photo caption' };
     expect(buildCapture({ updateId: 1, type: 'message', message: m }).text).toBe('photo caption');
-    expect(buildCapture({ updateId: 1, type: 'channel_post', message: { message_id: 1, date: 1, chat: { id: -1, type: 'channel' } } })).toMatchObject({
+    expect(
+      buildCapture({
+        updateId: 1,
+        type: 'channel_post',
+        message: { message_id: 1, date: 1, chat: { id: -1, type: 'channel' } },
+      }),
+    ).toMatchObject({
       text: null,
       fromId: null,
     });

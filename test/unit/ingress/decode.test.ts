@@ -33,17 +33,28 @@ describe('decodeUpdate', () => {
     ['a fractional update_id', raw({ update_id: 5.5 }), null, '$.update_id'],
     [
       'a chat id that is a string',
-      raw({ ...makeMessageUpdate({ updateId: 5 }), message: { ...makeMessageUpdate({ updateId: 5 }).message, chat: { id: '1', type: 'private' } } }),
+      raw({
+        ...makeMessageUpdate({ updateId: 5 }),
+        message: { ...makeMessageUpdate({ updateId: 5 }).message, chat: { id: '1', type: 'private' } },
+      }),
       5,
       '$.message.chat.id',
     ],
     [
       'text that is a number',
-      raw({ ...makeMessageUpdate({ updateId: 6 }), message: { ...makeMessageUpdate({ updateId: 6 }).message, text: 12 } }),
+      raw({
+        ...makeMessageUpdate({ updateId: 6 }),
+        message: { ...makeMessageUpdate({ updateId: 6 }).message, text: 12 },
+      }),
       6,
       '$.message.text',
     ],
-    ['a callback without from', raw({ update_id: 8, callback_query: { id: 'x', chat_instance: '1' } }), 8, '$.callback_query.from'],
+    [
+      'a callback without from',
+      raw({ update_id: 8, callback_query: { id: 'x', chat_instance: '1' } }),
+      8,
+      '$.callback_query.from',
+    ],
   ])('rejects %s with the JSON path and no payload in the error', (_what, text, updateId, jsonPath) => {
     const r = decodeUpdate(text);
     expect(r.ok).toBe(false);
@@ -61,27 +72,38 @@ describe('decodeUpdate: content is data (issue 12, finding 1)', () => {
     ['a lone high surrogate (an emoji cut in half)', 'cut \ud83d'],
     ['a lone low surrogate', '\ude00 tail'],
     ['RTL marks and escapes', '\u202eevil\u200f \\ud800 "quoted"'],
-  ])('decodes %s: the parsed update holds the exact text, the jsonb copy holds none of what jsonb refuses', (_what, text) => {
-    const u = makeMessageUpdate({ updateId: 21, text });
-    const r = decodeUpdate(raw(u));
-    expect(r.ok).toBe(true);
-    if (!r.ok) return;
-    expect(r.update.message?.text).toBe(text);
-    expect(JSON.parse(r.update.raw)).toEqual(u);
-    expect(r.update.raw).toBe(raw(u));
-    const copy = JSON.parse(r.update.payloadJson);
-    expect(copy.message.chat).toEqual(u.message.chat);
-    // eslint-disable-next-line no-control-regex -- matches NUL on purpose: the jsonb copy must never contain one
-    expect(copy.message.text).not.toMatch(/[\u0000]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/);
-  });
+  ])(
+    'decodes %s: the parsed update holds the exact text, the jsonb copy holds none of what jsonb refuses',
+    (_what, text) => {
+      const u = makeMessageUpdate({ updateId: 21, text });
+      const r = decodeUpdate(raw(u));
+      expect(r.ok).toBe(true);
+      if (!r.ok) return;
+      expect(r.update.message?.text).toBe(text);
+      expect(JSON.parse(r.update.raw)).toEqual(u);
+      expect(r.update.raw).toBe(raw(u));
+      const copy = JSON.parse(r.update.payloadJson);
+      expect(copy.message.chat).toEqual(u.message.chat);
+      // matches NUL on purpose: the jsonb copy must never contain one
+      // eslint-disable-next-line no-control-regex -- NUL is what this pattern is for
+      const unstorable = /[\u0000]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+      expect(copy.message.text).not.toMatch(unstorable);
+    },
+  );
 
   it('never judges user strings, nor fields the relay does not read (names, callback data, queries)', () => {
-    const cb = makeCallbackUpdate({ updateId: 30, data: '\u0000' }) as { callback_query: { data: unknown; from: { first_name?: string } } };
+    const cb = makeCallbackUpdate({ updateId: 30, data: '\u0000' }) as {
+      callback_query: { data: unknown; from: { first_name?: string } };
+    };
     cb.callback_query.data = 12; // a type Telegram never sends, in a field only handlers read
     delete cb.callback_query.from.first_name;
     expect(decodeUpdate(raw(cb)).ok).toBe(true);
-    expect(decodeUpdate(raw({ update_id: 31, inline_query: { id: 5, from: { id: 7 }, query: '\ud800' } }))).toMatchObject({ ok: true, update: { fromId: 7 } });
-    expect(decodeUpdate(raw({ update_id: 32, my_chat_member: { chat: { id: -4 }, from: { id: 7 }, date: 'x' } }))).toMatchObject({
+    expect(
+      decodeUpdate(raw({ update_id: 31, inline_query: { id: 5, from: { id: 7 }, query: '\ud800' } })),
+    ).toMatchObject({ ok: true, update: { fromId: 7 } });
+    expect(
+      decodeUpdate(raw({ update_id: 32, my_chat_member: { chat: { id: -4 }, from: { id: 7 }, date: 'x' } })),
+    ).toMatchObject({
       ok: true,
       update: { chatId: -4 },
     });

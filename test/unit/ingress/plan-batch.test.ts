@@ -12,8 +12,14 @@ describe('planBatch (polling)', () => {
   });
 
   it('an empty batch keeps the offset', () => {
-    expect(planBatch([], { policy: 'stop', offset: 10, transport: 'polling' })).toMatchObject({ nextOffset: 10, halt: null });
-    expect(planBatch([], { policy: 'stop', offset: 0, transport: 'polling' })).toMatchObject({ nextOffset: null, halt: null });
+    expect(planBatch([], { policy: 'stop', offset: 10, transport: 'polling' })).toMatchObject({
+      nextOffset: 10,
+      halt: null,
+    });
+    expect(planBatch([], { policy: 'stop', offset: 0, transport: 'polling' })).toMatchObject({
+      nextOffset: null,
+      halt: null,
+    });
   });
 
   it('stop: keeps the updates before the bad one, halts at its offset, persists nothing of it', () => {
@@ -36,7 +42,12 @@ describe('planBatch (polling)', () => {
     const p = planBatch([u(10), badTypes(11), u(12)], { policy: 'quarantine', offset: 10, transport: 'polling' });
     expect(p.updates.map((x) => x.updateId)).toEqual([10, 12]);
     expect(p.quarantine).toEqual([
-      expect.objectContaining({ updateId: 11, raw: badTypes(11), jsonPath: '$.message.message_id', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }),
+      expect.objectContaining({
+        updateId: 11,
+        raw: badTypes(11),
+        jsonPath: '$.message.message_id',
+        sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      }),
     ]);
     expect(p).toMatchObject({ nextOffset: 13, halt: null });
   });
@@ -48,7 +59,9 @@ describe('planBatch (polling)', () => {
   });
 
   it('quarantine: trailing items without update_id advance exactly one slot (never past an unseen update)', () => {
-    expect(planBatch([u(10), 'a', 'b'], { policy: 'quarantine', offset: 10, transport: 'polling' }).nextOffset).toBe(12);
+    expect(planBatch([u(10), 'a', 'b'], { policy: 'quarantine', offset: 10, transport: 'polling' }).nextOffset).toBe(
+      12,
+    );
     expect(planBatch(['a'], { policy: 'quarantine', offset: 12, transport: 'polling' }).nextOffset).toBe(13);
   });
 

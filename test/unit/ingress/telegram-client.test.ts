@@ -6,7 +6,9 @@ const TOKEN = '123456:AAH-secret_token_value_that_must_not_leak';
 
 type Handler = (req: http.IncomingMessage, body: string, res: http.ServerResponse) => void;
 
-async function serve(handler: Handler): Promise<{ url: string; close(): Promise<void>; seen: Array<{ url: string; body: string }> }> {
+async function serve(
+  handler: Handler,
+): Promise<{ url: string; close(): Promise<void>; seen: Array<{ url: string; body: string }> }> {
   const seen: Array<{ url: string; body: string }> = [];
   const server = http.createServer((req, res) => {
     let body = '';
@@ -41,7 +43,9 @@ function expectNoToken(err: unknown) {
 
 describe('Bot API client', () => {
   it('POSTs JSON to /bot<token>/<method> and returns `result`', async () => {
-    const srv = await serve((_req, _body, res) => json(res, 200, { ok: true, result: { id: 123456, is_bot: true, first_name: 'B' } }));
+    const srv = await serve((_req, _body, res) =>
+      json(res, 200, { ok: true, result: { id: 123456, is_bot: true, first_name: 'B' } }),
+    );
     const api = createBotApiClient({ token: TOKEN, apiRoot: srv.url });
     try {
       await expect(api.getMe()).resolves.toMatchObject({ id: 123456 });
@@ -60,7 +64,17 @@ describe('Bot API client', () => {
     const srv = await serve((_req, _body, res) => {
       n++;
       if (n === 1)
-        json(res, 429, { ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } }, { 'retry-after': '7' });
+        json(
+          res,
+          429,
+          {
+            ok: false,
+            error_code: 429,
+            description: 'Too Many Requests: retry after 7',
+            parameters: { retry_after: 7 },
+          },
+          { 'retry-after': '7' },
+        );
       else if (n === 2)
         json(res, 400, {
           ok: false,
@@ -74,7 +88,12 @@ describe('Bot API client', () => {
     try {
       const e1 = await api.callApi('sendMessage', {}).catch((e) => e);
       expect(e1).toBeInstanceOf(TelegramApiError);
-      expect(e1).toMatchObject({ code: 'RELAY_TELEGRAM_API_ERROR', method: 'sendMessage', errorCode: 429, retryAfter: 7 });
+      expect(e1).toMatchObject({
+        code: 'RELAY_TELEGRAM_API_ERROR',
+        method: 'sendMessage',
+        errorCode: 429,
+        retryAfter: 7,
+      });
       const e2 = await api.callApi('sendMessage', {}).catch((e) => e);
       expect(e2).toMatchObject({ errorCode: 400, migrateToChatId: -100123 });
       const e3 = await api.callApi('sendMessage', {}).catch((e) => e);

@@ -43,7 +43,11 @@ describe('webhook plugin', () => {
     const seen: string[] = [];
     const app = await build((raw) => {
       seen.push(raw);
-      return Promise.resolve(seen.length === 1 ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false }, headers: { 'retry-after': '1' } });
+      return Promise.resolve(
+        seen.length === 1
+          ? { status: 200, body: { ok: true } }
+          : { status: 503, body: { ok: false }, headers: { 'retry-after': '1' } },
+      );
     });
     try {
       const body = '{ "update_id" : 1 ,"x":"\\u00e9"}';

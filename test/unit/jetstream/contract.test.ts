@@ -10,7 +10,13 @@ const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v :
 describe('decodeTelegramOutbound', () => {
   it('reads the seed example: chat null → default chat, parse_mode passed on, kind kept as publisher kind', () => {
     const d = decodeTelegramOutbound(
-      enc({ msg_id: 'cohort|1234|signal_id', chat: null, text: '<b>Signal</b>: BUY at 0.45', parse_mode: 'HTML', kind: 'trade' }),
+      enc({
+        msg_id: 'cohort|1234|signal_id',
+        chat: null,
+        text: '<b>Signal</b>: BUY at 0.45',
+        parse_mode: 'HTML',
+        kind: 'trade',
+      }),
     );
     expect(d).toEqual({
       ok: true,
@@ -26,9 +32,18 @@ describe('decodeTelegramOutbound', () => {
   });
 
   it('accepts chat_id or the seed field chat (numbers or strings), refuses both when they differ', () => {
-    expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat_id: -100123, text: 't' }))).toMatchObject({ ok: true, message: { chatId: '-100123' } });
-    expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat: '@some_channel', text: 't' }))).toMatchObject({ ok: true, message: { chatId: '@some_channel' } });
-    expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat: '5', chat_id: 5, text: 't' }))).toMatchObject({ ok: true, message: { chatId: '5' } });
+    expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat_id: -100123, text: 't' }))).toMatchObject({
+      ok: true,
+      message: { chatId: '-100123' },
+    });
+    expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat: '@some_channel', text: 't' }))).toMatchObject({
+      ok: true,
+      message: { chatId: '@some_channel' },
+    });
+    expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat: '5', chat_id: 5, text: 't' }))).toMatchObject({
+      ok: true,
+      message: { chatId: '5' },
+    });
     expect(decodeTelegramOutbound(enc({ msg_id: 'a', chat: '5', chat_id: 6, text: 't' }))).toMatchObject({
       ok: false,
       reason: 'invalid',
@@ -47,7 +62,10 @@ describe('decodeTelegramOutbound', () => {
 
   it('invalid JSON and invalid UTF-8 are invalid_json; a non-object body is invalid', () => {
     expect(decodeTelegramOutbound(enc('{"msg_id":'))).toMatchObject({ ok: false, reason: 'invalid_json' });
-    expect(decodeTelegramOutbound(new Uint8Array([0x7b, 0xff, 0x7d]))).toMatchObject({ ok: false, reason: 'invalid_json' });
+    expect(decodeTelegramOutbound(new Uint8Array([0x7b, 0xff, 0x7d]))).toMatchObject({
+      ok: false,
+      reason: 'invalid_json',
+    });
     expect(decodeTelegramOutbound(enc('"text"'))).toMatchObject({ ok: false, reason: 'invalid' });
     expect(decodeTelegramOutbound(enc('null'))).toMatchObject({ ok: false, reason: 'invalid' });
   });
@@ -113,7 +131,9 @@ describe('bridge settings', () => {
 
   it('never prints the nkey seed or a password in NATS_URL', () => {
     const seed = `SU${'A'.repeat(56)}`;
-    const lines = describeConfig(loadConfig({ NATS_URL: 'nats://relay:hunter2pw@127.0.0.1:4222', NATS_NKEY_SEED: seed })).join('\n');
+    const lines = describeConfig(
+      loadConfig({ NATS_URL: 'nats://relay:hunter2pw@127.0.0.1:4222', NATS_NKEY_SEED: seed }),
+    ).join('\n');
     expect(lines).toContain('NATS_URL=nats://relay:****@127.0.0.1:4222');
     expect(lines).not.toContain('hunter2pw');
     expect(lines).not.toContain(seed);

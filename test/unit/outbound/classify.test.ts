@@ -1,15 +1,30 @@
 import fc from 'fast-check';
-import { classifySendError, classifySendSuccess, RATE_LIMIT_FALLBACK_MS, RATE_LIMIT_MIN_MS } from '../../../libs/outbound/classify-response';
+import {
+  classifySendError,
+  classifySendSuccess,
+  RATE_LIMIT_FALLBACK_MS,
+  RATE_LIMIT_MIN_MS,
+} from '../../../libs/outbound/classify-response';
 import { TelegramApiError, TelegramNetworkError } from '../../../libs/telegram/errors';
 
 const api = (errorCode: number, description: string, parameters?: Record<string, number>, retryAfterHeader?: number) =>
   new TelegramApiError('sendMessage', { errorCode, description, parameters, retryAfterHeader });
 const net = (reason: TelegramNetworkError['reason'], sent: boolean, code?: string) =>
-  new TelegramNetworkError('sendMessage', reason, 'socket hang up', sent, code ? { cause: Object.assign(new Error('x'), { code }) } : undefined);
+  new TelegramNetworkError(
+    'sendMessage',
+    reason,
+    'socket hang up',
+    sent,
+    code ? { cause: Object.assign(new Error('x'), { code }) } : undefined,
+  );
 
 describe('sendMessage classification', () => {
   it('ok with a message_id → Delivered(message_id)', () => {
-    expect(classifySendSuccess({ message_id: 77, chat: { id: 1 } })).toEqual({ type: 'delivered', messageId: 77, status: 200 });
+    expect(classifySendSuccess({ message_id: 77, chat: { id: 1 } })).toEqual({
+      type: 'delivered',
+      messageId: 77,
+      status: 200,
+    });
   });
 
   it('ok without a message_id → Ambiguous (Telegram may have sent it)', () => {
@@ -23,16 +38,30 @@ describe('sendMessage classification', () => {
       status: 429,
       description: 'Too Many Requests: retry after 7',
     });
-    expect(classifySendError(api(429, 'Too Many Requests', undefined, 3))).toMatchObject({ type: 'rate_limited', retryAfterMs: 3000 });
-    expect(classifySendError(api(429, 'Too Many Requests'))).toMatchObject({ type: 'rate_limited', retryAfterMs: RATE_LIMIT_FALLBACK_MS });
+    expect(classifySendError(api(429, 'Too Many Requests', undefined, 3))).toMatchObject({
+      type: 'rate_limited',
+      retryAfterMs: 3000,
+    });
+    expect(classifySendError(api(429, 'Too Many Requests'))).toMatchObject({
+      type: 'rate_limited',
+      retryAfterMs: RATE_LIMIT_FALLBACK_MS,
+    });
   });
 
   it('429 asking for less than a second (0, a fraction: a proxy or a self-hosted Bot API) waits a second, never 0', () => {
-    expect(classifySendError(api(429, 'Too Many Requests: retry after 0', { retry_after: 0 }))).toMatchObject({ type: 'rate_limited', retryAfterMs: 1000 });
-    expect(classifySendError(api(429, 'Too Many Requests', undefined, 0))).toMatchObject({ type: 'rate_limited', retryAfterMs: 1000 });
+    expect(classifySendError(api(429, 'Too Many Requests: retry after 0', { retry_after: 0 }))).toMatchObject({
+      type: 'rate_limited',
+      retryAfterMs: 1000,
+    });
+    expect(classifySendError(api(429, 'Too Many Requests', undefined, 0))).toMatchObject({
+      type: 'rate_limited',
+      retryAfterMs: 1000,
+    });
     fc.assert(
       fc.property(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.boolean(), (s, inHeader) => {
-        const out = classifySendError(inHeader ? api(429, 'Too Many Requests', undefined, s) : api(429, 'Too Many Requests', { retry_after: s }));
+        const out = classifySendError(
+          inHeader ? api(429, 'Too Many Requests', undefined, s) : api(429, 'Too Many Requests', { retry_after: s }),
+        );
         // Telegram's own value when it is a second or more, else the floor
         return out.type === 'rate_limited' && out.retryAfterMs === (s >= 1 ? s * 1000 : RATE_LIMIT_MIN_MS);
       }),
@@ -40,7 +69,11 @@ describe('sendMessage classification', () => {
   });
 
   it('400 with migrate_to_chat_id → Migrate(new chat id)', () => {
-    expect(classifySendError(api(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: -1009876 }))).toEqual({
+    expect(
+      classifySendError(
+        api(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: -1009876 }),
+      ),
+    ).toEqual({
       type: 'migrate',
       newChatId: '-1009876',
       status: 400,
@@ -75,24 +108,43 @@ describe('sendMessage classification', () => {
   });
 
   it('5xx → Retry with backoff', () => {
-    expect(classifySendError(api(502, 'Bad Gateway'))).toEqual({ type: 'retry', status: 502, errorCode: 'HTTP_502', error: 'Bad Gateway' });
+    expect(classifySendError(api(502, 'Bad Gateway'))).toEqual({
+      type: 'retry',
+      status: 502,
+      errorCode: 'HTTP_502',
+      error: 'Bad Gateway',
+    });
     expect(classifySendError(api(500, 'Internal Server Error'))).toMatchObject({ type: 'retry', status: 500 });
   });
 
   it('no answer before the request was written (refused, DNS) → Retry', () => {
-    expect(classifySendError(net('connection', false, 'ECONNREFUSED'))).toMatchObject({ type: 'retry', errorCode: 'ECONNREFUSED' });
-    expect(classifySendError(net('connection', false, 'ENOTFOUND'))).toMatchObject({ type: 'retry', errorCode: 'ENOTFOUND' });
+    expect(classifySendError(net('connection', false, 'ECONNREFUSED'))).toMatchObject({
+      type: 'retry',
+      errorCode: 'ECONNREFUSED',
+    });
+    expect(classifySendError(net('connection', false, 'ENOTFOUND'))).toMatchObject({
+      type: 'retry',
+      errorCode: 'ENOTFOUND',
+    });
   });
 
   it('no answer after the request was written (dropped, timed out) → Ambiguous', () => {
-    expect(classifySendError(net('connection', true, 'ECONNRESET'))).toMatchObject({ type: 'ambiguous', errorCode: 'ECONNRESET' });
+    expect(classifySendError(net('connection', true, 'ECONNRESET'))).toMatchObject({
+      type: 'ambiguous',
+      errorCode: 'ECONNRESET',
+    });
     expect(classifySendError(net('timeout', true))).toMatchObject({ type: 'ambiguous', errorCode: 'ETIMEDOUT' });
-    expect(classifySendError(net('bad_response', true))).toMatchObject({ type: 'ambiguous', errorCode: 'BAD_RESPONSE' });
+    expect(classifySendError(net('bad_response', true))).toMatchObject({
+      type: 'ambiguous',
+      errorCode: 'BAD_RESPONSE',
+    });
     expect(classifySendError(net('timeout', false))).toMatchObject({ type: 'retry', errorCode: 'ETIMEDOUT' });
   });
 
   it('never lets a token through into the outcome', () => {
-    const out = classifySendError(new Error('request to https://api.telegram.org/bot123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAA/sendMessage failed'));
+    const out = classifySendError(
+      new Error('request to https://api.telegram.org/bot123456:AAAAAAAAAAAAAAAAAAAAAAAAAAAA/sendMessage failed'),
+    );
     expect(out).toMatchObject({ type: 'retry', errorCode: 'RELAY_SEND_THREW' });
     expect(JSON.stringify(out)).not.toContain('AAAAAAAAAAAAAAAAAAAA');
   });

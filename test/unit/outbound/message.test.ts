@@ -90,8 +90,13 @@ describe('outbound message validation', () => {
     expect(problems(null).message).toMatch(/object/);
     expect(problems({ ...base, send_options: { text: 'x' } }).send_options).toMatch(/must not repeat text/);
     expect(validateOutboundMessage({ ...base, send_options: {} }).sendOptions).toBeNull();
-    expect(validateOutboundMessage({ ...base, send_options: { message_thread_id: 7 } }).sendOptions).toEqual({ message_thread_id: 7 });
-    expect(validateOutboundMessage({ ...base, kind: 'alert', delivery: 'at_most_once' })).toMatchObject({ kind: 'alert', delivery: 'at_most_once' });
+    expect(validateOutboundMessage({ ...base, send_options: { message_thread_id: 7 } }).sendOptions).toEqual({
+      message_thread_id: 7,
+    });
+    expect(validateOutboundMessage({ ...base, kind: 'alert', delivery: 'at_most_once' })).toMatchObject({
+      kind: 'alert',
+      delivery: 'at_most_once',
+    });
     expect(problems({ ...base, bot_id: 'abc' }).bot_id).toMatch(/numeric bot id/);
     expect(validateOutboundMessage({ ...base, bot_id: 123456 }).botId).toBe('123456');
   });

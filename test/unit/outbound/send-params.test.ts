@@ -27,7 +27,13 @@ describe('sendMessage parameters', () => {
         reply_markup: { inline_keyboard: [] },
         send_options: { message_thread_id: 3 },
       }),
-    ).toEqual({ chat_id: '@chan', text: 't', disable_notification: true, reply_markup: { inline_keyboard: [] }, message_thread_id: 3 });
+    ).toEqual({
+      chat_id: '@chan',
+      text: 't',
+      disable_notification: true,
+      reply_markup: { inline_keyboard: [] },
+      message_thread_id: 3,
+    });
     expect(chatIdParam('99999999999999999')).toBe('99999999999999999');
   });
 
@@ -39,7 +45,13 @@ describe('sendMessage parameters', () => {
       text: 'hi',
       parseMode: 'HTML',
       sourceUpdateId: 10,
-      payload: { chat_id: 5, text: 'hi', parse_mode: 'HTML', message_thread_id: undefined, reply_parameters: { message_id: 3 } },
+      payload: {
+        chat_id: 5,
+        text: 'hi',
+        parse_mode: 'HTML',
+        message_thread_id: undefined,
+        reply_parameters: { message_id: 3 },
+      },
     });
     expect(m).toEqual({
       msg_id: 'update:1:10:1',
@@ -72,7 +84,9 @@ describe('outbound configuration', () => {
       OUTBOUND_RATE_PER_BOT: { count: 100, windowMs: 1000 },
       OUTBOUND_RATE_PER_GROUP: { count: 10, windowMs: 30_000 },
     });
-    expect(() => loadConfig({ OUTBOUND_RATE_PER_CHAT: 'fast' })).toThrow(/OUTBOUND_RATE_PER_CHAT: expected .*COUNT\/WINDOW/);
+    expect(() => loadConfig({ OUTBOUND_RATE_PER_CHAT: 'fast' })).toThrow(
+      /OUTBOUND_RATE_PER_CHAT: expected .*COUNT\/WINDOW/,
+    );
     expect(() => loadConfig({ OUTBOUND_RATE_PER_CHAT: '0/1s' })).toThrow(/OUTBOUND_RATE_PER_CHAT/);
     expect(() => loadConfig({ OUTBOUND_RATE_MODE: 'psychic' })).toThrow(/OUTBOUND_RATE_MODE/);
   });

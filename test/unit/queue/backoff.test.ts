@@ -4,13 +4,16 @@ const policy = { baseMs: 1_000, capMs: 300_000 };
 
 describe('backoff', () => {
   it('is exponential with full jitter: uniform in [0, min(cap, base·2^(attempt-1)))', () => {
-    expect([1, 2, 3, 4, 5].map((a) => backoffDelayMs(policy, a, () => 0.999999))).toEqual([999, 1_999, 3_999, 7_999, 15_999]);
+    expect([1, 2, 3, 4, 5].map((a) => backoffDelayMs(policy, a, () => 0.999999))).toEqual([
+      999, 1_999, 3_999, 7_999, 15_999,
+    ]);
     expect(backoffDelayMs(policy, 3, () => 0)).toBe(0);
     expect(backoffDelayMs(policy, 3, () => 0.5)).toBe(2_000);
   });
 
   it('never exceeds the cap, even for huge attempt numbers', () => {
-    for (const attempt of [9, 10, 12, 50, 1_000]) expect(backoffDelayMs(policy, attempt, () => 0.999999)).toBeLessThan(300_000);
+    for (const attempt of [9, 10, 12, 50, 1_000])
+      expect(backoffDelayMs(policy, attempt, () => 0.999999)).toBeLessThan(300_000);
     expect(backoffDelayMs(policy, 1_000, () => 0.5)).toBe(150_000);
   });
 

@@ -22,7 +22,12 @@ describe('isTransientWriteError', () => {
     [sqlError('22P02'), false],
     [sqlError('23505'), false],
     [sqlError('TR422'), false],
-    [Object.assign(new Error('invalid outbound message: send_options: timeout contains a NUL'), { code: 'RELAY_OUTBOUND_INVALID' }), false],
+    [
+      Object.assign(new Error('invalid outbound message: send_options: timeout contains a NUL'), {
+        code: 'RELAY_OUTBOUND_INVALID',
+      }),
+      false,
+    ],
     [new TypeError('Cannot read properties of undefined'), false],
     [new Error('a handler effect mentions a connection timeout'), false],
   ])('%s → %s', (err, expected) => {
@@ -86,7 +91,8 @@ describe('OutcomeWriter', () => {
     const batches: number[][] = [];
     const writer = new OutcomeWriter<Item>(
       (batch) => {
-        if (failures-- > 0) return Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+        if (failures-- > 0)
+          return Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
         batches.push(batch.map((i) => i.id));
         return Promise.resolve();
       },
@@ -106,7 +112,9 @@ describe('decideSettlement: configuration problems', () => {
     const d = decideSettlement(job, Outcome.retry(undefined, { uncounted: true, backoffStep: 4 }), policy, () => 0.999);
     expect(d.settlement).toMatchObject({ state: 'pending', uncounted: true });
     expect(d.delayMs).toBe(799); // [0, min(cap, 100·2^3))
-    expect(decideSettlement(job, Outcome.retry(undefined, { uncounted: true, backoffStep: 20 }), policy, () => 0.5).delayMs).toBe(5_000);
+    expect(
+      decideSettlement(job, Outcome.retry(undefined, { uncounted: true, backoffStep: 20 }), policy, () => 0.5).delayMs,
+    ).toBe(5_000);
   });
 
   it('an uncounted retry without a step (a rate-limit deferral) still defaults to at once', () => {

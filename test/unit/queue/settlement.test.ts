@@ -22,10 +22,12 @@ describe('outcome → next state', () => {
   });
 
   it('Terminal → failed with its reason, whatever the budget left', () => {
-    expect(decideSettlement(job(1), Outcome.terminal('rejected with HTTP 422', { status: 422 }), policy)).toMatchObject({
-      settlement: { state: 'failed', failedReason: 'rejected with HTTP 422' },
-      auditOutcome: 'failed',
-    });
+    expect(decideSettlement(job(1), Outcome.terminal('rejected with HTTP 422', { status: 422 }), policy)).toMatchObject(
+      {
+        settlement: { state: 'failed', failedReason: 'rejected with HTTP 422' },
+        auditOutcome: 'failed',
+      },
+    );
   });
 
   it('Retry → pending after the backoff, or after Retry-After', () => {
@@ -41,7 +43,11 @@ describe('outcome → next state', () => {
   });
 
   it('Retry on the last attempt of the budget → failed, naming the last error', () => {
-    const d = decideSettlement(job(3), Outcome.retry(undefined, { status: 503, error: 'collector answered 503' }), policy);
+    const d = decideSettlement(
+      job(3),
+      Outcome.retry(undefined, { status: 503, error: 'collector answered 503' }),
+      policy,
+    );
     expect(d).toMatchObject({ settlement: { state: 'failed' }, auditOutcome: 'failed' });
     expect(d.settlement.failedReason).toBe('attempt budget spent (3 of 3); last error: collector answered 503');
   });
@@ -54,9 +60,19 @@ describe('outcome → next state', () => {
 
 describe('uncounted retries and labels', () => {
   it('an uncounted Retry (rate limit) is pending after its own delay even on the last attempt of the budget', () => {
-    const d = decideSettlement(job(3), Outcome.retry(4_000, { uncounted: true, errorCode: 'TELEGRAM_429' }), policy, () => 0.5);
-    expect(d).toMatchObject({ settlement: { state: 'pending', delayMs: 4_000, uncounted: true }, auditOutcome: 'retry' });
-    expect(decideSettlement(job(1), Outcome.retry(undefined, { uncounted: true }), policy, () => 0.5).settlement.delayMs).toBe(0);
+    const d = decideSettlement(
+      job(3),
+      Outcome.retry(4_000, { uncounted: true, errorCode: 'TELEGRAM_429' }),
+      policy,
+      () => 0.5,
+    );
+    expect(d).toMatchObject({
+      settlement: { state: 'pending', delayMs: 4_000, uncounted: true },
+      auditOutcome: 'retry',
+    });
+    expect(
+      decideSettlement(job(1), Outcome.retry(undefined, { uncounted: true }), policy, () => 0.5).settlement.delayMs,
+    ).toBe(0);
   });
 
   it('effects travel to the settlement for the kind to apply', () => {

@@ -37,7 +37,11 @@ export function createApi(token: string, onUnauthorized: (err: ApiError) => void
       res = await fetch(path, {
         method,
         cache: 'no-store',
-        headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: 'application/json',
+          ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+        },
         body: method === 'POST' ? JSON.stringify(body ?? {}) : undefined,
       });
     } catch (err) {
@@ -52,8 +56,16 @@ export function createApi(token: string, onUnauthorized: (err: ApiError) => void
     }
     if (!res.ok) {
       // the admin API's error body: { code, message, ...details }
-      const body = json && typeof json === 'object' ? (json as { code?: string; message?: string } & Record<string, unknown>) : undefined;
-      const err = new ApiError(res.status, body?.code ?? `HTTP_${res.status}`, body?.message ?? `HTTP ${res.status}`, body ?? {});
+      const body =
+        json && typeof json === 'object'
+          ? (json as { code?: string; message?: string } & Record<string, unknown>)
+          : undefined;
+      const err = new ApiError(
+        res.status,
+        body?.code ?? `HTTP_${res.status}`,
+        body?.message ?? `HTTP ${res.status}`,
+        body ?? {},
+      );
       if (res.status === 401) onUnauthorized(err);
       throw err;
     }

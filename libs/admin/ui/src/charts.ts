@@ -37,7 +37,13 @@ export function barChart(s: BarSeries): HTMLElement {
     const bh = p.value === null ? 0 : Math.max(v > 0 ? 2 : 1, Math.round((v / max) * (H - 2)));
     return svg(
       'rect',
-      { x: (i * slot + 1).toFixed(1), y: H - bh, width: Math.max(1, slot - 2).toFixed(1), height: bh, class: p.value === null ? 'bar empty' : 'bar' },
+      {
+        x: (i * slot + 1).toFixed(1),
+        y: H - bh,
+        width: Math.max(1, slot - 2).toFixed(1),
+        height: bh,
+        class: p.value === null ? 'bar empty' : 'bar',
+      },
       svg('title', null, `${fmtTime(p.at)}: ${p.value === null ? 'no attempts' : s.format(v)}`),
     );
   });

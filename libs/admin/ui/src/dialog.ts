@@ -22,15 +22,27 @@ export interface ConfirmOptions {
 export function confirmDialog(opts: ConfirmOptions): Promise<{ confirmed: boolean; reason?: string }> {
   const opener = document.activeElement as HTMLElement | null;
   const titleId = `dlg-title-${Date.now()}`;
-  const reason = opts.reason ? h('input', { id: `${titleId}-reason`, name: 'reason', type: 'text', maxlength: 500, autocomplete: 'off' }) : null;
-  const confirm = h('button', { type: 'submit', value: 'confirm', class: opts.danger ? 'danger' : 'primary' }, opts.confirmLabel);
-  const cancel = h('button', { type: 'submit', value: 'cancel', formnovalidate: true }, opts.inform ? 'Close' : 'Cancel');
+  const reason = opts.reason
+    ? h('input', { id: `${titleId}-reason`, name: 'reason', type: 'text', maxlength: 500, autocomplete: 'off' })
+    : null;
+  const confirm = h(
+    'button',
+    { type: 'submit', value: 'confirm', class: opts.danger ? 'danger' : 'primary' },
+    opts.confirmLabel,
+  );
+  const cancel = h(
+    'button',
+    { type: 'submit', value: 'cancel', formnovalidate: true },
+    opts.inform ? 'Close' : 'Cancel',
+  );
   const form = h(
     'form',
     { method: 'dialog' },
     h('h2', { id: titleId }, opts.title),
     h('div', { class: 'dialog-body' }, opts.body),
-    reason ? h('p', { class: 'field' }, h('label', { for: reason.id }, 'Reason (optional, kept in the audit trail)'), reason) : null,
+    reason
+      ? h('p', { class: 'field' }, h('label', { for: reason.id }, 'Reason (optional, kept in the audit trail)'), reason)
+      : null,
     h('div', { class: 'dialog-buttons' }, opts.inform ? null : confirm, cancel),
   );
   const dialog = h('dialog', { 'aria-labelledby': titleId }, form);

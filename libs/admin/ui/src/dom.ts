@@ -24,7 +24,11 @@ function setAttrs(el: Element, attrs: Attrs | null | undefined): void {
   }
 }
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Attrs | null, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs?: Attrs | null,
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   setAttrs(el, attrs);
   append(el, children);
@@ -32,7 +36,11 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Attrs |
 }
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
-export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs?: Attrs | null, ...children: Child[]): SVGElementTagNameMap[K] {
+export function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs?: Attrs | null,
+  ...children: Child[]
+): SVGElementTagNameMap[K] {
   const el = document.createElementNS(SVG_NS, tag);
   setAttrs(el, attrs);
   append(el, children);

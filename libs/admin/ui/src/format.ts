@@ -47,7 +47,14 @@ export function localInputToIso(value: string): string | undefined {
 /** A JSON value as text: scalars as String() writes them, lists and objects as JSON. */
 export function text(value: unknown): string {
   if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value === null || value === undefined) return String(value);
+  if (
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    typeof value === 'bigint' ||
+    value === null ||
+    value === undefined
+  )
+    return String(value);
   return JSON.stringify(value) ?? '';
 }
 

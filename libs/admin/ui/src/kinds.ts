@@ -68,7 +68,10 @@ export const KIND_VIEWS: { [K in ListKind]: KindView<K> } = {
     columns: [
       { label: 'Created', cell: (r) => time(r.created_at) },
       { label: 'msg_id', cell: (r) => h('code', null, r.msg_id) },
-      { label: 'Chat', cell: (r) => (r.target_chat_id !== r.chat_id ? `${r.chat_id} → ${r.target_chat_id}` : r.chat_id) },
+      {
+        label: 'Chat',
+        cell: (r) => (r.target_chat_id !== r.chat_id ? `${r.chat_id} → ${r.target_chat_id}` : r.chat_id),
+      },
       { label: 'Kind', cell: (r) => r.kind },
       { label: 'State', cell: (r) => stateBadge(r.state) },
       { label: 'Attempts', cell: (r) => `${r.attempts}${r.max_attempts ? ` / ${r.max_attempts}` : ''}`, num: true },

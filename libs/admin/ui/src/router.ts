@@ -19,14 +19,18 @@ export function parseHash(hash: string): Route {
   if (parts.length === 0 || parts[0] === 'overview') return { name: 'overview' };
   const kind = LIST_KINDS.find((k) => k === parts[0]);
   if (kind && parts.length === 1) return { name: 'list', kind, params };
-  if (kind && parts.length === 2 && /^[1-9][0-9]{0,15}$/.test(parts[1])) return { name: 'detail', kind, id: Number(parts[1]) };
+  if (kind && parts.length === 2 && /^[1-9][0-9]{0,15}$/.test(parts[1]))
+    return { name: 'detail', kind, id: Number(parts[1]) };
   if (parts[0] === 'audit' && parts.length === 1) return { name: 'audit', params };
   if (parts[0] === 'sandbox' && parts.length === 1) return { name: 'sandbox' };
   return { name: 'unknown', path };
 }
 
 export function listHash(kind: ListKind, params: Record<string, string | undefined> | URLSearchParams = {}): string {
-  const p = params instanceof URLSearchParams ? params : new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => !!e[1]));
+  const p =
+    params instanceof URLSearchParams
+      ? params
+      : new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => !!e[1]));
   const q = p.toString();
   return `#/${kind}${q ? `?${q}` : ''}`;
 }

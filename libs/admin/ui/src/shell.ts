@@ -57,7 +57,8 @@ export function startApp(root: HTMLElement): void {
               await signIn(token);
               return null;
             } catch (err) {
-              if (err instanceof ApiError && err.status === 401) return 'That token was refused by the admin API (401). Check ADMIN_TOKEN.';
+              if (err instanceof ApiError && err.status === 401)
+                return 'That token was refused by the admin API (401). Check ADMIN_TOKEN.';
               return `Could not reach the admin API: ${describeError(err)}`;
             }
           },
@@ -92,7 +93,11 @@ export function startApp(root: HTMLElement): void {
     if (sandbox) links.push(['#/sandbox', 'Sandbox chat']);
     nav.replaceChildren(...links.map(([href, label]) => h('li', null, h('a', { href }, label))));
     root.replaceChildren(
-      h('a', { class: 'skip', href: '#main', onclick: (ev: Event) => (ev.preventDefault(), main.focus()) }, 'Skip to content'),
+      h(
+        'a',
+        { class: 'skip', href: '#main', onclick: (ev: Event) => (ev.preventDefault(), main.focus()) },
+        'Skip to content',
+      ),
       h(
         'header',
         { class: 'top' },
@@ -134,7 +139,11 @@ export function startApp(root: HTMLElement): void {
     if (hash && !hash.startsWith('#/')) return; // an in-page anchor, not a page
     const r = parseHash(hash);
     view?.dispose?.();
-    const ctx: ViewContext = { api, sandbox, navigate: (to) => (location.hash === to ? void load() : void (location.hash = to)) };
+    const ctx: ViewContext = {
+      api,
+      sandbox,
+      navigate: (to) => (location.hash === to ? void load() : void (location.hash = to)),
+    };
     view = viewFor(r, ctx);
     const current = `#/${hash.replace(/^#\//, '').split(/[/?]/)[0] || 'overview'}`;
     for (const a of nav.querySelectorAll('a')) {

@@ -53,7 +53,9 @@ export function auditView(ctx: ViewContext, params: URLSearchParams): View {
           h(
             'td',
             null,
-            d.result === 'refused' ? h('span', { class: 'error-text' }, `refused: ${a.error_code ?? ''} ${a.error ?? ''}`) : text(d.result ?? 'ok'),
+            d.result === 'refused'
+              ? h('span', { class: 'error-text' }, `refused: ${a.error_code ?? ''} ${a.error ?? ''}`)
+              : text(d.result ?? 'ok'),
           ),
           h('td', null, d.reason ? text(d.reason) : '—'),
         );
@@ -81,7 +83,13 @@ export function auditView(ctx: ViewContext, params: URLSearchParams): View {
       replaceKeepingFocus(
         pager,
         cursor ? h('a', { href: '#/audit', 'data-focus-key': 'first' }, '« Newest') : null,
-        page.next_cursor ? h('a', { href: `#/audit?cursor=${encodeURIComponent(page.next_cursor)}`, 'data-focus-key': 'next' }, 'Older »') : null,
+        page.next_cursor
+          ? h(
+              'a',
+              { href: `#/audit?cursor=${encodeURIComponent(page.next_cursor)}`, 'data-focus-key': 'next' },
+              'Older »',
+            )
+          : null,
       );
     },
   };

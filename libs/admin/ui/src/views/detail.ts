@@ -91,14 +91,20 @@ function value(k: string, v: unknown): Child {
 function traceLink(traceId: unknown, url: unknown): Child {
   if (typeof traceId !== 'string' || traceId === '') return h('span', { class: 'muted' }, '— (not traced)');
   if (typeof url !== 'string' || !/^https?:\/\//i.test(url)) return h('code', null, traceId);
-  return h('a', { href: url, target: '_blank', rel: 'noopener noreferrer', title: 'open the trace' }, h('code', null, traceId));
+  return h(
+    'a',
+    { href: url, target: '_blank', rel: 'noopener noreferrer', title: 'open the trace' },
+    h('code', null, traceId),
+  );
 }
 
 function timeline(history: AttemptRow[]): HTMLElement {
   if (history.length === 0) return h('p', { class: 'empty' }, 'No attempt yet.');
   const rows = history.map((a) => {
     const admin = a.outcome.startsWith('admin.');
-    const outcome = admin ? (ADMIN_ACTIONS[a.outcome.slice('admin.'.length)] ?? a.outcome.slice('admin.'.length).replace(/_/g, ' ')) : a.outcome;
+    const outcome = admin
+      ? (ADMIN_ACTIONS[a.outcome.slice('admin.'.length)] ?? a.outcome.slice('admin.'.length).replace(/_/g, ' '))
+      : a.outcome;
     const details = a.details && typeof a.details === 'object' ? (a.details as Record<string, unknown>) : null;
     const note = admin
       ? [
@@ -118,7 +124,13 @@ function timeline(history: AttemptRow[]): HTMLElement {
       { class: admin ? `admin-row${a.outcome.endsWith('_dry_run') ? ' dry-run' : ''}` : '', 'data-outcome': a.outcome },
       h('td', null, h('time', { datetime: a.started_at, title: a.started_at }, fmtTime(a.started_at))),
       h('td', { class: 'num' }, admin ? '—' : (a.attempt ?? '—')),
-      h('td', null, admin ? h('span', { class: 'badge admin' }, `admin: ${outcome}`) : h('span', { class: `badge outcome-${outcome}` }, outcome)),
+      h(
+        'td',
+        null,
+        admin
+          ? h('span', { class: 'badge admin' }, `admin: ${outcome}`)
+          : h('span', { class: `badge outcome-${outcome}` }, outcome),
+      ),
       h('td', { class: 'num' }, a.http_status ?? '—'),
       h(
         'td',
@@ -144,7 +156,9 @@ function timeline(history: AttemptRow[]): HTMLElement {
       h(
         'tr',
         null,
-        ['Started', 'Attempt', 'Outcome', 'HTTP', 'Error', 'Worker', 'Duration', 'By'].map((t) => h('th', { scope: 'col' }, t)),
+        ['Started', 'Attempt', 'Outcome', 'HTTP', 'Error', 'Worker', 'Duration', 'By'].map((t) =>
+          h('th', { scope: 'col' }, t),
+        ),
       ),
     ),
     h('tbody', null, rows),
@@ -184,7 +198,12 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
         label: 'Release',
         danger: false,
       },
-      discard: { title: `Discard ${what}?`, text: 'It is marked discarded; its bytes are kept.', label: 'Discard', danger: true },
+      discard: {
+        title: `Discard ${what}?`,
+        text: 'It is marked discarded; its bytes are kept.',
+        label: 'Discard',
+        danger: true,
+      },
     }[action];
     const { confirmed, reason } = await confirmDialog({
       title: copy.title,
@@ -196,7 +215,11 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
     if (!confirmed) return;
     try {
       const r = await ctx.api.post<ActionResult>(`v1/${kind}/${id}/${action}`, reason ? { reason } : {});
-      setStatus(status, 'ok', `${copy.label}: done — now ${r.state}${r.outcome ? ` (${text(r.outcome)})` : ''}, audit #${r.audit_id}`);
+      setStatus(
+        status,
+        'ok',
+        `${copy.label}: done — now ${r.state}${r.outcome ? ` (${text(r.outcome)})` : ''}, audit #${r.audit_id}`,
+      );
     } catch (err) {
       setStatus(status, 'error', `${copy.label} refused: ${describeError(err)}`);
     }
@@ -207,14 +230,41 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
     const state = row.state;
     const buttons: HTMLElement[] = [];
     if (spec.retry && state === 'failed')
-      buttons.push(h('button', { type: 'button', class: 'primary', 'data-focus-key': 'retry', onclick: () => void act('retry') }, 'Retry now…'));
+      buttons.push(
+        h(
+          'button',
+          { type: 'button', class: 'primary', 'data-focus-key': 'retry', onclick: () => void act('retry') },
+          'Retry now…',
+        ),
+      );
     if (spec.cancel && state === 'pending')
-      buttons.push(h('button', { type: 'button', class: 'danger', 'data-focus-key': 'cancel', onclick: () => void act('cancel') }, 'Cancel…'));
+      buttons.push(
+        h(
+          'button',
+          { type: 'button', class: 'danger', 'data-focus-key': 'cancel', onclick: () => void act('cancel') },
+          'Cancel…',
+        ),
+      );
     if (kind === 'quarantine' && state === 'quarantined') {
-      buttons.push(h('button', { type: 'button', class: 'primary', 'data-focus-key': 'release', onclick: () => void act('release') }, 'Release…'));
-      buttons.push(h('button', { type: 'button', class: 'danger', 'data-focus-key': 'discard', onclick: () => void act('discard') }, 'Discard…'));
+      buttons.push(
+        h(
+          'button',
+          { type: 'button', class: 'primary', 'data-focus-key': 'release', onclick: () => void act('release') },
+          'Release…',
+        ),
+      );
+      buttons.push(
+        h(
+          'button',
+          { type: 'button', class: 'danger', 'data-focus-key': 'discard', onclick: () => void act('discard') },
+          'Discard…',
+        ),
+      );
     }
-    replaceKeepingFocus(actions, buttons.length ? buttons : h('span', { class: 'muted' }, `No action applies to a ${state} ${spec.noun}.`));
+    replaceKeepingFocus(
+      actions,
+      buttons.length ? buttons : h('span', { class: 'muted' }, `No action applies to a ${state} ${spec.noun}.`),
+    );
   }
 
   function renderSecrets(row: Details[K]): void {
@@ -241,7 +291,12 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
             },
             shown ? `Hide ${f.label}` : `Reveal ${f.label}`,
           );
-          return h('div', { class: 'secret' }, button, h('pre', { id: boxId, hidden: !shown, class: 'payload' }, shown ? f.render(r[f.key]) : ''));
+          return h(
+            'div',
+            { class: 'secret' },
+            button,
+            h('pre', { id: boxId, hidden: !shown, class: 'payload' }, shown ? f.render(r[f.key]) : ''),
+          );
         }),
     );
   }
@@ -292,7 +347,10 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
           Object.entries(row)
             .filter(([k]) => !hidden.has(k))
             .sort(([a], [b]) => rank(a) - rank(b))
-            .map(([k, v]) => [h('dt', null, k), h('dd', { 'data-field': k }, k === 'trace_id' ? traceLink(v, row.trace_url) : value(k, v))]),
+            .map(([k, v]) => [
+              h('dt', null, k),
+              h('dd', { 'data-field': k }, k === 'trace_id' ? traceLink(v, row.trace_url) : value(k, v)),
+            ]),
         ),
       );
       renderSecrets(current);

@@ -53,15 +53,34 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
         autocomplete: 'off',
       })
     : null;
-  const since = h('input', { id: id('since'), name: 'since', type: 'datetime-local', value: isoToLocalInput(filter.since ?? null) });
-  const until = h('input', { id: id('until'), name: 'until', type: 'datetime-local', value: isoToLocalInput(filter.until ?? null) });
-  const error = h('input', { id: id('error'), name: 'error', type: 'search', size: 18, maxlength: 200, value: filter.error ?? '', autocomplete: 'off' });
+  const since = h('input', {
+    id: id('since'),
+    name: 'since',
+    type: 'datetime-local',
+    value: isoToLocalInput(filter.since ?? null),
+  });
+  const until = h('input', {
+    id: id('until'),
+    name: 'until',
+    type: 'datetime-local',
+    value: isoToLocalInput(filter.until ?? null),
+  });
+  const error = h('input', {
+    id: id('error'),
+    name: 'error',
+    type: 'search',
+    size: 18,
+    maxlength: 200,
+    value: filter.error ?? '',
+    autocomplete: 'off',
+  });
   const limit = h(
     'select',
     { id: id('limit'), name: 'limit' },
     PAGE_SIZES.map((n) => h('option', { value: n, selected: (filter.limit ?? '50') === n }, n)),
   );
-  const field = (label: string, input: HTMLElement) => h('p', { class: 'field' }, h('label', { for: input.id }, label), input);
+  const field = (label: string, input: HTMLElement) =>
+    h('p', { class: 'field' }, h('label', { for: input.id }, label), input);
 
   const form = h(
     'form',
@@ -102,7 +121,9 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
     ? h(
         'button',
         { type: 'button', onclick: () => void bulkRetry() },
-        filter.state && filter.state !== 'failed' ? 'Retry failed matching the other filters…' : 'Retry all failed matching this filter…',
+        filter.state && filter.state !== 'failed'
+          ? 'Retry failed matching the other filters…'
+          : 'Retry all failed matching this filter…',
       )
     : null;
 
@@ -132,7 +153,13 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
           { 'data-dry-run-count': dry.matched },
           `Dry run: ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? '' : 's'} match (${describeFilter(rest)}).`,
         ),
-        dry.more ? h('p', { class: 'warn' }, `More match than one call retries: only these ${dry.matched} now; run it again for the rest.`) : null,
+        dry.more
+          ? h(
+              'p',
+              { class: 'warn' },
+              `More match than one call retries: only these ${dry.matched} now; run it again for the rest.`,
+            )
+          : null,
         h('p', null, 'They return to pending with a renewed attempt budget and are delivered again.'),
       ],
       confirmLabel: `Retry ${dry.matched}`,
@@ -143,8 +170,16 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
       return;
     }
     try {
-      const r = await ctx.api.post<BulkRetryResult>(`v1/${kind}/retry`, { ...rest, limit: dry.matched, ...(reason ? { reason } : {}) });
-      setStatus(status, 'ok', `Retried ${r.retried} ${spec.noun}${r.retried === 1 ? '' : 's'}${r.more ? ' (more remain)' : ''} — audit #${r.audit_id}`);
+      const r = await ctx.api.post<BulkRetryResult>(`v1/${kind}/retry`, {
+        ...rest,
+        limit: dry.matched,
+        ...(reason ? { reason } : {}),
+      });
+      setStatus(
+        status,
+        'ok',
+        `Retried ${r.retried} ${spec.noun}${r.retried === 1 ? '' : 's'}${r.more ? ' (more remain)' : ''} — audit #${r.audit_id}`,
+      );
       await view.refresh();
     } catch (err) {
       setStatus(status, 'error', `Bulk retry failed: ${describeError(err)}`);
@@ -183,7 +218,11 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
           h(
             'td',
             { class: 'num' },
-            h('a', { href: detailHash(kind, rid), 'data-focus-key': `row-${rid}`, 'aria-label': `Open ${spec.noun} ${rid}` }, `#${rid}`),
+            h(
+              'a',
+              { href: detailHash(kind, rid), 'data-focus-key': `row-${rid}`, 'aria-label': `Open ${spec.noun} ${rid}` },
+              `#${rid}`,
+            ),
           ),
           spec.columns.map((c) => h('td', { class: c.num ? 'num' : '' }, c.cell(row))),
         );

@@ -1,8 +1,19 @@
 import { h } from '../dom';
 
 /** The sign-in form: the token is checked against GET /v1/stats before it is kept. */
-export function loginView(opts: { message?: string; onSubmit: (token: string) => Promise<string | null> }): HTMLElement {
-  const input = h('input', { id: 'token', name: 'token', type: 'password', required: true, autocomplete: 'off', spellcheck: 'false', size: 40 });
+export function loginView(opts: {
+  message?: string;
+  onSubmit: (token: string) => Promise<string | null>;
+}): HTMLElement {
+  const input = h('input', {
+    id: 'token',
+    name: 'token',
+    type: 'password',
+    required: true,
+    autocomplete: 'off',
+    spellcheck: 'false',
+    size: 40,
+  });
   const error = h('p', { id: 'login-error', role: 'alert', class: 'error' }, opts.message ?? '');
   if (opts.message) input.setAttribute('aria-describedby', error.id);
   const button = h('button', { type: 'submit', class: 'primary' }, 'Sign in');

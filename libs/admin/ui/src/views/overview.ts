@@ -34,7 +34,10 @@ function workCard(stats: Stats, series: AttemptTimeseries | null, card: (typeof 
     );
   });
   const buckets = series?.kinds[card.kind] ?? [];
-  const total = buckets.reduce((a, b) => ({ attempts: a.attempts + b.attempts, delivered: a.delivered + b.delivered }), { attempts: 0, delivered: 0 });
+  const total = buckets.reduce(
+    (a, b) => ({ attempts: a.attempts + b.attempts, delivered: a.delivered + b.delivered }),
+    { attempts: 0, delivered: 0 },
+  );
   const charts = buckets.length
     ? [
         barChart({
@@ -45,10 +48,15 @@ function workCard(stats: Stats, series: AttemptTimeseries | null, card: (typeof 
         }),
         barChart({
           label: 'Failure rate',
-          headline: total.attempts ? `${Math.round(((total.attempts - total.delivered) / total.attempts) * 100)}%` : '—',
+          headline: total.attempts
+            ? `${Math.round(((total.attempts - total.delivered) / total.attempts) * 100)}%`
+            : '—',
           tone: 'bad',
           max: 100,
-          points: buckets.map((b) => ({ at: b.at, value: b.attempts ? Math.round(((b.attempts - b.delivered) / b.attempts) * 100) : null })),
+          points: buckets.map((b) => ({
+            at: b.at,
+            value: b.attempts ? Math.round(((b.attempts - b.delivered) / b.attempts) * 100) : null,
+          })),
           format: (v) => `${v}%`,
         }),
       ]
@@ -56,14 +64,27 @@ function workCard(stats: Stats, series: AttemptTimeseries | null, card: (typeof 
   return h(
     'section',
     { class: 'card', 'aria-labelledby': headingId },
-    h('h2', { id: headingId }, h('a', { href: listHash(card.kind), 'data-focus-key': `title-${card.kind}` }, card.title)),
+    h(
+      'h2',
+      { id: headingId },
+      h('a', { href: listHash(card.kind), 'data-focus-key': `title-${card.kind}` }, card.title),
+    ),
     h('p', { class: 'muted' }, card.what),
-    h('table', { class: 'counts' }, h('caption', { class: 'visually-hidden' }, `${card.title}: items per state`), h('tbody', null, rows)),
+    h(
+      'table',
+      { class: 'counts' },
+      h('caption', { class: 'visually-hidden' }, `${card.title}: items per state`),
+      h('tbody', null, rows),
+    ),
     h(
       'dl',
       { class: 'facts' },
       h('dt', null, 'Oldest pending'),
-      h('dd', { 'data-oldest': card.kind }, ks?.oldest_pending_age_seconds === null || !ks ? 'none' : fmtAge(ks.oldest_pending_age_seconds)),
+      h(
+        'dd',
+        { 'data-oldest': card.kind },
+        ks?.oldest_pending_age_seconds === null || !ks ? 'none' : fmtAge(ks.oldest_pending_age_seconds),
+      ),
       h('dt', null, 'Last minute'),
       h(
         'dd',
@@ -91,7 +112,11 @@ function botRow(b: BotStats): HTMLElement {
       h('span', { class: `badge ${b.ready ? 'state-delivered' : b.ready === false ? 'state-failed' : ''}` }, readiness),
       b.reasons.length ? h('div', { class: 'muted small' }, b.reasons.join('; ')) : null,
     ),
-    h('td', null, b.progress_at ? `${fmtAge(b.progress_age_seconds)} ago (gen ${b.progress_generation ?? '—'})` : 'never'),
+    h(
+      'td',
+      null,
+      b.progress_at ? `${fmtAge(b.progress_age_seconds)} ago (gen ${b.progress_generation ?? '—'})` : 'never',
+    ),
     h('td', { class: 'num' }, b.next_offset),
     h('td', { class: 'num' }, b.pending_update_count === null ? '—' : b.pending_update_count),
     h('td', null, b.halted_reason ? h('span', { class: 'error-text' }, b.halted_reason) : '—'),
@@ -128,16 +153,25 @@ export function overviewView(ctx: ViewContext): View {
     const older = olderThan.value.trim();
     const { confirmed, reason } = await confirmDialog({
       title: 'Recover stale deliveries?',
-      body: [h('p', null, `Work in delivering without a heartbeat for ${older || 'STALE_AFTER'} returns to pending and is delivered again.`)],
+      body: [
+        h(
+          'p',
+          null,
+          `Work in delivering without a heartbeat for ${older || 'STALE_AFTER'} returns to pending and is delivered again.`,
+        ),
+      ],
       confirmLabel: 'Recover now',
       reason: true,
     });
     if (!confirmed) return;
     try {
-      const r = await ctx.api.post<{ recovered: Record<string, number>; total: number; audit_id: number }>('v1/recover-stale', {
-        ...(older ? { older_than: older } : {}),
-        ...(reason ? { reason } : {}),
-      });
+      const r = await ctx.api.post<{ recovered: Record<string, number>; total: number; audit_id: number }>(
+        'v1/recover-stale',
+        {
+          ...(older ? { older_than: older } : {}),
+          ...(reason ? { reason } : {}),
+        },
+      );
       setStatus(
         recoverStatus,
         'ok',
@@ -213,7 +247,13 @@ export function overviewView(ctx: ViewContext): View {
       'div',
       { class: 'two-col' },
       h('section', { 'aria-labelledby': 'q-title' }, h('h2', { id: 'q-title' }, 'Quarantine'), quarantine),
-      h('section', { class: 'actions', 'aria-labelledby': 'actions-title' }, h('h2', { id: 'actions-title' }, 'Actions'), recoverForm, sendForm),
+      h(
+        'section',
+        { class: 'actions', 'aria-labelledby': 'actions-title' },
+        h('h2', { id: 'actions-title' }, 'Actions'),
+        recoverForm,
+        sendForm,
+      ),
     ),
   );
 
@@ -243,9 +283,16 @@ export function overviewView(ctx: ViewContext): View {
                 h(
                   'tr',
                   null,
-                  ['Bot', 'Lease owner', 'Generation', 'Readiness', 'Last progress', 'Next offset', 'Lag (Telegram)', 'Halted'].map((t) =>
-                    h('th', { scope: 'col' }, t),
-                  ),
+                  [
+                    'Bot',
+                    'Lease owner',
+                    'Generation',
+                    'Readiness',
+                    'Last progress',
+                    'Next offset',
+                    'Lag (Telegram)',
+                    'Halted',
+                  ].map((t) => h('th', { scope: 'col' }, t)),
                 ),
               ),
               h('tbody', null, stats.bots.map(botRow)),
@@ -265,7 +312,13 @@ export function overviewView(ctx: ViewContext): View {
               ' ',
               h(
                 'a',
-                { href: listHash('quarantine', { state: s }), 'data-kind': 'quarantine', 'data-state': s, 'data-count': c.count, 'data-focus-key': `q-${s}` },
+                {
+                  href: listHash('quarantine', { state: s }),
+                  'data-kind': 'quarantine',
+                  'data-state': s,
+                  'data-count': c.count,
+                  'data-focus-key': `q-${s}`,
+                },
                 fmtCount(c.count, c.approximate),
               ),
             );

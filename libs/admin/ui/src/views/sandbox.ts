@@ -32,8 +32,22 @@ const sentByTab: Sent[] = [];
  */
 export function sandboxView(ctx: ViewContext): View {
   const info = ctx.sandbox!;
-  const chat = h('input', { id: 'sb-chat', name: 'chat_id', type: 'number', min: 1, value: info.chat_id, required: true });
-  const text = h('input', { id: 'sb-text', name: 'text', type: 'text', maxlength: 4096, autocomplete: 'off', placeholder: 'Write a message as the user…' });
+  const chat = h('input', {
+    id: 'sb-chat',
+    name: 'chat_id',
+    type: 'number',
+    min: 1,
+    value: info.chat_id,
+    required: true,
+  });
+  const text = h('input', {
+    id: 'sb-text',
+    name: 'text',
+    type: 'text',
+    maxlength: 4096,
+    autocomplete: 'off',
+    placeholder: 'Write a message as the user…',
+  });
   const status = statusRegion();
   const log = h('ol', { class: 'chat-log', role: 'log', 'aria-live': 'polite', 'aria-label': 'Conversation' });
   const form = h(
@@ -52,11 +66,20 @@ export function sandboxView(ctx: ViewContext): View {
       return;
     }
     try {
-      const r = await ctx.api.post<{ update_id: number; chat_id: number; message_id: number; date: number }>('v1/sandbox/messages', {
-        chat_id: chatId,
+      const r = await ctx.api.post<{ update_id: number; chat_id: number; message_id: number; date: number }>(
+        'v1/sandbox/messages',
+        {
+          chat_id: chatId,
+          text: text.value,
+        },
+      );
+      sentByTab.push({
+        update_id: r.update_id,
+        chat_id: r.chat_id,
+        message_id: r.message_id,
         text: text.value,
+        at: new Date(r.date * 1000).toISOString(),
       });
-      sentByTab.push({ update_id: r.update_id, chat_id: r.chat_id, message_id: r.message_id, text: text.value, at: new Date(r.date * 1000).toISOString() });
       text.value = '';
       setStatus(status, 'ok', `Sent as update ${r.update_id}; the poller picks it up on its next getUpdates.`);
       await view.refresh();
@@ -93,7 +116,11 @@ export function sandboxView(ctx: ViewContext): View {
       'div',
       { class: 'page-head' },
       h('h1', { tabindex: -1 }, 'Sandbox chat'),
-      h('p', { class: 'muted small' }, `Sandbox mode: messages go to bot ${info.bot_id} through the local Bot API sandbox, not Telegram.`),
+      h(
+        'p',
+        { class: 'muted small' },
+        `Sandbox mode: messages go to bot ${info.bot_id} through the local Bot API sandbox, not Telegram.`,
+      ),
     ),
     log,
     form,
@@ -107,7 +134,9 @@ export function sandboxView(ctx: ViewContext): View {
       const chatId = Number(chat.value) || info.chat_id;
       const mine = sentByTab.filter((m) => m.chat_id === chatId);
       const [bot] = await Promise.all([
-        ctx.api.get<{ items: BotMessage[] }>('v1/sandbox/messages', { chat_id: chatId }).catch(() => ({ items: [] as BotMessage[] })),
+        ctx.api
+          .get<{ items: BotMessage[] }>('v1/sandbox/messages', { chat_id: chatId })
+          .catch(() => ({ items: [] as BotMessage[] })),
         ...mine
           .filter((m) => m.inbox?.state !== 'handled' || !m.capture || m.capture.state !== 'delivered')
           .map(async (m) => {
@@ -139,7 +168,13 @@ export function sandboxView(ctx: ViewContext): View {
         ...bot.items.map((b) => ({
           key: `b${b.message_id}`,
           at: b.sent_at,
-          make: () => h('li', { class: 'bubble bot' }, h('p', null, b.text), h('p', { class: 'meta small' }, `bot · ${fmtTime(b.sent_at)}`)),
+          make: () =>
+            h(
+              'li',
+              { class: 'bubble bot' },
+              h('p', null, b.text),
+              h('p', { class: 'meta small' }, `bot · ${fmtTime(b.sent_at)}`),
+            ),
           flow: null,
         })),
       ].sort((a, b) => a.at.localeCompare(b.at) || a.key.localeCompare(b.key));
