@@ -22,8 +22,10 @@ export function inboxClaimable(a: string, bot: string, ordered: boolean): string
   return `${own}
   and (${a}.chat_id is null or not exists (
         select 1 from relay.inbox e
-         where e.bot_id = ${a}.bot_id and e.chat_id = ${a}.chat_id and e.state = 'pending'
-           and (e.update_id < ${a}.update_id or e.claim_id is not null)))`;
+         where e.bot_id = ${a}.bot_id and e.chat_id = ${a}.chat_id and e.state = 'pending' and e.update_id < ${a}.update_id)
+      and not exists ( -- inbox_claimed_chat_idx (0024)
+        select 1 from relay.inbox e
+         where e.bot_id = ${a}.bot_id and e.chat_id = ${a}.chat_id and e.state = 'pending' and e.claim_id is not null))`;
 }
 
 /** The kind's columns of a claimed inbox row (after the engine's id, job_id, claim_id, attempts). */
