@@ -5,8 +5,10 @@
  * state); `handled` is its delivered.
  *
  * Per-chat order (`ordered`): a row is claimable only when no earlier row of its (bot_id, chat_id)
- * is still `pending` — claimed elsewhere, waiting for its retry, or not yet run. Rows without a
- * chat are never held back. Failed rows do not hold their chat back (see docs/dispatch.md).
+ * is still `pending` — claimed elsewhere, waiting for its retry, or not yet run — and no row of its
+ * chat is claimed. Rows without a chat are never held back. Failed rows do not hold their chat back
+ * (see docs/dispatch.md); an operator's retry puts one back as the chat's earliest pending row, and
+ * the second rule keeps it from running beside the later update already in flight.
  */
 import type { Queryable } from '../db/pool';
 import { query } from '../db/query';
@@ -20,7 +22,10 @@ export function inboxClaimable(a: string, bot: string, ordered: boolean): string
   return `${own}
   and (${a}.chat_id is null or not exists (
         select 1 from relay.inbox e
-         where e.bot_id = ${a}.bot_id and e.chat_id = ${a}.chat_id and e.state = 'pending' and e.update_id < ${a}.update_id))`;
+         where e.bot_id = ${a}.bot_id and e.chat_id = ${a}.chat_id and e.state = 'pending' and e.update_id < ${a}.update_id)
+      and not exists ( -- inbox_claimed_chat_idx (0024)
+        select 1 from relay.inbox e
+         where e.bot_id = ${a}.bot_id and e.chat_id = ${a}.chat_id and e.state = 'pending' and e.claim_id is not null))`;
 }
 
 /** The kind's columns of a claimed inbox row (after the engine's id, job_id, claim_id, attempts). */
@@ -28,10 +33,10 @@ export const INBOX_CLAIMED_COLUMNS = `t.bot_id, t.update_id::text as update_id, 
                  coalesce(t.raw, t.payload::json) as payload, -- raw: the exact update (0007)
                  t.started_at, t.traceparent`;
 
-/** Whether a settled head has a later pending update of its chat (it waited for this one). */
+/** Whether a settled row's chat has another pending update (it waited for this one; a retried earlier one too). */
 export const INBOX_SETTLED_COLUMNS = `(t.chat_id is not null and exists (
                   select 1 from relay.inbox n
-                   where n.bot_id = t.bot_id and n.chat_id = t.chat_id and n.state = 'pending' and n.update_id > t.update_id)) as "hasFollowers"`;
+                   where n.bot_id = t.bot_id and n.chat_id = t.chat_id and n.state = 'pending' and n.id <> t.id)) as "hasFollowers"`;
 
 /** The inbox's claim variant for one bot: its rows, chat heads only when `ordered`; settled rows say whether their chat has followers. */
 export function inboxClaimVariant(botId: string, ordered: boolean): ClaimVariant {

@@ -103,6 +103,8 @@ interface Held<Row> {
   job: ClaimedJob<Row>;
   ctl: AbortController;
   phase: Phase;
+  /** performance.now() of the claim or of its last renewed heartbeat. */
+  renewedAt: number;
 }
 interface Finished<Row, Effects> {
   job: ClaimedJob<Row>;
@@ -265,7 +267,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   // ---- running ----------------------------------------------------------------------------------
 
   function run(job: ClaimedJob<Row>): void {
-    const h: Held<Row> = { job, ctl: new AbortController(), phase: 'running' };
+    const h: Held<Row> = { job, ctl: new AbortController(), phase: 'running', renewedAt: performance.now() };
     held.set(job.claimId, h);
     const startedAt = jsNow(clock);
     const t0 = performance.now();
@@ -417,16 +419,29 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       return;
     }
     try {
-      const kept = new Set(await kind.store.heartbeat(pool, claims, sqlNow(clock)));
-      lastHeartbeatOk = performance.now();
+      const beat = await kind.store.heartbeat(pool, claims, sqlNow(clock));
+      const now = performance.now();
+      lastHeartbeatOk = now;
+      const renewed = new Set(beat.renewed);
+      const lockedElsewhere = new Set(beat.held);
       for (const c of claims) {
         const h = held.get(c.claimId);
-        if (!kept.has(c.claimId) && h && h.phase === 'running') {
+        if (!h) continue;
+        if (renewed.has(c.claimId)) h.renewedAt = now;
+        else if (h.phase !== 'running') continue;
+        else if (!lockedElsewhere.has(c.claimId)) {
           logger.warn(
             { id: h.job.id, jobId: h.job.jobId },
             'claim lost (recovered as stale elsewhere); aborting the attempt',
           );
           h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'claim lost'));
+        } else if (now - h.renewedAt > heartbeatLimitMs) {
+          // Only this row is at risk: once the other session lets go, a sweep may take it as stale.
+          logger.warn(
+            { id: h.job.id, jobId: h.job.jobId, silentForMs: Math.round(now - h.renewedAt) },
+            'claim locked by another session past the heartbeat limit; aborting the attempt',
+          );
+          h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', 'row locked by another session; claim about to go stale'));
         }
       }
     } catch (err) {

@@ -144,12 +144,24 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
      }`,
   );
 
-  const heartbeat = statement<{ claimId: string }>(
-    `${lockInOrder('unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)')}
-     update ${t.table} t set heartbeat_at = ${now(3)}
-       from locked x
-      where t.id = x.id
-     returning x.claim_id::text as "claimId"`,
+  // The heartbeat skips rows another session holds (an operator's open transaction): waiting on one
+  // past DB_LOCK_TIMEOUT failed the whole statement, and with it every claim's renewal. A skipped row
+  // whose claim still holds (read from the statement's snapshot, no lock) is reported as held but not
+  // renewed; the loop then judges that claim alone by its own last renewal.
+  const heartbeat = statement<{ claimId: string; renewed: boolean }>(
+    `with input as (select * from unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)),
+     locked as (
+       select x.* from ${t.table} t join input x on t.id = x.id and t.claim_id = x.claim_id
+        where t.state = ${claimed} order by t.id for update of t skip locked),
+     renewed as (
+       update ${t.table} t set heartbeat_at = ${now(3)}
+         from locked x
+        where t.id = x.id
+       returning x.claim_id)
+     select x.claim_id::text as "claimId", (r.claim_id is not null) as renewed
+       from input x
+       join ${t.table} t on t.id = x.id and t.claim_id = x.claim_id and t.state = ${claimed}
+       left join renewed r on r.claim_id = x.claim_id`,
   );
 
   const spent = `'attempt budget spent (' || t.attempts || ' attempts); the last one went stale`;
@@ -297,9 +309,12 @@ export function createClaimStore<Row, Effects = unknown>(
       }));
     },
     async heartbeat(db, claims, at) {
-      if (claims.length === 0) return [];
+      if (claims.length === 0) return { renewed: [], held: [] };
       const rows = await query(db, sql.heartbeat, [claims.map((c) => c.id), claims.map((c) => c.claimId), at]);
-      return rows.map((r) => r.claimId);
+      return {
+        renewed: rows.filter((r) => r.renewed).map((r) => r.claimId),
+        held: rows.filter((r) => !r.renewed).map((r) => r.claimId),
+      };
     },
     async recoverStale(db, args) {
       const rows = await query(db, sql.recoverStale, [args.now, args.staleMs, args.limit, args.maxAttempts]);

@@ -77,6 +77,11 @@ export interface RecoveredRow {
  * How a job kind keeps its domain rows. Every method runs on the caller's transaction client, so the
  * engine can move the ledger job in the same transaction. `now` is null for the database clock.
  */
+export interface HeartbeatResult {
+  renewed: string[];
+  held: string[];
+}
+
 export interface ClaimStore<Row = Record<string, unknown>, Effects = unknown> {
   readonly subject: AttemptSubject;
   /**
@@ -106,8 +111,11 @@ export interface ClaimStore<Row = Record<string, unknown>, Effects = unknown> {
    * claim was lost (fenced) is left alone and not returned.
    */
   settle(db: Queryable, items: Settlement<Effects>[], now: Date | null): Promise<SettledRow[]>;
-  /** Refreshes the heartbeat of claims; returns the claim ids still held. */
-  heartbeat(db: Queryable, claims: ClaimRef[], now: Date | null): Promise<string[]>;
+  /**
+   * Refreshes the heartbeat of claims. `renewed`: refreshed; `held`: still ours but locked by another
+   * session, so not refreshed this time. A claim in neither was lost (recovered elsewhere).
+   */
+  heartbeat(db: Queryable, claims: ClaimRef[], now: Date | null): Promise<HeartbeatResult>;
   /** `delivering` rows without a heartbeat for `staleMs` → `pending` (or `failed` once the budget is spent). */
   recoverStale(
     db: Queryable,

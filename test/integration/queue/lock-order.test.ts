@@ -1,9 +1,9 @@
 /**
- * Settle, heartbeat and release lock their rows in id order, whatever the order of their input and
+ * Settle and release lock their rows in id order, whatever the order of their input and
  * of the rows on disk: two of them over overlapping claims (a heartbeat tick while an outcome batch
  * is written) then cannot deadlock. Rows 1..3 are stored on disk in the order 3, 2, 1 and passed in
  * that order; another session holds row 2. The statement under test then waits on row 2 holding
- * row 1 (id order), not row 3 (input or disk order).
+ * row 1 (id order), not row 3 (input or disk order). The heartbeat skips the held row instead.
  */
 import type { PoolClient } from 'pg';
 import { createBoss, Pool, QUEUES } from '../../../libs/db';
@@ -27,7 +27,6 @@ afterEach(async () => {
 
 type Store = ClaimStore<Record<string, unknown>>;
 const cases: Array<[string, (store: Store, c: PoolClient, claims: ClaimRef[]) => Promise<unknown>]> = [
-  ['heartbeat', (store, c, claims) => store.heartbeat(c, claims, null)],
   [
     'settle',
     (store, c, claims) =>
@@ -95,4 +94,29 @@ it.each(cases)('%s locks its rows in id order', async (_name, run) => {
     await subject.query('rollback').catch(() => undefined);
     for (const c of [holder, subject, probe]) c.release();
   }
+});
+
+it('heartbeat skips a row another session holds and reports it as held, not renewed', async () => {
+  const store = createCaptureStore() as unknown as Store;
+  await insertCaptures(db.pool, createBoss(db.url, { max: 1 }), 3);
+  const claimed = await store.claim(db.pool, { limit: 3, workerId: 'lock-order', now: null, queue: QUEUES.capture });
+  expect(claimed).toHaveLength(3);
+  const [first, locked, last] = claimed;
+  const claims: ClaimRef[] = claimed.map((j) => ({ id: j.id, claimId: j.claimId }));
+  const holder = await db.pool.connect();
+  try {
+    await holder.query('begin');
+    await holder.query('select 1 from relay.captures where id = $1 for update', [locked.id]);
+    const beat = await store.heartbeat(db.pool, claims, null);
+    expect(beat.renewed.sort()).toEqual([first.claimId, last.claimId].sort());
+    expect(beat.held).toEqual([locked.claimId]);
+  } finally {
+    await holder.query('rollback');
+    holder.release();
+  }
+  // a claim that is no longer ours is in neither list
+  await db.pool.query('update relay.captures set claim_id = gen_random_uuid() where id = $1', [first.id]);
+  const after = await store.heartbeat(db.pool, claims, null);
+  expect(after.renewed.sort()).toEqual([locked.claimId, last.claimId].sort());
+  expect(after.held).toEqual([]);
 });
