@@ -90,6 +90,24 @@ export class BotState {
     return this.nextUpdateId++;
   }
 
+  /**
+   * What Telegram does after a week without updates: the next update_id is picked anew (at random;
+   * here: `next`), possibly below ids it already served. Telegram only does this with an empty queue.
+   */
+  resetUpdateIds(next: number): void {
+    if (!Number.isInteger(next) || next < 1) throw new Error('the next update_id must be a positive integer');
+    if (this.pending.size > 0) throw new Error('update ids are reset only when the queue is empty (as Telegram does)');
+    this.nextUpdateId = next;
+  }
+
+  /**
+   * An offset past the end of the queue (beyond the id the next update gets): the Bot API server
+   * answers it from the head of the queue and confirms nothing, as after an update_id reset.
+   */
+  pastQueue(offset: number): boolean {
+    return offset > this.nextUpdateId;
+  }
+
   /** getUpdates offset semantics: forget every update with slot < offset. */
   confirmBelow(offset: number): void {
     for (const slot of this.pending.keys()) {
