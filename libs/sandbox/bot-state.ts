@@ -34,6 +34,9 @@ export interface PendingPoll {
   finish(error?: Error): void;
 }
 
+/** How far beyond the next update_id an offset may lie before the server takes it for "in the future". */
+const FUTURE_OFFSET_SLACK = 10;
+
 /** Default Telegram allowed_updates: everything except these. */
 const NOT_DEFAULT_UPDATES = new Set(['chat_member', 'message_reaction', 'message_reaction_count']);
 
@@ -101,11 +104,13 @@ export class BotState {
   }
 
   /**
-   * An offset past the end of the queue (beyond the id the next update gets): the Bot API server
-   * answers it from the head of the queue and confirms nothing, as after an update_id reset.
+   * An offset past the end of the queue: the Bot API server (tdlib's TQueue::get) calls an id more
+   * than 10 beyond the one the next update gets "in the future", and getUpdates then answers from
+   * the head of the queue, confirming nothing, as after an update_id reset. Up to 10 beyond, the
+   * offset confirms as usual.
    */
   pastQueue(offset: number): boolean {
-    return offset > this.nextUpdateId;
+    return offset > this.nextUpdateId + FUTURE_OFFSET_SLACK;
   }
 
   /** getUpdates offset semantics: forget every update with slot < offset. */
