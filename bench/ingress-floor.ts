@@ -34,12 +34,12 @@ const INBOX_ONLY = `with cur as (
   select $1::text, u.update_id, u.update_type, u.chat_id, true, u.payload::jsonb, u.raw::json, 'pending', u.job_id, $3::bigint
     from unnest($5::bigint[], $6::text[], $7::bigint[], $8::uuid[], $9::text[], $10::text[]) as u(update_id, update_type, chat_id, job_id, raw, payload)
    where exists (select from cur)
-  on conflict (bot_id, update_id) do nothing`;
+  on conflict (bot_id, update_id, update_epoch) do nothing`;
 
 /** inbox+cursor and the captures (what the batch writes without its ledger job rows), as the batch statement writes them. */
 const INBOX_CAPTURES = INBOX_ONLY.replace(
-  'on conflict (bot_id, update_id) do nothing',
-  `on conflict (bot_id, update_id) do nothing returning id), cins as (
+  'on conflict (bot_id, update_id, update_epoch) do nothing',
+  `on conflict (bot_id, update_id, update_epoch) do nothing returning id), cins as (
   insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_raw, payload_sha256, job_id)
   select x.capture_key, $1::text, x.update_id, x.chat_id, x.message_id, x.from_id, x.text, to_timestamp(x.message_date), x.payload_raw::jsonb, x.payload_raw::json, x.payload_sha256, x.job_id
     from unnest($11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[], $17::bigint[], $18::text[], $19::text[], $20::uuid[])
@@ -51,7 +51,7 @@ const INBOX_CAPTURES = INBOX_ONLY.replace(
 
 /** The same without ON CONFLICT (speculative insertion): absent rows found by an anti-join, as the cursor lock serializes a bot's writers. */
 const INBOX_PLAIN = INBOX_ONLY.replace(
-  'where exists (select from cur)\n  on conflict (bot_id, update_id) do nothing',
+  'where exists (select from cur)\n  on conflict (bot_id, update_id, update_epoch) do nothing',
   'where exists (select from cur) and not exists (select from relay.inbox i where i.bot_id = $1::text and i.update_id = u.update_id)',
 );
 

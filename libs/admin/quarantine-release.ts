@@ -38,10 +38,12 @@ export async function releaseQuarantinedUpdate(
     allowedChatIds: opts.allowedChatIds,
     dispatchUnauthorized: opts.dispatchUnauthorized,
   });
-  const { rows } = await db.query<{ id: string }>('select id from relay.inbox where bot_id = $1 and update_id = $2', [
-    row.bot_id,
-    u.updateId,
-  ]);
+  // the row of these bytes: an update_id Telegram reused has one row per version (update_epoch)
+  const { rows } = await db.query<{ id: string }>(
+    `select id from relay.inbox where bot_id = $1 and update_id = $2
+      order by (raw::text = $3) is true desc, update_epoch desc limit 1`,
+    [row.bot_id, u.updateId, u.raw],
+  );
   const inboxId = rows[0] ? Number(rows[0].id) : null;
   // already in the inbox (e.g. Telegram redelivered it, decodable, after the quarantine): nothing added
   return { outcome: stored.stored === 0 ? 'duplicate' : 'persisted', update_id: u.updateId, inbox_id: inboxId };

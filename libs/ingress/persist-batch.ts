@@ -40,6 +40,7 @@ import {
   PreparedBatchWrite,
   prepareBatchWrite,
   CaptureConflictRow,
+  HELD_BY_STOP_PREFIX,
   QuarantineInput,
   quarantineInsertBatch,
 } from './queries';
@@ -59,8 +60,10 @@ export interface PersistOptions {
 export interface PersistResult {
   /** New inbox rows. */
   stored: number;
-  /** Updates already in the inbox (redelivery). */
+  /** Updates already in the inbox with the same bytes (redelivery). */
   duplicates: number;
+  /** New inbox rows under an update_id stored before with other bytes (Telegram reused the id): dispatched like any other. */
+  reused: number;
   unauthorized: number;
   captures: number;
   /** Identical captures already present (no-op). */
@@ -111,8 +114,21 @@ function prepareBatch(plan: BatchPlan, opts: PersistOptions): PreparedWrite {
     updates: plan.updates,
     allowedChatIds: opts.allowedChatIds,
     dispatchUnauthorized: opts.dispatchUnauthorized,
-    cursor: { fence: opts.fence, nextOffset: plan.nextOffset, ttlMs: opts.leaseTtlMs, halt: plan.halt ?? opts.halt },
+    cursor: {
+      fence: opts.fence,
+      nextOffset: plan.nextOffset,
+      ttlMs: opts.leaseTtlMs,
+      halt: plan.halt ?? opts.halt,
+      webhook: plan.transport === 'webhook' ? webhookCursor(plan) : undefined,
+    },
   });
+}
+
+/** What the webhook cursor may pass: the ids this batch stores (inbox or quarantine), not a held refusal. */
+function webhookCursor(plan: BatchPlan): { covered: number[]; haltedUpdateId: number | null } {
+  const covered = plan.updates.map((u) => u.updateId);
+  for (const q of plan.quarantine) if (q.updateId !== null) covered.push(q.updateId);
+  return { covered, haltedUpdateId: plan.held?.updateId ?? null };
 }
 
 async function writeBatch(
@@ -141,6 +157,11 @@ async function writeBatch(
       conflicts.map(conflictQuarantine),
       transport,
     );
+  }
+  if (plan.held) {
+    const h = plan.held;
+    const error = `${HELD_BY_STOP_PREFIX}: ${h.error}`;
+    await quarantineInsertBatch(client, opts.botId, opts.fence, [{ ...h, error }], transport);
   }
   if (plan.halt) await cursorAudit(client, opts.botId, opts.fence, 'halted', plan.halt);
   return result;
@@ -255,6 +276,7 @@ async function runWrite(
   const result: StoreResult & { conflicts: CaptureConflict[] } = {
     stored: 0,
     duplicates: 0,
+    reused: 0,
     unauthorized: w.unauthorized,
     captures: 0,
     captureRepeats: 0,
@@ -274,6 +296,7 @@ async function runWrite(
     );
   }
   result.stored = r.stored;
+  result.reused = r.reused;
   result.duplicates = w.rows - r.stored;
   result.dispatchJobs = r.dispatchJobs;
   result.captures = r.captures;
@@ -287,5 +310,13 @@ export function logCaptureConflicts(logger: Logger, r: PersistResult, generation
   logger.warn(
     { captureKeys: r.captureConflicts, quarantined: r.conflictsQuarantined, generation },
     'capture key already stored with different data (RELAY_CAPTURE_KEY_CONFLICT): the stored capture is kept and not overwritten, these updates are kept in relay.quarantine; the rest of the batch committed',
+  );
+}
+
+/** The one warning about updates stored under an update_id Telegram reused (ids only), for the poller and the webhook. */
+export function logReusedIds(logger: Logger, r: PersistResult, generation: number): void {
+  logger.warn(
+    { reused: r.reused, generation },
+    'updates arrived under update_ids already stored with other content (Telegram reuses ids after a week without updates): stored as new updates (relay.inbox.update_epoch > 0) and dispatched',
   );
 }

@@ -27,6 +27,11 @@ export interface BatchPlan {
   nextOffset: number | null;
   /** DECODE_POLICY=stop hit an undecodable update: why (no payload), and the offset it halts at. */
   halt: string | null;
+  /**
+   * Webhook with DECODE_POLICY=stop: the refused update, whose exact bytes are kept in
+   * relay.quarantine (held: answered 500, Telegram redelivers it) before the 500.
+   */
+  held?: QuarantineItem;
   /** How the items arrived (recorded on quarantine rows); polling when absent. */
   transport?: 'polling' | 'webhook';
 }
@@ -61,10 +66,15 @@ export function planDecoded(decoded: readonly DecodeResult[], opts: PlanOptions)
   const updates: DecodedUpdate[] = [];
   const quarantine: QuarantineItem[] = [];
   const seen = new Set<number>();
-  let lastKnown: number | null = opts.transport === 'polling' && opts.offset > 0 ? opts.offset - 1 : null;
+  // The highest id of the batch, not of the batch and the offset: when Telegram reset its ids it
+  // serves updates below the offset (the offset lies past its queue), and the next offset must
+  // confirm those, not stay above them and be answered the same batch forever.
+  let lastKnown: number | null = null;
+  const before = opts.transport === 'polling' && opts.offset > 0 ? opts.offset - 1 : null;
   let maxId: number | null = null;
   let trailingUnknown = false;
   let halt: string | null = null;
+  let held: QuarantineItem | undefined;
 
   for (const r of decoded) {
     if (r.ok) {
@@ -84,7 +94,8 @@ export function planDecoded(decoded: readonly DecodeResult[], opts: PlanOptions)
         opts.transport === 'polling'
           ? `; DECODE_POLICY=stop halted polling at offset ${lastKnown === null ? opts.offset : lastKnown + 1}`
           : '; DECODE_POLICY=stop answered 500';
-      halt = describe(f, lastKnown) + offsetNote;
+      halt = describe(f, lastKnown ?? before) + offsetNote;
+      if (opts.transport === 'webhook') held = { ...f, sha256: sha256Hex(f.raw) };
       break;
     }
     quarantine.push({ ...f, sha256: sha256Hex(f.raw) });
@@ -101,6 +112,7 @@ export function planDecoded(decoded: readonly DecodeResult[], opts: PlanOptions)
   if (opts.transport === 'webhook') {
     nextOffset = maxId === null ? null : maxId + 1;
   } else if (trailingUnknown && halt === null) {
+    lastKnown ??= before;
     if (lastKnown === null) {
       halt =
         'an update without an integer update_id arrived at the start of the stream (cursor 0); its offset cannot be derived safely, so polling halted';
@@ -109,7 +121,8 @@ export function planDecoded(decoded: readonly DecodeResult[], opts: PlanOptions)
       nextOffset = lastKnown + 2;
     }
   } else {
+    lastKnown ??= before;
     nextOffset = lastKnown === null ? null : lastKnown + 1;
   }
-  return { updates, quarantine, nextOffset, halt, transport: opts.transport };
+  return { updates, quarantine, nextOffset, halt, ...(held ? { held } : {}), transport: opts.transport };
 }

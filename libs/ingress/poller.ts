@@ -31,7 +31,7 @@ import { Episodes } from './episodes';
 import { LeaseLostError } from './errors';
 import { scanUpdatesAnswer } from './json-scan';
 import { createLease, Lease } from './lease';
-import { logCaptureConflicts, persistBatch } from './persist-batch';
+import { logCaptureConflicts, logReusedIds, persistBatch } from './persist-batch';
 import { measuredPersist } from './batch-metrics';
 import type { GetUpdatesResult, IngressMetrics } from '../observability/metrics';
 import { BatchPlan, DecodePolicy, planBatch } from './plan-batch';
@@ -347,7 +347,7 @@ export function createPoller(opts: PollerOptions): Poller {
    * lost locally meanwhile: the database fence decides). False when it did not commit (then the
    * same offset is polled again).
    */
-  async function commit(plan: BatchPlan, fence: Fence): Promise<boolean> {
+  async function commit(plan: BatchPlan, fence: Fence, requested: number): Promise<boolean> {
     try {
       const r = await measuredPersist(metrics, 'polling', () =>
         persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
@@ -363,6 +363,11 @@ export function createPoller(opts: PollerOptions): Poller {
       progressed();
       batches++;
       updatesStored += r.stored;
+      if (plan.nextOffset !== null && plan.nextOffset < requested)
+        logger.warn(
+          { requested, offset: plan.nextOffset, generation: fence.generation },
+          'getUpdates served update_ids below the offset (Telegram reset its update ids): the cursor follows them',
+        );
       if (plan.nextOffset !== null) offset = plan.nextOffset;
       logger.debug({ generation: fence.generation, offset, ...r }, 'batch committed');
       if (r.quarantined > 0)
@@ -371,6 +376,7 @@ export function createPoller(opts: PollerOptions): Poller {
           'undecodable updates quarantined (DECODE_POLICY=quarantine)',
         );
       if (r.captureConflicts.length > 0) logCaptureConflicts(logger, r, fence.generation);
+      if (r.reused > 0) logReusedIds(logger, r, fence.generation);
       if (plan.halt) {
         haltedReason = plan.halt;
         logger.error(
@@ -503,7 +509,7 @@ export function createPoller(opts: PollerOptions): Poller {
     }
     const call = { start: callStart, end: new Date(), status, offset: requested };
     await traceIngressBatch({ operation: 'getUpdates', botId: opts.botId, count: scanned.items.length, call }, () =>
-      commit(plan, fence),
+      commit(plan, fence, requested),
     );
   }
 

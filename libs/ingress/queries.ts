@@ -148,6 +148,14 @@ export async function cursorRecordPollError(
   return rowCount === 1;
 }
 
+/**
+ * How the quarantine row of an update refused by DECODE_POLICY=stop in webhook mode begins: it was
+ * answered 500 (Telegram redelivers it), so it is held for an operator, not passed by the webhook
+ * cursor, and nothing releases it on its own.
+ */
+export const HELD_BY_STOP_PREFIX =
+  'DECODE_POLICY=stop refused this update (answered 500, Telegram redelivers it); held for an operator';
+
 /** One update of a batch as the batch statement writes it. */
 export interface BatchUpdateRow {
   updateId: number;
@@ -175,7 +183,14 @@ export interface BatchWriteInput {
    * The fenced cursor step (the poller and the webhook): the statement writes nothing unless
    * (owner, generation) still holds the lease. null for writes outside ingress (quarantine release).
    */
-  cursor: { fence: Fence; nextOffset: number | null; ttlMs: number; halt?: string | null } | null;
+  cursor: {
+    fence: Fence;
+    nextOffset: number | null;
+    ttlMs: number;
+    halt?: string | null;
+    /** Webhook: the cursor stops at the first update_id not stored (see batchStatement); polling follows nextOffset. */
+    webhook?: { covered: readonly number[]; haltedUpdateId: number | null };
+  } | null;
   updates: readonly BatchUpdateRow[];
   captures: readonly BatchCaptureRow[];
 }
@@ -187,6 +202,8 @@ export interface BatchWriteResult {
   stored: number;
   /** New inbox rows that carry an update.dispatch job, and the ledger jobs created for them. */
   dispatchRows: number;
+  /** New inbox rows under an update_id already stored with other bytes (Telegram reused the id). */
+  reused: number;
   dispatchJobs: number;
   /** New captures, and the capture.deliver jobs created for them. */
   captures: number;
@@ -231,14 +248,49 @@ function batchStatement(withCursor: boolean): string {
   let fenced = '1';
   if (withCursor) {
     const [owner, next, ttl, haltMode, halt] = [$('text'), $('bigint'), $('int'), $('int'), $('text')];
+    const [webhook, covered, haltedId] = [$('bool'), $('bigint[]'), $('bigint')];
+    // polling: next_offset follows what Telegram served (lower ids too: it reset them).
+    // webhook: the first update_id from the stored cursor on that is not stored yet (a delivery
+    // answered 5xx leaves a gap that Telegram redelivers; a switch to polling must re-read it, not
+    // confirm it). Stored: in this batch, in the inbox within Telegram's retention (an older row
+    // may carry an id of an earlier id sequence), or quarantined but not held by DECODE_POLICY=stop.
+    // Read from the statement's snapshot: a concurrent commit can only make the walk stop early
+    // (greatest keeps the cursor monotonic), never pass an update that is not stored.
+    const walk = `(with recursive walk(n) as (
+          select c.next_offset from relay.cursor c where c.bot_id = ${bot} and ${webhook} and c.next_offset > 0
+          union all
+          select walk.n + 1 from walk
+           where walk.n = any(${covered})
+              or exists (select from relay.inbox i where i.bot_id = ${bot} and i.update_id = walk.n
+                            and i.received_at > clock_timestamp() - interval '72 hours')
+              or exists (select from relay.quarantine q where q.bot_id = ${bot} and q.update_id = walk.n
+                            and not starts_with(q.error, '${HELD_BY_STOP_PREFIX}')))
+        select max(n) from walk)`;
+    // a webhook refusal's halt ends once its update is stored (a later delivery decoded, an operator
+    // released it) or its held row is resolved (an undecodable update cannot be released: an operator
+    // discards it)
+    const clear = `(not ${webhook} or halted_update_id is null or halted_update_id = any(${covered})
+          or exists (select from relay.inbox i where i.bot_id = ${bot} and i.update_id = halted_update_id
+                        and i.received_at >= halted_at)
+          or not exists (select from relay.quarantine q where q.bot_id = ${bot} and q.update_id = halted_update_id
+                            and q.state = 'quarantined'))`;
     cur = `cur as (
       update relay.cursor
-         set next_offset = greatest(next_offset, coalesce(${next}, next_offset)),
+         set next_offset = case when ${webhook}
+                                then greatest(next_offset, coalesce(${walk}, next_offset))
+                                else coalesce(${next}, next_offset) end,
              progress_generation = ${generation}, progress_at = clock_timestamp(),
              poll_error = null, poll_error_kind = null, poll_error_at = null,
              lease_expires_at = clock_timestamp() + ${ttl} * interval '1 millisecond',
-             halted_reason = case ${haltMode} when 0 then halted_reason when 1 then null else ${halt} end,
-             halted_at = case ${haltMode} when 0 then halted_at when 1 then null else clock_timestamp() end,
+             halted_reason = case ${haltMode} when 0 then halted_reason
+                                  when 1 then case when ${clear} then null else halted_reason end
+                                  else ${halt} end,
+             halted_at = case ${haltMode} when 0 then halted_at
+                              when 1 then case when ${clear} then null else halted_at end
+                              else clock_timestamp() end,
+             halted_update_id = case ${haltMode} when 0 then halted_update_id
+                                     when 1 then case when ${clear} then null else halted_update_id end
+                                     else ${haltedId} end,
              updated_at = clock_timestamp()
        where bot_id = ${bot} and lease_owner = ${owner} and lease_generation = ${generation}
       returning 1
@@ -266,18 +318,25 @@ function batchStatement(withCursor: boolean): string {
   const jobSource = `select job_id as id, '${QUEUES.dispatch}'::text as name, jsonb_build_object('id', id::text) as data from ins where job_id is not null
                      union all
                      select job_id, '${QUEUES.capture}'::text, jsonb_build_object('id', id::text) from cins`;
+  // An update_id already stored with the same bytes is a redelivery (Telegram redelivers byte for
+  // byte): not written again. With other bytes it is another update (Telegram reuses ids after a week
+  // without updates): written under the next update_epoch of that id, and dispatched like any other.
   return `with ${cur}ins as (
-      insert into relay.inbox (bot_id, update_id, update_type, chat_id, authorized, payload, raw, state, job_id, generation, handled_at, traceparent)
-      select ${bot}, u.update_id, u.update_type, u.chat_id, u.authorized, u.payload::jsonb, u.raw::json,
+      insert into relay.inbox (bot_id, update_id, update_epoch, update_type, chat_id, authorized, payload, raw, state, job_id, generation, handled_at, traceparent)
+      select ${bot}, u.update_id, coalesce(prev.epoch + 1, 0), u.update_type, u.chat_id, u.authorized, u.payload::jsonb, u.raw::json,
              case when u.job_id is null then 'handled' else 'pending' end,
              u.job_id,
              ${generation},
              case when u.job_id is null then clock_timestamp() end,
              u.traceparent
         from unnest(${u}) as u(update_id, update_type, chat_id, authorized, job_id, raw, payload, traceparent)
-       ${guard}
-      on conflict (bot_id, update_id) do nothing
-      returning id, job_id, update_id
+        left join lateral (
+          select max(i.update_epoch) as epoch,
+                 bool_or(coalesce(i.raw::text = u.raw, i.payload = u.payload::jsonb)) as same
+            from relay.inbox i where i.bot_id = ${bot} and i.update_id = u.update_id) prev on true
+       ${guard ? guard + ' and' : 'where'} prev.same is not true
+      on conflict (bot_id, update_id, update_epoch) do nothing
+      returning id, job_id, update_id, update_epoch
     ), cin as (
       select * from unnest(${c})
         as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, payload_raw, job_id, traceparent)
@@ -301,6 +360,7 @@ function batchStatement(withCursor: boolean): string {
     select ${fenced} as fenced,
            (select count(*) from ins)::int as stored,
            (select count(*) from ins where job_id is not null)::int as dispatch_rows,
+           (select count(*) from ins where update_epoch > 0)::int as reused,
            (select count(*) from cins)::int as captures,
            (select count(*) from jobs where name = '${QUEUES.dispatch}')::int as dispatch_jobs,
            (select count(*) from jobs where name = '${QUEUES.capture}')::int as capture_jobs,
@@ -338,6 +398,9 @@ export function prepareBatchWrite(input: BatchWriteInput): PreparedBatchWrite {
       input.cursor.ttlMs,
       halt === undefined ? 0 : halt === null ? 1 : 2,
       halt ?? null,
+      input.cursor.webhook !== undefined,
+      pgArrayLiteral(input.cursor.webhook?.covered ?? []),
+      input.cursor.webhook?.haltedUpdateId ?? null,
     );
   }
   const arrays: (readonly (string | number | boolean | null)[])[] = [
@@ -391,6 +454,7 @@ export async function ingressBatchWrite(client: PoolClient, prepared: PreparedBa
     fenced: number;
     stored: number;
     dispatch_rows: number;
+    reused: number;
     captures: number;
     dispatch_jobs: number;
     capture_jobs: number;
@@ -401,6 +465,7 @@ export async function ingressBatchWrite(client: PoolClient, prepared: PreparedBa
     fenced: r.fenced === 1,
     stored: r.stored,
     dispatchRows: r.dispatch_rows,
+    reused: r.reused,
     dispatchJobs: r.dispatch_jobs,
     captures: r.captures,
     captureJobs: r.capture_jobs,

@@ -21,7 +21,7 @@ import type { Logger } from '../observability/logger';
 import { decodeUpdate } from './decode';
 import { LeaseLostError } from './errors';
 import { traceIngressBatch } from './batch-span';
-import { logCaptureConflicts, persistBatch } from './persist-batch';
+import { logCaptureConflicts, logReusedIds, persistBatch } from './persist-batch';
 import { measuredPersist } from './batch-metrics';
 import type { IngressMetrics } from '../observability/metrics';
 import { BatchPlan, DecodePolicy, planDecoded, sha256Hex } from './plan-batch';
@@ -92,10 +92,13 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
           leaseTtlMs: opts.leaseTtlMs,
           allowedChatIds: allowed,
           dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
+          // a commit ends a DECODE_POLICY=stop halt once the refused update is stored (see batchStatement)
+          halt: null,
         }),
       ),
     );
     if (r.captureConflicts.length > 0) logCaptureConflicts(opts.logger, r, fence.generation);
+    if (r.reused > 0) logReusedIds(opts.logger, r, fence.generation);
     return r;
   }
   /** One delivery in its own batch transaction (as before coalescing; also the fallback). */
@@ -105,7 +108,7 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
       if (plan.halt) {
         opts.logger.error(
           { reason: plan.halt },
-          'webhook update rejected by DECODE_POLICY=stop (answered 500; Telegram will redeliver)',
+          'webhook update rejected by DECODE_POLICY=stop (its bytes are held in relay.quarantine; answered 500, Telegram will redeliver)',
         );
         return { status: 500, body: { ok: false, error: 'undecodable update (DECODE_POLICY=stop)' } };
       }

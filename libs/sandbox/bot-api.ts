@@ -69,6 +69,12 @@ export interface BotApiSandbox {
    * (previous update_id + 1, returned as `slot`), so getUpdates with offset > slot confirms it.
    */
   injectRawUpdate(token: string, raw: unknown): { slot: number };
+  /**
+   * Telegram's update_id reset (after a week without updates): the next update gets `nextUpdateId`,
+   * which may be below ids already served; a getUpdates offset past the queue is then answered from
+   * its head. Refused unless the queue is empty (Telegram resets only then).
+   */
+  resetUpdateIds(token: string, nextUpdateId: number): void;
 
   sent(token: string): SentMessage[];
   answeredCallbacks(token: string): Array<{ callback_query_id: string; text?: string; show_alert?: boolean }>;
@@ -222,6 +228,10 @@ class BotApiSandboxServer implements BotApiSandbox {
     const stored = buildRawUpdate(bot, raw);
     this.core.deliver(bot, stored);
     return { slot: stored.slot };
+  }
+
+  resetUpdateIds(token: string, nextUpdateId: number): void {
+    this.bot(token).resetUpdateIds(nextUpdateId);
   }
 
   sent(token: string): SentMessage[] {

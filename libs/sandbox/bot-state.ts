@@ -34,6 +34,9 @@ export interface PendingPoll {
   finish(error?: Error): void;
 }
 
+/** How far beyond the next update_id an offset may lie before the server takes it for "in the future". */
+const FUTURE_OFFSET_SLACK = 10;
+
 /** Default Telegram allowed_updates: everything except these. */
 const NOT_DEFAULT_UPDATES = new Set(['chat_member', 'message_reaction', 'message_reaction_count']);
 
@@ -88,6 +91,26 @@ export class BotState {
 
   allocateSlot(): number {
     return this.nextUpdateId++;
+  }
+
+  /**
+   * What Telegram does after a week without updates: the next update_id is picked anew (at random;
+   * here: `next`), possibly below ids it already served. Telegram only does this with an empty queue.
+   */
+  resetUpdateIds(next: number): void {
+    if (!Number.isInteger(next) || next < 1) throw new Error('the next update_id must be a positive integer');
+    if (this.pending.size > 0) throw new Error('update ids are reset only when the queue is empty (as Telegram does)');
+    this.nextUpdateId = next;
+  }
+
+  /**
+   * An offset past the end of the queue: the Bot API server (tdlib's TQueue::get) calls an id more
+   * than 10 beyond the one the next update gets "in the future", and getUpdates then answers from
+   * the head of the queue, confirming nothing, as after an update_id reset. Up to 10 beyond, the
+   * offset confirms as usual.
+   */
+  pastQueue(offset: number): boolean {
+    return offset > this.nextUpdateId + FUTURE_OFFSET_SLACK;
   }
 
   /** getUpdates offset semantics: forget every update with slot < offset. */

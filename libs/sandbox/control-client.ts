@@ -81,6 +81,8 @@ export function createSandboxClient(baseUrl: string) {
         '/sandbox/inject/raw',
         typeof raw === 'string' ? { token, rawText: raw } : { token, raw },
       ),
+    resetUpdateIds: (token: string, nextUpdateId: number) =>
+      call<true>(baseUrl, 'POST', '/sandbox/reset-update-ids', { token, nextUpdateId }),
     sent: (token: string) => call<SentMessage[]>(baseUrl, 'GET', `/sandbox/sent${q({ token })}`),
     calls: (token?: string, method?: string) =>
       call<CallRecord[]>(baseUrl, 'GET', `/sandbox/calls${q({ token, method })}`),

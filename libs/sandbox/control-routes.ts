@@ -98,6 +98,10 @@ const ROUTES: Record<string, Handler> = {
     const rawText = pick(p, 'rawText', 'raw_text');
     return sb.injectRawUpdate(str(p, 'token'), typeof rawText === 'string' ? rawText : pick(p, 'raw'));
   },
+  'POST /sandbox/reset-update-ids': (sb, p) => {
+    sb.resetUpdateIds(str(p, 'token'), int(p, 'nextUpdateId', 'next_update_id'));
+    return true;
+  },
   'GET /sandbox/sent': (sb, p) => sb.sent(str(p, 'token')),
   'GET /sandbox/callbacks': (sb, p) => sb.answeredCallbacks(str(p, 'token')),
   'GET /sandbox/calls': (sb, p) => sb.calls(optStr(p, 'token'), { method: optStr(p, 'method') }),

@@ -2,6 +2,8 @@
  * getUpdates with Telegram's semantics:
  * - `offset` > update_id confirms (forgets) that update; the highest offset is recorded. A negative
  *   offset keeps only the last -offset updates. No offset: start at the earliest unconfirmed update.
+ *   An offset past the end of the queue (after an update_id reset, see BotState.resetUpdateIds) is
+ *   answered from the head of the queue and confirms nothing, as the real Bot API server does.
  * - `limit` clamped to 1..100 (default 100); `timeout` clamped to 0..50 s (configurable maximum).
  * - A long poll answers as soon as updates arrive (batched to the end of the current tick), or `[]`
  *   when the timeout passes.
@@ -57,7 +59,9 @@ export function getUpdates(
   const allowed = allowedUpdatesParam(params.allowed_updates);
   if (allowed) bot.allowedUpdates = allowed;
 
-  if (offset > 0) bot.confirmBelow(offset);
+  if (offset > 0 && bot.pastQueue(offset)) {
+    // the real server: an offset past its queue is answered from the head, nothing confirmed
+  } else if (offset > 0) bot.confirmBelow(offset);
   else if (offset < 0) bot.keepLast(-offset);
 
   const now = bot.firstPending(limit);

@@ -132,9 +132,12 @@ describe('persistBatch', () => {
       makeMessageUpdate({ updateId: 3, chatId: C, text: 'mine' }),
     ];
     const r = await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence));
+    // update_id 1 with other bytes is another update (as after Telegram reused the id): stored and
+    // dispatched; only its capture is refused
     expect(r).toMatchObject({
-      stored: 2,
-      duplicates: 1,
+      stored: 3,
+      duplicates: 0,
+      reused: 1,
       captures: 1,
       captureRepeats: 0,
       captureConflicts: [`telegram:1:${C}:1`, `telegram:3:${C}:3`],
@@ -143,9 +146,9 @@ describe('persistBatch', () => {
       nextOffset: 4,
     });
     // ingress goes on: the cursor is past the batch, update 2 is stored with its capture, update 3 is stored and dispatched
-    expect(await inboxUpdateIds(pool, botId)).toEqual([1, 2, 3]);
+    expect(await inboxUpdateIds(pool, botId)).toEqual([1, 1, 2, 3]);
     expect((await cursorOf(pool, botId))?.nextOffset).toBe(4);
-    expect(await jobCounts(pool, botId)).toEqual({ dispatch: 3, capture: 2 });
+    expect(await jobCounts(pool, botId)).toEqual({ dispatch: 4, capture: 2 });
     const caps = await pool.query(
       'select capture_key, bot_id, text from relay.captures where chat_id = $1 order by update_id',
       [C],
@@ -164,7 +167,7 @@ describe('persistBatch', () => {
       {
         id: 1,
         raw: raw(tampered),
-        error: `RELAY_CAPTURE_KEY_CONFLICT: capture key telegram:1:${C}:1 is already stored with different data and is not overwritten; its update_id was already stored in relay.inbox (that version is kept); this version is kept only here`,
+        error: `RELAY_CAPTURE_KEY_CONFLICT: capture key telegram:1:${C}:1 is already stored with different data and is not overwritten; the update is stored in relay.inbox and dispatched; its capture was not created`,
         json_path: '$.message',
         transport: 'polling',
         state: 'quarantined',

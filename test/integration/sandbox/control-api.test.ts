@@ -54,6 +54,13 @@ describe('sandbox control API over HTTP', () => {
     });
     await tg(api, TOKEN, 'getUpdates', { offset: 100003 });
     expect((await client.botState(TOKEN)).confirmed_offset).toBe(100003);
+
+    // Telegram's update_id reset: refused while updates wait, then the next update gets the new id
+    await expect(client.resetUpdateIds(TOKEN, 40)).rejects.toThrow(/queue is empty/);
+    await tg(api, TOKEN, 'getUpdates', { offset: 100008 });
+    expect(await client.resetUpdateIds(TOKEN, 40)).toBe(true);
+    expect((await client.injectMessage(TOKEN, { chatId: 10, text: 'after the reset' })).update_id).toBe(40);
+    await expect(client.resetUpdateIds(TOKEN, 0)).rejects.toThrow(/positive integer/);
   });
 
   it('reads sent messages, calls and stats', async () => {

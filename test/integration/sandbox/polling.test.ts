@@ -57,6 +57,28 @@ describe('sandbox getUpdates', () => {
     ]);
   });
 
+  it('after an update_id reset, an offset past the queue is answered from its head and confirms nothing', async () => {
+    sb.injectMessage(TOKEN, { chatId: 11, text: 'before' }); // 500
+    await tg(api, TOKEN, 'getUpdates', {});
+    expect(updateIds((await tg(api, TOKEN, 'getUpdates', { offset: 501 })).body)).toEqual([]);
+    expect(() => sb.injectMessage(TOKEN, { chatId: 11, text: 'x' }) && sb.resetUpdateIds(TOKEN, 300)).toThrow(
+      /queue is empty/,
+    );
+    await tg(api, TOKEN, 'getUpdates', { offset: 502 }); // confirms the 501 just injected
+    sb.resetUpdateIds(TOKEN, 300);
+    const reused = [1, 2, 3].map((i) => sb.injectMessage(TOKEN, { chatId: 11, text: `after ${i}` }).update_id);
+    expect(reused).toEqual([300, 301, 302]);
+    // the stored offset (502) lies past the queue: the head is served again and again, nothing confirmed
+    for (let i = 0; i < 2; i++) {
+      expect(updateIds((await tg(api, TOKEN, 'getUpdates', { offset: 502 })).body)).toEqual([300, 301, 302]);
+      expect(sb.pendingCount(TOKEN)).toBe(3);
+    }
+    // an offset that follows what was served confirms it
+    expect(updateIds((await tg(api, TOKEN, 'getUpdates', { offset: 302 })).body)).toEqual([302]);
+    expect(updateIds((await tg(api, TOKEN, 'getUpdates', { offset: 303 })).body)).toEqual([]);
+    expect(sb.pendingCount(TOKEN)).toBe(0);
+  });
+
   it('numbers update_ids per bot, starting at firstUpdateId', async () => {
     const other = '777:other-secret';
     expect(sb.injectMessage(TOKEN, { chatId: 1, text: 'a' }).update_id).toBe(500);
