@@ -109,7 +109,11 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
         errorCode: 'RELAY_DISPATCH_BAD_PAYLOAD',
       });
     }
-    const outcome = await runner.runUpdate(raw, { signal: ctx.signal, timeoutMs: opts.handlerTimeoutMs });
+    const outcome = await runner.runUpdate(raw, {
+      signal: ctx.signal,
+      timeoutMs: opts.handlerTimeoutMs,
+      updateEpoch: job.row.update_epoch,
+    });
     if (outcome.kind === 'handled') {
       const details: Record<string, unknown> = { via: outcome.via, updateType: job.row.update_type };
       if (outcome.handledError) details.handledError = outcome.handledError;

@@ -29,7 +29,7 @@ export function inboxClaimable(a: string, bot: string, ordered: boolean): string
 }
 
 /** The kind's columns of a claimed inbox row (after the engine's id, job_id, claim_id, attempts). */
-export const INBOX_CLAIMED_COLUMNS = `t.bot_id, t.update_id::text as update_id, t.update_type, t.chat_id::text as chat_id,
+export const INBOX_CLAIMED_COLUMNS = `t.bot_id, t.update_id::text as update_id, t.update_epoch, t.update_type, t.chat_id::text as chat_id,
                  coalesce(t.raw, t.payload::json) as payload, -- raw: the exact update (0007)
                  t.started_at, t.traceparent`;
 
@@ -51,6 +51,8 @@ export interface InboxClaimedRow {
   id: string;
   bot_id: string;
   update_id: string;
+  /** 0, or how many other updates were stored under this update_id before (Telegram reuses ids). */
+  update_epoch: number;
   update_type: string;
   chat_id: string | null;
   payload: unknown;
@@ -107,6 +109,7 @@ export function inboxRowOf(r: ClaimedColumns): InboxClaimedRow {
     id: r.id,
     bot_id: text(r.bot_id),
     update_id: text(r.update_id),
+    update_epoch: typeof r.update_epoch === 'number' ? r.update_epoch : 0,
     update_type: text(r.update_type),
     chat_id: r.chat_id === null || r.chat_id === undefined ? null : text(r.chat_id),
     payload: r.payload,

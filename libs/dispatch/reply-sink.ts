@@ -29,6 +29,8 @@ export type DirectCall = (
 export interface DispatchSubject {
   botId: string;
   updateId: number;
+  /** Above 0: another update under a reused update_id, whose replies must not take the first one's ids. */
+  updateEpoch?: number;
   chatId?: string | null;
 }
 
@@ -90,7 +92,10 @@ function directTextProblem(payload: Record<string, unknown>): string | undefined
 
 /** A `sendMessage` captured during a dispatch, to be queued by the outbound relay. */
 export interface OutboundReply {
-  /** Deterministic: `update:{botId}:{updateId}:{n}` (n counts the attempt's sends from 1; issue 6's format). */
+  /**
+   * Deterministic: `update:{botId}:{updateId}:{n}` (n counts the attempt's sends from 1), and
+   * `update:{botId}:{updateId}/{epoch}:{n}` for an update under a reused update_id (epoch > 0).
+   */
   msgId: string;
   botId: string;
   /** As the handler passed it: an integer chat id or @channelusername, as text. */
@@ -165,7 +170,7 @@ export function createOutboundReplySink(opts: { write: OutboundReplyWriter }): R
 
 function toOutboundReply(subject: DispatchSubject, n: number, payload: Record<string, unknown>): OutboundReply {
   const reply: OutboundReply = {
-    msgId: `update:${subject.botId}:${subject.updateId}:${n}`,
+    msgId: `update:${subject.botId}:${subject.updateId}${subject.updateEpoch ? `/${subject.updateEpoch}` : ''}:${n}`,
     botId: subject.botId,
     chatId:
       typeof payload.chat_id === 'number' || typeof payload.chat_id === 'string' || typeof payload.chat_id === 'bigint'

@@ -43,6 +43,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** HANDLER_TIMEOUT: past it the handler's signal fires and the outcome is Retry (timed out). */
   timeoutMs?: number;
+  /** relay.inbox.update_epoch: above 0 for an update stored under an update_id Telegram reused. */
+  updateEpoch?: number;
 }
 
 export interface UpdateRunner {
@@ -192,7 +194,12 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
     if (o.signal?.aborted) return retry(new DispatchAbortedError(o.signal.reason), { aborted: true });
 
     const controller = new AbortController();
-    const session = opts.replySink.open({ botId: opts.botId, updateId: update.update_id, chatId: chatIdOf(update) });
+    const session = opts.replySink.open({
+      botId: opts.botId,
+      updateId: update.update_id,
+      updateEpoch: o.updateEpoch,
+      chatId: chatIdOf(update),
+    });
     const state: DispatchState = {
       signal: controller.signal,
       session,

@@ -83,8 +83,8 @@ async function start(register: RegisterHandlers): Promise<void> {
 }
 
 /** Stores one message update as ingress would (inbox row + update.dispatch job). */
-async function storeUpdate(chatId: number, text: string): Promise<number> {
-  const updateId = ++updateSeq;
+async function storeUpdate(chatId: number, text: string, reuse?: { updateId: number; epoch: number }): Promise<number> {
+  const updateId = reuse?.updateId ?? ++updateSeq;
   const update = {
     update_id: updateId,
     message: {
@@ -98,8 +98,9 @@ async function storeUpdate(chatId: number, text: string): Promise<number> {
   await withTransaction(db.pool, async (c) => {
     const jobId = newJobId();
     const { rows } = await c.query(
-      `insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload, job_id) values ($1, $2, 'message', $3, $4, $5) returning id`,
-      [BOT, updateId, chatId, update, jobId],
+      `insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload, job_id, update_epoch)
+       values ($1, $2, 'message', $3, $4, $5, $6) returning id`,
+      [BOT, updateId, chatId, update, jobId, reuse?.epoch ?? 0],
     );
     await enqueueJobs(c, boss, QUEUES.dispatch, [{ id: jobId, data: { id: Number(rows[0].id) } }]);
   });
@@ -156,6 +157,24 @@ describe('handler replies through the outbound relay', () => {
       },
     ]);
     expect(sentTo(31)).toEqual(['echo: hello', '<b>second</b>']);
+  });
+
+  it('an update under a reused update_id gets reply ids of its own: the replies of both are sent', async () => {
+    await start((bot) => {
+      bot.on('text', (ctx) => ctx.reply(`echo: ${ctx.message.text}`));
+    });
+    const u = await storeUpdate(34, 'before the reset');
+    await waitFor(async () => (await replies(u)).some((r) => r.state === 'delivered'), { what: 'first reply sent' });
+    // a week later Telegram serves another update under the same id (ingress stores it as epoch 1)
+    await storeUpdate(34, 'after the reset', { updateId: u, epoch: 1 });
+    await waitFor(async () => (await replies(u)).filter((r) => r.state === 'delivered').length === 2, {
+      what: 'both replies sent',
+    });
+    expect((await replies(u)).map((r) => [r.msg_id, r.text])).toEqual([
+      [`update:${BOT}:${u}:1`, 'echo: before the reset'],
+      [`update:${BOT}:${u}/1:1`, 'echo: after the reset'],
+    ]);
+    expect(sentTo(34)).toEqual(['echo: before the reset', 'echo: after the reset']);
   });
 
   it("a handler retried after replying sends each reply once (the failed attempt's replies are discarded)", async () => {
