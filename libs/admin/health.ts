@@ -122,7 +122,9 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
             occurrences: p.occurrences,
           });
           const who =
-            p.component === 'capture' ? 'capture delivery' : `outbound delivery${p.botId ? ` (bot ${p.botId})` : ''}`;
+            p.component === 'capture'
+              ? 'capture delivery'
+              : `${p.component} delivery${p.botId ? ` (bot ${p.botId})` : ''}`;
           out.reasons.push(`${who}: ${p.reason} (since ${p.since.toISOString()}, ${p.occurrences} attempts deferred)`);
         }
       }

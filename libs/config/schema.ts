@@ -215,6 +215,11 @@ export const configSchema = z.object({
     .optional(),
   TELEGRAM_API_ROOT: url('the Bot API root URL').default(TELEGRAM_API_ROOT_DEFAULT),
   CAPTURE_URL: url('the collector endpoint URL').optional(),
+  // collectors may be remote (a fleet needs them), but captures carry message text: plain http only to loopback
+  CAPTURE_ALLOW_INSECURE: z
+    .enum(['true', 'false'], { message: 'expected true or false' })
+    .transform((v) => v === 'true')
+    .default('false'),
   // dashboard: link of a trace id (issue 18), e.g. https://jaeger.example/trace/{trace_id}
   TRACE_URL_TEMPLATE: z
     .string()
@@ -392,12 +397,26 @@ export const SECRET_VARIABLES = [
   'NATS_NKEY_SEED',
 ] as const;
 
+/** localhost, 127.0.0.0/8 or ::1: traffic that never leaves the machine. */
+function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase();
+  return h === 'localhost' || h === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
 /**
  * Rules between variables, checked once every variable is valid on its own. Each problem names
  * the variable to change and the one it is compared with.
  */
 export function crossFieldProblems(c: Config): { variable: string; problem: string }[] {
   const out: { variable: string; problem: string }[] = [];
+  if (c.CAPTURE_URL && !c.CAPTURE_ALLOW_INSECURE) {
+    const u = new URL(c.CAPTURE_URL);
+    if (u.protocol === 'http:' && !isLoopbackHost(u.hostname))
+      out.push({
+        variable: 'CAPTURE_URL',
+        problem: `plain http to a host that is not loopback (${u.hostname}) sends every capture unencrypted: use https, or set CAPTURE_ALLOW_INSECURE=true to accept it`,
+      });
+  }
   if (c.RETRY_BASE > c.RETRY_CAP) {
     out.push({
       variable: 'RETRY_BASE',

@@ -37,7 +37,7 @@ export type IngressConfig = Pick<
   | 'ALLOWED_CHAT_IDS'
   | 'DISPATCH_UNAUTHORIZED'
 > &
-  Partial<Pick<Config, 'DB_STATEMENT_TIMEOUT' | 'DB_LOCK_TIMEOUT' | 'DB_IDLE_IN_TRANSACTION_TIMEOUT'>>;
+  Partial<Pick<Config, 'DB_STATEMENT_TIMEOUT' | 'DB_LOCK_TIMEOUT' | 'DB_IDLE_IN_TRANSACTION_TIMEOUT' | 'OPS_CHAT_ID'>>;
 
 /** How ingress ended: the poller's own exits, or a refusal to start (a job ledger schema it was not built for). */
 export type IngressExit = PollerExit | { reason: 'refused'; message: string; exitCode: number };
@@ -54,7 +54,8 @@ export interface IngressRuntime {
   /**
    * METRICS_PORT /health/ready: the owner (not halted) and a standby are both ready — a standby is
    * healthy as standby — as long as the loop runs and the database answers; starting, halted by
-   * DECODE_POLICY=stop, ended, or the database away is not ready.
+   * DECODE_POLICY=stop, ended, the database away, or (webhook owner) Telegram failing to deliver to
+   * the webhook is not ready.
    */
   readonly ready: () => Promise<ReadyCheck>;
 }
@@ -158,10 +159,11 @@ function createIngress(opts: {
   let resolveDone!: (e: IngressExit) => void;
   const done = new Promise<IngressExit>((r) => (resolveDone = r));
   let health: { stop(): void } | null = null;
-  let status: () => { role: 'starting' | 'owner' | 'standby' | 'stopped'; halted: string | null } = () => ({
-    role: 'starting',
-    halted: null,
-  });
+  let status: () => {
+    role: 'starting' | 'owner' | 'standby' | 'stopped';
+    halted: string | null;
+    delivery?: string | null;
+  } = () => ({ role: 'starting', halted: null });
   let ended: IngressExit | null = null;
   void done.then((e) => (ended = e));
 
@@ -210,12 +212,13 @@ function createIngress(opts: {
         publicUrl: config.WEBHOOK_PUBLIC_URL as string,
         host: config.WEBHOOK_HOST,
         port: config.WEBHOOK_PORT,
+        opsChatId: config.OPS_CHAT_ID ?? null,
       });
       stopComponent = () => w.stop();
       webhookAddress = () => w.address();
       status = () => {
-        const st = w.status().state;
-        return { role: st === 'idle' ? 'starting' : st, halted: null };
+        const st = w.status();
+        return { role: st.state === 'idle' ? 'starting' : st.state, halted: null, delivery: st.deliveryProblem };
       };
       await w.start();
       void w.done.then(resolveDone);
@@ -256,6 +259,7 @@ function createIngress(opts: {
       else if (s.role === 'starting') reasons.push('starting: waiting for the database and its migrations');
       else if (s.role === 'stopped') reasons.push('ingress stopped');
       if (s.halted) reasons.push(`halted by DECODE_POLICY=stop: ${s.halted}`);
+      if (s.delivery) reasons.push(s.delivery);
       const db = await databaseProblem(pool);
       if (db) reasons.push(db);
       return {

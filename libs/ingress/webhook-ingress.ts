@@ -2,7 +2,9 @@
  * INGRESS=webhook: every replica serves `POST /telegram/webhook/:botId`; the lease owner alone
  * commits (others answer 503 + Retry-After: 1, and Telegram retries). On acquiring the lease the
  * owner registers the webhook (`setWebhook` with the secret), then checks it every POLL_TIMEOUT:
- * a confirmed registration counts as progress for health (the webhook's "empty long poll").
+ * a confirmed registration counts as progress for health (the webhook's "empty long poll"), and what
+ * the same answer says about Telegram's deliveries decides whether the endpoint is reachable
+ * (webhook-delivery.ts: not ready, logged once and alerted once per episode while it is not).
  * Stopping leaves the webhook registered so a standby continues without a gap.
  */
 import Fastify, { FastifyInstance } from 'fastify';
@@ -10,7 +12,8 @@ import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import type { IngressMetrics } from '../observability/metrics';
-import { BotApiClient, TelegramApiError } from '../telegram';
+import { configProblemClear, configProblemRecord } from '../queue/config-problems';
+import { BotApiClient, TelegramApiError, WebhookInfo } from '../telegram';
 import {
   BackoffPolicy,
   backoffDelay,
@@ -24,6 +27,7 @@ import type { DecodePolicy } from './plan-batch';
 import type { PollerExit } from './poller';
 import { cursorRecordProgress } from './queries';
 import { createWebhookHandler, WEBHOOK_BODY_LIMIT_BYTES, webhookPath, webhookPlugin } from './webhook';
+import { WebhookDeliveryWatch } from './webhook-delivery';
 
 export interface WebhookIngressOptions {
   pool: Pool;
@@ -46,6 +50,8 @@ export interface WebhookIngressOptions {
   backoff?: Partial<BackoffPolicy>;
   /** METRICS_PORT: batch transaction time, updates committed, lease state. */
   metrics?: IngressMetrics;
+  /** OPS_CHAT_ID: where the alert goes when Telegram cannot deliver (else relay.outbound_settings). */
+  opsChatId?: string | null;
 }
 
 export interface WebhookIngress {
@@ -54,8 +60,11 @@ export interface WebhookIngress {
   readonly done: Promise<PollerExit>;
   /** `http://host:port` once listening. */
   address(): string | null;
-  /** Owner: holds the lease (commits webhook updates); standby: answers 503 until it does. */
-  status(): { state: 'idle' | 'owner' | 'standby' | 'stopped' };
+  /**
+   * Owner: holds the lease (commits webhook updates); standby: answers 503 until it does.
+   * `deliveryProblem`: the owner sees Telegram failing to deliver to the webhook (see webhook-delivery.ts).
+   */
+  status(): { state: 'idle' | 'owner' | 'standby' | 'stopped'; deliveryProblem: string | null };
 }
 
 export function webhookUrl(publicUrl: string, botId: string): string {
@@ -108,8 +117,42 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
   opts.metrics?.track(opts.botId, () => lease.fence() !== null);
 
   async function register(): Promise<void> {
+    delivery.reset();
     await opts.api.setWebhook({ url, secret_token: opts.secret }, { timeoutMs: 15_000 });
     logger.info({ url }, 'webhook registered');
+  }
+
+  // What getWebhookInfo says about Telegram's deliveries to us; the problem row, once recorded, is
+  // cleared by the first healthy check (also one of a new owner: an old owner may have recorded it).
+  const delivery = new WebhookDeliveryWatch();
+  let deliveryProblem: string | null = null;
+  let problemRecorded = true;
+
+  async function judgeDelivery(info: WebhookInfo): Promise<void> {
+    const v = delivery.observe(info, Date.now());
+    if (v.state === 'suspect') return;
+    try {
+      if (v.state === 'failing') {
+        deliveryProblem = v.reason;
+        episodes.fail(
+          'webhook-delivery',
+          'error',
+          { reason: v.reason, pendingUpdateCount: v.pending, lastErrorAt: v.lastErrorAt.toISOString() },
+          'Telegram cannot deliver to the webhook; its backlog is not draining',
+        );
+        problemRecorded = true;
+        const p = { component: 'webhook' as const, botId: opts.botId, code: 'WEBHOOK_UNDELIVERED', reason: v.reason };
+        await configProblemRecord(opts.pool, p, { workerId: opts.owner, opsChatId: opts.opsChatId });
+      } else {
+        deliveryProblem = null;
+        episodes.recover('webhook-delivery', 'Telegram delivers to the webhook again');
+        if (problemRecorded) await configProblemClear(opts.pool, 'webhook', opts.botId);
+        problemRecorded = false;
+      }
+      episodes.recover('webhook-delivery-db', 'webhook delivery state recorded again');
+    } catch (err) {
+      episodes.fail('webhook-delivery-db', 'warn', { err }, 'could not record the webhook delivery state; next check');
+    }
   }
 
   async function ownerTick(): Promise<void> {
@@ -123,7 +166,7 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
       } else if (!(await cursorRecordProgress(opts.pool, opts.botId, fence, opts.leaseTtlMs))) {
         lease.markLost('fenced progress write rejected');
         return;
-      }
+      } else await judgeDelivery(info);
       episodes.recover('webhook', 'webhook registration checked again');
       await sleep(opts.pollTimeoutMs, wake.signal);
     } catch (err) {
@@ -159,6 +202,7 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
           continue;
         }
         logger.info({ generation: got.generation }, 'ingress lease acquired: serving the webhook');
+        deliveryProblem = null;
         try {
           await register();
         } catch (err) {
@@ -207,8 +251,9 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
     },
     done,
     address: () => addr,
-    status: () => ({
-      state: stopping || exitedLoop ? 'stopped' : !loopPromise ? 'idle' : lease.fence() ? 'owner' : 'standby',
-    }),
+    status: () => {
+      const state = stopping || exitedLoop ? 'stopped' : !loopPromise ? 'idle' : lease.fence() ? 'owner' : 'standby';
+      return { state, deliveryProblem: state === 'owner' ? deliveryProblem : null };
+    },
   };
 }

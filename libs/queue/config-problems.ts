@@ -10,7 +10,8 @@
 import type { Queryable } from '../db/pool';
 import { safeText } from './errors';
 
-export type ConfigComponent = 'capture' | 'outbound';
+/** 'webhook': Telegram cannot deliver to our webhook (recorded by the ingress owner, libs/ingress/webhook-delivery.ts). */
+export type ConfigComponent = 'capture' | 'outbound' | 'webhook';
 
 export interface ConfigProblem {
   component: ConfigComponent;

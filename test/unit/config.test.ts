@@ -186,6 +186,20 @@ describe('values that can only hurt are refused, with the variable and the allow
     expect(problemsOf({ RETRY_BASE: '10m' })).toEqual(['RETRY_BASE: must not exceed RETRY_CAP (5m), got 10m']);
   });
 
+  it('CAPTURE_URL: plain http only to a loopback host, unless CAPTURE_ALLOW_INSECURE=true', () => {
+    expect(problemsOf({ CAPTURE_URL: 'http://collector.internal:8080/capture' })).toEqual([
+      'CAPTURE_URL: plain http to a host that is not loopback (collector.internal) sends every capture unencrypted: use https, or set CAPTURE_ALLOW_INSECURE=true to accept it',
+    ]);
+    expect(problemsOf({ CAPTURE_URL: 'http://10.0.0.5/capture' })).toHaveLength(1);
+    expect(problemsOf({ CAPTURE_URL: 'http://collector.internal/capture', CAPTURE_ALLOW_INSECURE: 'true' })).toEqual(
+      [],
+    );
+    for (const ok of ['http://127.0.0.1:9/capture', 'http://localhost:9/capture', 'http://[::1]:9/capture'])
+      expect(problemsOf({ CAPTURE_URL: ok })).toEqual([]);
+    expect(problemsOf({ CAPTURE_URL: 'https://collector.example/capture' })).toEqual([]);
+    expect(problemsOf({ CAPTURE_ALLOW_INSECURE: 'yes' })[0]).toMatch(/^CAPTURE_ALLOW_INSECURE: expected true or false/);
+  });
+
   it('ports that would collide are refused', () => {
     expect(problemsOf({ INGRESS: 'webhook', WEBHOOK_PORT: '8080', ADMIN_PORT: '8080' })).toEqual([
       'WEBHOOK_PORT: must differ from ADMIN_PORT (8080) when INGRESS=webhook',
