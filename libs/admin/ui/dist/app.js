@@ -27,7 +27,11 @@
         res = await fetch(path, {
           method,
           cache: "no-store",
-          headers: { authorization: `Bearer ${token}`, accept: "application/json", ...method === "POST" ? { "content-type": "application/json" } : {} },
+          headers: {
+            authorization: `Bearer ${token}`,
+            accept: "application/json",
+            ...method === "POST" ? { "content-type": "application/json" } : {}
+          },
           body: method === "POST" ? JSON.stringify(body ?? {}) : void 0
         });
       } catch (err2) {
@@ -42,7 +46,12 @@
       }
       if (!res.ok) {
         const body2 = json && typeof json === "object" ? json : void 0;
-        const err2 = new ApiError(res.status, body2?.code ?? `HTTP_${res.status}`, body2?.message ?? `HTTP ${res.status}`, body2 ?? {});
+        const err2 = new ApiError(
+          res.status,
+          body2?.code ?? `HTTP_${res.status}`,
+          body2?.message ?? `HTTP ${res.status}`,
+          body2 ?? {}
+        );
         if (res.status === 401) onUnauthorized(err2);
         throw err2;
       }
@@ -115,8 +124,16 @@
     const opener = document.activeElement;
     const titleId = `dlg-title-${Date.now()}`;
     const reason = opts.reason ? h("input", { id: `${titleId}-reason`, name: "reason", type: "text", maxlength: 500, autocomplete: "off" }) : null;
-    const confirm = h("button", { type: "submit", value: "confirm", class: opts.danger ? "danger" : "primary" }, opts.confirmLabel);
-    const cancel = h("button", { type: "submit", value: "cancel", formnovalidate: true }, opts.inform ? "Close" : "Cancel");
+    const confirm = h(
+      "button",
+      { type: "submit", value: "confirm", class: opts.danger ? "danger" : "primary" },
+      opts.confirmLabel
+    );
+    const cancel = h(
+      "button",
+      { type: "submit", value: "cancel", formnovalidate: true },
+      opts.inform ? "Close" : "Cancel"
+    );
     const form = h(
       "form",
       { method: "dialog" },
@@ -180,7 +197,8 @@
   }
   function text(value2) {
     if (typeof value2 === "string") return value2;
-    if (typeof value2 === "number" || typeof value2 === "boolean" || typeof value2 === "bigint" || value2 === null || value2 === void 0) return String(value2);
+    if (typeof value2 === "number" || typeof value2 === "boolean" || typeof value2 === "bigint" || value2 === null || value2 === void 0)
+      return String(value2);
     return JSON.stringify(value2) ?? "";
   }
   function pretty(value2) {
@@ -284,7 +302,10 @@
       columns: [
         { label: "Created", cell: (r) => time(r.created_at) },
         { label: "msg_id", cell: (r) => h("code", null, r.msg_id) },
-        { label: "Chat", cell: (r) => r.target_chat_id !== r.chat_id ? `${r.chat_id} → ${r.target_chat_id}` : r.chat_id },
+        {
+          label: "Chat",
+          cell: (r) => r.target_chat_id !== r.chat_id ? `${r.chat_id} → ${r.target_chat_id}` : r.chat_id
+        },
         { label: "Kind", cell: (r) => r.kind },
         { label: "State", cell: (r) => stateBadge(r.state) },
         { label: "Attempts", cell: (r) => `${r.attempts}${r.max_attempts ? ` / ${r.max_attempts}` : ""}`, num: true },
@@ -341,7 +362,8 @@
     if (parts.length === 0 || parts[0] === "overview") return { name: "overview" };
     const kind = LIST_KINDS.find((k) => k === parts[0]);
     if (kind && parts.length === 1) return { name: "list", kind, params };
-    if (kind && parts.length === 2 && /^[1-9][0-9]{0,15}$/.test(parts[1])) return { name: "detail", kind, id: Number(parts[1]) };
+    if (kind && parts.length === 2 && /^[1-9][0-9]{0,15}$/.test(parts[1]))
+      return { name: "detail", kind, id: Number(parts[1]) };
     if (parts[0] === "audit" && parts.length === 1) return { name: "audit", params };
     if (parts[0] === "sandbox" && parts.length === 1) return { name: "sandbox" };
     return { name: "unknown", path };
@@ -426,7 +448,11 @@
         replaceKeepingFocus(
           pager,
           cursor ? h("a", { href: "#/audit", "data-focus-key": "first" }, "« Newest") : null,
-          page.next_cursor ? h("a", { href: `#/audit?cursor=${encodeURIComponent(page.next_cursor)}`, "data-focus-key": "next" }, "Older »") : null
+          page.next_cursor ? h(
+            "a",
+            { href: `#/audit?cursor=${encodeURIComponent(page.next_cursor)}`, "data-focus-key": "next" },
+            "Older »"
+          ) : null
         );
       }
     };
@@ -508,7 +534,11 @@
   function traceLink(traceId, url) {
     if (typeof traceId !== "string" || traceId === "") return h("span", { class: "muted" }, "— (not traced)");
     if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return h("code", null, traceId);
-    return h("a", { href: url, target: "_blank", rel: "noopener noreferrer", title: "open the trace" }, h("code", null, traceId));
+    return h(
+      "a",
+      { href: url, target: "_blank", rel: "noopener noreferrer", title: "open the trace" },
+      h("code", null, traceId)
+    );
   }
   function timeline(history) {
     if (history.length === 0) return h("p", { class: "empty" }, "No attempt yet.");
@@ -526,7 +556,11 @@
         { class: admin ? `admin-row${a.outcome.endsWith("_dry_run") ? " dry-run" : ""}` : "", "data-outcome": a.outcome },
         h("td", null, h("time", { datetime: a.started_at, title: a.started_at }, fmtTime(a.started_at))),
         h("td", { class: "num" }, admin ? "—" : a.attempt ?? "—"),
-        h("td", null, admin ? h("span", { class: "badge admin" }, `admin: ${outcome}`) : h("span", { class: `badge outcome-${outcome}` }, outcome)),
+        h(
+          "td",
+          null,
+          admin ? h("span", { class: "badge admin" }, `admin: ${outcome}`) : h("span", { class: `badge outcome-${outcome}` }, outcome)
+        ),
         h("td", { class: "num" }, a.http_status ?? "—"),
         h(
           "td",
@@ -552,7 +586,9 @@
         h(
           "tr",
           null,
-          ["Started", "Attempt", "Outcome", "HTTP", "Error", "Worker", "Duration", "By"].map((t) => h("th", { scope: "col" }, t))
+          ["Started", "Attempt", "Outcome", "HTTP", "Error", "Worker", "Duration", "By"].map(
+            (t) => h("th", { scope: "col" }, t)
+          )
         )
       ),
       h("tbody", null, rows)
@@ -590,7 +626,12 @@
           label: "Release",
           danger: false
         },
-        discard: { title: `Discard ${what}?`, text: "It is marked discarded; its bytes are kept.", label: "Discard", danger: true }
+        discard: {
+          title: `Discard ${what}?`,
+          text: "It is marked discarded; its bytes are kept.",
+          label: "Discard",
+          danger: true
+        }
       }[action];
       const { confirmed, reason } = await confirmDialog({
         title: copy.title,
@@ -602,7 +643,11 @@
       if (!confirmed) return;
       try {
         const r = await ctx.api.post(`v1/${kind}/${id}/${action}`, reason ? { reason } : {});
-        setStatus(status, "ok", `${copy.label}: done — now ${r.state}${r.outcome ? ` (${text(r.outcome)})` : ""}, audit #${r.audit_id}`);
+        setStatus(
+          status,
+          "ok",
+          `${copy.label}: done — now ${r.state}${r.outcome ? ` (${text(r.outcome)})` : ""}, audit #${r.audit_id}`
+        );
       } catch (err2) {
         setStatus(status, "error", `${copy.label} refused: ${describeError(err2)}`);
       }
@@ -612,14 +657,41 @@
       const state = row.state;
       const buttons = [];
       if (spec.retry && state === "failed")
-        buttons.push(h("button", { type: "button", class: "primary", "data-focus-key": "retry", onclick: () => void act("retry") }, "Retry now…"));
+        buttons.push(
+          h(
+            "button",
+            { type: "button", class: "primary", "data-focus-key": "retry", onclick: () => void act("retry") },
+            "Retry now…"
+          )
+        );
       if (spec.cancel && state === "pending")
-        buttons.push(h("button", { type: "button", class: "danger", "data-focus-key": "cancel", onclick: () => void act("cancel") }, "Cancel…"));
+        buttons.push(
+          h(
+            "button",
+            { type: "button", class: "danger", "data-focus-key": "cancel", onclick: () => void act("cancel") },
+            "Cancel…"
+          )
+        );
       if (kind === "quarantine" && state === "quarantined") {
-        buttons.push(h("button", { type: "button", class: "primary", "data-focus-key": "release", onclick: () => void act("release") }, "Release…"));
-        buttons.push(h("button", { type: "button", class: "danger", "data-focus-key": "discard", onclick: () => void act("discard") }, "Discard…"));
+        buttons.push(
+          h(
+            "button",
+            { type: "button", class: "primary", "data-focus-key": "release", onclick: () => void act("release") },
+            "Release…"
+          )
+        );
+        buttons.push(
+          h(
+            "button",
+            { type: "button", class: "danger", "data-focus-key": "discard", onclick: () => void act("discard") },
+            "Discard…"
+          )
+        );
       }
-      replaceKeepingFocus(actions, buttons.length ? buttons : h("span", { class: "muted" }, `No action applies to a ${state} ${spec.noun}.`));
+      replaceKeepingFocus(
+        actions,
+        buttons.length ? buttons : h("span", { class: "muted" }, `No action applies to a ${state} ${spec.noun}.`)
+      );
     }
     function renderSecrets(row) {
       const r = row;
@@ -643,7 +715,12 @@
             },
             shown ? `Hide ${f.label}` : `Reveal ${f.label}`
           );
-          return h("div", { class: "secret" }, button, h("pre", { id: boxId, hidden: !shown, class: "payload" }, shown ? f.render(r[f.key]) : ""));
+          return h(
+            "div",
+            { class: "secret" },
+            button,
+            h("pre", { id: boxId, hidden: !shown, class: "payload" }, shown ? f.render(r[f.key]) : "")
+          );
         })
       );
     }
@@ -689,7 +766,10 @@
           h(
             "dl",
             { class: "meta" },
-            Object.entries(row).filter(([k]) => !hidden.has(k)).sort(([a], [b]) => rank(a) - rank(b)).map(([k, v]) => [h("dt", null, k), h("dd", { "data-field": k }, k === "trace_id" ? traceLink(v, row.trace_url) : value(k, v))])
+            Object.entries(row).filter(([k]) => !hidden.has(k)).sort(([a], [b]) => rank(a) - rank(b)).map(([k, v]) => [
+              h("dt", null, k),
+              h("dd", { "data-field": k }, k === "trace_id" ? traceLink(v, row.trace_url) : value(k, v))
+            ])
           )
         );
         renderSecrets(current);
@@ -739,9 +819,27 @@
       pattern: "^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$",
       autocomplete: "off"
     }) : null;
-    const since = h("input", { id: id("since"), name: "since", type: "datetime-local", value: isoToLocalInput(filter.since ?? null) });
-    const until = h("input", { id: id("until"), name: "until", type: "datetime-local", value: isoToLocalInput(filter.until ?? null) });
-    const error = h("input", { id: id("error"), name: "error", type: "search", size: 18, maxlength: 200, value: filter.error ?? "", autocomplete: "off" });
+    const since = h("input", {
+      id: id("since"),
+      name: "since",
+      type: "datetime-local",
+      value: isoToLocalInput(filter.since ?? null)
+    });
+    const until = h("input", {
+      id: id("until"),
+      name: "until",
+      type: "datetime-local",
+      value: isoToLocalInput(filter.until ?? null)
+    });
+    const error = h("input", {
+      id: id("error"),
+      name: "error",
+      type: "search",
+      size: 18,
+      maxlength: 200,
+      value: filter.error ?? "",
+      autocomplete: "off"
+    });
     const limit = h(
       "select",
       { id: id("limit"), name: "limit" },
@@ -812,7 +910,11 @@
             { "data-dry-run-count": dry.matched },
             `Dry run: ${dry.matched} failed ${spec.noun}${dry.matched === 1 ? "" : "s"} match (${describeFilter(rest)}).`
           ),
-          dry.more ? h("p", { class: "warn" }, `More match than one call retries: only these ${dry.matched} now; run it again for the rest.`) : null,
+          dry.more ? h(
+            "p",
+            { class: "warn" },
+            `More match than one call retries: only these ${dry.matched} now; run it again for the rest.`
+          ) : null,
           h("p", null, "They return to pending with a renewed attempt budget and are delivered again.")
         ],
         confirmLabel: `Retry ${dry.matched}`,
@@ -823,8 +925,16 @@
         return;
       }
       try {
-        const r = await ctx.api.post(`v1/${kind}/retry`, { ...rest, limit: dry.matched, ...reason ? { reason } : {} });
-        setStatus(status, "ok", `Retried ${r.retried} ${spec.noun}${r.retried === 1 ? "" : "s"}${r.more ? " (more remain)" : ""} — audit #${r.audit_id}`);
+        const r = await ctx.api.post(`v1/${kind}/retry`, {
+          ...rest,
+          limit: dry.matched,
+          ...reason ? { reason } : {}
+        });
+        setStatus(
+          status,
+          "ok",
+          `Retried ${r.retried} ${spec.noun}${r.retried === 1 ? "" : "s"}${r.more ? " (more remain)" : ""} — audit #${r.audit_id}`
+        );
         await view.refresh();
       } catch (err2) {
         setStatus(status, "error", `Bulk retry failed: ${describeError(err2)}`);
@@ -860,7 +970,11 @@
             h(
               "td",
               { class: "num" },
-              h("a", { href: detailHash(kind, rid), "data-focus-key": `row-${rid}`, "aria-label": `Open ${spec.noun} ${rid}` }, `#${rid}`)
+              h(
+                "a",
+                { href: detailHash(kind, rid), "data-focus-key": `row-${rid}`, "aria-label": `Open ${spec.noun} ${rid}` },
+                `#${rid}`
+              )
             ),
             spec.columns.map((c) => h("td", { class: c.num ? "num" : "" }, c.cell(row)))
           );
@@ -906,7 +1020,15 @@
 
   // libs/admin/ui/src/views/login.ts
   function loginView(opts) {
-    const input = h("input", { id: "token", name: "token", type: "password", required: true, autocomplete: "off", spellcheck: "false", size: 40 });
+    const input = h("input", {
+      id: "token",
+      name: "token",
+      type: "password",
+      required: true,
+      autocomplete: "off",
+      spellcheck: "false",
+      size: 40
+    });
     const error = h("p", { id: "login-error", role: "alert", class: "error" }, opts.message ?? "");
     if (opts.message) input.setAttribute("aria-describedby", error.id);
     const button = h("button", { type: "submit", class: "primary" }, "Sign in");
@@ -958,7 +1080,13 @@
       const bh = p.value === null ? 0 : Math.max(v > 0 ? 2 : 1, Math.round(v / max * (H - 2)));
       return svg(
         "rect",
-        { x: (i * slot + 1).toFixed(1), y: H - bh, width: Math.max(1, slot - 2).toFixed(1), height: bh, class: p.value === null ? "bar empty" : "bar" },
+        {
+          x: (i * slot + 1).toFixed(1),
+          y: H - bh,
+          width: Math.max(1, slot - 2).toFixed(1),
+          height: bh,
+          class: p.value === null ? "bar empty" : "bar"
+        },
         svg("title", null, `${fmtTime(p.at)}: ${p.value === null ? "no attempts" : s.format(v)}`)
       );
     });
@@ -997,7 +1125,10 @@
       );
     });
     const buckets = series?.kinds[card.kind] ?? [];
-    const total = buckets.reduce((a, b) => ({ attempts: a.attempts + b.attempts, delivered: a.delivered + b.delivered }), { attempts: 0, delivered: 0 });
+    const total = buckets.reduce(
+      (a, b) => ({ attempts: a.attempts + b.attempts, delivered: a.delivered + b.delivered }),
+      { attempts: 0, delivered: 0 }
+    );
     const charts = buckets.length ? [
       barChart({
         label: card.kind === "inbox" ? "Handled / min" : "Delivered / min",
@@ -1010,21 +1141,37 @@
         headline: total.attempts ? `${Math.round((total.attempts - total.delivered) / total.attempts * 100)}%` : "—",
         tone: "bad",
         max: 100,
-        points: buckets.map((b) => ({ at: b.at, value: b.attempts ? Math.round((b.attempts - b.delivered) / b.attempts * 100) : null })),
+        points: buckets.map((b) => ({
+          at: b.at,
+          value: b.attempts ? Math.round((b.attempts - b.delivered) / b.attempts * 100) : null
+        })),
         format: (v) => `${v}%`
       })
     ] : [h("p", { class: "muted" }, "No time series (GET /v1/stats/timeseries did not answer).")];
     return h(
       "section",
       { class: "card", "aria-labelledby": headingId },
-      h("h2", { id: headingId }, h("a", { href: listHash(card.kind), "data-focus-key": `title-${card.kind}` }, card.title)),
+      h(
+        "h2",
+        { id: headingId },
+        h("a", { href: listHash(card.kind), "data-focus-key": `title-${card.kind}` }, card.title)
+      ),
       h("p", { class: "muted" }, card.what),
-      h("table", { class: "counts" }, h("caption", { class: "visually-hidden" }, `${card.title}: items per state`), h("tbody", null, rows)),
+      h(
+        "table",
+        { class: "counts" },
+        h("caption", { class: "visually-hidden" }, `${card.title}: items per state`),
+        h("tbody", null, rows)
+      ),
       h(
         "dl",
         { class: "facts" },
         h("dt", null, "Oldest pending"),
-        h("dd", { "data-oldest": card.kind }, ks?.oldest_pending_age_seconds === null || !ks ? "none" : fmtAge(ks.oldest_pending_age_seconds)),
+        h(
+          "dd",
+          { "data-oldest": card.kind },
+          ks?.oldest_pending_age_seconds === null || !ks ? "none" : fmtAge(ks.oldest_pending_age_seconds)
+        ),
         h("dt", null, "Last minute"),
         h(
           "dd",
@@ -1049,7 +1196,11 @@
         h("span", { class: `badge ${b.ready ? "state-delivered" : b.ready === false ? "state-failed" : ""}` }, readiness),
         b.reasons.length ? h("div", { class: "muted small" }, b.reasons.join("; ")) : null
       ),
-      h("td", null, b.progress_at ? `${fmtAge(b.progress_age_seconds)} ago (gen ${b.progress_generation ?? "—"})` : "never"),
+      h(
+        "td",
+        null,
+        b.progress_at ? `${fmtAge(b.progress_age_seconds)} ago (gen ${b.progress_generation ?? "—"})` : "never"
+      ),
       h("td", { class: "num" }, b.next_offset),
       h("td", { class: "num" }, b.pending_update_count === null ? "—" : b.pending_update_count),
       h("td", null, b.halted_reason ? h("span", { class: "error-text" }, b.halted_reason) : "—")
@@ -1084,16 +1235,25 @@
       const older = olderThan.value.trim();
       const { confirmed, reason } = await confirmDialog({
         title: "Recover stale deliveries?",
-        body: [h("p", null, `Work in delivering without a heartbeat for ${older || "STALE_AFTER"} returns to pending and is delivered again.`)],
+        body: [
+          h(
+            "p",
+            null,
+            `Work in delivering without a heartbeat for ${older || "STALE_AFTER"} returns to pending and is delivered again.`
+          )
+        ],
         confirmLabel: "Recover now",
         reason: true
       });
       if (!confirmed) return;
       try {
-        const r = await ctx.api.post("v1/recover-stale", {
-          ...older ? { older_than: older } : {},
-          ...reason ? { reason } : {}
-        });
+        const r = await ctx.api.post(
+          "v1/recover-stale",
+          {
+            ...older ? { older_than: older } : {},
+            ...reason ? { reason } : {}
+          }
+        );
         setStatus(
           recoverStatus,
           "ok",
@@ -1165,7 +1325,13 @@
         "div",
         { class: "two-col" },
         h("section", { "aria-labelledby": "q-title" }, h("h2", { id: "q-title" }, "Quarantine"), quarantine),
-        h("section", { class: "actions", "aria-labelledby": "actions-title" }, h("h2", { id: "actions-title" }, "Actions"), recoverForm, sendForm)
+        h(
+          "section",
+          { class: "actions", "aria-labelledby": "actions-title" },
+          h("h2", { id: "actions-title" }, "Actions"),
+          recoverForm,
+          sendForm
+        )
       )
     );
     const view = {
@@ -1192,9 +1358,16 @@
               h(
                 "tr",
                 null,
-                ["Bot", "Lease owner", "Generation", "Readiness", "Last progress", "Next offset", "Lag (Telegram)", "Halted"].map(
-                  (t) => h("th", { scope: "col" }, t)
-                )
+                [
+                  "Bot",
+                  "Lease owner",
+                  "Generation",
+                  "Readiness",
+                  "Last progress",
+                  "Next offset",
+                  "Lag (Telegram)",
+                  "Halted"
+                ].map((t) => h("th", { scope: "col" }, t))
               )
             ),
             h("tbody", null, stats.bots.map(botRow))
@@ -1214,7 +1387,13 @@
                 " ",
                 h(
                   "a",
-                  { href: listHash("quarantine", { state: s }), "data-kind": "quarantine", "data-state": s, "data-count": c.count, "data-focus-key": `q-${s}` },
+                  {
+                    href: listHash("quarantine", { state: s }),
+                    "data-kind": "quarantine",
+                    "data-state": s,
+                    "data-count": c.count,
+                    "data-focus-key": `q-${s}`
+                  },
                   fmtCount(c.count, c.approximate)
                 )
               );
@@ -1230,8 +1409,22 @@
   var sentByTab = [];
   function sandboxView(ctx) {
     const info = ctx.sandbox;
-    const chat = h("input", { id: "sb-chat", name: "chat_id", type: "number", min: 1, value: info.chat_id, required: true });
-    const text2 = h("input", { id: "sb-text", name: "text", type: "text", maxlength: 4096, autocomplete: "off", placeholder: "Write a message as the user…" });
+    const chat = h("input", {
+      id: "sb-chat",
+      name: "chat_id",
+      type: "number",
+      min: 1,
+      value: info.chat_id,
+      required: true
+    });
+    const text2 = h("input", {
+      id: "sb-text",
+      name: "text",
+      type: "text",
+      maxlength: 4096,
+      autocomplete: "off",
+      placeholder: "Write a message as the user…"
+    });
     const status = statusRegion();
     const log = h("ol", { class: "chat-log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
     const form = h(
@@ -1250,11 +1443,20 @@
         return;
       }
       try {
-        const r = await ctx.api.post("v1/sandbox/messages", {
-          chat_id: chatId,
-          text: text2.value
+        const r = await ctx.api.post(
+          "v1/sandbox/messages",
+          {
+            chat_id: chatId,
+            text: text2.value
+          }
+        );
+        sentByTab.push({
+          update_id: r.update_id,
+          chat_id: r.chat_id,
+          message_id: r.message_id,
+          text: text2.value,
+          at: new Date(r.date * 1e3).toISOString()
         });
-        sentByTab.push({ update_id: r.update_id, chat_id: r.chat_id, message_id: r.message_id, text: text2.value, at: new Date(r.date * 1e3).toISOString() });
         text2.value = "";
         setStatus(status, "ok", `Sent as update ${r.update_id}; the poller picks it up on its next getUpdates.`);
         await view.refresh();
@@ -1283,7 +1485,11 @@
         "div",
         { class: "page-head" },
         h("h1", { tabindex: -1 }, "Sandbox chat"),
-        h("p", { class: "muted small" }, `Sandbox mode: messages go to bot ${info.bot_id} through the local Bot API sandbox, not Telegram.`)
+        h(
+          "p",
+          { class: "muted small" },
+          `Sandbox mode: messages go to bot ${info.bot_id} through the local Bot API sandbox, not Telegram.`
+        )
       ),
       log,
       form,
@@ -1325,7 +1531,12 @@
           ...bot.items.map((b) => ({
             key: `b${b.message_id}`,
             at: b.sent_at,
-            make: () => h("li", { class: "bubble bot" }, h("p", null, b.text), h("p", { class: "meta small" }, `bot · ${fmtTime(b.sent_at)}`)),
+            make: () => h(
+              "li",
+              { class: "bubble bot" },
+              h("p", null, b.text),
+              h("p", { class: "meta small" }, `bot · ${fmtTime(b.sent_at)}`)
+            ),
             flow: null
           }))
         ].sort((a, b) => a.at.localeCompare(b.at) || a.key.localeCompare(b.key));
@@ -1393,7 +1604,8 @@
                 await signIn(token);
                 return null;
               } catch (err2) {
-                if (err2 instanceof ApiError && err2.status === 401) return "That token was refused by the admin API (401). Check ADMIN_TOKEN.";
+                if (err2 instanceof ApiError && err2.status === 401)
+                  return "That token was refused by the admin API (401). Check ADMIN_TOKEN.";
                 return `Could not reach the admin API: ${describeError(err2)}`;
               }
             }
@@ -1426,7 +1638,11 @@
       if (sandbox) links.push(["#/sandbox", "Sandbox chat"]);
       nav.replaceChildren(...links.map(([href, label]) => h("li", null, h("a", { href }, label))));
       root.replaceChildren(
-        h("a", { class: "skip", href: "#main", onclick: (ev) => (ev.preventDefault(), main.focus()) }, "Skip to content"),
+        h(
+          "a",
+          { class: "skip", href: "#main", onclick: (ev) => (ev.preventDefault(), main.focus()) },
+          "Skip to content"
+        ),
         h(
           "header",
           { class: "top" },
@@ -1466,7 +1682,11 @@
       if (hash && !hash.startsWith("#/")) return;
       const r = parseHash(hash);
       view?.dispose?.();
-      const ctx = { api, sandbox, navigate: (to) => location.hash === to ? void load() : void (location.hash = to) };
+      const ctx = {
+        api,
+        sandbox,
+        navigate: (to) => location.hash === to ? void load() : void (location.hash = to)
+      };
       view = viewFor(r, ctx);
       const current = `#/${hash.replace(/^#\//, "").split(/[/?]/)[0] || "overview"}`;
       for (const a of nav.querySelectorAll("a")) {
