@@ -111,6 +111,24 @@ describe('alert ids: a namespace of their own, one per failed message', () => {
     expect(await outboundRaiseAlerts(db.pool, ids, '-100999')).toEqual([]);
   });
 
+  it('raise the alert under a hashed id when a message enqueued before the namespace was reserved holds alert:<msg_id>', async () => {
+    await db.pool.query(
+      `insert into relay.outbound (msg_id, bot_id, chat_id, target_chat_id, text, kind, delivery, payload_sha256)
+       values ('alert:m-7', '1', '5', '5', 'an old user message', 'message', 'at_least_once', 'x')`,
+    );
+    const id = await failed('m-7');
+    const created = await outboundRaiseAlerts(db.pool, [id], '-100999');
+    expect(created).toHaveLength(1);
+    const alert = (await db.pool.query(`select * from relay.outbound where id = $1`, [created[0]])).rows[0];
+    expect(alert).toMatchObject({
+      kind: 'alert',
+      chat_id: '-100999',
+      msg_id: expect.stringMatching(/^alert:m-7~[0-9a-f]{64}$/),
+    });
+    expect(alert.text).toContain('msg_id: m-7');
+    expect(await outboundRaiseAlerts(db.pool, [id], '-100999')).toEqual([]);
+  });
+
   it("keep a message whose msg_id starts with config: clear of the configuration-problem alerts' ids", async () => {
     const id = await failed('config:outbound:1:493000');
     await db.pool.query(
