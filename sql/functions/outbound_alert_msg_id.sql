@@ -7,8 +7,9 @@
  * 256), and the long form names the whole msg_id, so messages sharing a long prefix get alerts of
  * their own. Users cannot enqueue into `alert:` (relay.outbound_upsert refuses it), so no message
  * takes an alert's id before the alert does (a row enqueued before that rule holding it makes
- * relay.outbound_raise_alerts fall back to the hashed form). `alert:config:` ids belong to the configuration-problem
- * alerts (relay.config_problem_record), so a msg_id starting with `config:` always takes the long form.
+ * relay.outbound_raise_alerts fall back to the hashed form). `alert:config:` ids belong to the
+ * configuration-problem alerts (relay.config_problem_record), so a msg_id starting with `config:`
+ * always takes the long form.
  */
 create or replace function relay.outbound_alert_msg_id(p_msg_id text) returns text
 language sql immutable strict as $$
