@@ -8,6 +8,7 @@ import { createOutboundRateLimiter, OUTBOUND_RATE_LIMITS_DEFAULT } from '../../.
 import { outboundRateReserve } from '../../../libs/outbound/queries';
 import { runPrune } from '../../../libs/retention/prune';
 import { createMigratedDatabase } from '../../support/db';
+import { waitFor } from '../../support/wait-for';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let pool: Pool;
@@ -78,4 +79,39 @@ it('deletes the rows of 1,000 idle chats in batches, keeps active and held ones,
   const again = await runPrune(pool, { retentionMs: null, retentionFailedMs: null, pauseMs: 0 });
   expect(again.deleted.outbound_chat_rate).toBe(1); // the held row, now free
   expect([...(await chats())].sort()).toEqual(['3', ...active].sort());
+});
+
+it('a charge waiting on a row that prune deletes under it still lands (inserted again), never lost', async () => {
+  await pool.query(
+    `insert into relay.outbound_chat_rate (bot_id, chat_id, next_at) values ($1, '9', now() - interval '1 hour')`,
+    [BOT],
+  );
+  // the prune's transaction: the row locked, then deleted, as its batch statement does
+  const pruner = await pool.connect();
+  const sender = await pool.connect();
+  try {
+    await pruner.query('begin');
+    await pruner.query(`select 1 from relay.outbound_chat_rate where bot_id = $1 and chat_id = '9' for update`, [BOT]);
+    const pid = (await sender.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0].pid;
+    const charge = limiter.afterAttempt(sender, BOT, '9');
+    await waitFor(
+      async () =>
+        (await pool.query(`select count(*)::int as n from pg_locks where pid = $1 and not granted`, [pid])).rows[0].n >
+        0,
+      { what: 'the charge waiting for the pruned row', timeoutMs: 20_000 },
+    );
+    await pruner.query(`delete from relay.outbound_chat_rate where bot_id = $1 and chat_id = '9'`, [BOT]);
+    await pruner.query('commit');
+    await charge;
+  } finally {
+    pruner.release();
+    sender.release();
+  }
+  const row = (
+    await pool.query(
+      `select next_at > now() as waits from relay.outbound_chat_rate where bot_id = $1 and chat_id = '9'`,
+      [BOT],
+    )
+  ).rows;
+  expect(row).toEqual([{ waits: true }]);
 });
