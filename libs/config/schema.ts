@@ -163,14 +163,17 @@ const rate = (what: string) =>
     return { count: Number(m[1]), windowMs };
   });
 
+// The channel names relay.outbound_normalize_chat takes (sql/functions): one the database would refuse
+// would pass here and then silently stop every alert, so both rules are the same.
+const CHANNEL_USERNAME = /^@[A-Za-z0-9_]{4,32}$/;
 const chatId = z
   .string()
   .refine(
     (v) =>
       (/^-?\d{1,16}$/.test(v.trim()) && Math.abs(Number(v)) <= MAX_CHAT_ID && Number(v) !== 0) ||
-      /^@[A-Za-z0-9_]{4,64}$/.test(v.trim()),
+      CHANNEL_USERNAME.test(v.trim()),
     {
-      message: `expected an integer chat id or @channelusername (a non-zero id, at most ${MAX_CHAT_ID} in absolute value)`,
+      message: `expected an integer chat id or @channelusername (a non-zero id, at most ${MAX_CHAT_ID} in absolute value; @ and 4 to 32 of A-Z, a-z, 0-9, _)`,
     },
   );
 

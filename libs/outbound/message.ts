@@ -9,6 +9,8 @@ import { OutboundProblem, OutboundValidationError } from './errors';
 
 export const OUTBOUND_TEXT_MAX = 4096;
 export const OUTBOUND_MSG_ID_MAX = 256;
+/** msg_ids of the relay's own alerts (relay.outbound_alert_msg_id); no caller may enqueue into it. */
+export const ALERT_MSG_ID_PREFIX = 'alert:';
 export const PARSE_MODES = ['MarkdownV2', 'HTML', 'Markdown'] as const;
 export const OUTBOUND_KINDS = ['message', 'reply', 'alert'] as const;
 export const DELIVERY_MODES = ['at_least_once', 'at_most_once'] as const;
@@ -21,7 +23,7 @@ export type Delivery = (typeof DELIVERY_MODES)[number];
 export type OutboundState = 'pending' | 'delivering' | 'delivered' | 'failed';
 
 export interface OutboundMessageInput {
-  /** Idempotency key, unique for good (1..256 characters). */
+  /** Idempotency key, unique for good (1..256 characters, not starting with `alert:`). */
   msg_id: string;
   /** Integer chat id or @channelusername; omitted → the default chat (OPS_CHAT_ID). */
   chat_id?: string | number | null;
@@ -190,6 +192,11 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   if (typeof msgId !== 'string' || charLength(msgId) < 1 || charLength(msgId) > OUTBOUND_MSG_ID_MAX) {
     bad('msg_id', `must be a string of 1..${OUTBOUND_MSG_ID_MAX} characters`);
   } else if (unicodeProblem(msgId)) bad('msg_id', unicodeProblem(msgId) as string);
+  else if (msgId.startsWith(ALERT_MSG_ID_PREFIX))
+    bad(
+      'msg_id',
+      `must not start with "${ALERT_MSG_ID_PREFIX}" (reserved for the alerts the relay raises about failed messages)`,
+    );
 
   let chatId: string | null = null;
   if (m.chat_id !== undefined && m.chat_id !== null && m.chat_id !== '') {

@@ -83,7 +83,7 @@ export async function outboundSettingsSave(
   );
 }
 
-/** Alerts (kind=alert, msg_id alert:<msg_id>) for those of `ids` that are failed and not alerts themselves. */
+/** Alerts (kind=alert, msg_id relay.outbound_alert_msg_id(msg_id)) for those of `ids` that are failed and not alerts themselves. */
 export async function outboundRaiseAlerts(db: Queryable, ids: string[], opsChatId: string | null): Promise<string[]> {
   if (ids.length === 0) return [];
   // bigint ids: pg returns them as text

@@ -1,7 +1,8 @@
 /**
  * One retention pass (docs/retention.md): finished work older than RETENTION, failed work, resolved
  * quarantine rows and audit rows older than RETENTION_FAILED, each deleted with its relay.attempts
- * rows and its ledger jobs, in bounded batches of short transactions. Pending and in-flight rows
+ * rows and its ledger jobs, in bounded batches of short transactions; rate-limit rows of idle chats
+ * on every pass. Pending and in-flight rows
  * are never selected (every class names a terminal state). Safe to run from several processes at
  * once: batches take rows with FOR UPDATE SKIP LOCKED, so two passes split the work and never
  * delete a row twice.
@@ -14,6 +15,7 @@ import {
   ITEM_CLASSES,
   pruneAuditBatch,
   pruneAuditCount,
+  pruneChatRateBatch,
   PruneCounts,
   pruneCutoffs,
   pruneItemBatch,
@@ -111,6 +113,8 @@ export async function runPrune(pool: Pool, opts: PruneOptions): Promise<PruneRes
   }
   if (dryRun) add(deleted, await pruneRunsBatch(pool, cut.runs, batch, true));
   else await drain((db) => pruneRunsBatch(db, cut.runs, batch), 'prune_runs');
+  if (dryRun) add(deleted, await pruneChatRateBatch(pool, batch, true));
+  else await drain((db) => pruneChatRateBatch(db, batch), 'outbound_chat_rate');
 
   const total = Object.values(deleted).reduce((a, b) => a + b, 0);
   const result: PruneResult = {

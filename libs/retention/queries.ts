@@ -23,6 +23,7 @@ export const PRUNE_TABLES = [
   'boss_archive',
   'superseded_jobs',
   'prune_runs',
+  'outbound_chat_rate',
 ] as const;
 export type PruneTable = (typeof PRUNE_TABLES)[number];
 export type PruneCounts = Record<PruneTable, number>;
@@ -257,6 +258,26 @@ export async function pruneRunsBatch(
               d as (delete from relay.prune_runs r using v where r.id = v.id returning 1)
          select count(*) as prune_runs from d`,
         [cutoff, limit],
+      );
+  return counts(rows[0]);
+}
+
+/**
+ * Rate-limit rows of chats idle past every window: the chat's next send and its group bucket both
+ * lie over a minute in the past (by the database clock, whatever the pass's `now`), so the row limits
+ * nothing a missing row would not (relay.outbound_rate_* treat both alike; the next charge inserts it
+ * again). A row a sender holds is skipped; idle rows carry no history worth a retention setting, so
+ * they go on every pass.
+ */
+export async function pruneChatRateBatch(q: Queryable, limit: number, dryRun = false): Promise<Partial<PruneCounts>> {
+  const idle = `r.next_at < now() - interval '1 minute' and coalesce(r.group_tat, '-infinity') < now() - interval '1 minute'`;
+  const { rows } = dryRun
+    ? await q.query<CountRow>(`select count(*) as outbound_chat_rate from relay.outbound_chat_rate r where ${idle}`)
+    : await q.query<CountRow>(
+        `with v as (select r.bot_id, r.chat_id from relay.outbound_chat_rate r where ${idle} limit $1 for update skip locked),
+              d as (delete from relay.outbound_chat_rate r using v where r.bot_id = v.bot_id and r.chat_id = v.chat_id and ${idle} returning 1)
+         select count(*) as outbound_chat_rate from d`,
+        [limit],
       );
   return counts(rows[0]);
 }

@@ -15,8 +15,11 @@ declare
   v_next timestamptz;
   c record;
 begin
-  insert into relay.outbound_chat_rate (bot_id, chat_id) values (p_bot_id, p_chat_id) on conflict do nothing;
-  select * into c from relay.outbound_chat_rate r where r.bot_id = p_bot_id and r.chat_id = p_chat_id for update;
+  -- one statement that inserts or locks the row: prune deletes idle rows (libs/retention), and one
+  -- deleted between a separate insert-if-absent and select would lose this charge
+  insert into relay.outbound_chat_rate as r (bot_id, chat_id) values (p_bot_id, p_chat_id)
+  on conflict (bot_id, chat_id) do update set updated_at = r.updated_at
+  returning r.* into c;
   v_next := greatest(c.next_at, v_now + p_chat_interval_ms * interval '1 millisecond');
   if p_is_group then
     v_gtat := greatest(coalesce(c.group_tat, v_now), v_now) + p_group_interval_ms * interval '1 millisecond';

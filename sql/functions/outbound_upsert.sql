@@ -42,6 +42,10 @@ begin
   if p_msg_id is null or char_length(p_msg_id) not between 1 and 256 then
     raise exception using errcode = 'TR422', message = 'RELAY_OUTBOUND_INVALID: msg_id must be 1..256 characters';
   end if;
+  if starts_with(p_msg_id, 'alert:') then
+    raise exception using errcode = 'TR422',
+      message = 'RELAY_OUTBOUND_INVALID: msg_id must not start with "alert:" (reserved for the alerts the relay raises about failed messages)';
+  end if;
   if p_text is null or char_length(p_text) not between 1 and 4096 then
     raise exception using errcode = 'TR422', message = format('RELAY_OUTBOUND_INVALID: text must be 1..4096 characters, got %s', coalesce(char_length(p_text), 0));
   end if;

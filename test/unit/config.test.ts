@@ -145,6 +145,11 @@ describe('values that can only hurt are refused, with the variable and the allow
     ['ALLOWED_CHAT_IDS', '1,99999999999999999999', /^ALLOWED_CHAT_IDS: .*got "99999999999999999999"/],
     ['OPS_CHAT_ID', '99999999999999999999', /^OPS_CHAT_ID: .*at most 9007199254740991/],
     ['OPS_CHAT_ID', '0', /^OPS_CHAT_ID: /],
+    // longer than the SQL normaliser (relay.outbound_normalize_chat) takes: alerts would silently stop
+    ['OPS_CHAT_ID', `@${'a'.repeat(33)}`, /^OPS_CHAT_ID: .*@channelusername .*@ and 4 to 32 of A-Z, a-z, 0-9, _\)/],
+    ['OPS_CHAT_ID', `@${'a'.repeat(64)}`, /^OPS_CHAT_ID: .*4 to 32/],
+    ['OPS_CHAT_ID', '@abc', /^OPS_CHAT_ID: .*4 to 32/],
+    ['OPS_CHAT_ID', '@ab-cd', /^OPS_CHAT_ID: .*4 to 32/],
   ])('%s=%p is refused', (variable, value, message) => {
     const problems = problemsOf({ [variable]: value });
     expect(problems).toHaveLength(1);

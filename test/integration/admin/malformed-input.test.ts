@@ -84,6 +84,8 @@ const CASES: [string, string, unknown?][] = [
     { msg_id: 'm8', chat_id: 1, text: 'x', send_options: JSON.parse('{"a":'.repeat(1000) + '1' + '}'.repeat(1000)) },
   ],
   ['POST', '/v1/messages', { msg_id: 'm9', chat_id: 1, text: 'x', parse_mode: 'Bold' }],
+  // the relay's own alert namespace
+  ['POST', '/v1/messages', { msg_id: 'alert:m10', chat_id: 1, text: 'x', bot_id: '1' }],
   ['POST', '/v1/captures/retry', { chat: '99999999999999999999' }],
   ['POST', '/v1/captures/retry', { error: 'a\u0000' }],
   ['POST', '/v1/captures/1/retry', { reason: `r${LONE}` }],

@@ -65,6 +65,7 @@ async function pruneAndCheck(
     boss_archive: itemVictims.filter((s) => s.jobId && s.archived).length,
     superseded_jobs: 0,
     prune_runs: 0,
+    outbound_chat_rate: 0,
   };
   expect(real.deleted).toEqual(expected);
   expect(dry.deleted).toEqual(expected);

@@ -8,6 +8,15 @@ import { describeConfig, loadConfig } from '../../../libs/config';
 const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v));
 
 describe('decodeTelegramOutbound', () => {
+  it("refuses a msg_id in the relay's alert namespace (alert:), naming the field", () => {
+    expect(decodeTelegramOutbound(enc({ msg_id: 'alert:x', chat_id: 1, text: 't' }))).toMatchObject({
+      ok: false,
+      reason: 'invalid',
+      error: expect.stringMatching(/^msg_id: must not start with "alert:"/),
+      msgId: 'alert:x',
+    });
+  });
+
   it('reads the seed example: chat null → default chat, parse_mode passed on, kind kept as publisher kind', () => {
     const d = decodeTelegramOutbound(
       enc({
