@@ -132,6 +132,22 @@ const short = (err: unknown) => {
   };
 };
 
+/** A fetched JetStream message as ingestBatch takes it. */
+export function toBridgeMessage(m: JsMsg): BridgeMessage {
+  return {
+    data: m.data,
+    subject: m.subject,
+    seq: m.seq,
+    natsMsgId: m.headers?.get('Nats-Msg-Id') || null,
+    deliveryCount: m.info.deliveryCount,
+    alertHeader: !!m.headers?.get(ALERT_HEADER),
+    ack: () => m.ack(),
+    // `+TERM <reason>` is understood from nats-server 2.10 only; 2.9 would not terminate the message
+    term: () => m.term(),
+    nak: (ms) => m.nak(ms),
+  };
+}
+
 export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridge {
   const logger = o.logger;
   const stats: BridgeStats = {
@@ -272,21 +288,6 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
     }
   }
 
-  function toBridge(m: JsMsg): BridgeMessage {
-    return {
-      data: m.data,
-      subject: m.subject,
-      seq: m.seq,
-      natsMsgId: m.headers?.get('Nats-Msg-Id') || null,
-      deliveryCount: m.info.deliveryCount,
-      alertHeader: !!m.headers?.get(ALERT_HEADER),
-      ack: () => m.ack(),
-      // `+TERM <reason>` is understood from nats-server 2.10 only; 2.9 would not terminate the message
-      term: () => m.term(),
-      nak: (ms) => m.nak(ms),
-    };
-  }
-
   async function consumeUntilEnd(conn: NatsConnection): Promise<void> {
     const js = jetstream(conn);
     const consumer = await js.consumers.get(o.stream, o.consumer);
@@ -329,7 +330,7 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
         }
         if (stopping) break;
         const take = buffer.splice(0, o.batch);
-        const r = await ingestBatch(ingestDeps, take.map(toBridge));
+        const r = await ingestBatch(ingestDeps, take.map(toBridgeMessage));
         stats.batches++;
         stats.created += r.created;
         stats.duplicates += r.duplicates;

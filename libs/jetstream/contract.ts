@@ -12,10 +12,14 @@
  * - `kind` is free metadata (`info`, `alert`, `trade`, …) kept as relay.outbound.publisher_kind; the
  *   row's own kind is `message`.
  * Other fields are ignored (forward compatibility: a publisher may send more than we read).
+ * Every field that reaches a text column (msg_id, text, kind) must be valid Unicode without NUL: a
+ * NUL or a lone surrogate (`\ud83d` alone, half an emoji) is a contract violation of that message,
+ * never a database error of its batch; a body that is not valid UTF-8 is `invalid_json`.
  * The message rules (text length, chat id forms…) are the outbound relay's own (libs/outbound).
  */
+import { storableText } from '../db/storable-json';
 import { OutboundValidationError } from '../outbound/errors';
-import { OutboundMessage, validateOutboundMessage } from '../outbound/message';
+import { OUTBOUND_MSG_ID_MAX, OutboundMessage, unicodeProblem, validateOutboundMessage } from '../outbound/message';
 
 export const PUBLISHER_KIND_MAX = 64;
 
@@ -38,7 +42,7 @@ export function decodeTelegramOutbound(data: Uint8Array): Decoded {
     return { ok: false, reason: 'invalid', error: 'body must be a JSON object (TelegramOutbound)', msgId: null };
   }
   const m = body as Record<string, unknown>;
-  const msgId = typeof m.msg_id === 'string' ? m.msg_id.slice(0, 256) : null;
+  const msgId = typeof m.msg_id === 'string' ? rejectMsgId(m.msg_id) : null;
   const problems: string[] = [];
 
   const present = (v: unknown) => v !== undefined && v !== null && v !== '';
@@ -53,6 +57,7 @@ export function decodeTelegramOutbound(data: Uint8Array): Decoded {
   if (present(m.kind)) {
     if (typeof m.kind !== 'string' || m.kind.length > PUBLISHER_KIND_MAX)
       problems.push(`kind: must be a string of at most ${PUBLISHER_KIND_MAX} characters`);
+    else if (unicodeProblem(m.kind)) problems.push(`kind: ${unicodeProblem(m.kind)}`);
     else publisherKind = m.kind;
   }
 
@@ -65,4 +70,15 @@ export function decodeTelegramOutbound(data: Uint8Array): Decoded {
   }
   if (problems.length || !message) return { ok: false, reason: 'invalid', error: problems.join('; '), msgId };
   return { ok: true, message, publisherKind };
+}
+
+/**
+ * The msg_id of a refused message as relay.jetstream_rejects.msg_id can hold it: at most
+ * OUTBOUND_MSG_ID_MAX UTF-16 units, never ending in half an emoji, each NUL or lone surrogate
+ * replaced by U+FFFD (the exact bytes stay in `raw`).
+ */
+function rejectMsgId(s: string): string {
+  let cut = s.slice(0, OUTBOUND_MSG_ID_MAX);
+  if (cut.length < s.length && /[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  return storableText(cut);
 }

@@ -7,9 +7,14 @@
  * | valid, new msg_id                                    | outbound row + ledger job         | ack   |
  * | valid, msg_id exists with the same payload           | nothing (idempotent republish)     | ack   |
  * | valid, msg_id exists with another payload            | jetstream_rejects + attempts audit | ack   |
- * | invalid JSON / contract violation (also SQL's TR422) | jetstream_rejects                  | term  |
+ * | invalid JSON / contract violation                    | jetstream_rejects                  | term  |
+ * | one the database refuses (TR422, SQLSTATE class 22)  | batch split: jetstream_rejects     | term  |
  * | an alert of ours (alert subject or Tg-Relay-Alert)   | nothing (loop guard)               | ack   |
  * | the database failed                                  | rolled back                        | nak(backoff) |
+ *
+ * A message the database refuses (its data, not the database, is at fault) never holds back its
+ * batch: the batch is split until that message stands alone, then recorded and termed; its
+ * companions commit and are acked.
  *
  * A crash between commit and ack redelivers the batch: the upsert finds the same payloads and the
  * reject records are unique per (stream, seq, content), so nothing is enqueued or recorded twice.
@@ -19,6 +24,7 @@ import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import { QUEUES } from '../db/boss';
 import { withTransaction } from '../db/pool';
+import { storableText } from '../db/storable-json';
 import type { Logger } from '../observability/logger';
 import { SQLSTATE_OUTBOUND_INVALID } from '../outbound/errors';
 import { outboundUpsertMany } from '../outbound/queries';
@@ -95,9 +101,10 @@ function reject(
 ): RejectRecord {
   return {
     stream: deps.stream,
-    subject: m.subject,
+    subject: storableText(m.subject),
     streamSeq: m.seq,
-    natsMsgId: m.natsMsgId,
+    // a header is any bytes to NATS: the record keeps what a text column can hold
+    natsMsgId: m.natsMsgId === null ? null : storableText(m.natsMsgId),
     msgId,
     reason,
     error,
@@ -113,9 +120,11 @@ export function nakDelayMs(baseMs: number, deliveryCount: number): number {
 
 /** Processes one batch; never throws (a database error naks the batch and is returned in `error`). */
 export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Promise<BatchResult> {
-  const result: BatchResult = { created: 0, duplicates: 0, conflicts: 0, rejected: 0, skipped: 0, naked: 0 };
+  const result = emptyResult();
   const valid: Valid[] = [];
   const invalid: { m: BridgeMessage; record: RejectRecord }[] = [];
+  /** The batch without our own alerts, in stream order. */
+  const taken: BridgeMessage[] = [];
   for (const m of batch) {
     if (m.alertHeader || m.subject === deps.alertSubject) {
       // loop guard: an alert we published never comes back in as a Telegram message
@@ -123,11 +132,12 @@ export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Pro
       result.skipped++;
       continue;
     }
+    taken.push(m);
     const d = decodeTelegramOutbound(m.data);
     if (d.ok) valid.push({ m, message: d.message, publisherKind: d.publisherKind });
     else invalid.push({ m, record: reject(deps, m, d.reason, d.error, d.msgId) });
   }
-  if (valid.length === 0 && invalid.length === 0) return result;
+  if (taken.length === 0) return result;
   // Chats in one global order (stable: a chat's messages keep their stream order, which is its send
   // order): relay.outbound_upsert locks each chat until commit, and bridges taking the same chats in
   // different orders would deadlock each other.
@@ -143,19 +153,7 @@ export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Pro
       valid,
       invalid.map((i) => i.record),
     );
-    for (const i of invalid) {
-      deps.logger.warn(
-        {
-          seq: i.m.seq,
-          natsMsgId: i.m.natsMsgId,
-          subject: i.m.subject,
-          reason: i.record.reason,
-          error: i.record.error,
-        },
-        'jetstream message refused (termed, recorded in relay.jetstream_rejects)',
-      );
-      i.m.term(`${i.record.reason}: ${i.record.error}`.slice(0, 200));
-    }
+    for (const i of invalid) termRefused(deps, i.m, i.record, 'jetstream message refused');
     for (const [n, v] of valid.entries()) {
       const o = outcome[n];
       if (o.kind === 'conflict') {
@@ -172,40 +170,93 @@ export async function ingestBatch(deps: IngestDeps, batch: BridgeMessage[]): Pro
     result.rejected = invalid.length;
     return result;
   } catch (err) {
-    const refused = (err as { code?: unknown })?.code === SQLSTATE_OUTBOUND_INVALID;
-    const pending = [...valid.map((v) => v.m), ...invalid.map((i) => i.m)];
-    if (refused && pending.length > 1) {
-      // the database refused one of them (e.g. no default chat configured): find it, one by one
-      const acc: BatchResult = { ...result };
-      for (const m of pending) {
-        const r = await ingestBatch(deps, [m]);
-        acc.created += r.created;
-        acc.duplicates += r.duplicates;
-        acc.conflicts += r.conflicts;
-        acc.rejected += r.rejected;
-        acc.naked += r.naked;
-        acc.error ??= r.error;
-      }
-      return acc;
+    const fault = messageFault(err);
+    if (fault === undefined) return nakAll(deps, taken, result, err);
+    if (taken.length > 1) return split(deps, taken, result, err);
+    // the database refused this one message: record it instead of naking it forever
+    const m = taken[0];
+    const v = valid.find((x) => x.m === m);
+    // a valid message's msg_id passed the contract; a refused reject record's may be what the database refused
+    const record = v
+      ? reject(deps, m, 'invalid', fault, v.message.msgId)
+      : reject(deps, m, invalid[0].record.reason, `${invalid[0].record.error}; ${fault}`, null);
+    try {
+      await jetstreamRejectInsertMany(deps.pool, [record]);
+    } catch (e2) {
+      return nakAll(deps, taken, result, e2);
     }
-    if (refused && valid.length === 1) {
-      const v = valid[0];
-      const text = String((err as Error).message ?? '').replace(/^RELAY_OUTBOUND_INVALID:\s*/, '');
-      try {
-        await jetstreamRejectInsertMany(deps.pool, [reject(deps, v.m, 'invalid', text, v.message.msgId)]);
-      } catch (e2) {
-        return nakAll(deps, pending, result, e2);
-      }
-      deps.logger.warn(
-        { seq: v.m.seq, natsMsgId: v.m.natsMsgId, reason: 'invalid', error: text },
-        'jetstream message refused by the database (termed, recorded in relay.jetstream_rejects)',
-      );
-      v.m.term(`invalid: ${text}`.slice(0, 200));
-      return { ...result, rejected: 1 };
-    }
-    return nakAll(deps, pending, result, err);
+    termRefused(deps, m, record, 'jetstream message refused by the database');
+    return { ...result, rejected: 1 };
   }
 }
+
+/** Logs (never the content) and terms a message recorded in relay.jetstream_rejects. */
+function termRefused(deps: IngestDeps, m: BridgeMessage, record: RejectRecord, what: string): void {
+  deps.logger.warn(
+    { seq: m.seq, natsMsgId: record.natsMsgId, subject: m.subject, reason: record.reason, error: record.error },
+    `${what} (termed, recorded in relay.jetstream_rejects)`,
+  );
+  m.term(`${record.reason}: ${record.error}`.slice(0, 200));
+}
+
+/** What PostgreSQL's data exceptions (SQLSTATE class 22) mean, for the reject record (their texts may quote the value). */
+const DATA_EXCEPTIONS: Record<string, string> = {
+  '22001': 'a value too long for its column',
+  '22003': 'a number out of range',
+  '22021': 'a byte sequence that is not valid UTF-8',
+  '22023': 'an invalid parameter value',
+  '22P02': 'an invalid text representation',
+  '22P05': 'a character PostgreSQL text cannot hold (NUL or an unpaired surrogate)',
+};
+
+/**
+ * Why the database refused the batch because of what a message carries (its fault, not the
+ * database's): the outbound relay's own refusal (TR422, its text is ours) or a data exception,
+ * SQLSTATE class 22, named by code only. undefined for every other error (the database failed).
+ */
+export function messageFault(err: unknown): string | undefined {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (code === SQLSTATE_OUTBOUND_INVALID)
+    return (typeof e?.message === 'string' ? e.message : '').replace(/^RELAY_OUTBOUND_INVALID:\s*/, '');
+  if (/^22[0-9A-Z]{3}$/.test(code))
+    return `the database refused it: SQLSTATE ${code} (${DATA_EXCEPTIONS[code] ?? 'a data exception'})`;
+  return undefined;
+}
+
+/**
+ * A batch the database refused because of one (or more) of its messages: each half in its own
+ * transaction, in stream order, until the offending messages stand alone (about 2·log2(n)
+ * transactions for one poison message). The valid companions are stored and acked, never naked.
+ */
+async function split(deps: IngestDeps, taken: BridgeMessage[], result: BatchResult, err: unknown) {
+  deps.logger.info(
+    { messages: taken.length, code: (err as { code?: unknown })?.code },
+    'jetstream batch refused because of a message: splitting it to find that message',
+  );
+  const acc: BatchResult = { ...result };
+  const mid = Math.ceil(taken.length / 2);
+  for (const half of [taken.slice(0, mid), taken.slice(mid)]) {
+    // the database failed for the first half: the second would fail the same way; nak it untried
+    const r = acc.error ? nakAll(deps, half, emptyResult(), acc.error) : await ingestBatch(deps, half);
+    acc.created += r.created;
+    acc.duplicates += r.duplicates;
+    acc.conflicts += r.conflicts;
+    acc.rejected += r.rejected;
+    acc.naked += r.naked;
+    acc.error ??= r.error;
+  }
+  return acc;
+}
+
+const emptyResult = (): BatchResult => ({
+  created: 0,
+  duplicates: 0,
+  conflicts: 0,
+  rejected: 0,
+  skipped: 0,
+  naked: 0,
+});
 
 function nakAll(deps: IngestDeps, msgs: BridgeMessage[], result: BatchResult, err: unknown): BatchResult {
   for (const m of msgs) m.nak(nakDelayMs(deps.nakBackoffMs, m.deliveryCount));

@@ -1,7 +1,8 @@
 /** The seed's TelegramOutbound contract as the bridge reads it (no NATS, no database). */
 import fc from 'fast-check';
 import { decodeTelegramOutbound } from '../../../libs/jetstream/contract';
-import { nakDelayMs, NAK_BACKOFF_MAX_MS } from '../../../libs/jetstream/ingest';
+import { messageFault, nakDelayMs, NAK_BACKOFF_MAX_MS } from '../../../libs/jetstream/ingest';
+import { isUnstorable } from '../../../libs/db/storable-json';
 import { seedStreamConfig } from '../../../libs/jetstream/bridge';
 import { describeConfig, loadConfig } from '../../../libs/config';
 
@@ -102,6 +103,61 @@ describe('decodeTelegramOutbound', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('what reaches a text column is storable', () => {
+  /** Strings as a hostile publisher can write them in JSON: any UTF-16 unit (NUL and lone surrogates included). */
+  const anyUnits = (max: number) => fc.string({ unit: 'binary', maxLength: max });
+  const hostile = (max: number) =>
+    fc.oneof(
+      anyUnits(max),
+      fc
+        .tuple(anyUnits(max), fc.constantFrom('\0', '\ud83d', '\ude00', '\u{1F600}'), anyUnits(max))
+        .map((p) => p.join('')),
+    );
+
+  it('msg_id and kind with NUL or a lone surrogate are refused with the field named; whatever is returned can be stored', () => {
+    fc.assert(
+      fc.property(hostile(300), fc.option(hostile(70), { nil: undefined }), (msgId, kind) => {
+        const d = decodeTelegramOutbound(enc({ msg_id: msgId, chat_id: 77, text: 'fine', kind }));
+        if (d.ok) {
+          expect(isUnstorable(d.message.msgId)).toBe(false);
+          expect(d.publisherKind !== null && isUnstorable(d.publisherKind)).toBe(false);
+          expect(d.message.msgId).toBe(msgId);
+          return;
+        }
+        expect(d.msgId === null || isUnstorable(d.msgId)).toBe(false);
+        expect(isUnstorable(d.error)).toBe(false);
+        // never quotes what it refused
+        if (msgId.length > 8) expect(d.error).not.toContain(msgId);
+        if (isUnstorable(msgId)) expect(d.error).toMatch(/msg_id: /);
+        if (kind !== undefined && kind.length <= 64 && kind !== '' && isUnstorable(kind))
+          expect(d.error).toMatch(/kind: /);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('the msg_id of a refused message is cut at 256 UTF-16 units, never inside an emoji', () => {
+    const d = decodeTelegramOutbound(enc({ msg_id: `${'m'.repeat(255)}\u{1F600}x`, chat_id: 1, text: 't' }));
+    expect(d).toMatchObject({ ok: false, msgId: 'm'.repeat(255) });
+    const e = decodeTelegramOutbound(enc({ msg_id: 'a\u0000b', chat_id: 1, text: 't' }));
+    expect(e).toMatchObject({ ok: false, msgId: 'a\uFFFDb', error: expect.stringMatching(/^msg_id: contains a NUL/) });
+  });
+
+  it("the database refusing a message (TR422, SQLSTATE class 22) is the message's fault; other errors are the database's", () => {
+    expect(messageFault({ code: '22P05', message: 'unsupported Unicode escape sequence' })).toBe(
+      'the database refused it: SQLSTATE 22P05 (a character PostgreSQL text cannot hold (NUL or an unpaired surrogate))',
+    );
+    // a class-22 text may quote the value: only the code is kept
+    expect(messageFault({ code: '22P02', message: 'invalid input syntax for type bigint: "secret"' })).not.toMatch(
+      /secret/,
+    );
+    expect(messageFault({ code: '22999' })).toMatch(/SQLSTATE 22999 \(a data exception\)/);
+    expect(messageFault({ code: 'TR422', message: 'RELAY_OUTBOUND_INVALID: no default chat' })).toBe('no default chat');
+    for (const code of ['57P01', '40001', '08006', '23505', undefined]) expect(messageFault({ code })).toBeUndefined();
+    expect(messageFault(new Error('connection terminated'))).toBeUndefined();
   });
 });
 
