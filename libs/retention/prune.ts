@@ -23,6 +23,7 @@ import {
   pruneRunInsert,
   pruneRunsBatch,
   pruneSupersededBatch,
+  pruneJetstreamRejectsBatch,
 } from './queries';
 
 export const PRUNE_BATCH_DEFAULT = 500;
@@ -106,9 +107,11 @@ export async function runPrune(pool: Pool, opts: PruneOptions): Promise<PruneRes
     if (dryRun) {
       add(deleted, await pruneAuditCount(pool, failed));
       add(deleted, await pruneSupersededBatch(pool, failed, batch, true));
+      add(deleted, await pruneJetstreamRejectsBatch(pool, failed, batch, true));
     } else {
       await drain((db) => pruneAuditBatch(db, failed, batch), 'attempts');
       await drain((db) => pruneSupersededBatch(db, failed, batch), 'superseded_jobs');
+      await drain((db) => pruneJetstreamRejectsBatch(db, failed, batch), 'jetstream_rejects');
     }
   }
   if (dryRun) add(deleted, await pruneRunsBatch(pool, cut.runs, batch, true));

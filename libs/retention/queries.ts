@@ -24,6 +24,7 @@ export const PRUNE_TABLES = [
   'superseded_jobs',
   'prune_runs',
   'outbound_chat_rate',
+  'jetstream_rejects',
 ] as const;
 export type PruneTable = (typeof PRUNE_TABLES)[number];
 export type PruneCounts = Record<PruneTable, number>;
@@ -257,6 +258,30 @@ export async function pruneRunsBatch(
         `with v as (select id from relay.prune_runs where started_at < $1 order by started_at limit $2 for update skip locked),
               d as (delete from relay.prune_runs r using v where r.id = v.id returning 1)
          select count(*) as prune_runs from d`,
+        [cutoff, limit],
+      );
+  return counts(rows[0]);
+}
+
+/**
+ * JetStream messages the bridge refused (their exact bytes are kept for an operator): they age like
+ * failed work, by RETENTION_FAILED from the moment they were refused (jetstream_rejects_created_idx).
+ */
+export async function pruneJetstreamRejectsBatch(
+  q: Queryable,
+  cutoff: Date,
+  limit: number,
+  dryRun = false,
+): Promise<Partial<PruneCounts>> {
+  const { rows } = dryRun
+    ? await q.query<CountRow>(
+        `select count(*) as jetstream_rejects from relay.jetstream_rejects where created_at < $1`,
+        [cutoff],
+      )
+    : await q.query<CountRow>(
+        `with v as (select id from relay.jetstream_rejects where created_at < $1 order by created_at limit $2 for update skip locked),
+              d as (delete from relay.jetstream_rejects r using v where r.id = v.id returning 1)
+         select count(*) as jetstream_rejects from d`,
         [cutoff, limit],
       );
   return counts(rows[0]);

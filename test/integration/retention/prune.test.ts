@@ -66,6 +66,7 @@ async function pruneAndCheck(
     superseded_jobs: 0,
     prune_runs: 0,
     outbound_chat_rate: 0,
+    jetstream_rejects: 0,
   };
   expect(real.deleted).toEqual(expected);
   expect(dry.deleted).toEqual(expected);
