@@ -30,12 +30,13 @@ const running: Array<{ stop(): Promise<void> }> = [];
 beforeAll(async () => {
   db = await createMigratedDatabase('ingress_switch');
   sandbox = await startSandbox({ webhookRetry: { baseMs: 50, capMs: 200, timeoutMs: 5000 } });
-  // one update_id whose inbox insert fails (the database refusing it): its delivery is answered 500
+  // one message text whose inbox insert fails (the database refusing it): its delivery is answered 500;
+  // keyed by text so the failure is armed before the update exists (Telegram may deliver it at once)
   await db.pool.query(`
-    create table public.fail_update (bot_id text, update_id bigint, primary key (bot_id, update_id));
+    create table public.fail_update (bot_id text, text text, primary key (bot_id, text));
     create function public.fail_update_trigger() returns trigger language plpgsql as $$
     begin
-      if exists (select 1 from public.fail_update f where f.bot_id = new.bot_id and f.update_id = new.update_id) then
+      if exists (select 1 from public.fail_update f where f.bot_id = new.bot_id and f.text = new.payload #>> '{message,text}') then
         raise exception 'injected failure';
       end if;
       return new;
@@ -124,8 +125,8 @@ describe('ingress mode switches', () => {
     // the webhook: the first update of this phase fails (500, Telegram retries it), the others commit
     const webhook = await startWebhook(token, botId);
     await waitFor(() => sandbox.webhookInfo(token).url === webhook.url, { what: 'webhook registered' });
+    await db.pool.query('insert into public.fail_update values ($1, $2)', [botId, 'the gap']);
     const gap = sandbox.injectMessage(token, { chatId: chat, text: 'the gap' }).update_id;
-    await db.pool.query('insert into public.fail_update values ($1, $2)', [botId, gap]);
     const afterGap = sandbox.injectMessage(token, { chatId: chat, text: 'same chat, after the gap' }).update_id;
     const delivered = traffic(token, chat, 12, 'webhook');
     await waitFor(async () => (await inboxCount(db.pool, botId)) === 5 + delivered.length, {
