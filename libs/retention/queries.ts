@@ -246,46 +246,38 @@ export async function pruneSupersededBatch(
 /** Prune's own history: a month is plenty for /metrics and for an operator's look back. */
 export const PRUNE_RUNS_KEEP_MS = 30 * 86_400_000;
 
-export async function pruneRunsBatch(
+/**
+ * Rows of a table without attempts or jobs, aged by one timestamp column alone (indexed): the oldest
+ * `limit` past `cutoff` (SKIP LOCKED), or their count for a dry run. Table and column are constants.
+ */
+async function pruneAgedBatch(
   q: Queryable,
+  table: 'prune_runs' | 'jetstream_rejects',
+  column: 'started_at' | 'created_at',
   cutoff: Date,
   limit: number,
-  dryRun = false,
+  dryRun: boolean,
 ): Promise<Partial<PruneCounts>> {
   const { rows } = dryRun
-    ? await q.query<CountRow>(`select count(*) as prune_runs from relay.prune_runs where started_at < $1`, [cutoff])
+    ? await q.query<CountRow>(`select count(*) as ${table} from relay.${table} where ${column} < $1`, [cutoff])
     : await q.query<CountRow>(
-        `with v as (select id from relay.prune_runs where started_at < $1 order by started_at limit $2 for update skip locked),
-              d as (delete from relay.prune_runs r using v where r.id = v.id returning 1)
-         select count(*) as prune_runs from d`,
+        `with v as (select id from relay.${table} where ${column} < $1 order by ${column} limit $2 for update skip locked),
+              d as (delete from relay.${table} r using v where r.id = v.id returning 1)
+         select count(*) as ${table} from d`,
         [cutoff, limit],
       );
   return counts(rows[0]);
 }
 
+export const pruneRunsBatch = (q: Queryable, cutoff: Date, limit: number, dryRun = false) =>
+  pruneAgedBatch(q, 'prune_runs', 'started_at', cutoff, limit, dryRun);
+
 /**
  * JetStream messages the bridge refused (their exact bytes are kept for an operator): they age like
  * failed work, by RETENTION_FAILED from the moment they were refused (jetstream_rejects_created_idx).
  */
-export async function pruneJetstreamRejectsBatch(
-  q: Queryable,
-  cutoff: Date,
-  limit: number,
-  dryRun = false,
-): Promise<Partial<PruneCounts>> {
-  const { rows } = dryRun
-    ? await q.query<CountRow>(
-        `select count(*) as jetstream_rejects from relay.jetstream_rejects where created_at < $1`,
-        [cutoff],
-      )
-    : await q.query<CountRow>(
-        `with v as (select id from relay.jetstream_rejects where created_at < $1 order by created_at limit $2 for update skip locked),
-              d as (delete from relay.jetstream_rejects r using v where r.id = v.id returning 1)
-         select count(*) as jetstream_rejects from d`,
-        [cutoff, limit],
-      );
-  return counts(rows[0]);
-}
+export const pruneJetstreamRejectsBatch = (q: Queryable, cutoff: Date, limit: number, dryRun = false) =>
+  pruneAgedBatch(q, 'jetstream_rejects', 'created_at', cutoff, limit, dryRun);
 
 /**
  * Rate-limit rows of chats idle past every window: the chat's next send and its group bucket both
