@@ -6,14 +6,11 @@
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
 import { checkIngressConfig, startIngress } from '../../libs/ingress/runtime';
+import { EXIT_STALLED, EXIT_UNAUTHORIZED } from '../../libs/lifecycle/exit-codes';
 import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 
-/** EX_CONFIG: the bot token was rejected, restarting will not help. */
-export const EXIT_UNAUTHORIZED = 78;
-/** EX_TEMPFAIL: the watchdog found this poller stalled; a restart is the cure (libs/ingress/poller.ts). */
-export const EXIT_STALLED = 75;
 /** How long a stalled poller waits for its own shutdown (its loop may be stuck for good). */
 const STALLED_STOP_TIMEOUT_MS = 5_000;
 

@@ -8,17 +8,14 @@ import { Config, describeConfig, loadConfig } from '../../libs/config';
 import { createPool, Database, migrateAll, resolveDatabase } from '../../libs/db';
 import { startIngress, IngressRuntime } from '../../libs/ingress/runtime';
 import { JetStreamRuntime, startJetStreamRuntime } from '../../libs/jetstream/runtime';
+import { EXIT_COMPONENT_DIED, EXIT_STALLED, EXIT_UNAUTHORIZED } from '../../libs/lifecycle/exit-codes';
 import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { AdminRuntime, startAdminRuntime } from '../../libs/runtime/admin';
 import { MetricsEndpoint, startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 import { SANDBOX_CHAT_ID, SandboxMode, startSandboxMode } from '../../libs/runtime/sandbox-mode';
 import { startWorkerRuntime, WorkerRuntime } from '../../libs/runtime/worker';
-import { EXIT_STALLED } from '../poller/main';
 
-const EXIT_UNAUTHORIZED = 78;
-/** EX_SOFTWARE: a component died (a claim loop, the admin server, the poller loop). */
-const EXIT_COMPONENT_DIED = 70;
 /** Beyond SHUTDOWN_TIMEOUT, how long a dying `start` waits for the rest to stop (a stuck part must not keep it alive). */
 const DYING_STOP_GRACE_MS = 5_000;
 
@@ -134,6 +131,10 @@ export async function run(): Promise<number> {
     }),
     worker.died.then((message) => ({ what: 'worker', message, code: EXIT_COMPONENT_DIED })),
     admin.died.then((message) => ({ what: 'admin API', message, code: EXIT_COMPONENT_DIED })),
+    // the stand-ins for Telegram and the collector live in this process: without them nothing flows
+    ...(sandboxMode
+      ? [sandboxMode.died.then((message) => ({ what: 'sandbox', message, code: EXIT_COMPONENT_DIED }))]
+      : []),
   ]);
   process.stderr.write(
     `tg-relay start: the ${death.what} stopped (${death.message}); stopping everything and exiting ${death.code}\n`,

@@ -24,6 +24,8 @@ export interface SandboxMode {
   collector: Collector;
   /** The configuration with the sandbox filled in where the operator left values unset. */
   config: Config;
+  /** Resolves with why once the sandbox or the collector stops by itself. */
+  died: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -55,5 +57,6 @@ export async function startSandboxMode(config: Config, logger: Logger, pool: Poo
     // handler replies go through the relay, so the echo shows up in relay.outbound and /v1/stats
     REPLY_MODE: 'outbound',
   };
-  return { sandbox, collector, config: effective, stop: () => peers.stop() };
+  const died = Promise.race([sandbox.died, collector.died]);
+  return { sandbox, collector, config: effective, died, stop: () => peers.stop() };
 }

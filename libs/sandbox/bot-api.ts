@@ -5,7 +5,6 @@
  * test/integration/sandbox for the exact behaviour.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from '../observability/logger';
 import { silentLogger } from '../observability/logger';
 import type { BotState } from './bot-state';
@@ -13,6 +12,7 @@ import { validateScriptedError } from './bot-state';
 import { handleBotApiRequest } from './bot-api-routes';
 import { handleControlRequest } from './control-routes';
 import { sendJson } from './http-io';
+import { PeerServer } from './peer-server';
 import { ClientGone } from './polling';
 import type { RateLimitsInput } from './rate-limiter';
 import { mergeRateLimits } from './rate-limiter';
@@ -59,6 +59,10 @@ export interface BotApiSandbox {
   readonly url: string;
   start(): Promise<string>;
   stop(): Promise<void>;
+  /** Resolves with why once the server stops without stop(): `tg-relay start` exits on it. */
+  readonly died: Promise<string>;
+  /** Closes the server as if it had died (POST /sandbox/crash): rehearses what a supervisor does then. */
+  crash(): void;
 
   injectMessage(token: string, input: InjectMessageInput): TgUpdate;
   injectMessages(token: string, count: number, input: InjectMessagesInput): InjectMessagesResult;
@@ -103,8 +107,7 @@ export interface BotApiSandbox {
 
 class BotApiSandboxServer implements BotApiSandbox {
   private readonly core: SandboxCore;
-  private server: http.Server | null = null;
-  private baseUrl = '';
+  private readonly server = new PeerServer('Bot API sandbox', (req, res) => this.route(req, res), 5000);
 
   constructor(private readonly opts: BotApiSandboxOptions) {
     this.core = new SandboxCore({
@@ -120,37 +123,26 @@ class BotApiSandboxServer implements BotApiSandbox {
   }
 
   get url(): string {
-    if (!this.baseUrl) throw new Error('sandbox not started');
-    return this.baseUrl;
+    return this.server.url;
   }
 
-  async start(): Promise<string> {
-    if (this.server) return this.baseUrl;
-    const server = http.createServer((req, res) => this.route(req, res));
-    server.keepAliveTimeout = 5000;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.opts.port ?? 0, this.opts.host ?? '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    this.server = server;
-    const addr = server.address() as AddressInfo;
-    const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-    this.baseUrl = `http://${host}:${addr.port}`;
-    return this.baseUrl;
+  get died(): Promise<string> {
+    return this.server.died;
+  }
+
+  start(): Promise<string> {
+    return this.server.start(this.opts.host ?? '127.0.0.1', this.opts.port ?? 0);
   }
 
   async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = null;
+    if (!this.server.listening) return;
     this.core.shutdownConsumers(new ClientGone());
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    await this.server.close();
+  }
+
+  crash(): void {
+    this.core.shutdownConsumers(new ClientGone());
+    this.server.crash();
   }
 
   private route(req: http.IncomingMessage, res: http.ServerResponse): void {

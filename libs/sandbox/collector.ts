@@ -7,9 +7,9 @@
  *   GET  /sandbox/health | /sandbox/received | /sandbox/keys | /sandbox/duplicates | /sandbox/attempts | /sandbox/stats
  *   POST /sandbox/faults {faults: CollectorFaults|null}
  *   POST /sandbox/reset
+ *   POST /sandbox/crash   closes the server as if it had died
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from '../observability/logger';
 import { silentLogger } from '../observability/logger';
 import {
@@ -19,6 +19,7 @@ import {
   validateCollectorFaults,
 } from './collector-faults';
 import { readBody, readControlParams, sendJson } from './http-io';
+import { PeerServer } from './peer-server';
 import { createRng } from './rng';
 
 export interface CollectorReceipt {
@@ -68,6 +69,10 @@ export interface Collector {
   readonly captureUrl: string;
   start(): Promise<string>;
   stop(): Promise<void>;
+  /** Resolves with why once the server stops without stop(): `tg-relay start` exits on it. */
+  readonly died: Promise<string>;
+  /** Closes the server as if it had died (POST /sandbox/crash). */
+  crash(): void;
   received(): CollectorReceipt[];
   byKey(): Map<string, CollectorReceipt[]>;
   duplicates(): Array<{ key: string; count: number }>;
@@ -78,8 +83,13 @@ export interface Collector {
 }
 
 class CollectorServer implements Collector {
-  private server: http.Server | null = null;
-  private baseUrl = '';
+  private readonly server = new PeerServer('sandbox collector', (req, res) => {
+    this.route(req, res).catch((err: unknown) => {
+      this.logger.error({ err }, 'collector request failed');
+      if (!res.headersSent && !res.destroyed)
+        sendJson(res, 500, { ok: false, error_code: 500, description: 'Internal Server Error' });
+    });
+  });
   private receipts: CollectorReceipt[] = [];
   private keys = new Map<string, CollectorReceipt[]>();
   private attemptLog: CollectorAttempt[] = [];
@@ -95,47 +105,29 @@ class CollectorServer implements Collector {
   }
 
   get url(): string {
-    if (!this.baseUrl) throw new Error('collector not started');
-    return this.baseUrl;
+    return this.server.url;
+  }
+
+  get died(): Promise<string> {
+    return this.server.died;
   }
 
   get captureUrl(): string {
     return `${this.url}/capture`;
   }
 
-  async start(): Promise<string> {
-    if (this.server) return this.baseUrl;
-    const server = http.createServer((req, res) => {
-      this.route(req, res).catch((err: unknown) => {
-        this.logger.error({ err }, 'collector request failed');
-        if (!res.headersSent && !res.destroyed)
-          sendJson(res, 500, { ok: false, error_code: 500, description: 'Internal Server Error' });
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.opts.port ?? 0, this.opts.host ?? '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    this.server = server;
-    const addr = server.address() as AddressInfo;
-    const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-    this.baseUrl = `http://${host}:${addr.port}`;
-    return this.baseUrl;
+  start(): Promise<string> {
+    return this.server.start(this.opts.host ?? '127.0.0.1', this.opts.port ?? 0);
   }
 
   async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = null;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    await this.server.close();
+  }
+
+  crash(): void {
+    this.server.crash();
   }
 
   received(): CollectorReceipt[] {
@@ -309,6 +301,10 @@ class CollectorServer implements Collector {
           break;
         case 'POST /sandbox/reset':
           this.reset();
+          result = true;
+          break;
+        case 'POST /sandbox/crash': // once the answer is out: closing first would cut it off
+          res.once('finish', () => this.crash());
           result = true;
           break;
         default:

@@ -18,6 +18,7 @@
  *   POST /sandbox/chat-error       {token?, chatId, error: ScriptedChatError|kind|null}
  *   POST /sandbox/revoke           {token}
  *   POST /sandbox/reset
+ *   POST /sandbox/crash            closes the server as if it had died (`died` resolves)
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BotApiSandbox } from './bot-api';
@@ -64,7 +65,7 @@ function chatIdValue(p: ControlParams): number | string {
   return int(p, 'chatId', 'chat_id');
 }
 
-type Handler = (sb: BotApiSandbox, p: ControlParams) => unknown;
+type Handler = (sb: BotApiSandbox, p: ControlParams, res: ServerResponse) => unknown;
 
 const ROUTES: Record<string, Handler> = {
   'GET /sandbox/health': () => ({ status: 'ok' }),
@@ -135,6 +136,11 @@ const ROUTES: Record<string, Handler> = {
     sb.reset();
     return true;
   },
+  // once the answer is out: closing first would cut it off
+  'POST /sandbox/crash': (sb, _p, res) => {
+    res.once('finish', () => sb.crash());
+    return true;
+  },
 };
 
 export async function handleControlRequest(
@@ -157,7 +163,7 @@ export async function handleControlRequest(
   }
   try {
     const params = await readControlParams(req, url);
-    const result = handler(sb, params);
+    const result = handler(sb, params, res);
     sendJson(res, 200, { ok: true, result });
   } catch (err) {
     sendJson(res, 400, { ok: false, error_code: 400, description: `Bad Request: ${(err as Error).message}` });

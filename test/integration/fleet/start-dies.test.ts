@@ -6,7 +6,7 @@
  */
 import { loadConfig } from '../../../libs/config';
 import { startAdminRuntime } from '../../../libs/runtime/admin';
-import type { BotApiSandbox } from '../../../libs/sandbox';
+import { createCollector, type BotApiSandbox } from '../../../libs/sandbox';
 import { testLogger } from '../../support/worker-harness';
 import { exited, startCli } from '../../support/cli';
 import { createMigratedDatabase } from '../../support/db';
@@ -68,6 +68,41 @@ describe('tg-relay start supervises its components', () => {
     expect(proc.output()).toContain('tg-relay start: the poller stopped');
     expect(proc.output()).toContain('poller watchdog');
     proxy.thaw();
+  });
+
+  it('exits 70 when its sandbox dies (sandbox mode: the stand-in for Telegram runs in the process)', async () => {
+    const proc = startCli(['start'], {
+      DATABASE_URL: db.url,
+      ADMIN_PORT: '0',
+      SANDBOX_PORT: '0',
+      SANDBOX_COLLECTOR_PORT: '0',
+      POLL_TIMEOUT: '1s',
+      SHUTDOWN_TIMEOUT: '2s',
+      LOG_LEVEL: 'warn',
+    });
+    procs.push(proc);
+    const url = await waitFor(() => /SANDBOX_URL=(http:\/\/\S+) /.exec(proc.output())?.[1], {
+      timeoutMs: 90_000,
+      what: 'the sandbox banner',
+    });
+    const crash = await fetch(`${url}/sandbox/crash`, { method: 'POST' });
+    expect(await crash.json()).toEqual({ ok: true, result: true });
+
+    const end = await Promise.race([exited(proc), new Promise<null>((r) => setTimeout(() => r(null), 60_000).unref())]);
+    expect(end).toEqual({ code: 70, signal: null });
+    expect(proc.output()).toContain(
+      'tg-relay start: the sandbox stopped (the Bot API sandbox server was crashed on request)',
+    );
+  });
+
+  it("the sandbox collector reports its server's death the same way", async () => {
+    const collector = createCollector({});
+    const url = await collector.start();
+    const crash = await fetch(`${url}/sandbox/crash`, { method: 'POST' });
+    expect(await crash.json()).toEqual({ ok: true, result: true });
+    await expect(collector.died).resolves.toBe('the sandbox collector server was crashed on request');
+    await expect(fetch(`${url}/sandbox/health`)).rejects.toThrow();
+    await collector.stop(); // closed already: a no-op
   });
 
   it("the admin runtime reports its server's death (start races it with the poller's and the worker's)", async () => {
