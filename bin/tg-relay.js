@@ -4,9 +4,15 @@
 // when dist/ is missing or stale). Development and the tests run the sources: scripts/tg-relay-dev.js.
 let cli;
 try {
+  // first: a SIGTERM while the CLI loads must not kill the process before it can drain
+  require('../dist/libs/lifecycle/early-signals.js').holdEarlySignals();
   cli = require('../dist/apps/cli/main.js');
 } catch (err) {
-  if (err && err.code === 'MODULE_NOT_FOUND' && String(err.message).includes('dist/apps/cli/main.js')) {
+  if (
+    err &&
+    err.code === 'MODULE_NOT_FOUND' &&
+    /dist\/(apps\/cli\/main|libs\/lifecycle\/early-signals)\.js/.test(String(err.message))
+  ) {
     process.stderr.write(
       'tg-relay: not built yet (no dist/): run "npm run build" first, or "npm start", which builds when needed\n',
     );

@@ -8,6 +8,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from '../../libs/config/errors';
+import { releaseEarlySignal } from '../../libs/lifecycle/early-signals';
 import { packageVersion } from '../../libs/runtime/package-root';
 import { shutdownTracing, startTracing } from '../../libs/observability/tracing';
 
@@ -35,6 +36,11 @@ export interface Command {
   positionals?: boolean;
   /** Environment variables the command reads, `NAME  what it is`, for --help. */
   variables?: string[];
+  /**
+   * Drains on SIGTERM/SIGINT (onShutdownSignal), which also takes a signal that arrived while the
+   * process was starting (libs/lifecycle/early-signals.ts). Other commands get such a signal back.
+   */
+  drains?: boolean;
   load: () => Promise<CommandModule>;
 }
 
@@ -80,6 +86,7 @@ export const COMMANDS: Record<string, Command> = {
     load: () => loaded(require('../migrate/main')),
   },
   poller: {
+    drains: true,
     describe: 'run the durable ingress (getUpdates or webhook) for the bot',
     options: {},
     variables: [
@@ -92,18 +99,21 @@ export const COMMANDS: Record<string, Command> = {
     load: () => loaded(require('../poller/main')),
   },
   worker: {
+    drains: true,
     describe: 'run delivery workers (captures, dispatch, outbound)',
     options: {},
     variables: [...DB_VARS, ...BOT_VARS, ...WORKER_VARS, ...LOG_VARS],
     load: () => loaded(require('../worker/main')),
   },
   admin: {
+    drains: true,
     describe: 'serve the admin API and the dashboard',
     options: {},
     variables: [...DB_VARS, ...ADMIN_VARS, ...LOG_VARS],
     load: () => loaded(require('../admin/main')),
   },
   start: {
+    drains: true,
     describe: 'everything in one process (embedded PostgreSQL unless DATABASE_URL is set)',
     options: {},
     variables: [
@@ -129,6 +139,7 @@ export const COMMANDS: Record<string, Command> = {
     load: () => loaded(require('../sandbox/main')),
   },
   jetstream: {
+    drains: true,
     describe: 'consume the NATS JetStream stream (NATS_URL) into the outbound relay',
     options: {},
     variables: [
@@ -235,6 +246,7 @@ export async function main(argv: string[]): Promise<void> {
     // instrumentations before the command module loads those libraries
     if (TRACED_COMMANDS.has(name)) startTracing({ serviceName: `tg-relay-${name}` });
     const mod = await command.load();
+    if (!command.drains) await releaseEarlySignal();
     const code = await mod.run(args, parsed);
     await shutdownTracing();
     finish(typeof code === 'number' ? code : 0);

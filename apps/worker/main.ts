@@ -1,6 +1,7 @@
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
-import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
+import { EXIT_COMPONENT_DIED } from '../../libs/lifecycle/exit-codes';
+import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 import { startWorkerRuntime } from '../../libs/runtime/worker';
@@ -10,12 +11,14 @@ import { startWorkerRuntime } from '../../libs/runtime/worker';
  * (stop claiming, finish in-flight work within SHUTDOWN_TIMEOUT, release the rest) and exit 0.
  * The signal handlers are installed before anything starts: a SIGTERM during startup (database,
  * handlers module) lets the startup finish, then drains as usual, instead of killing the process
- * mid-start (a second signal still forces exit 1).
+ * mid-start (a second signal still forces exit 1). A claim loop that dies ends the process with 70
+ * after draining the others: a worker without one of its queues would look alive while that queue
+ * piles up.
  */
 export async function run(): Promise<number> {
   const config = loadConfig();
   const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'worker' });
-  const startup: Promise<{ stop(): Promise<void> }> = (async () => {
+  const startup = (async () => {
     const metrics = await startMetricsEndpoint(config, logger);
     const db = await resolveDatabase(config, logger).catch(async (err) => {
       await metrics?.server.close();
@@ -31,6 +34,7 @@ export async function run(): Promise<number> {
     }
     metrics?.server.addCheck('worker', worker.ready);
     return {
+      died: worker.died,
       stop: async () => {
         await worker.stop(config.SHUTDOWN_TIMEOUT);
         await metrics?.server.close();
@@ -48,6 +52,10 @@ export async function run(): Promise<number> {
     logger,
     config,
   );
-  await startup;
-  return new Promise<never>(() => undefined); // the shutdown handler exits the process
+  const started = await startup;
+  const why = await started.died;
+  process.stderr.write(`tg-relay worker: ${why}; draining the other queues and exiting ${EXIT_COMPONENT_DIED}\n`);
+  logger.fatal({ exitCode: EXIT_COMPONENT_DIED }, 'a claim loop died: tg-relay worker exits');
+  await Promise.race([started.stop(), new Promise((r) => setTimeout(r, shutdownDeadlineMs(config)).unref())]);
+  return EXIT_COMPONENT_DIED;
 }

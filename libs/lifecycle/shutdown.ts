@@ -1,6 +1,7 @@
 import type { Logger } from '../observability/logger';
 import { shutdownTracing } from '../observability/tracing';
 import { TIMER_MAX_MS } from '../config/schema';
+import { takeEarlySignal } from './early-signals';
 
 /**
  * How long a drain may run beyond SHUTDOWN_TIMEOUT (a startup still finishing, releasing claims and
@@ -17,7 +18,9 @@ export function shutdownDeadlineMs(limits: { SHUTDOWN_TIMEOUT: number; graceMs?:
  * First SIGTERM/SIGINT: run `drain` (stop taking work, finish or release in-flight work, release
  * leases, close pools) and exit with its code. A second signal while draining forces exit 1
  * (graphile-worker's convention). A drain still running at the deadline (`shutdownDeadlineMs` of
- * `limits`: the process's configuration) exits 1 with an error line. Buffered trace spans are flushed before the exit. Returns a function that removes the handlers.
+ * `limits`: the process's configuration) exits 1 with an error line. Buffered trace spans are
+ * flushed before the exit. A signal held since the process started (early-signals.ts) starts the
+ * drain now. Returns a function that removes the handlers.
  */
 export function onShutdownSignal(
   drain: (signal: NodeJS.Signals) => Promise<void>,
@@ -57,6 +60,8 @@ export function onShutdownSignal(
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+  const early = takeEarlySignal();
+  if (early) handler(early);
   return () => {
     process.off('SIGTERM', handler);
     process.off('SIGINT', handler);

@@ -18,7 +18,7 @@ import { createPeriodicPrune } from '../retention/periodic';
 export interface WorkerRuntime {
   workerId: string;
   queues: string[];
-  /** Resolves (with why) if a claim loop dies; `tg-relay start` then exits non-zero. */
+  /** Resolves (with why) if a claim loop dies; `tg-relay worker` and `start` then exit 70. */
   died: Promise<string>;
   /** Stops claiming, finishes in-flight work within `timeoutMs` or releases it, closes the pool. Idempotent. */
   stop(timeoutMs: number): Promise<void>;
@@ -125,8 +125,11 @@ export async function startWorkerRuntime(opts: {
       kinds.length ? 'worker started' : 'worker started with no job kind enabled',
     );
     let stopping: Promise<void> | undefined;
+    let dead: string | undefined;
+    void died.then((why) => (dead = why));
     const ready = async (): Promise<ReadyCheck> => {
-      if (stopping) return { ready: false, reasons: ['stopping'] };
+      // a dead loop is named even while the process drains on its way out
+      if (stopping) return { ready: false, reasons: [dead ?? 'stopping'] };
       const reasons: string[] = [];
       for (const k of worker.kinds) {
         if (!k.running) reasons.push(`the ${k.queue} claim loop is not running`);
