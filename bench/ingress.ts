@@ -75,7 +75,7 @@ const LATENCIES = (() => {
     usageError('--latency-ms takes non-negative integers, comma-separated');
   return v;
 })();
-/** Ratio targets of issue 15, by Bot API latency. */
+/** Ratio targets, by Bot API latency. */
 const RATIO_TARGET: Record<number, number> = { 0: 0.3, 50: 0.9 };
 const BATCH_P50_TARGET_MS = 5;
 let botSeq = 7_000_000;

@@ -1,5 +1,5 @@
 /**
- * `npm run soak` — the crash and fault soak of issue 8 at full size (test/support/soak-run.ts):
+ * `npm run soak` — the crash and fault soak at full size (test/support/soak-run.ts):
  * 2 pollers, 3 workers and the admin API as real processes against the Bot API sandbox (10% faults,
  * Telegram's limits) and a collector failing 20%; 20,000 user updates over 50 chats and 3,000
  * outbound messages; a random poller or worker SIGKILLed and restarted every few seconds; one
@@ -12,7 +12,7 @@
  * server at DATABASE_URL (a database soak_<random> is created there), which it restarts with
  * SOAK_PG_RESTART_CMD or, for a local Debian/Ubuntu cluster, pg_ctlcluster (test/support/soak-postgres.ts).
  *
- * Variants: by default the plain soak, then the poison one (issue 12: the same chaos while 20% of the
+ * Variants: by default the plain soak, then the poison one (the same chaos while 20% of the
  * users send hostile text and one handler call in 25 replies invalid content); `--poison` (or
  * `npm run soak:poison`, SOAK_VARIANT=poison) runs only the poison one, `--plain` (SOAK_VARIANT=plain)
  * only the plain one. `--hostile-share 0.2 --poison-every 25` (SOAK_HOSTILE_SHARE, SOAK_POISON_EVERY)

@@ -13,7 +13,7 @@
  * (m) METRICS_PORT cost (`--only=m`): the no-op loop of (a) with no metrics (METRICS_PORT unset:
  *     the components get no instruments) and with a process registry (claim and attempt histograms
  *     fed, scraped every second), interleaved rounds on the same backlog; jobs/s and the ratio.
- * (d) the cost of OpenTelemetry tracing (issue 18): off (the default: only @opentelemetry/api's
+ * (d) the cost of OpenTelemetry tracing: off (the default: only @opentelemetry/api's
  *     no-op tracer, the SDK is not loaded) vs on (the SDK exporting every span over OTLP http/json to
  *     a local receiver). First the per-job cost of the span wrapper every attempt runs through, with
  *     tracing off, next to a direct call; then real `tg-relay worker` processes delivering the same
@@ -449,7 +449,7 @@ async function deliverWithWorker(
 }
 
 async function partD(url: string, pool: Pool): Promise<void> {
-  log(`\n(d) tracing off vs on (OpenTelemetry, issue 18)`);
+  log(`\n(d) tracing off vs on (OpenTelemetry)`);
   const w = await spanWrapperCost();
   log(
     `  span wrapper per attempt, tracing OFF (no SDK, @opentelemetry/api no-op): bare attempt ${fmt(w.bare, 0)} ns, wrapped ${fmt(w.wrapped, 0)} ns, ` +

@@ -21,10 +21,10 @@ export interface CaptureRow {
   payload: unknown;
   /** The exact document (json column; null for rows stored before migration 0007). */
   payload_raw?: unknown;
-  /** For the span (issue 18): ids only. bigint columns arrive as text. */
+  /** For the span: ids only. bigint columns arrive as text. */
   update_id?: string | number;
   chat_id?: string | number | null;
-  /** W3C trace context of the update's ingress span (issue 18); null without tracing. */
+  /** W3C trace context of the update's ingress span; null without tracing. */
   traceparent?: string | null;
 }
 

@@ -223,7 +223,7 @@ export const configSchema = z.object({
     .enum(['true', 'false'], { message: 'expected true or false' })
     .transform((v) => v === 'true')
     .default('false'),
-  // dashboard: link of a trace id (issue 18), e.g. https://jaeger.example/trace/{trace_id}
+  // dashboard: link of a trace id, e.g. https://jaeger.example/trace/{trace_id}
   TRACE_URL_TEMPLATE: z
     .string()
     .refine((v) => v.includes('{trace_id}'), {

@@ -60,7 +60,7 @@ export interface InboxClaimedRow {
   job_id: string | null;
   claim_id: string;
   started_at: Date;
-  /** W3C trace context stored by ingress (issue 18); null without tracing. */
+  /** W3C trace context stored by ingress; null without tracing. */
   traceparent?: string | null;
 }
 

@@ -107,7 +107,7 @@ export interface OutboundReply {
   sourceUpdateId: number;
   /** Every sendMessage parameter as given (reply_parameters, link_preview_options, entities…). */
   payload: Record<string, unknown>;
-  /** The trace context of the handler run that made the reply (issue 18); null when tracing is off. */
+  /** The trace context of the handler run that made the reply; null when tracing is off. */
   traceparent?: string | null;
 }
 
@@ -181,7 +181,7 @@ function toOutboundReply(subject: DispatchSubject, n: number, payload: Record<st
     sourceUpdateId: subject.updateId,
     payload: { ...payload },
   };
-  // the dispatch span's context: the reply's sendMessage joins the update's trace (issue 18)
+  // the dispatch span's context: the reply's sendMessage joins the update's trace
   const traceparent = currentTraceparent();
   if (traceparent) reply.traceparent = traceparent;
   if (typeof payload.parse_mode === 'string') reply.parseMode = payload.parse_mode;

@@ -1,5 +1,5 @@
 /**
- * Spans of ingress (issue 18): one `ingress.batch` span per committed-or-attempted batch, with the
+ * Spans of ingress: one `ingress.batch` span per committed-or-attempted batch, with the
  * `getUpdates` call (polling; started retroactively, so the idle long polls that return nothing make
  * no trace) and the batch transaction `ingress.persist` as children, and one `ingress.update` child
  * per update (persist-batch.ts) whose traceparent is stored with the inbox row: the dispatch of the

@@ -252,7 +252,7 @@ function prepareWrite(o: {
       dispatch: authorized || o.dispatchUnauthorized,
       raw: u.raw,
       payloadJson: u.payloadJson,
-      traceparent, // issue 18: the update's trace continues in dispatch and capture delivery (null: tracing off)
+      traceparent, // the update's trace continues in dispatch and capture delivery (null: tracing off)
     });
     if (authorized && u.message)
       captures.push({ ...buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), traceparent });

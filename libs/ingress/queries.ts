@@ -168,7 +168,7 @@ export interface BatchUpdateRow {
   raw: string;
   /** The jsonb copy → `payload` (NUL and unpaired surrogates replaced by U+FFFD). */
   payloadJson: string;
-  /** W3C trace context of the update's ingress span (issue 18), null when tracing is off. */
+  /** W3C trace context of the update's ingress span, null when tracing is off. */
   traceparent?: string | null;
 }
 

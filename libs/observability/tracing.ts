@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry traces (issue 18). OFF unless configured: without an OTLP endpoint
+ * OpenTelemetry traces. OFF unless configured: without an OTLP endpoint
  * (OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or an explicit
  * OTEL_TRACES_EXPORTER, and always with OTEL_SDK_DISABLED=true, the SDK is not even loaded: only
  * @opentelemetry/api is, whose tracer is a no-op (bench/worker.ts measures that this costs nothing).

@@ -71,7 +71,7 @@ export async function enqueueOutboundBatch(
   } catch (err) {
     throw fromSqlError(err, messages.length === 1 ? messages[0]?.msgId : undefined);
   }
-  // issue 18: the caller's trace context, on the rows created here (one more statement, only when traced)
+  // the caller's trace context, on the rows created here (one more statement, only when traced)
   const traced = rows.flatMap((r, i) => {
     const traceparent = messages[i].traceparent;
     return r.created && traceparent ? [{ id: r.id, traceparent }] : [];

@@ -46,7 +46,7 @@ export interface OutboundMessageInput {
   source_update_id?: number | string | null;
   /**
    * W3C trace context (`00-<trace id>-<span id>-<flags>`) of the caller's trace: the sendMessage
-   * spans join it (issue 18). Not part of the payload: a retry from another trace is the same message.
+   * spans join it. Not part of the payload: a retry from another trace is the same message.
    */
   traceparent?: string | null;
 }
@@ -65,7 +65,7 @@ export interface OutboundMessage {
   delivery: Delivery;
   maxAttempts: number | null;
   sourceUpdateId: string | null;
-  /** Set only when given (issue 18). */
+  /** Set only when given. */
   traceparent?: string;
 }
 

@@ -56,7 +56,7 @@ export async function outboundUpsertMany(
   return rows;
 }
 
-/** Stores the trace context of new rows (issue 18), in the enqueuing transaction. */
+/** Stores the trace context of new rows, in the enqueuing transaction. */
 export async function outboundSetTraceparent(
   db: Queryable,
   items: { id: string; traceparent: string }[],

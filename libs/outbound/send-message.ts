@@ -22,7 +22,7 @@ export interface OutboundRow {
   delivery: 'at_least_once' | 'at_most_once';
   attempts: number;
   max_attempts: number | null;
-  /** W3C trace context of the enqueue (issue 18): the sendMessage span joins that trace. */
+  /** W3C trace context of the enqueue: the sendMessage span joins that trace. */
   traceparent?: string | null;
 }
 

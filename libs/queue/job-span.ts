@@ -1,5 +1,5 @@
 /**
- * The span of one attempt of a job kind (issue 18): dispatch's handler run, a capture delivery, a
+ * The span of one attempt of a job kind: dispatch's handler run, a capture delivery, a
  * sendMessage attempt. Its parent is the row's stored `traceparent` (the trace of the update or of
  * the enqueue), or none (a new trace; also for a malformed value). The outcome becomes attributes
  * (`outcome`, `http.response.status_code`, `error.type`, `tg.retry_after`), never a message text.

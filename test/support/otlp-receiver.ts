@@ -1,5 +1,5 @@
 /**
- * An OTLP/HTTP trace receiver for the tracing tests (issue 18): accepts `POST /v1/traces` in the
+ * An OTLP/HTTP trace receiver for the tracing tests: accepts `POST /v1/traces` in the
  * http/json encoding (OTEL_EXPORTER_OTLP_PROTOCOL=http/json) and keeps every span, flattened with
  * its resource attributes. Counts every request, whatever its path or encoding (the "tracing off
  * sends nothing" tests assert zero).

@@ -1,6 +1,6 @@
 /**
  * The soak's verdict: compares the database (relay.*, tg_relay_boss.job, soak.handler_runs) with what the
- * Bot API sandbox and the collector recorded, and turns every invariant of issue 8 into a printed
+ * Bot API sandbox and the collector recorded, and turns every invariant of the soak into a printed
  * figure. A figure with `ok: false` is a failed invariant; `ok: undefined` is information.
  */
 import type { DrainState, SoakContext, SoakOptions } from './soak-run';
@@ -538,7 +538,7 @@ export function formatReport(r: SoakReport): string {
 type Fig = (label: string, value: string | number, ok?: boolean, why?: string) => void;
 
 /**
- * The poison variant's own invariants (issue 12): every hostile text stored exactly (raw round-trip),
+ * The poison variant's own invariants: every hostile text stored exactly (raw round-trip),
  * handled with the exact text and captured with the exact text; every poison reply's update failed at
  * once with RELAY_INVALID_REPLY, and nothing else failed (no other update, chat or worker held up).
  * A failed update raises no alert (alerts are about failed outbound messages, docs/outbound.md): the

@@ -1,5 +1,5 @@
 /**
- * The crash and fault soak (issue 8): a fleet of real `tg-relay` processes — pollers, workers, admin —
+ * The crash and fault soak: a fleet of real `tg-relay` processes — pollers, workers, admin —
  * against the in-process Bot API sandbox (Bot API faults, Telegram's rate limits, scripted terminal
  * chat errors) and collector (failing a share of captures), on a dedicated embedded PostgreSQL. While
  * user updates and outbound messages are fed in, a random poller or worker is SIGKILLed and restarted
@@ -60,7 +60,7 @@ export interface SoakOptions {
   /** About one update in echoEvery is echoed through the outbound relay (test/fixtures/soak-echo.ts). */
   echoEvery: number;
   /**
-   * The poison variant (issue 12, test/fixtures/soak-poison.ts): a share of the users (hostileUserShare
+   * The poison variant (test/fixtures/soak-poison.ts): a share of the users (hostileUserShare
    * of the chats) send hostile text — NUL, lone surrogates, `C:\u0000`-looking text, RTL marks, 4096+
    * characters —, and about one handler call in poisonReplyEvery replies invalid content.
    */

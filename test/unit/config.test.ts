@@ -93,7 +93,7 @@ function problemsOf(env: Record<string, string>): string[] {
   }
 }
 
-// Issue 12, finding 6: settings that can only hurt are refused, naming the variable and the range.
+// settings that can only hurt are refused, naming the variable and the range.
 describe('values that can only hurt are refused, with the variable and the allowed range', () => {
   it.each([
     // every live claim stale at once (duplicate sends), or too little margin over the heartbeat

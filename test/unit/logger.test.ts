@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../libs/observability/logger';
 
 /**
- * Issue 12, finding 7: real pino output, parsed. `{ err }` keeps message and stack (redacted of the
+ * real pino output, parsed. `{ err }` keeps message and stack (redacted of the
  * bot token); `log.error(err)` without a message never puts an unredacted token into `msg`.
  */
 const TOKEN = '123456789:AAFakeTokenForTestsOnly_abcdefghij';

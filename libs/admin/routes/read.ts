@@ -96,7 +96,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asyn
 };
 
 /**
- * A detail row's stored traceparent (issue 18) as `trace_id` and, with TRACE_URL_TEMPLATE, the link
+ * A detail row's stored traceparent as `trace_id` and, with TRACE_URL_TEMPLATE, the link
  * to the trace viewer; the traceparent itself (a span id) is not served.
  */
 export function withTrace(row: Record<string, unknown>, template: string | undefined): Record<string, unknown> {

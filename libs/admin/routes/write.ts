@@ -64,7 +64,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
       refused?: AdminError;
     },
   ) => {
-    // the admin action's span (opened by `act`) is named after the action it audits (issue 18)
+    // the admin action's span (opened by `act`) is named after the action it audits
     const span = trace.getActiveSpan();
     if (span?.isRecording()) {
       span.updateName(`admin.${action}`);
@@ -557,7 +557,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
 };
 
 /**
- * The trace a message enqueued over HTTP joins (issue 18): the body's `traceparent`, else this
+ * The trace a message enqueued over HTTP joins: the body's `traceparent`, else this
  * request's span when the admin process is traced (its parent is the `traceparent` header, taken by
  * the http instrumentation), else the header itself. A malformed value is a 400, not a silent new trace.
  */

@@ -7,7 +7,7 @@ import { AUTH, buildTestApp, call, insertCapture, startBoss } from './support';
 import { dbFingerprint, ITEM_TABLES } from './input-support';
 
 /**
- * Issue 12, finding 5, proved over arbitrary input: every route the app registered, with arbitrary
+ * Proved over arbitrary input: every route the app registered, with arbitrary
  * path parameters, query strings and bodies (JSON or not, any content type), on a real migrated
  * database. Invariants: never a 5xx; a 4xx is JSON with a string `code`; a 400/413/415 changes
  * nothing at all, and a refused 404/409 changes no item (only its audit row is added).

@@ -5,7 +5,7 @@ import { AUTH, buildTestApp, call, insertCapture, startBoss } from './support';
 import { dbFingerprint } from './input-support';
 
 /**
- * Issue 12, finding 5: malformed admin parameters and bodies are 400 with the API's error format
+ * malformed admin parameters and bodies are 400 with the API's error format
  * (JSON with a stable `code`), never a 500, and a refused write leaves the database as it was.
  */
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;

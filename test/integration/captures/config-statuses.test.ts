@@ -1,5 +1,5 @@
 /**
- * Issue 12, finding 3 and "statuses that mean the configuration is wrong": a real collector HTTP
+ * a real collector HTTP
  * server answering 302/303/307 (redirects are never followed: a 302/303 would become a GET without
  * the body, answered 200) or 401/403/404. Captures are not delivered and not failed: they are kept
  * and retried with backoff past the attempt budget, the condition is recorded for /health/ready

@@ -1,5 +1,5 @@
 /**
- * Issue 12, finding 2: one handler reply Telegram would refuse (5,000 characters, blank, a lone
+ * one handler reply Telegram would refuse (5,000 characters, blank, a lone
  * surrogate, a NUL) or an error text cut inside a surrogate pair must never jam dispatch. The bad
  * update fails alone, at once, with a reason; every other chat is answered.
  * Real PostgreSQL, the real engine with update.dispatch and outbound.send, the Bot API sandbox.

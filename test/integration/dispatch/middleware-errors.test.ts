@@ -1,5 +1,5 @@
 /**
- * Issue 12, finding 9: errors thrown by middleware (auth, a transaction wrapper — anything that is
+ * errors thrown by middleware (auth, a transaction wrapper — anything that is
  * not a route handler) never enter the class-specific error handlers: they fail the update (retried,
  * then failed after the budget), even when an error handler for their class would return 'handled'.
  * Errors thrown by route handlers still reach the error handlers.

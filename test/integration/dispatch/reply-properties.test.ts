@@ -1,5 +1,5 @@
 /**
- * Property suite (issue 12): arbitrary handler replies — any Unicode text (NUL, lone surrogates,
+ * Property suite: arbitrary handler replies — any Unicode text (NUL, lone surrogates,
  * `\u0000`-looking text, RTL marks, blank, 0/4096/5000+ characters) with arbitrary extra sendMessage
  * options — through the outbound reply sink and the engine's outcome writer, against the real
  * database. Invariants, checked on the database after every run:

@@ -1,5 +1,5 @@
 /**
- * Graceful shutdown of real `tg-relay` processes (issue 8): on SIGTERM/SIGINT a process stops taking
+ * Graceful shutdown of real `tg-relay` processes: on SIGTERM/SIGINT a process stops taking
  * work, finishes what is in flight within SHUTDOWN_TIMEOUT or gives it back, releases what it holds,
  * closes its pools and exits 0; a second signal forces exit 1.
  *

@@ -1,5 +1,5 @@
 /**
- * Property suite at the ingress boundary (issue 12): arbitrary Unicode — NUL, lone surrogates,
+ * Property suite at the ingress boundary: arbitrary Unicode — NUL, lone surrogates,
  * `\u0000`-looking text, RTL marks, 4096+ lengths — in every user-controlled field of message,
  * edited_message, channel_post, callback_query, inline_query and my_chat_member updates, through
  *   plan (both decode policies) → persist (real PostgreSQL) → dispatch (the dispatch claim query and

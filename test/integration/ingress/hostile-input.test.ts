@@ -1,5 +1,5 @@
 /**
- * Issue 12, ingress side: hostile content and broken peers never stop ingress.
+ * Ingress: hostile content and broken peers never stop ingress.
  *   finding 1  — user text with `\u0000`-looking characters, a real NUL or a lone surrogate is
  *                stored exactly (raw json next to an escaped jsonb copy), dispatched to a real
  *                telegraf handler and captured to a real collector, under both decode policies,

@@ -1,6 +1,6 @@
 /**
  * The trace id of an item in the admin API's detail endpoints and the dashboard's detail view
- * (issue 18): `trace_id` from the row's stored traceparent, `trace_url` from TRACE_URL_TEMPLATE;
+ *: `trace_id` from the row's stored traceparent, `trace_url` from TRACE_URL_TEMPLATE;
  * shown as a link in headless Chromium. Also the library way in: enqueueOutbound takes a
  * traceparent and refuses a malformed one.
  */

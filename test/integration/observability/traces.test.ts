@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry traces across real processes (issue 18): a `tg-relay poller` and a `tg-relay worker`
+ * OpenTelemetry traces across real processes: a `tg-relay poller` and a `tg-relay worker`
  * (echo bot, REPLY_MODE=outbound, captures on) export to an in-test OTLP/HTTP receiver (http/json).
  * For each update ONE trace holds the poller's batch span, the worker's handler run, the reply's
  * sendMessage attempt and the capture delivery; the trace context crossed processes only through

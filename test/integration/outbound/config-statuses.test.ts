@@ -1,5 +1,5 @@
 /**
- * Issue 12: a Bot API 401 to sendMessage means the worker's token is wrong, not the message. The
+ * a Bot API 401 to sendMessage means the worker's token is wrong, not the message. The
  * backlog is kept (retried with backoff past its attempt budget), the condition is recorded for
  * /health/ready, no alert is sent through the Bot API that refuses the token (no loop), and a worker
  * with the right token delivers everything and clears the condition. A 403 (blocked by the user)

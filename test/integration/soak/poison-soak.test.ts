@@ -1,5 +1,5 @@
 /**
- * The poison soak, short variant (issue 12; the full one is `npm run soak -- --poison`): the short
+ * The poison soak, short variant (the full one is `npm run soak -- --poison`): the short
  * soak's fleet and chaos (SIGKILLs, a PostgreSQL restart, Bot API and collector faults), smaller,
  * while 20% of the users send hostile text (NUL, lone surrogates, `C:\u0000`-looking text, RTL marks,
  * 4096+ characters) and one handler call in 25 replies invalid content (5,000 characters, whitespace

@@ -64,7 +64,7 @@ describe('decodeUpdate', () => {
   });
 });
 
-describe('decodeUpdate: content is data (issue 12, finding 1)', () => {
+describe('decodeUpdate: content is data', () => {
   const typedByUser = 'see C:\\u0000dir'; // the six characters backslash u 0 0 0 0, as typed
   it.each([
     ['text that looks like a NUL escape', typedByUser],

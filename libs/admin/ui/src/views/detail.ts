@@ -87,7 +87,7 @@ function value(k: string, v: unknown): Child {
   return text(v);
 }
 
-/** The item's OpenTelemetry trace id, linked to the trace viewer when TRACE_URL_TEMPLATE is set (issue 18). */
+/** The item's OpenTelemetry trace id, linked to the trace viewer when TRACE_URL_TEMPLATE is set. */
 function traceLink(traceId: unknown, url: unknown): Child {
   if (typeof traceId !== 'string' || traceId === '') return h('span', { class: 'muted' }, '— (not traced)');
   if (typeof url !== 'string' || !/^https?:\/\//i.test(url)) return h('code', null, traceId);
