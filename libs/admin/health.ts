@@ -2,7 +2,8 @@ import type { Pool } from 'pg';
 import { migrationStatus } from '../db/migrate';
 import { configProblemsList } from '../queue/config-problems';
 import { read } from './db';
-import { READY_CHECK_TIMEOUT_MS, withTimeout } from '../observability/metrics-server';
+import { withTimeout } from '../lifecycle/timers';
+import { READY_CHECK_TIMEOUT_MS } from '../observability/metrics-server';
 
 /** What libs/ingress's `ingressHealth` reports about one bot's poller (the fields used here). */
 export interface IngressHealth {

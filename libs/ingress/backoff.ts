@@ -1,4 +1,4 @@
-/** Capped exponential backoff with jitter, and an abortable sleep. */
+/** Capped exponential backoff with jitter. */
 
 export const INGRESS_BACKOFF_BASE_MS_DEFAULT = 250;
 export const INGRESS_BACKOFF_CAP_MS_DEFAULT = 10_000;
@@ -15,21 +15,4 @@ export interface BackoffPolicy {
 export function backoffDelay(attempt: number, policy: BackoffPolicy, random: () => number = Math.random): number {
   const exp = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(attempt, 30));
   return Math.round(exp / 2 + random() * (exp / 2));
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted || ms <= 0) {
-      resolve();
-      return;
-    }
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

@@ -24,8 +24,8 @@ import {
   backoffDelay,
   INGRESS_BACKOFF_BASE_MS_DEFAULT,
   INGRESS_BACKOFF_CAP_MS_DEFAULT,
-  sleep,
 } from './backoff';
+import { sleep } from '../lifecycle/timers';
 import { traceIngressBatch } from './batch-span';
 import { Episodes } from './episodes';
 import { LeaseLostError } from './errors';

@@ -19,8 +19,8 @@ import {
   backoffDelay,
   INGRESS_BACKOFF_BASE_MS_DEFAULT,
   INGRESS_BACKOFF_CAP_MS_DEFAULT,
-  sleep,
 } from './backoff';
+import { sleep } from '../lifecycle/timers';
 import { Episodes } from './episodes';
 import { createLease } from './lease';
 import type { DecodePolicy } from './plan-batch';

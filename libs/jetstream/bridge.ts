@@ -9,6 +9,7 @@
  * Fetched messages are buffered and taken up to NATS_BATCH at a time, so one transaction carries
  * whatever arrived while the previous one committed (batch of 1 when idle, NATS_BATCH under load).
  */
+import { sleep, withTimeout } from '../lifecycle/timers';
 import fs from 'node:fs';
 import { nats, type Authenticator, type NatsConnection } from './nats';
 import {
@@ -492,27 +493,4 @@ export function alertJson(a: AlertToPublish): Record<string, unknown> {
       : null,
     created_at: a.createdAt,
   };
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(t)),
-    new Promise<T>((_, reject) => {
-      t = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-    }),
-  ]);
 }

@@ -4,6 +4,7 @@
  * component that registered a check is ready; 503 with the reasons otherwise). It starts before
  * the components, so liveness answers during startup while readiness says "starting".
  */
+import { withTimeout } from '../lifecycle/timers';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
@@ -27,17 +28,6 @@ export interface MetricsServer {
 
 /** How long one readiness check may take before it counts as not ready. */
 export const READY_CHECK_TIMEOUT_MS = 2_000;
-
-/** `p`, or a rejection naming `what` once `ms` have passed (health checks must answer in time). */
-export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-    }),
-  ]);
-}
 
 /** null when the database answers `select 1` in time, else why not. */
 export async function databaseProblem(db: Queryable, timeoutMs = READY_CHECK_TIMEOUT_MS): Promise<string | null> {

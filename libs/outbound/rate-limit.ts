@@ -12,6 +12,7 @@
  * `reactive` mode (the baseline the benchmark compares against) does none of this: it only honours
  * retry_after on the message that got the 429.
  */
+import { sleep } from '../lifecycle/timers';
 import type { Queryable } from '../db/pool';
 import type { RateLimitMetrics } from '../observability/metrics';
 import { isGroupChat } from './message';
@@ -96,18 +97,4 @@ export function createOutboundRateLimiter(
       });
     },
   };
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts (the caller checks `signal.aborted`). */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

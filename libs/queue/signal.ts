@@ -46,7 +46,3 @@ export class WakeSignal {
     });
   }
 }
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}

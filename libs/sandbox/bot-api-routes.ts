@@ -3,6 +3,7 @@
  * injection (latency, drop before, 5xx, drop after), the method itself and the call record.
  * The token never reaches a record or a log: only the bot id does.
  */
+import { sleep } from '../lifecycle/timers';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TG_DESCRIPTIONS } from './constants';
 import { SERVER_ERROR_TEXT } from './faults';
@@ -11,11 +12,6 @@ import { findMethod } from './methods';
 import { ClientGone, RawJson } from './polling';
 import type { SandboxCore } from './sandbox-core';
 import type { CallOutcome, CallRecord } from './types';
-
-const sleep = (ms: number): Promise<void> =>
-  new Promise((resolve) => {
-    setTimeout(resolve, ms).unref();
-  });
 
 function botIdOf(token: string): number {
   const m = /^(\d{1,20}):/.exec(token);
@@ -90,7 +86,7 @@ export async function handleBotApiRequest(
   }
 
   const fault = core.faults.decide(bot.id, def.name);
-  if (fault.latencyMs > 0) await sleep(fault.latencyMs);
+  if (fault.latencyMs > 0) await sleep(fault.latencyMs, undefined, { unref: true });
   if (fault.kind === 'drop_before') {
     dropConnection(req, res);
     record(bot.id, def.name, 'dropped_before', 0);

@@ -1,4 +1,5 @@
-import { backoffDelay, sleep } from '../../../libs/ingress/backoff';
+import { backoffDelay } from '../../../libs/ingress/backoff';
+import { sleep } from '../../../libs/lifecycle/timers';
 import { buildCapture, captureKey } from '../../../libs/captures/build';
 import { makeMessageUpdate } from '../../support/ingress-fixtures';
 
