@@ -2,12 +2,13 @@
  * tg-relay behind a real PgBouncer in transaction pooling (docs/pgbouncer.md): `tg-relay migrate`
  * (on DATABASE_DIRECT_URL), a `tg-relay poller` and a `tg-relay worker` with DATABASE_URL at
  * PgBouncer and DB_POOL_MODE=transaction store updates, dispatch them to the echo bot, send its
- * replies, deliver captures and prune (periodic pass under its lock, and the CLI). With the default
+ * replies, deliver captures and prune (periodic pass under its lock, and the CLI); `tg-relay admin`
+ * reads and enqueues there too. With the default
  * DB_POOL_MODE=session the same processes refuse to start (exit 78, RELAY_DB_POOL_MODE).
  */
 import type { BotApiSandbox } from '../../../libs/sandbox';
 import { createPool, migrateAll, Pool } from '../../../libs/db';
-import { runCli } from '../../support/cli';
+import { runCli, startCli } from '../../support/cli';
 import { createTestDatabase } from '../../support/db';
 import { newBotToken, startSandbox } from '../../support/ingress-harness';
 import { killHard, PollerProcess, startPollerProcess } from '../../support/ingress-processes';
@@ -25,7 +26,7 @@ let sandbox: BotApiSandbox;
 let collector: Awaited<ReturnType<typeof startWebhookReceiver>>;
 /** A direct pool for the assertions (never through PgBouncer). */
 let direct: Pool | undefined;
-const procs: Array<PollerProcess | WorkerProcess> = [];
+const procs: Array<PollerProcess | WorkerProcess> = []; // admin too: killWorker SIGKILLs any child
 
 beforeAll(async () => {
   db = await createTestDatabase('pgbouncer');
@@ -69,7 +70,7 @@ describe('DB_POOL_MODE=transaction behind PgBouncer (pool_mode=transaction)', ()
     });
   });
 
-  it('a poller and a worker store updates, run the handler, send its replies, deliver captures and prune', async () => {
+  it('a poller, a worker and the admin API: updates stored, handled, replied to, captured; admin reads and enqueues; prune runs', async () => {
     const { token } = newBotToken();
     const env = { DATABASE_URL: pooled(), DB_POOL_MODE: 'transaction', WORK_POLL_INTERVAL: '200ms' };
     await migrateAll(db.url); // done by the test above already; this test stands on its own
@@ -111,6 +112,30 @@ describe('DB_POOL_MODE=transaction behind PgBouncer (pool_mode=transaction)', ()
     expect(
       await count(`select count(*) as n from relay.outbound where chat_id = '${chat}' and state = 'delivered'`),
     ).toBe(5);
+    // the admin API through the pooler: reads, and an enqueue the worker picks up by polling
+    const ADMIN_TOKEN = 'admin-token-behind-pgbouncer-0123';
+    const admin = startCli(['admin'], { ...env, ADMIN_TOKEN, ADMIN_PORT: '0', LOG_LEVEL: 'info' });
+    procs.push(admin);
+    const listening = await waitFor(
+      () =>
+        admin
+          .output()
+          .split('\n')
+          .find((l) => l.includes('"admin API listening"')),
+      { what: 'admin API listening', timeoutMs: 60_000 },
+    );
+    const base = JSON.parse(listening).address as string;
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const stats = await fetch(`${base}/v1/stats`, { headers: auth });
+    expect(stats.status).toBe(200);
+    const sent = await fetch(`${base}/v1/messages`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ msg_id: 'pgbouncer-admin-1', chat_id: chat, text: 'from the admin API' }),
+    });
+    expect(sent.status).toBe(201);
+    await waitFor(() => replies().some((r) => r.text === 'from the admin API'), { what: 'the admin message sent' });
+
     // the periodic pass ran (its lock is a transaction lock held through the pass) and deleted the old rows
     await waitFor(() => count(`select count(*) as n from relay.prune_runs where trigger = 'periodic' and total >= 3`), {
       what: 'a periodic prune pass that deleted the seeded rows',
@@ -124,7 +149,7 @@ describe('DB_POOL_MODE=transaction behind PgBouncer (pool_mode=transaction)', ()
     expect(JSON.parse(prune.stdout.trim())).toMatchObject({ dry_run: false });
 
     // no LISTEN connection was attempted, no claim failed, no statement went wrong on the way
-    for (const out of [worker.output(), poller.output()]) {
+    for (const out of [worker.output(), poller.output(), admin.output()]) {
       expect(out).not.toMatch(/work listener|claim failed|prepared statement|unsupported startup parameter/);
     }
   });
