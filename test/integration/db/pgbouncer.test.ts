@@ -3,8 +3,8 @@
  * (on DATABASE_DIRECT_URL), a `tg-relay poller` and a `tg-relay worker` with DATABASE_URL at
  * PgBouncer and DB_POOL_MODE=transaction store updates, dispatch them to the echo bot, send its
  * replies, deliver captures and prune (periodic pass under its lock, and the CLI); `tg-relay admin`
- * reads and enqueues there too. With the default
- * DB_POOL_MODE=session the same processes refuse to start (exit 78, RELAY_DB_POOL_MODE).
+ * reads and enqueues there too. With the default DB_POOL_MODE=session the same processes refuse to
+ * start (exit 78, RELAY_DB_POOL_MODE).
  */
 import type { BotApiSandbox } from '../../../libs/sandbox';
 import { createPool, migrateAll, Pool } from '../../../libs/db';
