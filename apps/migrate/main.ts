@@ -1,5 +1,5 @@
 import { botIdFromToken, loadConfig } from '../../libs/config';
-import { createPool, migrateAll, resolveDatabase } from '../../libs/db';
+import { createPool, migrateAll, migrationDatabaseUrl, resolveDatabase } from '../../libs/db';
 import { createLogger } from '../../libs/observability/logger';
 import { normalizeChatId } from '../../libs/outbound/message';
 import { outboundSettingsSave } from '../../libs/outbound/queries';
@@ -15,12 +15,12 @@ export async function run(): Promise<number> {
   const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'migrate' });
   const db = await resolveDatabase(config, logger);
   try {
-    const { applied } = await migrateAll(db.url, logger);
+    const { applied } = await migrateAll(await migrationDatabaseUrl(db, config, logger), logger);
     logger.info({ applied }, applied.length ? 'migrations applied' : 'schema is current');
     if (config.TELEGRAM_BOT_TOKEN) {
       const botId = botIdFromToken(config.TELEGRAM_BOT_TOKEN);
       const defaultChatId = config.OPS_CHAT_ID ? (normalizeChatId(config.OPS_CHAT_ID) ?? null) : null;
-      const pool = createPool(db.url, { max: 1, applicationName: 'tg-relay:migrate' });
+      const pool = createPool(db.url, { max: 1, applicationName: 'tg-relay:migrate', poolMode: config.DB_POOL_MODE });
       try {
         await outboundSettingsSave(pool, { botId, defaultChatId });
       } finally {

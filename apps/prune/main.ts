@@ -17,7 +17,7 @@ export async function run(_args: string[], parsed: ParsedArgs): Promise<number> 
     app: 'prune',
   });
   const db = await resolveDatabase(config, logger);
-  const pool = createPool(db.url, { max: 2, applicationName: 'tg-relay:prune' });
+  const pool = createPool(db.url, { max: 2, applicationName: 'tg-relay:prune', poolMode: config.DB_POOL_MODE });
   try {
     const result = await runPrune(pool, {
       retentionMs: config.RETENTION,

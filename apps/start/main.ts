@@ -5,7 +5,7 @@
  */
 import { resolveAdminTokens } from '../../libs/admin/auth';
 import { Config, describeConfig, loadConfig } from '../../libs/config';
-import { createPool, Database, migrateAll, resolveDatabase } from '../../libs/db';
+import { createPool, Database, migrateAll, migrationDatabaseUrl, resolveDatabase } from '../../libs/db';
 import { startIngress, IngressRuntime } from '../../libs/ingress/runtime';
 import { JetStreamRuntime, startJetStreamRuntime } from '../../libs/jetstream/runtime';
 import { EXIT_COMPONENT_DIED, EXIT_STALLED, EXIT_UNAUTHORIZED } from '../../libs/lifecycle/exit-codes';
@@ -52,9 +52,9 @@ export async function run(): Promise<number> {
   onShutdownSignal(stopAll, logger, config);
   try {
     db = await resolveDatabase(config, logger);
-    await migrateAll(db.url, logger);
+    await migrateAll(await migrationDatabaseUrl(db, config, logger), logger);
     if (!config.TELEGRAM_BOT_TOKEN) {
-      const pool = createPool(db.url, { max: 1, applicationName: 'tg-relay:start' });
+      const pool = createPool(db.url, { max: 1, applicationName: 'tg-relay:start', poolMode: config.DB_POOL_MODE });
       try {
         sandboxMode = await startSandboxMode(config, logger, pool);
       } finally {

@@ -29,7 +29,8 @@ export function describeConfig(config: Config): string[] {
     const v = (config as Record<string, unknown>)[k];
     let shown: string;
     if (v === undefined || (Array.isArray(v) && v.length === 0 && k !== 'ALLOWED_CHAT_IDS')) shown = '(unset)';
-    else if (k === 'DATABASE_URL' || k === 'NATS_URL') shown = printable(v).split(',').map(maskUrlPassword).join(',');
+    else if (k === 'DATABASE_URL' || k === 'DATABASE_DIRECT_URL' || k === 'NATS_URL')
+      shown = printable(v).split(',').map(maskUrlPassword).join(',');
     else if ((SECRET_VARIABLES as readonly string[]).includes(k))
       shown = Array.isArray(v)
         ? v.map((t) => `${(t as { label?: string }).label ?? ''}:****`).join(',')

@@ -21,6 +21,16 @@ export const RETRY_BASE_MS_DEFAULT = 1_000;
 export const RETRY_CAP_MS_DEFAULT = 300_000;
 export const RETRY_MAX_ATTEMPTS_DEFAULT = 12;
 export const SHUTDOWN_TIMEOUT_MS_DEFAULT = 25_000;
+/**
+ * WORK_POLL_INTERVAL: how often an idle claim loop looks for work. With DB_POOL_MODE=session it is
+ * the safety net behind LISTEN/NOTIFY wake-ups; with DB_POOL_MODE=transaction (no LISTEN through a
+ * transaction pooler) it is the wake-up itself, so new work waits up to this long.
+ */
+export const WORK_POLL_INTERVAL_MS_DEFAULT = 2_000;
+export const WORK_POLL_INTERVAL_TRANSACTION_MS_DEFAULT = 500;
+/** Below this an idle fleet polls the database in a busy loop; above it work waits too long. */
+export const WORK_POLL_INTERVAL_MIN_MS = 50;
+export const WORK_POLL_INTERVAL_MAX_MS = 60_000;
 
 /** The longest delay a Node timer holds: setTimeout/setInterval treat anything longer as 1 ms. */
 export const TIMER_MAX_MS = 2 ** 31 - 1;
@@ -212,6 +222,19 @@ export const configSchema = z.object({
     'postgres:',
     'postgresql:',
   ]).optional(),
+  // how DATABASE_URL reaches PostgreSQL (docs/pgbouncer.md): session = one server session per connection
+  // (direct, or PgBouncer pool_mode=session); transaction = a transaction pooler (PgBouncer pool_mode=transaction)
+  DB_POOL_MODE: z
+    .enum(['session', 'transaction'], {
+      message: 'expected session (a direct connection) or transaction (behind a transaction-pooling proxy)',
+    })
+    .default('session'),
+  // a session-level connection (direct, bypassing the pooler) for migrations; required by
+  // `tg-relay migrate` and `tg-relay start` when DB_POOL_MODE=transaction
+  DATABASE_DIRECT_URL: url('a PostgreSQL connection URL that bypasses the transaction pooler', [
+    'postgres:',
+    'postgresql:',
+  ]).optional(),
   TELEGRAM_BOT_TOKEN: z
     .string()
     .regex(/^\d+:[A-Za-z0-9_-]+$/, 'expected a bot token like 123456:ABC-DEF… (from @BotFather)')
@@ -307,6 +330,11 @@ export const configSchema = z.object({
   RETRY_CAP: duration('the longest retry delay', { min: RETRY_BASE_MIN_MS }).default(String(RETRY_CAP_MS_DEFAULT)),
   RETRY_MAX_ATTEMPTS: int('the attempt budget', 1, 1000).default(String(RETRY_MAX_ATTEMPTS_DEFAULT)),
   CAPTURE_TIMEOUT: duration('the collector request timeout', { min: REQUEST_TIMEOUT_MIN_MS }).default('10s'),
+  // unset: 2s with DB_POOL_MODE=session (behind LISTEN), 500ms with DB_POOL_MODE=transaction
+  WORK_POLL_INTERVAL: duration('how often an idle worker looks for new work', {
+    min: WORK_POLL_INTERVAL_MIN_MS,
+    max: WORK_POLL_INTERVAL_MAX_MS,
+  }).optional(),
   SHUTDOWN_TIMEOUT: duration('how long shutdown waits for in-flight work').default(String(SHUTDOWN_TIMEOUT_MS_DEFAULT)),
 
   // update dispatch (docs/dispatch.md)
@@ -397,8 +425,15 @@ export const SECRET_VARIABLES = [
   'ADMIN_TOKENS',
   'WEBHOOK_SECRET',
   'DATABASE_URL',
+  'DATABASE_DIRECT_URL',
   'NATS_NKEY_SEED',
 ] as const;
+
+/** The effective WORK_POLL_INTERVAL: the variable, or the default of the pool mode. */
+export function workPollIntervalMs(c: Pick<Config, 'WORK_POLL_INTERVAL' | 'DB_POOL_MODE'>): number {
+  if (c.WORK_POLL_INTERVAL !== undefined) return c.WORK_POLL_INTERVAL;
+  return c.DB_POOL_MODE === 'transaction' ? WORK_POLL_INTERVAL_TRANSACTION_MS_DEFAULT : WORK_POLL_INTERVAL_MS_DEFAULT;
+}
 
 /** localhost, 127.0.0.0/8 or ::1: traffic that never leaves the machine. */
 function isLoopbackHost(hostname: string): boolean {

@@ -29,7 +29,7 @@ import crypto from 'node:crypto';
 import PgBoss from 'pg-boss';
 import type { PoolClient } from 'pg';
 import { RelayError } from '../errors/relay-error';
-import { DbTimeouts, Queryable, sessionOptions } from './pool';
+import { DbTimeouts, PoolMode, Queryable, sessionOptions } from './pool';
 
 /** The ledger queues tg-relay uses; one per job kind. */
 export const QUEUES = {
@@ -283,6 +283,8 @@ export function createBoss(
     applicationName?: string;
     migrate?: boolean;
     timeouts?: Partial<DbTimeouts>;
+    /** DB_POOL_MODE: in transaction mode no session limits as startup parameters (see sessionOptions). */
+    poolMode?: PoolMode;
   } = {},
 ): BossLedger {
   const boss = new BossLedger({
@@ -294,7 +296,7 @@ export function createBoss(
     max: opts.max ?? 4,
     application_name: opts.applicationName ?? 'tg-relay:boss',
     // pg-boss hands its whole config to pg.Pool, so the pool options below reach its connections
-    ...sessionOptions(opts.timeouts),
+    ...sessionOptions(opts.timeouts, opts.poolMode),
   });
   boss.on('error', () => undefined); // surfaced through our own calls; never crash on a background error
   return boss;

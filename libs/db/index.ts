@@ -4,3 +4,5 @@ export * from './migrate';
 export * from './boss';
 export * from './database';
 export * from './boss-schema';
+export * from './pool-mode';
+export * from './advisory-lock';

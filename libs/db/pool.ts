@@ -38,9 +38,25 @@ export const DB_TIMEOUTS_DEFAULT: DbTimeouts = {
   idleInTransactionMs: DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT,
 };
 
-/** The `pg` connection options for our session limits and TCP keepalive (also given to the job ledger's pool). */
+/**
+ * How connections reach PostgreSQL (DB_POOL_MODE, docs/pgbouncer.md). `session`: each connection is
+ * one server session for its whole life (direct, or PgBouncer pool_mode=session). `transaction`: a
+ * transaction pooler (PgBouncer pool_mode=transaction) lends a server session per transaction, so
+ * nothing may outlive a transaction: no startup parameters (PgBouncer refuses them, and they would
+ * stay behind on whichever session they reached), no named prepared statements, no LISTEN, no
+ * session advisory locks.
+ */
+export type PoolMode = 'session' | 'transaction';
+
+/**
+ * The `pg` connection options for our session limits and TCP keepalive (also given to the job
+ * ledger's pool). In transaction mode the three limits are not startup parameters: withTransaction
+ * sets them with SET LOCAL instead, and statements outside a transaction run under the role's
+ * settings (docs/pgbouncer.md: ALTER ROLE … SET statement_timeout …).
+ */
 export function sessionOptions(
   t: Partial<DbTimeouts> = {},
+  mode: PoolMode = 'session',
 ): Pick<
   PoolConfig,
   | 'statement_timeout'
@@ -52,9 +68,13 @@ export function sessionOptions(
 > {
   const v = { ...DB_TIMEOUTS_DEFAULT, ...t };
   return {
-    statement_timeout: v.statementMs,
-    lock_timeout: v.lockMs,
-    idle_in_transaction_session_timeout: v.idleInTransactionMs,
+    ...(mode === 'session'
+      ? {
+          statement_timeout: v.statementMs,
+          lock_timeout: v.lockMs,
+          idle_in_transaction_session_timeout: v.idleInTransactionMs,
+        }
+      : {}),
     keepAlive: true,
     keepAliveInitialDelayMillis: DB_KEEPALIVE_DELAY_MS,
     ...(v.statementMs > 0 ? { query_timeout: v.statementMs + DB_CLIENT_GRACE_MS } : {}),
@@ -83,24 +103,60 @@ export function timeoutsFromConfig(c: {
   };
 }
 
+/** What a pool was made with, for the helpers that behave differently per pool mode. */
+export interface PoolSettings {
+  mode: PoolMode;
+  timeouts: DbTimeouts;
+}
+const poolSettings = new WeakMap<Pool, PoolSettings>();
+
+/** The pool mode and limits `pool` was created with (createPool); session and the defaults for a pool made elsewhere. */
+export function poolSettingsOf(pool: Pool): PoolSettings {
+  return poolSettings.get(pool) ?? { mode: 'session', timeouts: DB_TIMEOUTS_DEFAULT };
+}
+
+/**
+ * In transaction mode a named statement is prepared on one server session and then executed by
+ * name on whichever session the next transaction gets ("prepared statement … does not exist"), so
+ * the pool's clients send every statement unnamed (parsed each time).
+ */
+function sendStatementsUnnamed(client: PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+    if (config && typeof config === 'object' && 'name' in config && typeof config.name === 'string') {
+      const { name: _unnamed, ...unnamed } = config as Record<string, unknown>;
+      return query(unnamed, ...rest);
+    }
+    return query(config, ...rest);
+  };
+}
+
 /**
  * One pool per process role, every session under `timeouts` (DB_TIMEOUTS_DEFAULT unless given) with
  * TCP keepalive on. `application_name` makes each component visible in pg_stat_activity,
- * which is how operators tell a stuck worker from a stuck poller.
+ * which is how operators tell a stuck worker from a stuck poller. `poolMode` (DB_POOL_MODE, default
+ * session): see PoolMode.
  */
 export function createPool(
   connectionString: string,
-  opts: { max?: number; applicationName?: string; timeouts?: Partial<DbTimeouts> } & PoolConfig = {},
+  opts: {
+    max?: number;
+    applicationName?: string;
+    timeouts?: Partial<DbTimeouts>;
+    poolMode?: PoolMode;
+  } & PoolConfig = {},
 ): Pool {
-  const { applicationName, timeouts, ...rest } = opts;
+  const { applicationName, timeouts, poolMode, ...rest } = opts;
+  const mode = poolMode ?? 'session';
   const pool = new Pool({
     connectionString,
     max: opts.max ?? 10,
     application_name: applicationName ?? 'tg-relay',
     connectionTimeoutMillis: 10_000,
-    ...sessionOptions(timeouts),
+    ...sessionOptions(timeouts, mode),
     ...rest,
   });
+  poolSettings.set(pool, { mode, timeouts: { ...DB_TIMEOUTS_DEFAULT, ...timeouts } });
   // An idle client that loses its connection (database restart) emits 'error' on the pool; without a
   // listener that would crash the process. The next checkout reconnects.
   pool.on('error', () => undefined);
@@ -109,6 +165,7 @@ export function createPool(
   // flight still rejects; this listener only keeps the process alive.
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
+    if (mode === 'transaction') sendStatementsUnnamed(client);
   });
   return pool;
 }
@@ -152,13 +209,31 @@ export async function withClient<T>(
 }
 
 /**
+ * The statement that opens a transaction: `begin`, and in transaction mode also the session limits
+ * as SET LOCAL (they cannot be startup parameters there), in the same round trip. 0 leaves the
+ * server's setting, as it does for a startup parameter.
+ */
+export function beginStatement(pool: Pool): string {
+  const s = poolSettings.get(pool);
+  if (!s || s.mode === 'session') return 'begin';
+  const limits: [string, number][] = [
+    ['statement_timeout', s.timeouts.statementMs],
+    ['lock_timeout', s.timeouts.lockMs],
+    ['idle_in_transaction_session_timeout', s.timeouts.idleInTransactionMs],
+  ];
+  return ['begin', ...limits.filter(([, ms]) => ms > 0).map(([k, ms]) => `set local ${k} = ${Math.floor(ms)}`)].join(
+    '; ',
+  );
+}
+
+/**
  * Runs `fn` in a transaction on a dedicated client (withClient); rolls back on any error and
  * rethrows it. No rollback on a broken client: after an unanswered query it would queue behind it.
  */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   return withClient(pool, async (client, state) => {
     try {
-      await client.query('begin');
+      await client.query(beginStatement(pool));
       const result = await fn(client);
       await client.query('commit');
       return result;

@@ -14,6 +14,10 @@ export const RELAY_CODES = {
   },
   RELAY_EMBEDDED_POSTGRES: { meaning: 'the embedded PostgreSQL could not be started or joined' },
   RELAY_QUEUE_NOT_MIGRATED: { meaning: 'a worker started on a database with pending migrations' },
+  RELAY_DB_POOL_MODE: {
+    meaning:
+      'DB_POOL_MODE does not fit the connection (session mode behind a transaction pooler), or migrations behind one lack DATABASE_DIRECT_URL (exit 78)',
+  },
   // the engine (libs/queue)
   RELAY_QUEUE_STOPPED: { meaning: 'an attempt was aborted because its worker is stopping' },
   RELAY_HANDLER_THREW: { meaning: "a job kind's attempt threw instead of returning an outcome (retried)" },

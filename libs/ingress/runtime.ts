@@ -38,7 +38,12 @@ export type IngressConfig = Pick<
   | 'ALLOWED_CHAT_IDS'
   | 'DISPATCH_UNAUTHORIZED'
 > &
-  Partial<Pick<Config, 'DB_STATEMENT_TIMEOUT' | 'DB_LOCK_TIMEOUT' | 'DB_IDLE_IN_TRANSACTION_TIMEOUT' | 'OPS_CHAT_ID'>>;
+  Partial<
+    Pick<
+      Config,
+      'DB_STATEMENT_TIMEOUT' | 'DB_LOCK_TIMEOUT' | 'DB_IDLE_IN_TRANSACTION_TIMEOUT' | 'DB_POOL_MODE' | 'OPS_CHAT_ID'
+    >
+  >;
 
 /** How ingress ended: the poller's own exits, or a refusal to start (a job ledger schema it was not built for). */
 export type IngressExit = PollerExit | { reason: 'refused'; message: string; exitCode: number };
@@ -142,8 +147,9 @@ function createIngress(opts: {
   const owner = opts.owner ?? newOwnerId();
   const logger = opts.logger.child({ component: 'ingress', botId, owner });
   const timeouts = timeoutsFromConfig(config);
-  const pool = createPool(opts.databaseUrl, { max: 4, applicationName: 'tg-relay:ingress', timeouts });
-  const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:ingress', timeouts });
+  const poolMode = config.DB_POOL_MODE;
+  const pool = createPool(opts.databaseUrl, { max: 4, applicationName: 'tg-relay:ingress', timeouts, poolMode });
+  const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:ingress', timeouts, poolMode });
   const api = createBotApiClient({ token, apiRoot: config.TELEGRAM_API_ROOT });
   const abort = new AbortController();
 

@@ -49,8 +49,9 @@ export async function startJetStreamRuntime(opts: {
   const { config } = opts;
   const natsUrl = checkJetStreamConfig(config);
   const logger = opts.logger.child({ component: 'jetstream' });
-  const pool = createPool(opts.databaseUrl, { max: 4, applicationName: 'tg-relay:jetstream' });
-  const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:jetstream' });
+  const poolMode = config.DB_POOL_MODE;
+  const pool = createPool(opts.databaseUrl, { max: 4, applicationName: 'tg-relay:jetstream', poolMode });
+  const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:jetstream', poolMode });
   let health: HealthServer | undefined;
   try {
     const status = await migrationStatus(pool);

@@ -1,13 +1,14 @@
 /**
  * Periodic pruning in workers: every PRUNE_EVERY, the replica that gets the advisory lock runs one
- * pass; the others skip that tick. The lock is a session lock on a dedicated connection held for
- * the whole pass (a crashed replica's lock goes with its connection), so at most one pass runs in
+ * pass; the others skip that tick. The lock is held on a dedicated connection for the whole pass
+ * (a crashed replica's lock goes with its connection; behind a transaction pooler it is a
+ * transaction lock in a transaction kept open: withTryAdvisoryLock), so at most one pass runs in
  * the fleet at a time. `tg-relay prune` from cron does not take it: concurrent passes are safe
  * (SKIP LOCKED), the lock only keeps a fleet from doing the same work N times.
  */
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
-import { withClient } from '../db/pool';
+import { withTryAdvisoryLock } from '../db/advisory-lock';
 import { runPrune, PruneOptions, PruneResult } from './prune';
 
 /** pg advisory lock key of periodic pruning (next to MIGRATION_LOCK_KEY 7_346_201_001 and +1). */
@@ -32,15 +33,9 @@ export function createPeriodicPrune(opts: {
   let running: Promise<PruneResult | null> | undefined;
 
   const once = (): Promise<PruneResult | null> =>
-    withClient(opts.pool, async (lock, state) => {
-      const { rows } = await lock.query<{ got: boolean }>('select pg_try_advisory_lock($1) as got', [PRUNE_LOCK_KEY]);
-      if (!rows[0].got) return null;
-      try {
-        return await runPrune(opts.pool, { ...opts.prune, trigger: 'periodic', logger: opts.logger, signal });
-      } finally {
-        await lock.query('select pg_advisory_unlock($1)', [PRUNE_LOCK_KEY]).catch(() => state.markBroken());
-      }
-    });
+    withTryAdvisoryLock(opts.pool, PRUNE_LOCK_KEY, () =>
+      runPrune(opts.pool, { ...opts.prune, trigger: 'periodic', logger: opts.logger, signal }),
+    );
 
   const tick = () => {
     running ??= once()

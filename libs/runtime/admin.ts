@@ -33,8 +33,9 @@ export async function startAdminRuntime(opts: {
   // decided before anything starts: refuses a non-loopback host without a token
   const { tokens, generated } = resolveAdminTokens(config);
   const timeouts = timeoutsFromConfig(config);
-  const pool = createPool(opts.databaseUrl, { max: 8, applicationName: 'tg-relay:admin', timeouts });
-  const boss = createBoss(opts.databaseUrl, { max: 2, applicationName: 'tg-relay:admin', timeouts });
+  const poolMode = config.DB_POOL_MODE;
+  const pool = createPool(opts.databaseUrl, { max: 8, applicationName: 'tg-relay:admin', timeouts, poolMode });
+  const boss = createBoss(opts.databaseUrl, { max: 2, applicationName: 'tg-relay:admin', timeouts, poolMode });
   let app: FastifyInstance | undefined;
   let stopped = false;
   const stop = async () => {

@@ -3,7 +3,7 @@
  * our transactions), every enabled job kind, and the engine. Used by `tg-relay worker` and by the
  * all-in-one `tg-relay start`.
  */
-import type { Config } from '../config';
+import { Config, workPollIntervalMs } from '../config';
 import { assertBossSchemaVersion, createBoss, createPool, migrationStatus, timeoutsFromConfig } from '../db';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger';
@@ -35,7 +35,8 @@ export async function startWorkerRuntime(opts: {
   const { config, logger } = opts;
   const workerId = newWorkerId();
   const timeouts = timeoutsFromConfig(config);
-  const pool = createPool(opts.databaseUrl, { max: 10, applicationName: 'tg-relay:worker', timeouts });
+  const poolMode = config.DB_POOL_MODE;
+  const pool = createPool(opts.databaseUrl, { max: 10, applicationName: 'tg-relay:worker', timeouts, poolMode });
   const kinds: AnyJobKind[] = [];
   const closeAll = async () => {
     for (const k of kinds) await k.close?.();
@@ -52,7 +53,7 @@ export async function startWorkerRuntime(opts: {
       );
     }
     await assertBossSchemaVersion(pool);
-    const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker', timeouts });
+    const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker', timeouts, poolMode });
 
     if (config.CAPTURE_URL) {
       kinds.push(
@@ -102,6 +103,10 @@ export async function startWorkerRuntime(opts: {
       kinds,
       workerId,
       metrics: opts.metrics && queueMetrics(opts.metrics),
+      // a transaction pooler cannot hold LISTEN (it would listen on a borrowed session and hear
+      // nothing): behind one, idle loops find new work by polling every WORK_POLL_INTERVAL
+      listen: poolMode !== 'transaction',
+      pollIntervalMs: workPollIntervalMs(config),
       config: {
         concurrency: config.WORKER_CONCURRENCY,
         staleAfterMs: config.STALE_AFTER,
