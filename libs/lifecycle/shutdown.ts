@@ -44,7 +44,7 @@ export function onShutdownSignal(
         'shutdown did not finish in time: exiting now (claims left behind are recovered as stale by other workers, the lease expires)',
       );
       process.exit(1);
-    }, deadlineMs).unref();
+    }, deadlineMs); // not unref'd: a drain awaiting what nothing will settle must not end as a clean exit 0
     drain(signal).then(
       async () => {
         logger.info('shutdown complete');

@@ -11,10 +11,10 @@ import { waitFor } from '../../support/wait-for';
 
 jest.setTimeout(60_000);
 
-it('a drain stuck past the deadline exits 1 with an error line', async () => {
+async function stuckDrain(env: Record<string, string>): Promise<{ exit: unknown; out: string }> {
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'test/fixtures/stuck-drain.ts'], {
     cwd: ROOT,
-    env: cleanEnv({ LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS_FOR_TEST: '300' }),
+    env: cleanEnv({ LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS_FOR_TEST: '300', ...env }),
   });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -23,11 +23,22 @@ it('a drain stuck past the deadline exits 1 with an error line', async () => {
   try {
     await waitFor(() => out.includes('stuck-drain ready'), { what: 'fixture started', timeoutMs: 15_000 });
     child.kill('SIGTERM');
-    expect(await exited(child)).toEqual({ code: 1, signal: null });
+    return { exit: await exited(child), out };
   } finally {
     clearTimeout(killer);
   }
+}
+
+it('a drain stuck past the deadline exits 1 with an error line', async () => {
+  const { exit, out } = await stuckDrain({});
+  expect(exit).toEqual({ code: 1, signal: null });
   expect(out).toContain('shutting down: draining');
+  expect(out).toContain('shutdown did not finish in time');
+});
+
+it('so does one that waits on nothing alive: it must not exit 0 as if it had drained', async () => {
+  const { exit, out } = await stuckDrain({ STUCK_DRAIN_IDLE: '1' });
+  expect(exit).toEqual({ code: 1, signal: null });
   expect(out).toContain('shutdown did not finish in time');
 });
 
