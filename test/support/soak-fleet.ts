@@ -3,7 +3,7 @@
  * stop gracefully, and a record of every exit so the soak can tell the processes it killed from the
  * ones that died on their own. Each process's output goes to a log file (and a short tail in memory).
  */
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CLI, cleanEnv, ROOT } from './cli';
@@ -168,7 +168,10 @@ export class Fleet {
       for (const m of running) {
         if (!this.isRunning(m.name)) continue;
         // what the stuck process was doing, for the kept logs (a blocked event loop, a syscall, a futex)
-        fs.appendFileSync(path.join(this.opts.logDir, `${m.name}.stuck`), procSnapshot(m.child.pid));
+        const stuck = path.join(this.opts.logDir, `${m.name}.stuck`);
+        fs.appendFileSync(stuck, procSnapshot(m.child.pid));
+        // and the JavaScript it runs: /proc says "running" for a loop that never yields, this names the loop
+        fs.appendFileSync(stuck, jsStack(m.child.pid));
         m.child.kill('SIGKILL');
       }
     }, timeoutMs);
@@ -219,4 +222,18 @@ function procSnapshot(pid: number | undefined): string {
   } catch (err) {
     return `pid ${pid}: no /proc snapshot (${(err as Error).message})\n`;
   }
+}
+
+/** The JavaScript call stacks of a running Node process, sampled through its inspector (test/support/js-stack.js). */
+function jsStack(pid: number | undefined): string {
+  if (!pid) return '';
+  const r = spawnSync(
+    process.execPath,
+    ['--experimental-websocket', path.join(__dirname, 'js-stack.js'), String(pid)],
+    {
+      encoding: 'utf8',
+      timeout: 30_000,
+    },
+  );
+  return `${r.stdout ?? ''}${r.error ? `js-stack: ${r.error.message}\n` : ''}`;
 }
