@@ -9,6 +9,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from '../../libs/config/errors';
 import { releaseEarlySignal } from '../../libs/lifecycle/early-signals';
+import { EXIT_CONFIG } from '../../libs/lifecycle/exit-codes';
 import { packageVersion } from '../../libs/runtime/package-root';
 import { shutdownTracing, startTracing } from '../../libs/observability/tracing';
 
@@ -256,7 +257,7 @@ export async function main(argv: string[]): Promise<void> {
     await shutdownTracing();
     if (err instanceof ConfigError) {
       process.stderr.write(`tg-relay ${name}: ${err.message}\n`);
-      finish(78); // EX_CONFIG
+      finish(EXIT_CONFIG);
       return;
     }
     const e = err as Error & { code?: string; exitCode?: number };

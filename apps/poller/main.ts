@@ -6,7 +6,8 @@
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
 import { checkIngressConfig, startIngress } from '../../libs/ingress/runtime';
-import { EXIT_STALLED, EXIT_UNAUTHORIZED } from '../../libs/lifecycle/exit-codes';
+import { EXIT_CONFIG, EXIT_STALLED } from '../../libs/lifecycle/exit-codes';
+import { waitAtMost } from '../../libs/lifecycle/timers';
 import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
@@ -39,10 +40,7 @@ export async function run(): Promise<number> {
   removeSignals();
   if (exit.reason === 'stalled') {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);
-    await Promise.race([
-      Promise.all([ingress.stop(), closeMetrics(), db.stop()]),
-      new Promise((r) => setTimeout(r, STALLED_STOP_TIMEOUT_MS).unref()),
-    ]);
+    await waitAtMost(Promise.all([ingress.stop(), closeMetrics(), db.stop()]), STALLED_STOP_TIMEOUT_MS);
     return EXIT_STALLED;
   }
   await ingress.stop();
@@ -50,7 +48,7 @@ export async function run(): Promise<number> {
   await db.stop();
   if (exit.reason === 'unauthorized') {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);
-    return EXIT_UNAUTHORIZED;
+    return EXIT_CONFIG;
   }
   if (exit.reason === 'refused') {
     process.stderr.write(`tg-relay poller: ${exit.message}\n`);

@@ -8,7 +8,8 @@ import { Config, describeConfig, loadConfig } from '../../libs/config';
 import { createPool, Database, migrateAll, migrationDatabaseUrl, resolveDatabase } from '../../libs/db';
 import { startIngress, IngressRuntime } from '../../libs/ingress/runtime';
 import { JetStreamRuntime, startJetStreamRuntime } from '../../libs/jetstream/runtime';
-import { EXIT_COMPONENT_DIED, EXIT_STALLED, EXIT_UNAUTHORIZED } from '../../libs/lifecycle/exit-codes';
+import { EXIT_COMPONENT_DIED, EXIT_CONFIG, EXIT_STALLED } from '../../libs/lifecycle/exit-codes';
+import { waitAtMost } from '../../libs/lifecycle/timers';
 import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { AdminRuntime, startAdminRuntime } from '../../libs/runtime/admin';
@@ -120,7 +121,7 @@ export async function run(): Promise<number> {
         case 'stopped':
           return new Promise<never>(() => undefined); // stop() came from the shutdown handler, which exits
         case 'unauthorized':
-          return { what: 'poller', message: exit.message, code: EXIT_UNAUTHORIZED };
+          return { what: 'poller', message: exit.message, code: EXIT_CONFIG };
         case 'refused':
           return { what: 'poller', message: exit.message, code: exit.exitCode };
         case 'stalled':
@@ -140,9 +141,6 @@ export async function run(): Promise<number> {
     `tg-relay start: the ${death.what} stopped (${death.message}); stopping everything and exiting ${death.code}\n`,
   );
   logger.fatal({ component: death.what, exitCode: death.code }, `${death.what} died: tg-relay start exits`);
-  await Promise.race([
-    stopAll(),
-    new Promise((r) => setTimeout(r, config.SHUTDOWN_TIMEOUT + DYING_STOP_GRACE_MS).unref()),
-  ]);
+  await waitAtMost(stopAll(), config.SHUTDOWN_TIMEOUT + DYING_STOP_GRACE_MS);
   return death.code;
 }

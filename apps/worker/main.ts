@@ -2,6 +2,7 @@ import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
 import { EXIT_COMPONENT_DIED } from '../../libs/lifecycle/exit-codes';
 import { onShutdownSignal, shutdownDeadlineMs } from '../../libs/lifecycle/shutdown';
+import { waitAtMost } from '../../libs/lifecycle/timers';
 import { createLogger } from '../../libs/observability/logger';
 import { startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
 import { startWorkerRuntime } from '../../libs/runtime/worker';
@@ -56,6 +57,6 @@ export async function run(): Promise<number> {
   const why = await started.died;
   process.stderr.write(`tg-relay worker: ${why}; draining the other queues and exiting ${EXIT_COMPONENT_DIED}\n`);
   logger.fatal({ exitCode: EXIT_COMPONENT_DIED }, 'a claim loop died: tg-relay worker exits');
-  await Promise.race([started.stop(), new Promise((r) => setTimeout(r, shutdownDeadlineMs(config)).unref())]);
+  await waitAtMost(started.stop(), shutdownDeadlineMs(config));
   return EXIT_COMPONENT_DIED;
 }

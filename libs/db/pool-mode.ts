@@ -8,16 +8,14 @@
  */
 import { Client } from 'pg';
 import { RelayError } from '../errors/relay-error';
+import { EXIT_CONFIG } from '../lifecycle/exit-codes';
 import type { Logger } from '../observability/logger';
 import { DbTimeouts, sessionOptions } from './pool';
-
-/** EX_CONFIG: the configuration does not match the database it points at. */
-export const EXIT_POOL_MODE = 78;
 
 /** DB_POOL_MODE does not fit the connection (or a session-level connection is needed and not configured). */
 export class PoolModeError extends RelayError {
   readonly code = 'RELAY_DB_POOL_MODE';
-  readonly exitCode = EXIT_POOL_MODE;
+  readonly exitCode = EXIT_CONFIG; // the configuration does not match the database it points at
 }
 
 /** Rounds of the probe; one is conclusive with PgBouncer's LIFO reuse, more cover round-robin reuse. */

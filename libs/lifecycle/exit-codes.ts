@@ -4,5 +4,5 @@
 export const EXIT_COMPONENT_DIED = 70;
 /** EX_TEMPFAIL: the watchdog found the poller stalled; a restart is the cure (libs/ingress/poller.ts). */
 export const EXIT_STALLED = 75;
-/** EX_CONFIG: the bot token was rejected, restarting will not help. */
-export const EXIT_UNAUTHORIZED = 78;
+/** EX_CONFIG: the configuration (or the bot token) is wrong: restarting will not help. */
+export const EXIT_CONFIG = 78;

@@ -31,3 +31,16 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise
     }),
   ]);
 }
+
+/**
+ * `p`, but given up on (resolving) after `ms`: a dying process waits this long for its parts to stop,
+ * and no longer (a stuck part must not keep it alive). A rejection of `p` in time still rejects.
+ */
+export async function waitAtMost(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -46,13 +46,17 @@ export function runCli(
   });
 }
 
-/** Starts `tg-relay <args>` in the background; output is collected on the returned object. */
+/**
+ * Starts `tg-relay <args>` in the background; output is collected on the returned object.
+ * `preload`: a test fixture node loads first (`node -r`), to reach a fault no outside input can.
+ */
 export function startCli(
   args: string[],
   env: Record<string, string | undefined>,
-  opts: { cwd?: string } = {},
+  opts: { cwd?: string; preload?: string } = {},
 ): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const preload = opts.preload ? ['-r', path.join(ROOT, opts.preload)] : [];
+  const child = spawn(process.execPath, [...preload, CLI, ...args], {
     env: cleanEnv(env),
     cwd: opts.cwd ?? ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -3,12 +3,10 @@
  * running on without that queue, and its readiness names the dead loop; a SIGTERM that arrives while
  * the CLI is still loading drains (exit 0) instead of killing the process.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { loadConfig } from '../../../libs/config';
 import { WakeSignal } from '../../../libs/queue/signal';
 import { startWorkerRuntime } from '../../../libs/runtime/worker';
-import { CLI, cleanEnv, exited, ROOT } from '../../support/cli';
+import { exited, startCli } from '../../support/cli';
 import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
 import { testLogger } from '../../support/worker-harness';
@@ -36,20 +34,14 @@ const workerEnv = () => ({
 
 describe('a worker whose claim loop died', () => {
   it('tg-relay worker exits 70 and says which loop died and why', async () => {
-    const child = spawn(process.execPath, ['-r', path.join(ROOT, 'test/fixtures/crash-claim-loop.js'), CLI, 'worker'], {
-      env: cleanEnv(workerEnv()),
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = startCli(['worker'], workerEnv(), { preload: 'test/fixtures/crash-claim-loop.js' });
     procs.push(child);
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
     const end = await Promise.race([
       exited(child),
       new Promise<null>((r) => setTimeout(() => r(null), 60_000).unref()),
     ]);
     expect(end).toEqual({ code: 70, signal: null });
+    const out = child.output();
     expect(out).toContain('tg-relay worker: the capture.deliver claim loop crashed: injected claim loop fault');
     expect(out).toContain('a claim loop died: tg-relay worker exits');
   });
@@ -80,16 +72,9 @@ describe('a worker whose claim loop died', () => {
 
 /** A CLI process whose module loading is slowed (test/fixtures/slow-cli-load.js). */
 function startSlowLoading(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['-r', path.join(ROOT, 'test/fixtures/slow-cli-load.js'), CLI, ...args], {
-    env: cleanEnv(env),
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = startCli(args, env, { preload: 'test/fixtures/slow-cli-load.js' });
   procs.push(child);
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  return Object.assign(child, { output: () => out });
+  return child;
 }
 
 /** SIGTERM (`times` times) while `child` is still loading its command. */
