@@ -1,4 +1,4 @@
-/** Capped exponential backoff with jitter. */
+import { backoffMs } from '../lifecycle/backoff';
 
 export const INGRESS_BACKOFF_BASE_MS_DEFAULT = 250;
 export const INGRESS_BACKOFF_CAP_MS_DEFAULT = 10_000;
@@ -9,10 +9,9 @@ export interface BackoffPolicy {
 }
 
 /**
- * Delay before retry number `attempt` (0-based): "equal jitter", half fixed and half random, so
- * replicas that failed together do not retry in lockstep but the delay never collapses to zero.
+ * Delay before retry number `attempt` (0-based): equal jitter, so replicas that failed together do
+ * not retry in lockstep but a failing getUpdates or batch is never retried at once.
  */
 export function backoffDelay(attempt: number, policy: BackoffPolicy, random: () => number = Math.random): number {
-  const exp = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(attempt, 30));
-  return Math.round(exp / 2 + random() * (exp / 2));
+  return backoffMs({ ...policy, jitter: 'equal' }, attempt + 1, random);
 }

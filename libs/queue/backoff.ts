@@ -1,3 +1,5 @@
+import { backoffMs } from '../lifecycle/backoff';
+
 /** Longest delay a remote `Retry-After` can impose; a larger value is clamped to it. */
 export const RETRY_AFTER_MAX_MS = 3_600_000;
 
@@ -10,20 +12,13 @@ export interface BackoffPolicy {
   maxAttempts: number;
 }
 
-/**
- * Exponential backoff with full jitter (AWS architecture blog, "Exponential Backoff And Jitter"):
- * a uniform delay in [0, min(cap, base·2^(attempt-1))). Full jitter spreads retries of many jobs
- * that failed together (a collector outage) instead of having them return in waves.
- * `attempt` is the number of the attempt that just failed (1 for the first).
- */
+/** A job's next attempt: full jitter, so jobs that failed together (a collector outage) return spread out. */
 export function backoffDelayMs(
   policy: Pick<BackoffPolicy, 'baseMs' | 'capMs'>,
   attempt: number,
   random: () => number = Math.random,
 ): number {
-  const exp = Math.min(Math.max(attempt, 1) - 1, 52);
-  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** exp);
-  return Math.floor(random() * ceiling);
+  return backoffMs({ baseMs: policy.baseMs, capMs: policy.capMs, jitter: 'full' }, attempt, random);
 }
 
 /** A remote side's requested delay wins over our backoff (clamped to 0..RETRY_AFTER_MAX_MS). */

@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import type { Logger } from '../observability/logger';
+import { backoffMs } from '../lifecycle/backoff';
 import { WORK_CHANNEL } from './enqueue';
 
 export interface WakeListener {
@@ -10,8 +11,8 @@ export interface WakeListener {
   readonly connected: boolean;
 }
 
-const RECONNECT_MIN_MS = 100;
-const RECONNECT_MAX_MS = 5_000;
+/** Spaced, not spread: every reconnect wakes every claim loop of the process. */
+const RECONNECT_BACKOFF = { baseMs: 100, capMs: 5_000, jitter: 'equal' } as const;
 /**
  * A connection counts as healthy again (the backoff starts over) only after staying up this long:
  * one dropped right after LISTEN (a pooler, a tiny idle_session_timeout) would otherwise be
@@ -45,8 +46,8 @@ export function createWakeListener(opts: {
 
   const scheduleReconnect = () => {
     if (stopped || retryTimer) return;
-    const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(failures, 10));
     failures++;
+    const delay = backoffMs(RECONNECT_BACKOFF, failures);
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
       void connect();

@@ -8,6 +8,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { backoffMs } from '../lifecycle/backoff';
 import type { Logger } from '../observability/logger';
 import type { BotState, StoredUpdate, WebhookSettings } from './bot-state';
 import type { WebhookRetryConfig } from './types';
@@ -130,7 +131,7 @@ export class WebhookDispatcher {
         this.bot.lastErrorDate = Math.floor(Date.now() / 1000);
         this.bot.lastErrorMessage = outcome.error;
         this.hooks.onFailed(this.bot);
-        const backoff = Math.min(this.retry.capMs, this.retry.baseMs * 2 ** (lane.attempt - 1));
+        const backoff = backoffMs({ ...this.retry, jitter: 'none' }, lane.attempt); // Telegram's own retry
         const delay = outcome.retryAfterMs ?? backoff;
         lane.state = 'waiting';
         lane.timer = setTimeout(() => {

@@ -1,0 +1,23 @@
+import fc from 'fast-check';
+import { errorCode, hasCode } from '../../libs/errors';
+
+describe('errorCode / hasCode', () => {
+  it('reads string and numeric codes of errors and plain objects', () => {
+    expect(errorCode(Object.assign(new Error('x'), { code: '40001' }))).toBe('40001');
+    expect(errorCode({ code: 503 })).toBe('503');
+    expect(hasCode({ code: 'ECONNRESET' }, 'EPIPE', 'ECONNRESET')).toBe(true);
+    expect(hasCode({ code: 'ECONNRESET' }, 'EPIPE')).toBe(false);
+  });
+
+  it('never throws on anything thrown, and finds no code where there is none', () => {
+    fc.assert(
+      fc.property(fc.anything(), (thrown) => {
+        const code = errorCode(thrown);
+        expect(code === undefined || typeof code === 'string').toBe(true);
+        if (typeof thrown !== 'object' || thrown === null) expect(code).toBeUndefined();
+      }),
+    );
+    expect(errorCode({ code: { nested: 1 } })).toBeUndefined();
+    expect(hasCode(null, 'x')).toBe(false);
+  });
+});
