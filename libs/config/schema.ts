@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TELEGRAM_SECRET_TOKEN_MAX } from '../telegram/limits';
 import { parseDuration } from './duration';
 import {
   DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT,
@@ -292,8 +293,8 @@ export const configSchema = z.object({
   WEBHOOK_SECRET: z
     .string()
     .regex(
-      new RegExp(`^[A-Za-z0-9_-]{${WEBHOOK_SECRET_MIN_LENGTH},256}$`),
-      `expected ${WEBHOOK_SECRET_MIN_LENGTH} to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram secret_token; e.g. \`openssl rand -hex 24\`)`,
+      new RegExp(`^[A-Za-z0-9_-]{${WEBHOOK_SECRET_MIN_LENGTH},${TELEGRAM_SECRET_TOKEN_MAX}}$`),
+      `expected ${WEBHOOK_SECRET_MIN_LENGTH} to ${TELEGRAM_SECRET_TOKEN_MAX} characters of A-Z, a-z, 0-9, _ and - (Telegram secret_token; e.g. \`openssl rand -hex 24\`)`,
     )
     .optional(),
   // per-process /metrics, /health/live and /health/ready (README "Metrics and health"); unset = no listener

@@ -4,10 +4,11 @@
  * sql/0004_outbound.sql (which re-checks them for callers that bypass this module); here every
  * problem is reported at once with the field it concerns.
  */
+import { TELEGRAM_TEXT_MAX } from '../telegram/limits';
 import { formatTraceparent, parseTraceparent } from '../observability/tracing';
 import { OutboundProblem, OutboundValidationError } from './errors';
 
-export const OUTBOUND_TEXT_MAX = 4096;
+export const OUTBOUND_TEXT_MAX = TELEGRAM_TEXT_MAX;
 export const OUTBOUND_MSG_ID_MAX = 256;
 /** msg_ids of the relay's own alerts (relay.outbound_alert_msg_id); no caller may enqueue into it. */
 export const ALERT_MSG_ID_PREFIX = 'alert:';

@@ -1,3 +1,5 @@
+import { TELEGRAM_TEXT_MAX } from '../telegram/limits';
+
 /**
  * A sample token that the sandbox accepts (any `<digits>:<secret>` is accepted and creates a bot).
  * Used by `tg-relay sandbox send` and by sandbox mode when no TELEGRAM_BOT_TOKEN is configured.
@@ -33,5 +35,5 @@ export const TG_DESCRIPTIONS = {
   tooManyRequests: (n: number) => `Too Many Requests: retry after ${n}`,
 } as const;
 
-export const MAX_TEXT_LENGTH = 4096;
+export const MAX_TEXT_LENGTH = TELEGRAM_TEXT_MAX;
 export const PARSE_MODES = new Set(['markdown', 'markdownv2', 'html']);

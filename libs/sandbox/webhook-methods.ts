@@ -1,4 +1,5 @@
 /** setWebhook / deleteWebhook / getWebhookInfo. */
+import { TELEGRAM_SECRET_TOKEN_MAX } from '../telegram/limits';
 import type { BotState, WebhookSettings } from './bot-state';
 import type { WebhookInfo } from './types';
 import { TG_DESCRIPTIONS } from './constants';
@@ -25,7 +26,10 @@ export function setWebhook(bot: BotState, params: Record<string, unknown>, ctl: 
   }
   let secretToken: string | undefined;
   if (params.secret_token !== undefined && params.secret_token !== '') {
-    if (typeof params.secret_token !== 'string' || !/^[A-Za-z0-9_-]{1,256}$/.test(params.secret_token)) {
+    if (
+      typeof params.secret_token !== 'string' ||
+      !new RegExp(`^[A-Za-z0-9_-]{1,${TELEGRAM_SECRET_TOKEN_MAX}}$`).test(params.secret_token)
+    ) {
       throw new BotApiError(400, TG_DESCRIPTIONS.badSecretToken);
     }
     secretToken = params.secret_token;

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { TELEGRAM_TEXT_MAX } from '../../telegram/limits';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createSandboxClient, SandboxControlError } from '../../sandbox/control-client';
 import type { AdminContext } from '../context';
@@ -61,7 +62,7 @@ export const sandboxRoutes: SandboxPlugin = async (app, { ctx, sandbox }) => {
         tags: ['sandbox'],
         summary: 'Inject a user message into the sandbox, as if a Telegram user sent it to the bot (audited)',
         body: Type.Object(
-          { chat_id: ChatId, text: Type.String({ minLength: 1, maxLength: 4096 }) },
+          { chat_id: ChatId, text: Type.String({ minLength: 1, maxLength: TELEGRAM_TEXT_MAX }) },
           { additionalProperties: false },
         ),
         response: {

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { OUTBOUND_MSG_ID_MAX, OUTBOUND_TEXT_MAX } from '../../outbound/message';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { PoolClient } from 'pg';
@@ -461,14 +462,18 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
           "chat_id may be omitted for the operators' chat (OPS_CHAT_ID). Text is sent verbatim (the caller owns escaping).",
         body: Type.Object(
           {
-            msg_id: Type.String({ minLength: 1, maxLength: 256, description: 'idempotency key, unique for good' }),
+            msg_id: Type.String({
+              minLength: 1,
+              maxLength: OUTBOUND_MSG_ID_MAX,
+              description: 'idempotency key, unique for good',
+            }),
             chat_id: Type.Optional(
               Type.Union([
                 TelegramId('chat id'),
                 Type.String({ pattern: `^(${CHAT_ID_PATTERN}|${CHANNEL_PATTERN})$` }),
               ]),
             ),
-            text: Type.String({ minLength: 1, maxLength: 4096 }),
+            text: Type.String({ minLength: 1, maxLength: OUTBOUND_TEXT_MAX }),
             parse_mode: Type.Optional(
               Type.Union([Type.Literal('MarkdownV2'), Type.Literal('HTML'), Type.Literal('Markdown')]),
             ),
