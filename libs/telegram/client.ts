@@ -1,16 +1,16 @@
 /**
  * A small Bot API client: `callApi(method, params, { signal, timeoutMs })` over keep-alive HTTP,
- * JSON bodies, typed errors (libs/telegram/errors.ts). No retries here: callers decide (the poller
+ * JSON bodies (libs/telegram/post.ts), every answer read by libs/telegram/envelope.ts into its result
+ * or a typed error (libs/telegram/errors.ts). No retries here: callers decide (the poller
  * backs off, the outbound worker classifies). The token is only ever part of the request path and
  * never appears in an error, a log line or `toString()` of the client.
  */
 import http from 'node:http';
 import https from 'node:https';
-import { TelegramApiError, TelegramNetworkError, ResponseParameters } from './errors';
+import { botApiError, isSuccessStatus, readBotApiAnswer } from './envelope';
+import { postBotApi } from './post';
 
 export const TELEGRAM_CALL_TIMEOUT_MS_DEFAULT = 30_000;
-/** Bot API answers are small; anything bigger is not a Bot API answer. */
-const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 export interface BotApiClientOptions {
   token: string;
@@ -95,106 +95,21 @@ export function createBotApiClient(opts: BotApiClientOptions): BotApiClient {
     return u;
   };
 
-  function send(
-    method: string,
-    params: Record<string, unknown> | undefined,
-    co: CallOptions = {},
-  ): Promise<{ status: number; body: string; retryAfterHeader?: number }> {
-    return new Promise((resolve, reject) => {
-      if (co.signal?.aborted) {
-        reject(new TelegramNetworkError(method, 'aborted', 'request aborted', false));
-        return;
-      }
-      const payload = JSON.stringify(params ?? {});
-      let settled = false;
-      let requestSent = false;
-      const req = transport.request(urlFor(method), {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-          accept: 'application/json',
-        },
-      });
-      const cleanup = () => {
-        clearTimeout(timer);
-        co.signal?.removeEventListener('abort', onAbort);
-      };
-      const fail = (reason: TelegramNetworkError['reason'], message: string, cause?: unknown) => {
-        if (settled) return;
-        settled = true;
-        cleanup();
-        req.destroy();
-        reject(new TelegramNetworkError(method, reason, message, requestSent, { cause }));
-      };
-      const timeoutMs = co.timeoutMs ?? defaultTimeout;
-      const timer = setTimeout(() => fail('timeout', `no answer within ${timeoutMs} ms`), timeoutMs);
-      const onAbort = () => fail('aborted', 'request aborted');
-      co.signal?.addEventListener('abort', onAbort, { once: true });
-      req.on('finish', () => {
-        requestSent = true;
-      });
-      req.on('error', (err) => fail('connection', err.message, err));
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > MAX_RESPONSE_BYTES) fail('bad_response', `answer larger than ${MAX_RESPONSE_BYTES} bytes`);
-          else chunks.push(c);
-        });
-        res.on('error', (err) => fail('connection', err.message, err));
-        res.on('aborted', () => fail('connection', 'connection closed while reading the answer'));
-        res.on('end', () => {
-          if (settled) return;
-          settled = true;
-          cleanup();
-          const header = res.headers['retry-after'];
-          const ra = typeof header === 'string' && /^\d+$/.test(header.trim()) ? Number(header.trim()) : undefined;
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), retryAfterHeader: ra });
-        });
-      });
-      req.end(payload);
+  const post = (method: string, params: Record<string, unknown> | undefined, co: CallOptions = {}) =>
+    postBotApi({ transport, agent, url: urlFor(method) }, method, params, {
+      signal: co.signal,
+      timeoutMs: co.timeoutMs ?? defaultTimeout,
     });
-  }
-
-  function apiError(method: string, status: number, body: string, retryAfterHeader?: number): TelegramApiError {
-    let env: { ok?: unknown; error_code?: unknown; description?: unknown; parameters?: unknown } | undefined;
-    try {
-      env = JSON.parse(body) as typeof env; // every field is checked before use
-    } catch {
-      env = undefined;
-    }
-    const errorCode = typeof env?.error_code === 'number' ? env.error_code : status;
-    const description =
-      typeof env?.description === 'string'
-        ? env.description
-        : `HTTP ${status} ${http.STATUS_CODES[status] ?? ''}`.trim();
-    const parameters =
-      env?.parameters && typeof env.parameters === 'object' ? (env.parameters as ResponseParameters) : undefined;
-    return new TelegramApiError(method, { errorCode, description, parameters, retryAfterHeader });
-  }
 
   async function callApiRaw(method: string, params?: Record<string, unknown>, co?: CallOptions): Promise<RawAnswer> {
-    const r = await send(method, params, co);
-    if (r.status < 200 || r.status >= 300) throw apiError(method, r.status, r.body, r.retryAfterHeader);
+    const r = await post(method, params, co);
+    if (!isSuccessStatus(r.status)) throw botApiError(method, r);
     return { status: r.status, body: r.body };
   }
 
   async function callApi<T>(method: string, params?: Record<string, unknown>, co?: CallOptions): Promise<T> {
-    const r = await send(method, params, co);
-    if (r.status < 200 || r.status >= 300) throw apiError(method, r.status, r.body, r.retryAfterHeader);
-    let env: { ok?: unknown; result?: unknown };
-    try {
-      env = JSON.parse(r.body) as typeof env; // `ok` is checked before use
-    } catch (err) {
-      throw new TelegramNetworkError(method, 'bad_response', `HTTP ${r.status} answer is not JSON`, true, {
-        cause: err,
-      });
-    }
-    if (env?.ok !== true) throw apiError(method, r.status, r.body, r.retryAfterHeader);
-    return env.result as T;
+    // the caller names the result's type: Telegram's answer to `method` has that shape
+    return readBotApiAnswer(method, await post(method, params, co)) as T;
   }
 
   const client: BotApiClient = {

@@ -67,8 +67,8 @@ function scrubCause(cause: unknown): unknown {
   if (!(cause instanceof Error)) return cause;
   const copy = new Error(redactToken(cause.message));
   copy.name = cause.name;
-  const code = (cause as { code?: unknown }).code;
-  if (code !== undefined) Object.assign(copy, { code });
+  // the code as it was (a number or a string): errorCode() would turn a number into a string
+  if ('code' in cause && cause.code !== undefined) Object.assign(copy, { code: cause.code });
   return copy;
 }
 
