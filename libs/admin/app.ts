@@ -1,5 +1,15 @@
 import os from 'node:os';
-import Fastify, { FastifyInstance, FastifyReply, FastifyRequest, LogController } from 'fastify';
+import Fastify, {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifyTypeProviderDefault,
+  LogController,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -7,6 +17,7 @@ import type { Pool } from 'pg';
 import type { JobLedger } from '../db/boss';
 import type { Config } from '../config';
 import type { Logger } from '../observability/logger';
+import { errorCode } from '../errors';
 import { AdminActions, defaultActions } from './actions';
 import { AdminToken, bearerAuth, tokensFromConfig } from './auth';
 import type { AdminContext } from './context';
@@ -69,7 +80,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     throw new Error('buildAdminApp: no admin token (resolveAdminTokens decides what to do without one)');
   const clock = opts.clock ?? (() => new Date());
   const logger = opts.logger.child({ component: 'admin-api' });
-  const app = Fastify({
+  const app = Fastify<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger>({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: ADMIN_BODY_LIMIT,
@@ -83,7 +94,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
       void reply
         .code(400)
         .type('application/json; charset=utf-8')
-        .send({ code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: (err as { code?: string }).code });
+        .send({ code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: errorCode(err) });
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -170,7 +181,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
   if (opts.sandbox) await app.register(sandboxRoutes, { ctx, sandbox: opts.sandbox });
   await app.register(dashboardRoutes);
   await app.ready();
-  // the instance is typed by its pino logger and TypeBox provider; callers need only the plain
-  // FastifyInstance (inject, listen, close), which fastify's generics do not relate to it
-  return app as unknown as FastifyInstance;
+  // callers need only a plain FastifyInstance (inject, listen, close): the TypeBox provider types the
+  // routes registered above and nothing at run time, so the instance is handed out without it
+  return app.withTypeProvider<FastifyTypeProviderDefault>();
 }
