@@ -69,7 +69,10 @@ export interface WriteKit {
   audit(s: ActionScope, action: string, a: AuditSubject): Promise<number>;
   /** Audits `a.refused` and returns it as a Refusal, which `act` commits and then throws. */
   refuse(s: ActionScope, action: string, a: AuditSubject & { refused: AdminError }): Promise<Refusal>;
-  /** Runs `fn` in a transaction (in an `admin.<action>` span); a Refusal is committed (its audit row) and then thrown. */
+  /**
+   * Runs `fn` in a transaction (in an `admin.<action>` span); a Refusal is committed (its audit row)
+   * and then thrown.
+   */
   act<T>(req: FastifyRequest, startedAt: Date, fn: (s: ActionScope) => Promise<T | Refusal>): Promise<T>;
   /** Locks one row; unknown id or a state other than `expected` becomes an audited refusal. */
   lockOne(
