@@ -1,12 +1,23 @@
 import os from 'node:os';
-import Fastify, { FastifyInstance, FastifyReply, FastifyRequest, LogController } from 'fastify';
-import swagger from '@fastify/swagger';
+import Fastify, {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifyTypeProviderDefault,
+  LogController,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import swagger, { SwaggerOptions } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Pool } from 'pg';
 import type { JobLedger } from '../db/boss';
 import type { Config } from '../config';
 import type { Logger } from '../observability/logger';
+import { errorCode } from '../errors';
 import { AdminActions, defaultActions } from './actions';
 import { AdminToken, bearerAuth, tokensFromConfig } from './auth';
 import type { AdminContext } from './context';
@@ -34,6 +45,28 @@ const ROUTES = new WeakMap<object, { method: string; url: string; hidden: boolea
 export function adminRoutes(app: FastifyInstance): { method: string; url: string; hidden: boolean }[] {
   return ROUTES.get(app) ?? [];
 }
+
+/**
+ * The OpenAPI document's header; the routes' schemas make the rest. A fresh object for each app:
+ * the plugin keeps what it is given.
+ */
+const openapiOptions = (): SwaggerOptions => ({
+  openapi: {
+    openapi: '3.0.3',
+    info: {
+      title: 'tg-relay admin API',
+      version: ADMIN_API_VERSION,
+      description:
+        'Inspect, retry, recover, cancel and enqueue. Every route but GET /health/live needs `Authorization: Bearer <token>`. ' +
+        'Errors are JSON `{ code, message, field? }` with a stable code.',
+    },
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    security: [{ bearer: [] }],
+  },
+  refResolver: {
+    buildLocalReference: (json, _baseUri, _fragment, i) => String((json as { $id?: string }).$id ?? `def-${i}`),
+  },
+});
 
 export interface BuildAdminAppOptions {
   pool: Pool;
@@ -69,7 +102,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     throw new Error('buildAdminApp: no admin token (resolveAdminTokens decides what to do without one)');
   const clock = opts.clock ?? (() => new Date());
   const logger = opts.logger.child({ component: 'admin-api' });
-  const app = Fastify({
+  const app = Fastify<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger>({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: ADMIN_BODY_LIMIT,
@@ -83,34 +116,11 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
       void reply
         .code(400)
         .type('application/json; charset=utf-8')
-        .send({ code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: (err as { code?: string }).code });
+        .send({ code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: errorCode(err) });
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const ingressHealth = opts.ingressHealth ?? ingressHealthOfCursor;
-  const ctx: AdminContext = {
-    pool: opts.pool,
-    boss: opts.boss,
-    config: opts.config,
-    logger,
-    clock,
-    instanceId: opts.instanceId ?? `admin@${os.hostname()}:${process.pid}`,
-    ingressHealth,
-    pendingUpdates: opts.pendingUpdates,
-    readiness: readinessChecker({
-      pool: opts.pool,
-      clock,
-      ingressHealth,
-      pollTimeoutMs: opts.config.POLL_TIMEOUT,
-      botIds: opts.botIds,
-    }),
-    metrics: createAdminMetrics({ db: opts.pool, clock, logger, processMetrics: opts.processMetrics }),
-    actions: {
-      ...defaultActions({ pool: opts.pool, boss: opts.boss, config: opts.config, logger, clock }),
-      ...opts.actions,
-    },
-    bulkLimit: opts.bulkLimit ?? BULK_LIMIT_DEFAULT,
-  };
+  const ctx = adminContext(opts, logger, clock);
 
   const routes: { method: string; url: string; hidden: boolean }[] = [];
   ROUTES.set(app, routes);
@@ -143,23 +153,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
   });
   for (const s of SHARED_SCHEMAS) app.addSchema(s);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'tg-relay admin API',
-        version: ADMIN_API_VERSION,
-        description:
-          'Inspect, retry, recover, cancel and enqueue. Every route but GET /health/live needs `Authorization: Bearer <token>`. ' +
-          'Errors are JSON `{ code, message, field? }` with a stable code.',
-      },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-      security: [{ bearer: [] }],
-    },
-    refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) => String((json as { $id?: string }).$id ?? `def-${i}`),
-    },
-  });
+  await app.register(swagger, openapiOptions());
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
@@ -170,7 +164,35 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
   if (opts.sandbox) await app.register(sandboxRoutes, { ctx, sandbox: opts.sandbox });
   await app.register(dashboardRoutes);
   await app.ready();
-  // the instance is typed by its pino logger and TypeBox provider; callers need only the plain
-  // FastifyInstance (inject, listen, close), which fastify's generics do not relate to it
-  return app as unknown as FastifyInstance;
+  // callers need only a plain FastifyInstance (inject, listen, close): the TypeBox provider types the
+  // routes registered above and nothing at run time, so the instance is handed out without it
+  return app.withTypeProvider<FastifyTypeProviderDefault>();
+}
+
+/** The routes' shared context: options with their defaults, readiness, metrics and the actions. */
+function adminContext(opts: BuildAdminAppOptions, logger: Logger, clock: () => Date): AdminContext {
+  const ingressHealth = opts.ingressHealth ?? ingressHealthOfCursor;
+  return {
+    pool: opts.pool,
+    boss: opts.boss,
+    config: opts.config,
+    logger,
+    clock,
+    instanceId: opts.instanceId ?? `admin@${os.hostname()}:${process.pid}`,
+    ingressHealth,
+    pendingUpdates: opts.pendingUpdates,
+    readiness: readinessChecker({
+      pool: opts.pool,
+      clock,
+      ingressHealth,
+      pollTimeoutMs: opts.config.POLL_TIMEOUT,
+      botIds: opts.botIds,
+    }),
+    metrics: createAdminMetrics({ db: opts.pool, clock, logger, processMetrics: opts.processMetrics }),
+    actions: {
+      ...defaultActions({ pool: opts.pool, boss: opts.boss, config: opts.config, logger, clock }),
+      ...opts.actions,
+    },
+    bulkLimit: opts.bulkLimit ?? BULK_LIMIT_DEFAULT,
+  };
 }

@@ -9,7 +9,7 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from 'fastify';
-import { RelayError } from '../errors/relay-error';
+import { errorCode, RelayError } from '../errors';
 
 /**
  * Stable error codes of the admin API. Clients branch on `code`, never on `message`.
@@ -82,9 +82,10 @@ export function fieldOf(context: string | undefined, issue: AjvIssue): string {
  * `severity` and five-character SQLSTATE count, so a Node error code never matches.
  */
 export function isPgInputError(err: unknown): boolean {
-  const e = err as { code?: unknown; severity?: unknown };
-  if (typeof e?.code !== 'string' || typeof e.severity !== 'string' || !/^[0-9A-Z]{5}$/.test(e.code)) return false;
-  return e.code.startsWith('22') || e.code === '54001';
+  const code = errorCode(err);
+  const severity = typeof err === 'object' && err !== null && 'severity' in err ? err.severity : undefined;
+  if (code === undefined || typeof severity !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return false;
+  return code.startsWith('22') || code === '54001';
 }
 
 function send(reply: FastifyReply, status: number, body: Record<string, unknown>): FastifyReply {
@@ -123,7 +124,7 @@ export function installErrorHandlers<L extends FastifyBaseLogger, P extends Fast
         // fastify's own request errors (bad JSON, wrong content type…): keep its code as `cause`
         return send(reply, status, { code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: err.code });
       }
-      const code = (err as { code?: string }).code;
+      const code = errorCode(err);
       if (isPgInputError(err)) {
         // last line of defence: the schemas and guardInput (input.ts) should have refused the value
         request.log.warn(

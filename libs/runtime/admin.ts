@@ -2,6 +2,7 @@
  * Composes the admin API for a process: pool, the job ledger (started), the Fastify app and
  * its listener. Used by `tg-relay admin` and by the all-in-one `tg-relay start`.
  */
+import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { buildAdminApp, BuildAdminAppOptions } from '../admin/app';
 import { AdminToken, resolveAdminTokens } from '../admin/auth';
@@ -9,6 +10,7 @@ import { pendingUpdatesCache, webhookInfoFetcher } from '../admin/webhook-info';
 import { botIdFromToken, Config } from '../config';
 import { assertBossSchemaVersion, createBoss, createPool, timeoutsFromConfig } from '../db';
 import type { Logger } from '../observability/logger';
+import { Lifecycle } from '../lifecycle/lifecycle';
 
 export interface AdminRuntime {
   app: FastifyInstance;
@@ -37,14 +39,13 @@ export async function startAdminRuntime(opts: {
   const pool = createPool(opts.databaseUrl, { max: 8, applicationName: 'tg-relay:admin', timeouts, poolMode });
   const boss = createBoss(opts.databaseUrl, { max: 2, applicationName: 'tg-relay:admin', timeouts, poolMode });
   let app: FastifyInstance | undefined;
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await app?.close();
-    await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-    await pool.end().catch(() => undefined);
-  };
+  const life = new Lifecycle('the admin API server');
+  const stop = () =>
+    life.stop(async () => {
+      await app?.close();
+      await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+      await pool.end().catch(() => undefined);
+    });
   try {
     await assertBossSchemaVersion(pool); // before boss.start(): the ledger's own check only says "requires migrations"
     await boss.start();
@@ -64,14 +65,26 @@ export async function startAdminRuntime(opts: {
       sandbox: opts.sandbox,
     });
     const address = await app.listen({ host: config.ADMIN_HOST, port: config.ADMIN_PORT });
-    const died = new Promise<string>((resolve) => {
-      app!.server.once('close', () => !stopped && resolve('the admin API server closed'));
-      app!.server.once('error', (err) => !stopped && resolve(`the admin API server failed: ${err.message}`));
+    const server = app.server;
+    let ended = '';
+    life.start(async (signal) => {
+      ended = await serverEnded(server, signal);
     });
+    // the lifecycle's own reason is generic; start reports how the server ended
+    const died = life.died.then(() => ended);
     logger.info({ address, tokens: tokens.map((t) => t.label), docs: `${address}/docs` }, 'admin API listening');
     return { app, address, tokens, generated, died, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** Why the HTTP server ended by itself (closed or failed); '' once `signal` aborts, since stop() closes it. */
+function serverEnded(server: Server, signal: AbortSignal): Promise<string> {
+  return new Promise((resolve) => {
+    server.once('close', () => resolve('the admin API server closed'));
+    server.once('error', (err) => resolve(`the admin API server failed: ${err.message}`));
+    signal.addEventListener('abort', () => resolve(''), { once: true });
+  });
 }

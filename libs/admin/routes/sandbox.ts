@@ -20,6 +20,27 @@ export interface SandboxPanelOptions {
 export const SANDBOX_PANEL_CHAT_DEFAULT = 1001;
 
 const ChatId = Type.Integer({ minimum: 1, maximum: 2 ** 52, description: 'private chat id (the user writing)' });
+const InjectBody = Type.Object(
+  { chat_id: ChatId, text: Type.String({ minLength: 1, maxLength: TELEGRAM_TEXT_MAX }) },
+  { additionalProperties: false },
+);
+const Injected = Type.Object({
+  update_id: Type.Integer(),
+  chat_id: Type.Integer(),
+  message_id: Type.Integer(),
+  date: Type.Integer(),
+  audit_id: Type.Integer(),
+});
+const SentMessages = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      message_id: Type.Integer(),
+      text: Type.String(),
+      reply_to_message_id: Type.Union([Type.Integer(), Type.Null()]),
+      sent_at: Type.String({ format: 'date-time' }),
+    }),
+  ),
+});
 
 /**
  * The sandbox chat panel's routes, registered only in sandbox mode: the browser talks to the admin
@@ -61,20 +82,8 @@ export const sandboxRoutes: SandboxPlugin = async (app, { ctx, sandbox }) => {
       schema: {
         tags: ['sandbox'],
         summary: 'Inject a user message into the sandbox, as if a Telegram user sent it to the bot (audited)',
-        body: Type.Object(
-          { chat_id: ChatId, text: Type.String({ minLength: 1, maxLength: TELEGRAM_TEXT_MAX }) },
-          { additionalProperties: false },
-        ),
-        response: {
-          201: Type.Object({
-            update_id: Type.Integer(),
-            chat_id: Type.Integer(),
-            message_id: Type.Integer(),
-            date: Type.Integer(),
-            audit_id: Type.Integer(),
-          }),
-          ...errors(400, 401, 503),
-        },
+        body: InjectBody,
+        response: { 201: Injected, ...errors(400, 401, 503) },
       },
     },
     async (req, reply) => {
@@ -118,19 +127,7 @@ export const sandboxRoutes: SandboxPlugin = async (app, { ctx, sandbox }) => {
         tags: ['sandbox'],
         summary: "The bot's messages in one sandbox chat, oldest first (what the user would see in Telegram)",
         querystring: Type.Object({ chat_id: ChatId }, { additionalProperties: false }),
-        response: {
-          200: Type.Object({
-            items: Type.Array(
-              Type.Object({
-                message_id: Type.Integer(),
-                text: Type.String(),
-                reply_to_message_id: Type.Union([Type.Integer(), Type.Null()]),
-                sent_at: Type.String({ format: 'date-time' }),
-              }),
-            ),
-          }),
-          ...errors(400, 401, 503),
-        },
+        response: { 200: SentMessages, ...errors(400, 401, 503) },
       },
     },
     async (req) => {
