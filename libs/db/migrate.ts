@@ -1,3 +1,4 @@
+import { hasCode } from '../errors';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -167,7 +168,7 @@ export async function migrationStatus(pool: Pool, dir?: string): Promise<Migrati
     );
     applied = rows.map((r) => Number(r.version));
   } catch (err) {
-    if ((err as { code?: string }).code !== '42P01') throw err; // undefined_table: nothing applied yet
+    if (!hasCode(err, '42P01')) throw err; // undefined_table: nothing applied yet
   }
   const pending = all.filter((v) => !applied.includes(v));
   return { current: pending.length === 0, applied, pending };

@@ -6,6 +6,7 @@
  * fails quietly (a LISTEN that never hears, a lock held by a session someone else gets next), so a
  * process in session mode refuses to start there, with an error naming DB_POOL_MODE.
  */
+import { errorCode } from '../errors';
 import { Client } from 'pg';
 import { RelayError } from '../errors/relay-error';
 import { EXIT_CONFIG } from '../lifecycle/exit-codes';
@@ -106,7 +107,7 @@ export async function assertSessionLevel(
     pooling = await probePooling(url);
   } catch (err) {
     opts.logger?.warn(
-      { err: { message: (err as Error).message, code: (err as { code?: string }).code } },
+      { err: { message: (err as Error).message, code: errorCode(err) } },
       `cannot check how ${opts.variable} pools connections (the database is not reachable yet); going on`,
     );
     return;

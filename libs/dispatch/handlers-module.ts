@@ -15,6 +15,7 @@
  * (`.ts`) loads as-is from the sources (tsx); the compiled `tg-relay` loads it through tsx when
  * tsx is installed where the module or the working directory can resolve it, else says how to fix.
  */
+import { errorCode } from '../errors';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -158,7 +159,7 @@ export async function loadBotHandlers(spec: string, cwd = process.cwd()): Promis
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod = require(file);
   } catch (err) {
-    const code = (err as { code?: string }).code;
+    const code = errorCode(err);
     if (code === 'ERR_REQUIRE_ESM' || code === 'ERR_REQUIRE_ASYNC_MODULE') {
       mod = await import(pathToFileURL(file).href).catch((e: unknown) => Promise.reject(loadFailed(spec, e)));
     } else if (TS_FILE.test(file) && err instanceof SyntaxError) {

@@ -19,7 +19,7 @@ export function errorInfo(err: unknown): ErrorInfo {
   if (err instanceof Error) {
     const ctorName = (err.constructor as { name?: string } | undefined)?.name;
     const errorClass = ctorName && ctorName !== 'Error' ? ctorName : err.name || 'Error';
-    const rawCode = (err as { code?: unknown }).code;
+    const rawCode: unknown = 'code' in err ? err.code : undefined;
     const code = typeof rawCode === 'string' || typeof rawCode === 'number' ? String(rawCode) : undefined;
     return {
       errorClass: cut(errorClass),

@@ -1,12 +1,12 @@
 /**
- * The `code` of anything thrown: a RELAY_* code, a PostgreSQL SQLSTATE ('40001'), a Node errno
+ * The string `code` of anything thrown: a RELAY_* code, a PostgreSQL SQLSTATE ('40001'), a Node errno
  * ('ECONNRESET'), a NATS status. Thrown values are data of unknown shape (a library may throw a
  * string or null), so branches read codes through these two functions instead of casting.
  */
 export function errorCode(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
   const code = err.code;
-  return typeof code === 'string' ? code : typeof code === 'number' ? String(code) : undefined;
+  return typeof code === 'string' ? code : undefined;
 }
 
 /** Whether `err` carries `code` (or one of `codes`). */

@@ -13,6 +13,7 @@
  *   `webhook body rejected`), whatever DECODE_POLICY says: it never halts anything.
  * - The 200 body never contains `method` (Telegram would execute it as a webhook reply).
  */
+import { errorCode } from '../errors';
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { JobLedger } from '../db/boss';
@@ -123,7 +124,7 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
       opts.onLeaseLost?.();
       return LEASE_LOST;
     }
-    const code = (err as { code?: string }).code;
+    const code = errorCode(err);
     opts.logger.error({ err }, 'webhook batch transaction failed; answered 500 so Telegram redelivers');
     return {
       status: 500,

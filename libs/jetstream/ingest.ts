@@ -19,6 +19,7 @@
  * A crash between commit and ack redelivers the batch: the upsert finds the same payloads and the
  * reject records are unique per (stream, seq, content), so nothing is enqueued or recorded twice.
  */
+import { errorCode } from '../errors';
 import crypto from 'node:crypto';
 import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
@@ -231,7 +232,7 @@ export function messageFault(err: unknown): string | undefined {
  */
 async function split(deps: IngestDeps, taken: BridgeMessage[], result: BatchResult, err: unknown) {
   deps.logger.info(
-    { messages: taken.length, code: (err as { code?: unknown })?.code },
+    { messages: taken.length, code: errorCode(err) },
     'jetstream batch refused because of a message: splitting it to find that message',
   );
   const acc: BatchResult = { ...result };

@@ -18,6 +18,7 @@
  * sql/0014_traceparent.sql) is written from the active span where the row is created and read back
  * as the parent where the row is worked on (`contextFromTraceparent`).
  */
+import { errorCode } from '../errors';
 import os from 'node:os';
 import {
   context,
@@ -228,8 +229,8 @@ export async function inSpan<T>(
 /** Marks a span failed with the error's type (never its message: it may quote content). */
 export function markError(span: Span, err: unknown, outcome = 'error'): void {
   const type = err instanceof Error ? err.constructor?.name || err.name : typeof err;
-  const code = (err as { code?: unknown } | null)?.code;
-  span.setAttribute('error.type', typeof code === 'string' && /^[A-Z0-9_]{2,64}$/.test(code) ? code : type);
+  const code = errorCode(err);
+  span.setAttribute('error.type', code !== undefined && /^[A-Z0-9_]{2,64}$/.test(code) ? code : type);
   span.setAttribute('outcome', outcome);
   span.setStatus({ code: SpanStatusCode.ERROR });
 }

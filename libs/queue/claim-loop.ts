@@ -1,3 +1,4 @@
+import { errorCode } from '../errors';
 import { performance } from 'node:perf_hooks';
 import type { JobLedger } from '../db/boss';
 import type { Pool, PoolClient } from 'pg';
@@ -226,10 +227,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       } catch (err) {
         failures++;
         stats.claimErrors++;
-        logger.warn(
-          { err: { message: shortError(err), code: (err as { code?: string }).code }, failures },
-          'claim failed; retrying',
-        );
+        logger.warn({ err: { message: shortError(err), code: errorCode(err) }, failures }, 'claim failed; retrying');
         // the backoff holds through wake-ups (every NOTIFY would otherwise retry a failing claim at
         // once); only a stop ends it early
         const until = performance.now() + Math.min(DB_RETRY_MAX_MS, DB_RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8));

@@ -1,3 +1,4 @@
+import { errorCode } from '../errors';
 import type { Logger } from '../observability/logger';
 import { shortError } from './errors';
 
@@ -130,7 +131,7 @@ export class OutcomeWriter<T> {
         if (transient(err)) {
           failures++;
           this.logger.warn(
-            { err: { message: shortError(err), code: codeOf(err) }, failures, outcomes: items.length },
+            { err: { message: shortError(err), code: errorCode(err) }, failures, outcomes: items.length },
             'writing outcomes failed; retrying',
           );
           await this.pause(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8)));
@@ -139,7 +140,7 @@ export class OutcomeWriter<T> {
         }
         if (items.length > 1) {
           this.logger.warn(
-            { err: { message: shortError(err), code: codeOf(err) }, outcomes: items.length },
+            { err: { message: shortError(err), code: errorCode(err) }, outcomes: items.length },
             'writing outcomes failed on some item; writing them one by one',
           );
           for (const item of items) {
@@ -152,24 +153,19 @@ export class OutcomeWriter<T> {
         const instead = replaced ? undefined : this.opts.onUnwritable?.(item, err);
         if (instead === undefined) {
           this.logger.error(
-            { err: { message: shortError(err), code: codeOf(err) } },
+            { err: { message: shortError(err), code: errorCode(err) } },
             'an outcome cannot be written; giving it up (stale recovery will hand its item out again)',
           );
           return;
         }
         this.logger.warn(
-          { err: { message: shortError(err), code: codeOf(err) } },
+          { err: { message: shortError(err), code: errorCode(err) } },
           'an outcome cannot be written; failing its item with the reason',
         );
         return this.writeIsolating([instead], true);
       }
     }
   }
-}
-
-function codeOf(err: unknown): string | undefined {
-  const c = (err as { code?: unknown } | null)?.code;
-  return typeof c === 'string' ? c : undefined;
 }
 
 /** SQLSTATE classes of failures that can pass by themselves: connection, resources, operator intervention, serialization/deadlock. */
@@ -183,7 +179,7 @@ const TRANSIENT_SQLSTATES = new Set(['55P03', '55006', '25P04']);
  * kind's effect threw): those are isolated instead of retried forever.
  */
 export function isTransientWriteError(err: unknown): boolean {
-  const code = codeOf(err);
+  const code = errorCode(err);
   if (code !== undefined) {
     if (/^E[A-Z0-9_]{3,}$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ENOTFOUND…
     if (/^[0-9A-Z]{5}$/.test(code))
