@@ -6,13 +6,11 @@
  * From a service, inside your own transaction (the message exists exactly when your writes commit):
  *
  * ```ts
- * import { createBoss, enqueueOutbound } from 'tg-relay';
- * const boss = createBoss(process.env.DATABASE_URL!);
- * await boss.start();
- * const client = await pool.connect();
+ * import { enqueueOutbound } from 'tg-relay';
+ * const client = await pool.connect(); // no pg-boss instance needed (`(client, boss, msg)` still works)
  * await client.query('begin');
  * // … your own writes …
- * await enqueueOutbound(client, boss, { msg_id: 'order:42:paid', chat_id: '123456789', text: 'Paid, thank you!' });
+ * await enqueueOutbound(client, { msg_id: 'order:42:paid', chat_id: '123456789', text: 'Paid, thank you!' });
  * await client.query('commit');
  * ```
  *

@@ -1,4 +1,4 @@
--- 0004_outbound: the outbound relay's SQL surface (issue 6).
+-- 0004_outbound: the outbound relay's SQL surface.
 -- Why: "any service in any language" enqueues Telegram messages inside its own transaction, so the
 -- idempotency rule (msg_id unique for good; same payload → the existing row, different payload →
 -- conflict), the validation and the pg-boss job that wakes a worker must live in the database, not
@@ -6,6 +6,14 @@
 -- so all three ways in share one rule. The fleet-wide rate-limit state lives here too: every worker
 -- replica reserves send slots in these rows, so the fleet together stays under Telegram's limits
 -- without any extra service.
+--
+-- Superseded: every function below is now defined by its own file in sql/functions/ (one function a
+-- file, re-applied by `tg-relay migrate` by checksum after the numbered migrations), and that file
+-- is the one that runs. The bodies here are kept because applied migrations are never edited beyond
+-- comments; read sql/functions/ for the current rules. Unchanged since: outbound_normalize_chat,
+-- outbound_normalize_parse_mode, outbound_lock_chat, outbound_rate_reserve, outbound_rate_penalize.
+-- Changed since (the bodies here are stale): outbound_upsert, outbound_boss_job_insert,
+-- enqueue_outbound, outbound_raise_alerts, outbound_rate_charge_chat.
 
 -- Other sendMessage parameters, passed to Telegram verbatim (reply_parameters, message_thread_id,
 -- link_preview_options, entities, protect_content…). Handler replies need them (a reply inside a

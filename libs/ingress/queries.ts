@@ -436,8 +436,8 @@ export function prepareBatchWrite(input: BatchWriteInput): PreparedBatchWrite {
   };
 }
 
-/** `pg`'s own parameter serializer (exported as `utils`, not declared by @types/pg). */
-const pgUtils = (pg as unknown as { utils: { prepareValue(value: unknown): unknown } }).utils;
+/** `pg`'s own parameter serializer (declared in libs/db/pg-utils.d.ts). */
+const pgUtils = pg.utils;
 
 /**
  * A one-dimensional PostgreSQL array literal of `values`: `pg`'s own serialization of a JS array

@@ -1,5 +1,6 @@
 /**
- * Way in #1: the library. `enqueueOutbound(client, boss, msg)` runs on the caller's transaction
+ * Way in #1: the library. `enqueueOutbound(client, msg)` (or `(client, boss, msg)`, the earlier
+ * form, which uses the given ledger's statements) runs on the caller's transaction
  * client, so the message exists exactly when the caller's own writes commit. Idempotent by msg_id
  * for good (relay.outbound_upsert in SQL, shared with the SQL function): the same payload returns the
  * existing message (`created: false`), a different one throws `OutboundConflictError` without
@@ -7,7 +8,7 @@
  */
 import type { JobLedger } from '../db/boss';
 import type { PoolClient } from 'pg';
-import { QUEUES } from '../db/boss';
+import { ledgerStatements, QUEUES } from '../db/boss';
 import { enqueueJobs, newJobId } from '../queue/enqueue';
 import { fromSqlError, OutboundConflictError, OutboundValidationError } from './errors';
 import { OutboundMessage, OutboundMessageInput, OutboundState, validateOutboundMessage } from './message';
@@ -40,15 +41,38 @@ export interface EnqueuedOutbound {
   jobId: string | null;
 }
 
-/** Enqueues one message in the caller's transaction. See the module comment. */
+/** What enqueueing needs of the job ledger: its statements are static, so no pg-boss instance. */
+export type OutboundLedger = Pick<JobLedger, 'insertJobs'>;
+
+/**
+ * Enqueues one message in the caller's transaction. See the module comment. A ledger argument is
+ * optional: without one the ledger's own statements are used (only a pool client is needed).
+ */
+export function enqueueOutbound(
+  client: PoolClient,
+  msg: OutboundMessageInput,
+  opts?: EnqueueOptions,
+): Promise<EnqueuedOutbound>;
+export function enqueueOutbound(
+  client: PoolClient,
+  boss: OutboundLedger,
+  msg: OutboundMessageInput,
+  opts?: EnqueueOptions,
+): Promise<EnqueuedOutbound>;
 export async function enqueueOutbound(
   client: PoolClient,
-  boss: JobLedger,
-  msg: OutboundMessageInput,
-  opts: EnqueueOptions = {},
+  ...args: [OutboundMessageInput, EnqueueOptions?] | [OutboundLedger, OutboundMessageInput, EnqueueOptions?]
 ): Promise<EnqueuedOutbound> {
+  const [boss, msg, opts] = isLedger(args[0])
+    ? [args[0], args[1] as OutboundMessageInput, args[2]]
+    : [ledgerStatements, args[0], args[1] as EnqueueOptions | undefined];
   const [r] = await enqueueOutboundBatch(client, boss, [msg], opts);
   return r;
+}
+
+/** A message never has `insertJobs`; a ledger (pg-boss BossLedger or the bare statements) does. */
+function isLedger(arg: unknown): arg is OutboundLedger {
+  return typeof arg === 'object' && arg !== null && 'insertJobs' in arg && typeof arg.insertJobs === 'function';
 }
 
 /**
@@ -58,7 +82,7 @@ export async function enqueueOutbound(
  */
 export async function enqueueOutboundBatch(
   client: PoolClient,
-  boss: JobLedger,
+  boss: OutboundLedger,
   inputs: OutboundMessageInput[],
   opts: EnqueueOptions = {},
 ): Promise<EnqueuedOutbound[]> {

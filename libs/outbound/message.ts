@@ -1,8 +1,8 @@
 /**
  * An outbound message as callers give it (snake_case, like the admin API and the SQL function) and
- * its validated, normalised form. The rules are the same as relay.outbound_upsert's in
- * sql/0004_outbound.sql (which re-checks them for callers that bypass this module); here every
- * problem is reported at once with the field it concerns.
+ * its validated, normalised form. The rules are the same as relay.outbound_upsert's
+ * (sql/functions/outbound_upsert.sql, which re-checks them for callers that bypass this module);
+ * here every problem is reported at once with the field it concerns.
  */
 import { TELEGRAM_TEXT_MAX } from '../telegram/limits';
 import { formatTraceparent, parseTraceparent } from '../observability/tracing';

@@ -1,6 +1,6 @@
 /**
  * All SQL of the outbound relay, one function per statement (entity-first names). Values only as
- * $n parameters. The logic that every way in shares lives in SQL functions (sql/0004_outbound.sql).
+ * $n parameters. The logic that every way in shares lives in SQL functions (sql/functions/).
  */
 import type { Queryable } from '../db/pool';
 import type { OutboundMessage, OutboundState } from './message';

@@ -1,5 +1,6 @@
 /**
- * Fleet-wide rate limiting before sending, with its state in PostgreSQL (sql/0004_outbound.sql).
+ * Fleet-wide rate limiting before sending, with its state in PostgreSQL (tables from
+ * sql/0004_outbound.sql, functions in sql/functions/outbound_rate_*.sql).
  *
  * - Per bot (default 30/s): every send reserves a slot in relay.outbound_bot_rate (GCRA with burst
  *   1, i.e. sends evenly spaced by 1000/30 ms across all replicas together), then sleeps until it.

@@ -20,7 +20,7 @@ export async function notifyWork(db: Queryable, queue: string): Promise<void> {
  */
 export async function enqueueJobs(
   client: PoolClient,
-  boss: JobLedger,
+  boss: Pick<JobLedger, 'insertJobs'>,
   queue: QueueName,
   jobs: JobToEnqueue[],
 ): Promise<string[]> {

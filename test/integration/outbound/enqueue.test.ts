@@ -33,6 +33,30 @@ const jobsOf = async (msgId: string) =>
     .rows;
 
 describe('enqueue through the library (way in #1)', () => {
+  it('needs no pg-boss instance: the same row and job from a pool client alone, and the same rules', async () => {
+    const r = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, { msg_id: 'lib-no-boss', chat_id: 43, text: 'no boss' }, defaults),
+    );
+    expect(r).toMatchObject({ msgId: 'lib-no-boss', created: true, state: 'pending', targetChatId: '43' });
+    const jobs = await jobsOf('lib-no-boss');
+    expect(jobs).toHaveLength(1);
+    expect((await rowOf('lib-no-boss')).job_id).toBe(jobs[0].id);
+    // idempotent and validated exactly as through a ledger
+    const again = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, { msg_id: 'lib-no-boss', chat_id: 43, text: 'no boss' }, defaults),
+    );
+    expect(again).toMatchObject({ id: r.id, created: false });
+    await expect(
+      withTransaction(db.pool, (c) =>
+        enqueueOutbound(c, { msg_id: 'lib-no-boss', chat_id: 43, text: 'other' }, defaults),
+      ),
+    ).rejects.toBeInstanceOf(OutboundConflictError);
+    await expect(
+      withTransaction(db.pool, (c) => enqueueOutbound(c, { msg_id: 'lib-bad', chat_id: 43, text: '' }, defaults)),
+    ).rejects.toBeInstanceOf(OutboundValidationError);
+    expect(await jobsOf('lib-no-boss')).toHaveLength(1);
+  });
+
   it("creates the row and its pg-boss job in the caller's transaction and notifies workers on commit", async () => {
     const listener = new Client({ connectionString: db.url });
     await listener.connect();
