@@ -16,14 +16,55 @@ export function registerItemActions(app: WriteApp, ctx: AdminContext, kit: Write
   if (WORK_TYPES[kind].model.cancelFrom.length > 0) registerCancel(app, ctx, kit, kind);
 }
 
+/** What differs between the two single-item actions: everything else (lock, refusal, audit) is shared. */
+interface OneItemAction {
+  action: 'retry' | 'cancel';
+  summary: string;
+  /** The state the item must be in, and the refusal when it is not. */
+  from: 'failed' | 'pending';
+  refusal: 'RELAY_ADMIN_NOT_FAILED' | 'RELAY_ADMIN_NOT_PENDING';
+  /** The state answered when the move returned no row. */
+  to: string;
+  /** Which of the admin actions moves the item (they share one signature). */
+  move: 'retryFailed' | 'cancelPending';
+}
+
 function registerRetryOne(app: WriteApp, ctx: AdminContext, kit: WriteKit, kind: ItemKind): void {
+  registerOneItemAction(app, ctx, kit, kind, {
+    action: 'retry',
+    summary: `Retry a failed ${KINDS[kind].noun} now: failed → pending, attempt budget renewed`,
+    from: 'failed',
+    refusal: 'RELAY_ADMIN_NOT_FAILED',
+    to: 'pending',
+    move: 'retryFailed',
+  });
+}
+
+function registerCancel(app: WriteApp, ctx: AdminContext, kit: WriteKit, kind: ItemKind): void {
+  registerOneItemAction(app, ctx, kit, kind, {
+    action: 'cancel',
+    summary: `Cancel a pending ${KINDS[kind].noun}: pending → failed with failed_reason "cancelled"`,
+    from: 'pending',
+    refusal: 'RELAY_ADMIN_NOT_PENDING',
+    to: 'failed',
+    move: 'cancelPending',
+  });
+}
+
+function registerOneItemAction(
+  app: WriteApp,
+  ctx: AdminContext,
+  kit: WriteKit,
+  kind: ItemKind,
+  a: OneItemAction,
+): void {
   app.post(
-    `/v1/${kind}/:id/retry`,
+    `/v1/${kind}/:id/${a.action}`,
     {
       preValidation: emptyBodyIsObject,
       schema: {
         tags: [kind],
-        summary: `Retry a failed ${KINDS[kind].noun} now: failed → pending, attempt budget renewed`,
+        summary: a.summary,
         params: IdParams,
         body: ReasonBody,
         response: { 200: ActionResult, ...errors(400, 401, 404, 409) },
@@ -33,16 +74,16 @@ function registerRetryOne(app: WriteApp, ctx: AdminContext, kit: WriteKit, kind:
       const startedAt = ctx.clock();
       const reason = req.body.reason ?? null;
       return kit.act(req, startedAt, async (s) => {
-        const row = await kit.lockOne(s, 'retry', kind, req.params.id, 'failed', 'RELAY_ADMIN_NOT_FAILED');
+        const row = await kit.lockOne(s, a.action, kind, req.params.id, a.from, a.refusal);
         if ('refused' in row) return row;
-        const moved = await ctx.actions.retryFailed(s.db, kind, [row.id], { actor: req.actor!, reason });
-        const auditId = await kit.audit(s, 'retry', {
+        const moved = await ctx.actions[a.move](s.db, kind, [row.id], { actor: req.actor!, reason });
+        const auditId = await kit.audit(s, a.action, {
           kind,
           subjectId: row.id,
           subjectKey: row.key,
           details: { reason, count: moved.length },
         });
-        return { id: row.id, state: moved[0]?.state ?? 'pending', audit_id: auditId };
+        return { id: row.id, state: moved[0]?.state ?? a.to, audit_id: auditId };
       });
     },
   );
@@ -120,38 +161,6 @@ function registerRetryBulk(app: WriteApp, ctx: AdminContext, kit: WriteKit, kind
           ids: dry_run ? ids : movedIds,
           audit_id: auditId,
         };
-      });
-    },
-  );
-}
-
-function registerCancel(app: WriteApp, ctx: AdminContext, kit: WriteKit, kind: ItemKind): void {
-  app.post(
-    `/v1/${kind}/:id/cancel`,
-    {
-      preValidation: emptyBodyIsObject,
-      schema: {
-        tags: [kind],
-        summary: `Cancel a pending ${KINDS[kind].noun}: pending → failed with failed_reason "cancelled"`,
-        params: IdParams,
-        body: ReasonBody,
-        response: { 200: ActionResult, ...errors(400, 401, 404, 409) },
-      },
-    },
-    async (req) => {
-      const startedAt = ctx.clock();
-      const reason = req.body.reason ?? null;
-      return kit.act(req, startedAt, async (s) => {
-        const row = await kit.lockOne(s, 'cancel', kind, req.params.id, 'pending', 'RELAY_ADMIN_NOT_PENDING');
-        if ('refused' in row) return row;
-        const moved = await ctx.actions.cancelPending(s.db, kind, [row.id], { actor: req.actor!, reason });
-        const auditId = await kit.audit(s, 'cancel', {
-          kind,
-          subjectId: row.id,
-          subjectKey: row.key,
-          details: { reason, count: moved.length },
-        });
-        return { id: row.id, state: moved[0]?.state ?? 'failed', audit_id: auditId };
       });
     },
   );
