@@ -20,6 +20,8 @@
  * reject records are unique per (stream, seq, content), so nothing is enqueued or recorded twice.
  */
 import { errorCode } from '../errors';
+import { backoffMs } from '../lifecycle/backoff';
+import { fieldOf } from './errors-of';
 import crypto from 'node:crypto';
 import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
@@ -115,8 +117,12 @@ function reject(
   };
 }
 
+/**
+ * The redelivery delay asked of NATS after a database error: NAK_BACKOFF base, doubled per delivery
+ * already made, capped. No jitter: the delay is a contract with the stream (a test pins its steps).
+ */
 export function nakDelayMs(baseMs: number, deliveryCount: number): number {
-  return Math.min(NAK_BACKOFF_MAX_MS, baseMs * 2 ** Math.min(20, Math.max(0, deliveryCount - 1)));
+  return backoffMs({ baseMs, capMs: NAK_BACKOFF_MAX_MS, jitter: 'none' }, deliveryCount);
 }
 
 /** Processes one batch; never throws (a database error naks the batch and is returned in `error`). */
@@ -216,10 +222,11 @@ const DATA_EXCEPTIONS: Record<string, string> = {
  * SQLSTATE class 22, named by code only. undefined for every other error (the database failed).
  */
 export function messageFault(err: unknown): string | undefined {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  const code = typeof e?.code === 'string' ? e.code : '';
-  if (code === SQLSTATE_OUTBOUND_INVALID)
-    return (typeof e?.message === 'string' ? e.message : '').replace(/^RELAY_OUTBOUND_INVALID:\s*/, '');
+  const code = errorCode(err) ?? '';
+  if (code === SQLSTATE_OUTBOUND_INVALID) {
+    const message = fieldOf(err, 'message');
+    return (typeof message === 'string' ? message : '').replace(/^RELAY_OUTBOUND_INVALID:\s*/, '');
+  }
   if (/^22[0-9A-Z]{3}$/.test(code))
     return `the database refused it: SQLSTATE ${code} (${DATA_EXCEPTIONS[code] ?? 'a data exception'})`;
   return undefined;
@@ -261,9 +268,8 @@ const emptyResult = (): BatchResult => ({
 
 function nakAll(deps: IngestDeps, msgs: BridgeMessage[], result: BatchResult, err: unknown): BatchResult {
   for (const m of msgs) m.nak(nakDelayMs(deps.nakBackoffMs, m.deliveryCount));
-  const e = err as { code?: string; message?: string };
   deps.logger.warn(
-    { err: { code: e?.code, message: e?.message }, messages: msgs.length },
+    { err: { code: fieldOf(err, 'code'), message: fieldOf(err, 'message') }, messages: msgs.length },
     'jetstream batch not committed (database error): naked with backoff, stays in the stream',
   );
   return { ...result, naked: msgs.length, error: err };
