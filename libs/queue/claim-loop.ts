@@ -81,6 +81,10 @@ export interface KindWorkerStats {
   claimErrors: number;
 }
 
+function zeroStats(): KindWorkerStats {
+  return { claimed: 0, delivered: 0, retried: 0, failed: 0, fenced: 0, recovered: 0, released: 0, claimErrors: 0 };
+}
+
 export interface KindWorker {
   readonly queue: string;
   readonly inFlight: number;
@@ -231,6 +235,24 @@ class ClaimLoop<Row, Effects> {
   }
 }
 
+/** What is written instead of an outcome the database refused: a terminal failure saying why. */
+function unwritableAsTerminal<Row, Effects>(
+  f: Finished<Row, Effects>,
+  err: unknown,
+  retry: BackoffPolicy,
+  random?: () => number,
+): Finished<Row, Effects> {
+  const outcome = Outcome.terminal<Effects>(`the attempt's outcome could not be written: ${shortError(err)}`, {
+    errorCode: 'RELAY_OUTCOME_UNWRITABLE',
+    error: shortError(err),
+    details: {
+      refusedOutcome: f.outcome.label ?? f.decision.auditOutcome,
+      ...(f.outcome.errorCode ? { refusedErrorCode: f.outcome.errorCode } : {}),
+    },
+  });
+  return { ...f, outcome, decision: decideSettlement(f.job, outcome, retry, random) };
+}
+
 /**
  * The worker of one job kind in one process, put together from its parts:
  *
@@ -248,16 +270,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   const logger = deps.logger.child({ queue: kind.queue });
   const { tickMs, thresholdMs } = staleTiming(config.staleAfterMs);
   const wake = new WakeSignal();
-  const stats: KindWorkerStats = {
-    claimed: 0,
-    delivered: 0,
-    retried: 0,
-    failed: 0,
-    fenced: 0,
-    recovered: 0,
-    released: 0,
-    claimErrors: 0,
-  };
+  const stats = zeroStats();
   const life = new Lifecycle(`the claim loop of ${kind.queue}`);
   let stopPromise: Promise<void> | undefined;
   let crashed = false;
@@ -283,17 +296,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     deps.outcomeWriters ?? 2,
     {
       // an outcome the database refuses (or whose kind effects throw) fails its own item, nothing else
-      onUnwritable: (f, err) => {
-        const outcome = Outcome.terminal<Effects>(`the attempt's outcome could not be written: ${shortError(err)}`, {
-          errorCode: 'RELAY_OUTCOME_UNWRITABLE',
-          error: shortError(err),
-          details: {
-            refusedOutcome: f.outcome.label ?? f.decision.auditOutcome,
-            ...(f.outcome.errorCode ? { refusedErrorCode: f.outcome.errorCode } : {}),
-          },
-        });
-        return { ...f, outcome, decision: decideSettlement(f.job, outcome, config.retry, deps.random) };
-      },
+      onUnwritable: (f, err) => unwritableAsTerminal(f, err, config.retry, deps.random),
     },
   );
   const executor = createAttemptExecutor(kind, { workerId, logger, clock, retry: config.retry, random: deps.random });
