@@ -1,10 +1,11 @@
 import { errorCode } from '../errors';
+import { backoffMs, type Backoff } from '../lifecycle/backoff';
 import type { Logger } from '../observability/logger';
 import { shortError } from './errors';
 
 const MAX_BATCH = 500;
-const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 5_000;
+/** A batch that failed transiently (database down): deterministic doubling up to 5 s until it lands. */
+const WRITE_RETRY: Backoff = { baseMs: 100, capMs: 5_000, jitter: 'none' };
 
 /**
  * Group commit for outcomes: whatever finished while a write was running goes into the next
@@ -134,7 +135,7 @@ export class OutcomeWriter<T> {
             { err: { message: shortError(err), code: errorCode(err) }, failures, outcomes: items.length },
             'writing outcomes failed; retrying',
           );
-          await this.pause(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(failures - 1, 8)));
+          await this.pause(backoffMs(WRITE_RETRY, failures));
           if (this.abandoned) return;
           continue;
         }

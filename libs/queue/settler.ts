@@ -1,0 +1,122 @@
+import type { Pool, PoolClient } from 'pg';
+import type { JobLedger } from '../db/boss';
+import { withTransaction } from '../db/pool';
+import type { Logger } from '../observability/logger';
+import type { QueueMetrics } from '../observability/metrics';
+import { auditRow, settledEntry } from './audit-row';
+import { bossJobsComplete, bossJobsFail, bossJobsReschedule } from './boss-jobs';
+import { Clock, sqlNow } from './clock';
+import type { Finished } from './held-claims';
+import type { JobKind, SettledRow } from './job-kind';
+import { attemptsInsert } from './queries';
+
+/** The counters the settler keeps (a part of the worker's stats). */
+export interface SettleStats {
+  delivered: number;
+  retried: number;
+  failed: number;
+  fenced: number;
+}
+
+/** Writes a batch of finished attempts in one outcome transaction. */
+export interface Settler<Row, Effects> {
+  /** Settles the rows (fenced by claim id), mirrors their ledger jobs and appends their audit rows. */
+  write(batch: Finished<Row, Effects>[]): Promise<void>;
+}
+
+export interface SettlerDeps {
+  pool: Pool;
+  boss: JobLedger;
+  logger: Logger;
+  workerId: string;
+  clock?: Clock;
+  stats: SettleStats;
+  metrics?: QueueMetrics;
+  /** A retry was settled: it may be due sooner than the claim loop's current wait. */
+  onRetrySettled: () => void;
+}
+
+export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: SettlerDeps): Settler<Row, Effects> {
+  const { pool, boss, logger, workerId, clock, stats } = deps;
+
+  async function mirrorJobs(db: PoolClient, settled: SettledRow[], batch: Finished<Row, Effects>[]): Promise<void> {
+    const delivered = settled.filter((s) => s.state === 'delivered' && s.jobId).map((s) => s.jobId!);
+    await bossJobsComplete(boss, db, kind.queue, delivered);
+    const pending = settled.filter((s) => s.state === 'pending' && s.jobId);
+    await bossJobsReschedule(
+      boss,
+      db,
+      kind.queue,
+      pending.map((s) => ({ jobId: s.jobId!, startAfter: s.nextAttemptAt! })),
+      { outcome: 'retry' },
+    );
+    const reasons = new Map(batch.map((f) => [f.job.claimId, f.decision.settlement.failedReason ?? 'failed']));
+    const failedByReason = new Map<string, string[]>();
+    for (const s of settled) {
+      if (s.state !== 'failed' || !s.jobId) continue;
+      const reason = reasons.get(s.claimId) ?? 'failed';
+      failedByReason.set(reason, [...(failedByReason.get(reason) ?? []), s.jobId]);
+    }
+    for (const [reason, ids] of failedByReason) await bossJobsFail(boss, db, kind.queue, ids, { reason });
+  }
+
+  function observeAttempt(m: QueueMetrics, f: Finished<Row, Effects>): void {
+    const state = f.decision.settlement.state;
+    m.attemptDuration.observe(
+      { queue: kind.queue, outcome: state === 'pending' ? 'retry' : state },
+      f.durationMs / 1000,
+    );
+    if (f.outcome.status) {
+      m.httpResponses.inc({ queue: kind.queue, status: String(f.outcome.status) });
+      if (f.outcome.status === 429) m.rateLimited.inc({ queue: kind.queue });
+    }
+  }
+
+  function count(batch: Finished<Row, Effects>[], landed: Set<string>): void {
+    for (const f of batch) {
+      if (!landed.has(f.job.claimId)) {
+        stats.fenced++;
+        logger.warn(
+          { id: f.job.id, jobId: f.job.jobId, outcome: f.decision.auditOutcome },
+          'claim was lost before the outcome was written; the redelivery owns the row',
+        );
+        continue;
+      }
+      if (f.decision.settlement.state === 'delivered') stats.delivered++;
+      else if (f.decision.settlement.state === 'pending') stats.retried++;
+      else stats.failed++;
+      if (deps.metrics) observeAttempt(deps.metrics, f);
+    }
+  }
+
+  return {
+    async write(batch) {
+      const now = sqlNow(clock);
+      let settled: SettledRow[] = [];
+      await withTransaction(pool, async (db) => {
+        settled = await kind.store.settle(
+          db,
+          batch.map((f) => f.decision.settlement),
+          now,
+        );
+        await mirrorJobs(db, settled, batch);
+        const landed = new Set(settled.map((s) => s.claimId));
+        const byClaim = new Map(settled.map((s) => [s.claimId, s]));
+        await attemptsInsert(
+          db,
+          batch.map((f) =>
+            auditRow(
+              kind.store.subject,
+              workerId,
+              f.job,
+              settledEntry(f, landed.has(f.job.claimId), byClaim.get(f.job.claimId)),
+            ),
+          ),
+        );
+      });
+      // a retry may be due sooner than the loop's current wait (full jitter can give ~0 ms)
+      if (settled.some((s) => s.state === 'pending')) deps.onRetrySettled();
+      count(batch, new Set(settled.map((s) => s.claimId)));
+    },
+  };
+}
