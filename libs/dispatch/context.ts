@@ -67,7 +67,7 @@ export function callApiDirect<T = unknown>(
 ): Promise<T> {
   const telegram = 'telegram' in ctx ? ctx.telegram : ctx;
   const routed = DIRECT_CALL in telegram ? (telegram as Telegram & { [DIRECT_CALL]?: Routed })[DIRECT_CALL] : undefined;
-  if (!routed) return loose(telegram).callApi(method, payload, opts) as Promise<T>;
+  if (!routed) return callApiOf(telegram)(method, payload, opts) as Promise<T>;
   const { direct } = routed;
   const state = routed.state();
   if (!state) return direct(method, payload, opts) as Promise<T>;
@@ -81,22 +81,28 @@ export function callApiDirect<T = unknown>(
 
 /**
  * telegraf types `callApi` per method name (and its payload per method); we pass any method name
- * through (and replace the method on an instance), so we use it through this loose shape.
+ * through (and replace the method on an instance), so we read and write it by name, as a loose call
+ * bound to its instance.
  */
-function loose(telegram: Telegram): { callApi: CallApi } {
-  return telegram as unknown as { callApi: CallApi };
+function callApiOf(telegram: Telegram): CallApi {
+  const fn: unknown = Reflect.get(telegram, 'callApi');
+  if (typeof fn !== 'function') throw new TypeError('telegraf Telegram has no callApi');
+  return (method, payload, opts) => Promise.resolve(Reflect.apply(fn, telegram, [method, payload, opts]));
+}
+
+function setCallApi(telegram: Telegram, callApi: CallApi): void {
+  Reflect.set(telegram, 'callApi', callApi);
 }
 
 /** Replaces `telegram.callApi` on this instance so every call goes through the attempt's session. */
 export function routeTelegram(telegram: Telegram, state: () => DispatchState | undefined): void {
-  const t = loose(telegram);
-  const original = t.callApi.bind(telegram);
+  const original = callApiOf(telegram);
   const direct: DirectCall = (method, payload, opts) => original(method, payload, opts);
   Object.defineProperty(telegram, DIRECT_CALL, { value: { direct, state } satisfies Routed, configurable: true });
-  t.callApi = (method, payload, opts) => {
+  setCallApi(telegram, (method, payload, opts) => {
     const s = state();
     return s ? callThroughSession(s, method, payload, opts?.signal, direct) : original(method, payload, opts);
-  };
+  });
 }
 
 /**

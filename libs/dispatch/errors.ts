@@ -87,11 +87,26 @@ export class InvalidReplyError extends RelayError {
   }
 }
 
-/** telegraf refused an input itself (see update-runner's `fromTelegraf`); no retry changes that. */
+/** telegraf refused an input itself (see `fromTelegraf`); no retry changes that. */
 export class TelegrafRefusedError extends RelayError {
   readonly code = 'RELAY_TELEGRAF_REFUSED';
   constructor(message: string, cause?: unknown) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'TelegrafRefusedError';
   }
+}
+
+/**
+ * telegraf's own refusals of an input, caught at the boundary and classified: `ctx.reply` on an
+ * update without a chat (`Telegraf: "reply" isn't available for "poll"`), an update with no object
+ * field (whose message would quote the raw update). Both are deterministic for the update: terminal.
+ */
+export function fromTelegraf(err: unknown): unknown {
+  if (err instanceof TypeError && /^Telegraf: "[^"]{1,64}" isn't available for "[^"]{1,64}"$/.test(err.message)) {
+    return new TelegrafRefusedError(err.message.replace(/^Telegraf: /, 'telegraf refused the call: '), err);
+  }
+  if (err instanceof Error && err.message.startsWith('Cannot determine `updateType` of ')) {
+    return new TelegrafRefusedError('telegraf cannot determine the update type (the update has no object field)');
+  }
+  return err;
 }

@@ -10,18 +10,17 @@ import { botIdFromToken } from '../config';
 import { ConfigError } from '../config/errors';
 import { createBoss } from '../db/boss';
 import { assertBossSchemaVersion, BossSchemaMismatchError } from '../db/boss-schema';
-import { migrationStatus } from '../db/migrate';
 import { createPool, timeoutsFromConfig } from '../db/pool';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger';
 import { ingressMetrics } from '../observability/metrics';
-import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
+import type { ReadyCheck } from '../observability/metrics-server';
 import { createBotApiClient } from '../telegram';
-import { backoffDelay } from './backoff';
-import { sleep } from '../lifecycle/timers';
 import { startHealthLog } from './health';
-import { createPoller, PollerExit } from './poller';
-import { createWebhookIngress } from './webhook-ingress';
+import { createIngressComponent, STARTING, type IngressCommon, type IngressComponent } from './ingress-component';
+import type { PollerExit } from './poller';
+import { ingressReady } from './readiness';
+import { waitForSchema } from './schema-wait';
 
 export type IngressConfig = Pick<
   Config,
@@ -98,30 +97,6 @@ export function checkIngressConfig(config: IngressConfig): void {
     );
 }
 
-/** Waits until the database answers and every migration is applied (logged once, then retried). */
-async function waitForSchema(
-  pool: ReturnType<typeof createPool>,
-  logger: Logger,
-  signal: AbortSignal,
-): Promise<boolean> {
-  let attempt = 0;
-  let logged = '';
-  while (!signal.aborted) {
-    try {
-      const s = await migrationStatus(pool);
-      if (s.current) return true;
-      if (logged !== 'schema')
-        logger.warn({ pending: s.pending }, 'database schema not migrated yet (run tg-relay migrate); waiting');
-      logged = 'schema';
-    } catch (err) {
-      if (logged !== 'db') logger.warn({ err }, 'database not reachable yet; waiting');
-      logged = 'db';
-    }
-    await sleep(backoffDelay(attempt++, { baseMs: 250, capMs: 5_000 }), signal);
-  }
-  return false;
-}
-
 export function startIngress(opts: {
   config: IngressConfig;
   databaseUrl: string;
@@ -133,13 +108,15 @@ export function startIngress(opts: {
   return new Promise((resolve) => resolve(createIngress(opts)));
 }
 
-function createIngress(opts: {
+interface IngressOptions {
   config: IngressConfig;
   databaseUrl: string;
   logger: Logger;
   owner?: string;
   metrics?: Registry;
-}): IngressRuntime {
+}
+
+function createIngress(opts: IngressOptions): IngressRuntime {
   const { config } = opts;
   checkIngressConfig(config);
   const token = config.TELEGRAM_BOT_TOKEN as string;
@@ -161,20 +138,14 @@ function createIngress(opts: {
     await pool.end().catch(() => undefined);
   };
 
-  let stopComponent: () => Promise<void> = () => Promise.resolve();
-  let webhookAddress: () => string | null = () => null;
+  let component: IngressComponent | null = null;
   let resolveDone!: (e: IngressExit) => void;
   const done = new Promise<IngressExit>((r) => (resolveDone = r));
   let health: { stop(): void } | null = null;
-  let status: () => {
-    role: 'starting' | 'owner' | 'standby' | 'stopped';
-    halted: string | null;
-    delivery?: string | null;
-  } = () => ({ role: 'starting', halted: null });
   let ended: IngressExit | null = null;
   void done.then((e) => (ended = e));
 
-  const common = {
+  const common: IngressCommon = {
     pool,
     boss,
     api,
@@ -212,35 +183,10 @@ function createIngress(opts: {
       intervalMs: Math.max(1000, Math.min(config.POLL_TIMEOUT, 15_000)),
       logger,
     });
-    if (config.INGRESS === 'webhook') {
-      const w = createWebhookIngress({
-        ...common,
-        secret: config.WEBHOOK_SECRET as string,
-        publicUrl: config.WEBHOOK_PUBLIC_URL as string,
-        host: config.WEBHOOK_HOST,
-        port: config.WEBHOOK_PORT,
-        opsChatId: config.OPS_CHAT_ID ?? null,
-      });
-      stopComponent = () => w.stop();
-      webhookAddress = () => w.address();
-      status = () => {
-        const st = w.status();
-        return { role: st.state === 'idle' ? 'starting' : st.state, halted: null, delivery: st.deliveryProblem };
-      };
-      await w.start();
-      void w.done.then(resolveDone);
-    } else {
-      const p = createPoller(common);
-      stopComponent = () => p.stop();
-      status = () => {
-        const st = p.status();
-        if (st.state === 'stopped') return { role: 'stopped', halted: null };
-        if (st.state === 'idle') return { role: 'starting', halted: null };
-        return { role: st.generation !== null ? 'owner' : 'standby', halted: st.haltedReason };
-      };
-      p.start();
-      void p.done.then(resolveDone);
-    }
+    const c = createIngressComponent(config, common);
+    component = c;
+    await c.start();
+    void c.done.then(resolveDone);
   };
   const started = begin().catch((err) => {
     if (err instanceof BossSchemaMismatchError) {
@@ -257,32 +203,22 @@ function createIngress(opts: {
     botId,
     owner,
     done,
-    webhookAddress: () => webhookAddress(),
-    async ready() {
-      const s = status();
-      const reasons: string[] = [];
-      if (stopping) reasons.push('stopping');
-      else if (ended) reasons.push(`ingress ended (${ended.reason})`);
-      else if (s.role === 'starting') reasons.push('starting: waiting for the database and its migrations');
-      else if (s.role === 'stopped') reasons.push('ingress stopped');
-      if (s.halted) reasons.push(`halted by DECODE_POLICY=stop: ${s.halted}`);
-      if (s.delivery) reasons.push(s.delivery);
-      const db = await databaseProblem(pool);
-      if (db) reasons.push(db);
-      return {
-        ready: reasons.length === 0,
-        reasons,
-        role: s.role,
-        bot_id: botId,
-        owner_id: owner,
+    webhookAddress: () => component?.address() ?? null,
+    ready: () =>
+      ingressReady({
+        status: component?.status() ?? STARTING,
+        stopping: stopping !== null,
+        ended,
+        pool,
+        botId,
+        owner,
         ingress: config.INGRESS,
-      };
-    },
+      }),
     stop() {
       stopping ??= (async () => {
         abort.abort();
         await started;
-        await stopComponent();
+        await component?.stop();
         health?.stop();
         await close();
       })();

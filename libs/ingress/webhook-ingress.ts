@@ -10,24 +10,18 @@
 import Fastify, { FastifyInstance } from 'fastify';
 import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
+import { Lifecycle } from '../lifecycle/lifecycle';
 import type { Logger } from '../observability/logger';
 import type { IngressMetrics } from '../observability/metrics';
-import { configProblemClear, configProblemRecord } from '../queue/config-problems';
-import { BotApiClient, TelegramApiError, WebhookInfo } from '../telegram';
-import {
-  BackoffPolicy,
-  backoffDelay,
-  INGRESS_BACKOFF_BASE_MS_DEFAULT,
-  INGRESS_BACKOFF_CAP_MS_DEFAULT,
-} from './backoff';
-import { sleep } from '../lifecycle/timers';
+import type { BotApiClient } from '../telegram';
+import { BackoffPolicy, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT } from './backoff';
 import { Episodes } from './episodes';
 import { createLease } from './lease';
 import type { DecodePolicy } from './plan-batch';
 import type { PollerExit } from './poller';
-import { cursorRecordProgress } from './queries';
 import { createWebhookHandler, WEBHOOK_BODY_LIMIT_BYTES, webhookPath, webhookPlugin } from './webhook';
-import { WebhookDeliveryWatch } from './webhook-delivery';
+import { WebhookDeliveryReport } from './webhook-delivery-report';
+import { runWebhookLoop } from './webhook-loop';
 
 export interface WebhookIngressOptions {
   pool: Pool;
@@ -92,10 +86,10 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
     logger,
     onLost: interrupt,
   });
+  const life = new Lifecycle('webhook ingress');
   let app: FastifyInstance | null = null;
   let addr: string | null = null;
   let stopping = false;
-  let loopPromise: Promise<void> | null = null;
   let exit: PollerExit = { reason: 'stopped' };
   let exitedLoop = false;
   let resolveDone!: (e: PollerExit) => void;
@@ -116,117 +110,40 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
   });
   opts.metrics?.track(opts.botId, () => lease.fence() !== null);
 
+  // What getWebhookInfo says about Telegram's deliveries to us (see webhook-delivery-report.ts).
+  const delivery = new WebhookDeliveryReport({
+    pool: opts.pool,
+    botId: opts.botId,
+    owner: opts.owner,
+    opsChatId: opts.opsChatId,
+    episodes,
+  });
+
   async function register(): Promise<void> {
-    delivery.reset();
+    delivery.restartWatch();
     await opts.api.setWebhook({ url, secret_token: opts.secret }, { timeoutMs: 15_000 });
     logger.info({ url }, 'webhook registered');
   }
 
-  // What getWebhookInfo says about Telegram's deliveries to us; the problem row, once recorded, is
-  // cleared by the first healthy check (also one of a new owner: an old owner may have recorded it).
-  const delivery = new WebhookDeliveryWatch();
-  let deliveryProblem: string | null = null;
-  let problemRecorded = true;
-
-  async function judgeDelivery(info: WebhookInfo): Promise<void> {
-    const v = delivery.observe(info, Date.now());
-    if (v.state === 'suspect') return;
-    try {
-      if (v.state === 'failing') {
-        deliveryProblem = v.reason;
-        episodes.fail(
-          'webhook-delivery',
-          'error',
-          { reason: v.reason, pendingUpdateCount: v.pending, lastErrorAt: v.lastErrorAt.toISOString() },
-          'Telegram cannot deliver to the webhook; its backlog is not draining',
-        );
-        problemRecorded = true;
-        const p = { component: 'webhook' as const, botId: opts.botId, code: 'WEBHOOK_UNDELIVERED', reason: v.reason };
-        await configProblemRecord(opts.pool, p, { workerId: opts.owner, opsChatId: opts.opsChatId });
-      } else {
-        deliveryProblem = null;
-        episodes.recover('webhook-delivery', 'Telegram delivers to the webhook again');
-        if (problemRecorded) await configProblemClear(opts.pool, 'webhook', opts.botId);
-        problemRecorded = false;
-      }
-      episodes.recover('webhook-delivery-db', 'webhook delivery state recorded again');
-    } catch (err) {
-      episodes.fail('webhook-delivery-db', 'warn', { err }, 'could not record the webhook delivery state; next check');
-    }
-  }
-
-  async function ownerTick(): Promise<void> {
-    const fence = lease.fence();
-    if (!fence) return;
-    try {
-      const info = await opts.api.getWebhookInfo({ timeoutMs: 15_000, signal: wake.signal });
-      if (info.url !== url) {
-        logger.warn({ registered: info.url || '(none)' }, 'the registered webhook is not ours: registering it again');
-        await register();
-      } else if (!(await cursorRecordProgress(opts.pool, opts.botId, fence, opts.leaseTtlMs))) {
-        lease.markLost('fenced progress write rejected');
-        return;
-      } else await judgeDelivery(info);
-      episodes.recover('webhook', 'webhook registration checked again');
-      await sleep(opts.pollTimeoutMs, wake.signal);
-    } catch (err) {
-      if (err instanceof TelegramApiError && err.errorCode === 401) throw err;
-      const n = episodes.fail('webhook', 'warn', { err }, 'could not check the webhook registration; retrying');
-      await sleep(backoffDelay(n, policy), wake.signal);
-    }
-  }
-
-  async function loop(): Promise<void> {
-    try {
-      while (!stopping) {
-        if (lease.fence()) {
-          await ownerTick();
-          continue;
-        }
-        let got: { generation: number } | null = null;
-        try {
-          got = await lease.tryAcquire();
-          episodes.recover('lease-db', 'database reachable again');
-        } catch (err) {
-          const n = episodes.fail(
-            'lease-db',
-            'error',
-            { err },
-            'cannot reach the database to acquire the lease; retrying',
-          );
-          await sleep(backoffDelay(n, policy), wake.signal);
-          continue;
-        }
-        if (!got) {
-          await sleep(await lease.standbyDelayMs().catch(() => opts.leaseTtlMs / 2), wake.signal);
-          continue;
-        }
-        logger.info({ generation: got.generation }, 'ingress lease acquired: serving the webhook');
-        deliveryProblem = null;
-        try {
-          await register();
-        } catch (err) {
-          if (err instanceof TelegramApiError && err.errorCode === 401) throw err;
-          logger.error({ err }, 'setWebhook failed; will retry');
-        }
-      }
-    } catch (err) {
-      if (err instanceof TelegramApiError && err.errorCode === 401) {
-        const message =
-          'Telegram rejected the bot token (401 Unauthorized): check TELEGRAM_BOT_TOKEN; the webhook ingress stopped';
-        logger.fatal({ description: err.description }, message);
-        exit = { reason: 'unauthorized', message };
-      } else {
-        logger.fatal({ err }, 'webhook ingress loop crashed');
-        exit = {
-          reason: 'crashed',
-          message: `webhook ingress loop crashed: ${(err as Error)?.message ?? String(err)}`,
-        };
-      }
-    } finally {
-      await lease.release();
-    }
-  }
+  const loop = () =>
+    runWebhookLoop({
+      pool: opts.pool,
+      api: opts.api,
+      lease,
+      botId: opts.botId,
+      url,
+      leaseTtlMs: opts.leaseTtlMs,
+      pollTimeoutMs: opts.pollTimeoutMs,
+      policy,
+      logger,
+      episodes,
+      wakeSignal: () => wake.signal,
+      // stop() drains the endpoint before it interrupts the loop: the loop ends on this flag
+      stopping: () => stopping,
+      register,
+      judgeDelivery: (info) => delivery.judge(info),
+      onAcquired: () => delivery.clearProblem(),
+    });
 
   return {
     async start() {
@@ -235,7 +152,8 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
       await app.register(webhookPlugin, { botId: opts.botId, secret: opts.secret, handle, bodyLimit: opts.bodyLimit });
       addr = await app.listen({ host: opts.host, port: opts.port });
       logger.info({ address: addr, path: webhookPath(opts.botId) }, 'webhook endpoint listening');
-      loopPromise = loop().then(() => {
+      life.start(async () => {
+        exit = await loop();
         exitedLoop = true;
         resolveDone(exit);
       });
@@ -245,15 +163,15 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
       // Drain in-flight webhook requests while the lease is still held, then release it.
       if (app) await app.close();
       interrupt();
-      await loopPromise;
-      await lease.release();
+      await life.stop(() => lease.release());
       resolveDone(exit);
     },
     done,
     address: () => addr,
     status: () => {
-      const state = stopping || exitedLoop ? 'stopped' : !loopPromise ? 'idle' : lease.fence() ? 'owner' : 'standby';
-      return { state, deliveryProblem: state === 'owner' ? deliveryProblem : null };
+      const state =
+        stopping || exitedLoop ? 'stopped' : life.state === 'new' ? 'idle' : lease.fence() ? 'owner' : 'standby';
+      return { state, deliveryProblem: state === 'owner' ? delivery.problem : null };
     },
   };
 }
