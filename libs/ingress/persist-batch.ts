@@ -12,7 +12,7 @@
  * Any failure rolls everything back: the caller polls the same offset again (or answers 5xx).
  *
  * Steps 1-4 and the workers' wake-up (one NOTIFY per queue) are ONE statement
- * (ingressBatchWrite in ./queries.ts: data-modifying CTEs over unnest), so a batch is three round
+ * (ingressBatchWrite in ./batch-statement.ts: data-modifying CTEs over unnest), so a batch is three round
  * trips: BEGIN, the statement, COMMIT (plus one for quarantine rows and one for a halt's audit row,
  * only when the batch has them). The fence is part of that statement: when it matches no cursor
  * row nothing is written and LeaseLostError rolls back; capture conflicts are reported by the same
@@ -34,16 +34,14 @@ import {
   BatchCaptureRow,
   BatchUpdateRow,
   BatchWriteInput,
-  cursorAudit,
-  Fence,
+  CaptureConflictRow,
+  HELD_BY_STOP_PREFIX,
   ingressBatchWrite,
   PreparedBatchWrite,
   prepareBatchWrite,
-  CaptureConflictRow,
-  HELD_BY_STOP_PREFIX,
-  QuarantineInput,
-  quarantineInsertBatch,
-} from './queries';
+} from './batch-statement';
+import type { Fence } from './fence';
+import { cursorAudit, QuarantineInput, quarantineInsertBatch } from './queries';
 
 export interface PersistOptions {
   botId: string;
