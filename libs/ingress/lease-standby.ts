@@ -1,6 +1,6 @@
 /**
- * The poller's side of the lease (libs/ingress/lease.ts): a standby's attempt to take it, and the
- * wait before the next attempt when it did not. A database that cannot be reached is an episode
+ * A standby's turn at the lease (libs/ingress/lease.ts), for the poller and the webhook ingress:
+ * the attempt to take it, and the wait before the next attempt when it did not. A database that cannot be reached is an episode
  * (logged once, retried with backoff); a lease held by another replica is waited out until about
  * its expiry, re-checked often enough to take over at once when its owner releases it.
  */

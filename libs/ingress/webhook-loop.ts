@@ -12,6 +12,7 @@ import { sleep } from '../lifecycle/timers';
 import { TelegramApiError, type BotApiClient, type WebhookInfo } from '../telegram';
 import type { Episodes } from './episodes';
 import type { Lease } from './lease';
+import { takeLeaseOrWait } from './lease-standby';
 import type { PollerExit } from './poller';
 
 export interface WebhookLoopDeps {
@@ -62,21 +63,16 @@ async function ownerTick(d: WebhookLoopDeps): Promise<void> {
   }
 }
 
-/** One standby turn: try to acquire the lease; on acquiring it, register the webhook. */
+/** One standby turn (the poller's, lease-standby.ts); on acquiring the lease, register the webhook. */
 async function standbyTick(d: WebhookLoopDeps): Promise<void> {
-  let got: { generation: number } | null;
-  try {
-    got = await d.lease.tryAcquire();
-    d.episodes.recover('lease-db', 'database reachable again');
-  } catch (err) {
-    const n = d.episodes.fail('lease-db', 'error', { err }, 'cannot reach the database to acquire the lease; retrying');
-    await sleep(backoffDelay(n, d.policy), d.wakeSignal());
-    return;
-  }
-  if (!got) {
-    await sleep(await d.lease.standbyDelayMs().catch(() => d.leaseTtlMs / 2), d.wakeSignal());
-    return;
-  }
+  const got = await takeLeaseOrWait({
+    lease: d.lease,
+    episodes: d.episodes,
+    leaseTtlMs: d.leaseTtlMs,
+    backoff: (n) => backoffDelay(n, d.policy),
+    pause: (ms) => sleep(ms, d.wakeSignal()),
+  });
+  if (!got) return;
   d.logger.info({ generation: got.generation }, 'ingress lease acquired: serving the webhook');
   d.onAcquired();
   try {
