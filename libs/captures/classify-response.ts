@@ -1,3 +1,4 @@
+import { errorCode, errorMessage, fieldOf } from '../errors';
 import { parseRetryAfter } from '../queue/backoff';
 import { safeText } from '../queue/errors';
 import { Outcome } from '../queue/outcome';
@@ -83,8 +84,8 @@ function captureConfigReason(status: number, location: string | null): string {
 export function classifyCaptureError(err: unknown, timedOut: boolean): Outcome<CaptureConfigEffect> {
   if (timedOut)
     return Outcome.retry(undefined, { errorCode: 'TIMEOUT', error: 'collector did not answer within CAPTURE_TIMEOUT' });
-  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-  const code = e?.cause?.code ?? (e?.name === 'AbortError' ? 'ABORTED' : 'NETWORK_ERROR');
-  const detail = e?.cause?.message ?? e?.message ?? String(err);
+  const cause = fieldOf(err, 'cause');
+  const code = errorCode(cause) ?? (fieldOf(err, 'name') === 'AbortError' ? 'ABORTED' : 'NETWORK_ERROR');
+  const detail = errorMessage(cause) ?? errorMessage(err) ?? String(err);
   return Outcome.retry(undefined, { errorCode: code, error: safeText(`request to collector failed: ${detail}`, 300) });
 }

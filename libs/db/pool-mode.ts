@@ -6,7 +6,7 @@
  * fails quietly (a LISTEN that never hears, a lock held by a session someone else gets next), so a
  * process in session mode refuses to start there, with an error naming DB_POOL_MODE.
  */
-import { errorCode } from '../errors';
+import { errorCode, errorMessage, hasCode } from '../errors';
 import { Client } from 'pg';
 import { RelayError } from '../errors/relay-error';
 import { EXIT_CONFIG } from '../lifecycle/exit-codes';
@@ -62,8 +62,8 @@ export async function probePooling(url: string): Promise<'session' | 'transactio
 
 /** PgBouncer's answer to a startup parameter it does not know (SQLSTATE 08P01). */
 function refusedStartupParameter(err: unknown): string | undefined {
-  const e = err as { code?: string; message?: string };
-  return e?.code === '08P01' && /unsupported startup parameter/i.test(e.message ?? '') ? e.message : undefined;
+  const message = errorMessage(err);
+  return hasCode(err, '08P01') && /unsupported startup parameter/i.test(message ?? '') ? message : undefined;
 }
 
 /** Opens one connection with the startup parameters our session-mode pools send; the refusal, if any. */

@@ -1,4 +1,4 @@
 export { RELAY_CODES } from './codes';
 export type { RelayCode } from './codes';
 export { RelayError } from './relay-error';
-export { errorCode, hasCode } from './code-of';
+export { errorCode, errorMessage, fieldOf, hasCode } from './thrown';

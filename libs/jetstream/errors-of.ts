@@ -1,14 +1,7 @@
-/**
- * Reading a thrown NATS or pg error without casting it: thrown values are data of unknown shape
- * (a library may throw a string or null), so each field is read only once it is known to be there.
- */
+/** What the bridge reads of a thrown NATS error, on libs/errors' readers of thrown values. */
+import { fieldOf } from '../errors';
 
-/** The `field` of anything thrown, as it is (undefined when absent or when `err` is not an object). */
-export function fieldOf(err: unknown, field: string): unknown {
-  if (typeof err !== 'object' || err === null || !(field in err)) return undefined;
-  const value: unknown = Reflect.get(err, field);
-  return value;
-}
+export { fieldOf };
 
 /** The JetStream API's own error number (`api_error.err_code`), when the error carries one. */
 export function apiErrorCode(err: unknown): number | undefined {

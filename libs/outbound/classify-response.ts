@@ -15,6 +15,7 @@
  * | no answer after the request was written (drop, timeout)| Ambiguous                        |
  * | 2xx without a usable result                            | Ambiguous (it may have been sent)|
  */
+import { errorCode as codeOf, errorMessage, fieldOf } from '../errors';
 import { TelegramApiError, TelegramNetworkError } from '../telegram/errors';
 import { redactToken } from '../observability/redact';
 import { safeText } from '../queue/errors';
@@ -126,8 +127,7 @@ export function classifySendError(err: unknown): SendOutcome {
     return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
   }
   if (err instanceof TelegramNetworkError) {
-    const cause = (err as { cause?: { code?: unknown } }).cause;
-    const causeCode = typeof cause?.code === 'string' ? cause.code : undefined;
+    const causeCode = codeOf(fieldOf(err, 'cause'));
     const errorCode =
       err.reason === 'timeout'
         ? 'ETIMEDOUT'
@@ -140,10 +140,9 @@ export function classifySendError(err: unknown): SendOutcome {
     if (err.requestSent) return { type: 'ambiguous', errorCode, error: `${error} (after the request was written)` };
     return { type: 'retry', errorCode, error };
   }
-  const e = err as { message?: unknown; code?: unknown } | null;
   return {
     type: 'retry',
     errorCode: 'RELAY_SEND_THREW',
-    error: short(typeof e?.message === 'string' ? e.message : String(err)),
+    error: short(errorMessage(err) ?? String(err)),
   };
 }

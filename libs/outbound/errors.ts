@@ -1,5 +1,6 @@
 /** One thing wrong with a message, named by its field (`text`, `chat_id`, …). */
 import { RelayError } from '../errors/relay-error';
+import { errorMessage, fieldOf, hasCode } from '../errors/thrown';
 export interface OutboundProblem {
   field: string;
   problem: string;
@@ -42,14 +43,14 @@ export const SQLSTATE_OUTBOUND_CONFLICT = 'TR409';
  * anything else is returned unchanged.
  */
 export function fromSqlError(err: unknown, msgId?: string): unknown {
-  const e = err as { code?: unknown; message?: unknown; detail?: unknown };
-  if (e?.code === SQLSTATE_OUTBOUND_INVALID) {
-    const text = (typeof e.message === 'string' ? e.message : '').replace(/^RELAY_OUTBOUND_INVALID:\s*/, '');
+  if (hasCode(err, SQLSTATE_OUTBOUND_INVALID)) {
+    const text = (errorMessage(err) ?? '').replace(/^RELAY_OUTBOUND_INVALID:\s*/, '');
     const field = /^([a-z_]+) /.exec(text)?.[1] ?? 'message';
     return new OutboundValidationError([{ field, problem: text }], { cause: err });
   }
-  if (e?.code === SQLSTATE_OUTBOUND_CONFLICT) {
-    const m = /existing outbound id (\d+), state (\w+)/.exec(typeof e.detail === 'string' ? e.detail : '');
+  if (hasCode(err, SQLSTATE_OUTBOUND_CONFLICT)) {
+    const detail = fieldOf(err, 'detail');
+    const m = /existing outbound id (\d+), state (\w+)/.exec(typeof detail === 'string' ? detail : '');
     return new OutboundConflictError(msgId ?? '?', { id: m?.[1] ?? '?', state: m?.[2] ?? '?' }, { cause: err });
   }
   return err;

@@ -1,5 +1,6 @@
 /** An error of the worker engine with a stable code. */
 import { RelayError } from '../errors/relay-error';
+import { errorMessage } from '../errors/thrown';
 export class QueueError extends RelayError {
   constructor(
     readonly code: 'RELAY_QUEUE_NOT_MIGRATED' | 'RELAY_QUEUE_STOPPED' | 'RELAY_HANDLER_THREW' | 'RELAY_CLAIM_LOST',
@@ -13,8 +14,7 @@ export class QueueError extends RelayError {
 
 /** A short, single-line description of any thrown value, for logs-free audit columns. */
 export function shortError(err: unknown, max = 300): string {
-  const e = err as { message?: unknown; code?: unknown } | null;
-  const msg = e && typeof e.message === 'string' ? e.message : String(err);
+  const msg = errorMessage(err) ?? String(err);
   return safeText(msg.replace(/\s+/g, ' ').trim(), max);
 }
 

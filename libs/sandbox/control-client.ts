@@ -2,6 +2,7 @@
  * A small client for the sandbox control APIs (Bot API sandbox and collector), for processes that
  * did not start the sandbox: the CLI (`tg-relay sandbox send`), subprocess tests, the soak.
  */
+import { errorCode, fieldOf } from '../errors';
 import type { CollectorAttempt, CollectorReceipt, CollectorStats } from './collector';
 import type { CollectorFaults } from './collector-faults';
 import type { RateLimitsInput } from './rate-limiter';
@@ -40,7 +41,7 @@ async function call<T>(baseUrl: string, method: 'GET' | 'POST', path: string, bo
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code;
+    const cause = errorCode(fieldOf(err, 'cause'));
     throw new SandboxControlError(
       `cannot reach the sandbox at ${baseUrl}${cause ? ` (${cause})` : ''}: is it running?`,
       0,
