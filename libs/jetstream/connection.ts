@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import type { Logger } from '../observability/logger';
-import { fieldOf } from './errors-of';
+import { fieldOf } from '../errors';
 import type { BridgeState } from './health';
 import { nats, type Authenticator, type NatsConnection } from './nats';
 

@@ -1,8 +1,6 @@
 /** What the bridge reads of a thrown NATS error, on libs/errors' readers of thrown values. */
 import { fieldOf } from '../errors';
 
-export { fieldOf };
-
 /** The JetStream API's own error number (`api_error.err_code`), when the error carries one. */
 export function apiErrorCode(err: unknown): number | undefined {
   const code = fieldOf(fieldOf(err, 'api_error'), 'err_code');

@@ -19,9 +19,8 @@
  * A crash between commit and ack redelivers the batch: the upsert finds the same payloads and the
  * reject records are unique per (stream, seq, content), so nothing is enqueued or recorded twice.
  */
-import { errorCode } from '../errors';
+import { errorCode, fieldOf } from '../errors';
 import { backoffMs } from '../lifecycle/backoff';
-import { fieldOf } from './errors-of';
 import crypto from 'node:crypto';
 import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';

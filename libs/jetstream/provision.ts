@@ -12,7 +12,8 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import type { Logger } from '../observability/logger';
-import { apiErrorCode, fieldOf } from './errors-of';
+import { fieldOf } from '../errors';
+import { apiErrorCode } from './errors-of';
 import { nats } from './nats';
 
 /** The seed's stream settings, used only when the stream does not exist. */
