@@ -3,6 +3,7 @@
  * it reports from that; plus the database probe that lets readiness recover with the database.
  */
 import type { Pool } from 'pg';
+import { databaseProblem } from '../observability/metrics-server';
 
 export interface BridgeHealth {
   ready: boolean;
@@ -51,14 +52,13 @@ export function bridgeHealth(state: BridgeState, stream: string, consumer: strin
 
 /**
  * After a failed batch, readiness recovers with the database, not only with the next message:
- * a `select 1` that succeeds marks the database ok again (a failure leaves it as it was).
+ * the readiness check's `select 1` (databaseProblem, bounded by its timeout, so a database that
+ * never answers cannot hold up the alert loop) marks the database ok again when it answers; a
+ * failure leaves it as it was.
  */
 export async function probeDatabase(pool: Pool, state: BridgeState): Promise<void> {
   if (state.database !== 'error') return;
-  await pool.query('select 1').then(
-    () => (state.database = 'ok'),
-    () => undefined,
-  );
+  if ((await databaseProblem(pool)) === null) state.database = 'ok';
 }
 
 export interface BridgeStats {
