@@ -1,12 +1,10 @@
-import { backoffMs } from '../lifecycle/backoff';
+import { type Backoff, backoffMs } from '../lifecycle/backoff';
 
 export const INGRESS_BACKOFF_BASE_MS_DEFAULT = 250;
 export const INGRESS_BACKOFF_CAP_MS_DEFAULT = 10_000;
 
-export interface BackoffPolicy {
-  baseMs: number;
-  capMs: number;
-}
+/** Ingress loops always use equal jitter: the policy is the scale and the cap. */
+export type BackoffPolicy = Pick<Backoff, 'baseMs' | 'capMs'>;
 
 /**
  * Delay before retry number `attempt` (0-based): equal jitter, so replicas that failed together do

@@ -281,13 +281,27 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
 
   const rescuer = deps.rescuer ?? createRescuer({ pool, boss, logger, clock, targets: [rescueTargetOf(kind)] });
   const keeper = createClaimKeeper(kind, {
-    ...{ pool, logger, workerId, clock, claims, rescuer, tickMs, thresholdMs, stats },
+    pool,
+    logger,
+    workerId,
+    clock,
+    claims,
+    rescuer,
+    tickMs,
+    thresholdMs,
+    stats,
     maxAttempts: config.retry.maxAttempts,
     onRecovered: () => wake.notify(),
     stopping: () => life.signal.aborted,
   });
   const settler = createSettler(kind, {
-    ...{ pool, boss, logger, workerId, clock, stats, metrics: deps.metrics },
+    pool,
+    boss,
+    logger,
+    workerId,
+    clock,
+    stats,
+    metrics: deps.metrics,
     onRetrySettled: () => wake.notify(),
   });
   const writer = new OutcomeWriter<Finished<Row, Effects>>(
@@ -316,7 +330,15 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   }
 
   const loop = new ClaimLoop(kind, {
-    ...{ pool, boss, logger, workerId, clock, claims, wake, stats, run },
+    pool,
+    boss,
+    logger,
+    workerId,
+    clock,
+    claims,
+    wake,
+    stats,
+    run,
     concurrency: config.concurrency,
     pollMs: deps.pollIntervalMs ?? POLL_INTERVAL_MS_DEFAULT,
     batchMax: deps.claimBatchMax ?? CLAIM_BATCH_MAX_DEFAULT,
