@@ -71,9 +71,8 @@ function registerOneItemAction(
       },
     },
     async (req) => {
-      const startedAt = ctx.clock();
       const reason = req.body.reason ?? null;
-      return kit.act(req, startedAt, async (s) => {
+      return kit.act(req, async (s) => {
         const row = await kit.lockOne(s, a.action, kind, req.params.id, a.from, a.refusal);
         if ('refused' in row) return row;
         const moved = await ctx.actions[a.move](s.db, kind, [row.id], { actor: req.actor!, reason });
@@ -130,9 +129,8 @@ function registerRetryBulk(app: WriteApp, ctx: AdminContext, kit: WriteKit, kind
       },
     },
     async (req) => {
-      const startedAt = ctx.clock();
       const { limit = ctx.bulkLimit, dry_run = false, reason, state: _state, ...filter } = req.body as BulkRetryBody;
-      return kit.act(req, startedAt, async (s) => {
+      return kit.act(req, async (s) => {
         const { ids, more } = await itemsSelectFailed(s.db, kind, filter, limit, !dry_run);
         const moved =
           dry_run || ids.length === 0

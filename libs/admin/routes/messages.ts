@@ -63,14 +63,13 @@ export function registerMessages(app: WriteApp, ctx: AdminContext, kit: WriteKit
       },
     },
     async (req, reply) => {
-      const startedAt = ctx.clock();
       const traceparent = requestTraceparent(req.body.traceparent, req.headers.traceparent);
       const body = {
         ...req.body,
         ...(req.body.chat_id !== undefined ? { chat_id: String(req.body.chat_id) } : {}),
         traceparent,
       };
-      const out = await kit.act(req, startedAt, async (s) => {
+      const out = await kit.act(req, async (s) => {
         await s.db.query('savepoint enqueue');
         try {
           const r = await ctx.actions.enqueueMessage(s.db, body);

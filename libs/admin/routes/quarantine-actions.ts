@@ -41,9 +41,8 @@ export function registerQuarantineActions(app: WriteApp, ctx: AdminContext, kit:
         },
       },
       async (req) => {
-        const startedAt = ctx.clock();
         const reason = req.body.reason ?? null;
-        return kit.act(req, startedAt, async (s) => {
+        return kit.act(req, async (s) => {
           const row = await quarantineLock(s.db, req.params.id);
           let refused: AdminError | undefined;
           if (!row) refused = notFound('quarantined update', req.params.id);

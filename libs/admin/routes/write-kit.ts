@@ -70,10 +70,10 @@ export interface WriteKit {
   /** Audits `a.refused` and returns it as a Refusal, which `act` commits and then throws. */
   refuse(s: ActionScope, action: string, a: AuditSubject & { refused: AdminError }): Promise<Refusal>;
   /**
-   * Runs `fn` in a transaction (in an `admin.<action>` span); a Refusal is committed (its audit row)
+   * Runs `fn` in a transaction (in an `admin.<action>` span), started now; a Refusal is committed (its audit row)
    * and then thrown.
    */
-  act<T>(req: FastifyRequest, startedAt: Date, fn: (s: ActionScope) => Promise<T | Refusal>): Promise<T>;
+  act<T>(req: FastifyRequest, fn: (s: ActionScope) => Promise<T | Refusal>): Promise<T>;
   /** Locks one row; unknown id or a state other than `expected` becomes an audited refusal. */
   lockOne(
     s: ActionScope,
@@ -120,11 +120,8 @@ export function createWriteKit(ctx: AdminContext): WriteKit {
 
   const refuse: WriteKit['refuse'] = async (s, action, a) => refusal(a.refused, await audit(s, action, a));
 
-  const act = async <T>(
-    req: FastifyRequest,
-    startedAt: Date,
-    fn: (s: ActionScope) => Promise<T | Refusal>,
-  ): Promise<T> => {
+  const act = async <T>(req: FastifyRequest, fn: (s: ActionScope) => Promise<T | Refusal>): Promise<T> => {
+    const startedAt = ctx.clock();
     const out = await inSpan('admin.action', {}, () => withTransaction(ctx.pool, (db) => fn({ db, req, startedAt })));
     if (out && typeof out === 'object' && 'refused' in (out as object)) throw (out as Refusal).refused;
     return out as T;
