@@ -8,6 +8,7 @@
  * 401/403/404 (token or API root wrong) → backoff too, shown in readiness (relay.cursor.poll_error),
  * except a 401 before the token ever worked in this process: that is a typo, thrown at once.
  */
+import { errorMessage } from '../errors';
 import type { Logger } from '../observability/logger';
 import type { GetUpdatesResult, IngressMetrics } from '../observability/metrics';
 import { BotApiClient, botApiError, ErrorEnvelopeRules, TelegramApiError, TelegramNetworkError } from '../telegram';
@@ -134,7 +135,7 @@ export function createGetUpdatesTransport(opts: {
 export function describePollFailure(err: unknown): PollFailure {
   if (!(err instanceof TelegramApiError)) {
     const kind = err instanceof TelegramNetworkError ? err.reason : 'error';
-    const why = `${kind}: ${(err as Error)?.message ?? String(err)}`;
+    const why = `${kind}: ${errorMessage(err) ?? String(err)}`;
     return {
       episode: 'telegram',
       level: 'warn',

@@ -7,6 +7,7 @@
  *   - libs/ingress/watchdog.ts: the stall detector that ends a poller stuck on an await.
  * The loop runs through `Lifecycle`: started once, stopped once for every caller.
  */
+import { errorMessage } from '../errors';
 import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import { Lifecycle } from '../lifecycle/lifecycle';
@@ -132,7 +133,7 @@ export function createPoller(opts: PollerOptions): Poller {
       resolveDone(loop.exit);
     } catch (err) {
       logger.fatal({ err }, 'poller loop crashed');
-      resolveDone({ reason: 'crashed', message: `poller loop crashed: ${(err as Error)?.message ?? String(err)}` });
+      resolveDone({ reason: 'crashed', message: `poller loop crashed: ${errorMessage(err) ?? String(err)}` });
     }
   }
 

@@ -4,6 +4,7 @@
  * confirms our registration records progress (health) and judges Telegram's deliveries. A 401 ends
  * the loop (the token is wrong; retrying cannot help); the lease is released whenever it ends.
  */
+import { errorMessage } from '../errors';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { cursorRecordProgress } from './queries';
@@ -99,7 +100,7 @@ export async function runWebhookLoop(d: WebhookLoopDeps): Promise<PollerExit> {
       return { reason: 'unauthorized', message };
     }
     d.logger.fatal({ err }, 'webhook ingress loop crashed');
-    return { reason: 'crashed', message: `webhook ingress loop crashed: ${(err as Error)?.message ?? String(err)}` };
+    return { reason: 'crashed', message: `webhook ingress loop crashed: ${errorMessage(err) ?? String(err)}` };
   } finally {
     await d.lease.release();
   }

@@ -4,6 +4,7 @@
  * component that registered a check is ready; 503 with the reasons otherwise). It starts before
  * the components, so liveness answers during startup while readiness says "starting".
  */
+import { errorMessage } from '../errors';
 import { withTimeout } from '../lifecycle/timers';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,7 +36,7 @@ export async function databaseProblem(db: Queryable, timeoutMs = READY_CHECK_TIM
     await withTimeout(db.query('select 1'), timeoutMs, 'the database');
     return null;
   } catch (err) {
-    return `database: ${(err as Error)?.message || String(err)}`;
+    return `database: ${errorMessage(err) || String(err)}`;
   }
 }
 

@@ -3,6 +3,7 @@
  * our transactions), every enabled job kind, and the engine. Used by `tg-relay worker` and by the
  * all-in-one `tg-relay start`.
  */
+import { errorMessage } from '../errors';
 import { Config, workPollIntervalMs } from '../config';
 import { assertBossSchemaVersion, createBoss, createPool, migrationStatus, timeoutsFromConfig } from '../db';
 import type { Registry } from 'prom-client';
@@ -94,8 +95,7 @@ export async function startWorkerRuntime(opts: {
     let resolveDied!: (why: string) => void;
     const died = new Promise<string>((r) => (resolveDied = r));
     const worker = createWorker({
-      onCrash: (queue, err) =>
-        resolveDied(`the ${queue} claim loop crashed: ${(err as Error)?.message ?? String(err)}`),
+      onCrash: (queue, err) => resolveDied(`the ${queue} claim loop crashed: ${errorMessage(err) ?? String(err)}`),
       pool,
       boss,
       logger,
