@@ -104,6 +104,15 @@ describe('DB_POOL_MODE=transaction behind PgBouncer (pool_mode=transaction)', ()
     await waitFor(() => replies().length === texts.length, { what: 'five replies sent', timeoutMs: 90_000 });
     expect(replies().map((r) => r.text)).toEqual(texts); // chat order kept
     await waitFor(() => collector.received.length >= texts.length, { what: 'five captures delivered' });
+    // the peers see a send before its outcome transaction commits: wait for the rows to say so
+    const settled = (table: string, state: string, chatSql: string) =>
+      count(`select count(*) as n from relay.${table} where chat_id = ${chatSql} and state = '${state}'`);
+    await waitFor(
+      async () =>
+        (await settled('outbound', 'delivered', `'${chat}'`)) === texts.length &&
+        (await settled('captures', 'delivered', String(chat))) === texts.length,
+      { what: 'the five sends and captures settled' },
+    );
 
     expect(await count(`select count(*) as n from relay.inbox where chat_id = ${chat} and state = 'handled'`)).toBe(5);
     expect(
