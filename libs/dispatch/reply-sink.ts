@@ -109,6 +109,25 @@ export interface OutboundReply {
   payload: Record<string, unknown>;
   /** The trace context of the handler run that made the reply; null when tracing is off. */
   traceparent?: string | null;
+  /** The relayed Bot API method (libs/telegram/methods.ts); absent means sendMessage. */
+  method?: string;
+  /**
+   * Methods other than sendMessage: every parameter but `chat_id`, as relayed. A file the handler
+   * uploads is replaced by `"attach://<part>"`, its bytes are in `uploads`.
+   */
+  params?: Record<string, unknown>;
+  /** Files read at call time, sent as multipart parts named `part`. */
+  uploads?: OutboundUpload[];
+  /** The placeholder message ids the call resolved with, one per message it sends (libs/telegram/placeholders.ts). */
+  placeholders?: number[];
+}
+
+/** One uploaded file of a relayed call. */
+export interface OutboundUpload {
+  /** The multipart part name the params refer to as `attach://<part>`. */
+  part: string;
+  filename: string;
+  bytes: Buffer;
 }
 
 /**
