@@ -33,5 +33,5 @@ export interface IngressEventMap {
 export type IngressEvents = Events<IngressEventMap>;
 
 export function createIngressEvents(logger: Logger): IngressEvents {
-  return new Events<IngressEventMap>(logListenerErrors(logger, 'ingress'));
+  return new Events<IngressEventMap>(logListenerErrors(logger));
 }

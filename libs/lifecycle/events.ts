@@ -44,15 +44,15 @@ export class Events<M extends object> {
 
 /**
  * Logs a throwing listener once per event name (a broken observer would otherwise log on every
- * claim or attempt) and keeps going.
+ * claim or attempt) and keeps going. The logger's own fields say whose events they are.
  */
-export function logListenerErrors(logger: Logger, component: string): (err: unknown, event: PropertyKey) => void {
+export function logListenerErrors(logger: Logger): (err: unknown, event: PropertyKey) => void {
   const reported = new Set<PropertyKey>();
   return (err, event) => {
     if (reported.has(event)) return;
     reported.add(event);
     logger.error(
-      { err, event: String(event), component },
+      { err, event: String(event) },
       'an observer of this event threw; the work it watched went on (later throws of it are not logged)',
     );
   };

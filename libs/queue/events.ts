@@ -23,5 +23,5 @@ export interface WorkerEventMap {
 export type WorkerEvents = Events<WorkerEventMap>;
 
 export function createWorkerEvents(logger: Logger): WorkerEvents {
-  return new Events<WorkerEventMap>(logListenerErrors(logger, 'worker'));
+  return new Events<WorkerEventMap>(logListenerErrors(logger));
 }

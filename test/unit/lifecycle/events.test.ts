@@ -63,7 +63,7 @@ describe('Events: the typed emitter components announce state changes on', () =>
 
   it('logListenerErrors logs a broken listener once per event name, with the error under err', () => {
     const { logger, lines } = memoryLogger();
-    const report = logListenerErrors(logger, 'worker');
+    const report = logListenerErrors(logger.child({ component: 'worker' }));
     report(new Error('first'), 'settled');
     report(new Error('second'), 'settled');
     report(new Error('third'), 'claimed');
