@@ -13,7 +13,7 @@ import { assertBossSchemaVersion, BossSchemaMismatchError } from '../db/boss-sch
 import { createPool, timeoutsFromConfig } from '../db/pool';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger';
-import { ingressMetrics } from '../observability/metrics';
+import { ingressMetrics, observeIngress } from '../observability/metrics';
 import type { ReadyCheck } from '../observability/metrics-server';
 import { createBotApiClient } from '../telegram';
 import { startHealthLog } from './health';
@@ -157,8 +157,9 @@ function createIngress(opts: IngressOptions): IngressRuntime {
     decodePolicy: config.DECODE_POLICY,
     allowedChatIds: config.ALLOWED_CHAT_IDS,
     dispatchUnauthorized: config.DISPATCH_UNAUTHORIZED,
-    metrics: opts.metrics && ingressMetrics(opts.metrics),
   };
+  // the ingress instruments show from the start (also while waiting for the schema), as before
+  if (opts.metrics) ingressMetrics(opts.metrics);
 
   const begin = async () => {
     if (!(await waitForSchema(pool, logger, abort.signal))) {
@@ -184,6 +185,7 @@ function createIngress(opts: IngressOptions): IngressRuntime {
       logger,
     });
     const c = createIngressComponent(config, common);
+    if (opts.metrics) observeIngress(opts.metrics, botId, c);
     component = c;
     await c.start();
     void c.done.then(resolveDone);
