@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import fc from 'fast-check';
 import { every, jitteredMs, sleep } from '../../../libs/lifecycle/timers';
 import { waitFor } from '../../support/wait-for';
@@ -137,5 +139,29 @@ describe('jitteredMs', () => {
     );
     expect(jitteredMs(1_000, 0, () => 0.7)).toBe(1_000);
     expect([0, 1].map((r) => jitteredMs(1_000, 0.1, () => r))).toEqual([900, 1_100]);
+  });
+});
+
+describe('the periodic timer of the relay', () => {
+  it('is every(): no setInterval in libs/ or apps/ (the dashboard bundle aside)', () => {
+    const root = path.resolve(__dirname, '../../..');
+    const found: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) {
+          if (e.name !== 'node_modules' && p !== path.join(root, 'libs', 'admin', 'ui')) walk(p);
+        } else if (/\.tsx?$/.test(e.name)) {
+          fs.readFileSync(p, 'utf8')
+            .split('\n')
+            .forEach((line, i) => {
+              if (/\bsetInterval\s*\(/.test(line)) found.push(`${path.relative(root, p)}:${i + 1}`);
+            });
+        }
+      }
+    };
+    walk(path.join(root, 'libs'));
+    walk(path.join(root, 'apps'));
+    expect(found).toEqual([]);
   });
 });
