@@ -60,7 +60,6 @@ export class AdminError extends RelayError {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-    this.name = 'AdminError';
     this.statusCode = ADMIN_ERRORS[code];
   }
 

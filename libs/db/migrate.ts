@@ -21,7 +21,6 @@ export class MigrationError extends RelayError {
   readonly code = 'RELAY_MIGRATION_FAILED';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = 'MigrationError';
   }
 }
 
