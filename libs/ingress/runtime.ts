@@ -21,6 +21,7 @@ import { createIngressComponent, STARTING, type IngressCommon, type IngressCompo
 import type { PollerExit } from './poller';
 import { ingressReady } from './readiness';
 import { waitForSchema } from './schema-wait';
+import { errorMessage } from '../errors';
 
 export type IngressConfig = Pick<
   Config,
@@ -197,7 +198,7 @@ function createIngress(opts: IngressOptions): IngressRuntime {
       return;
     }
     logger.fatal({ err }, 'ingress failed to start');
-    resolveDone({ reason: 'crashed', message: `ingress failed to start: ${(err as Error)?.message ?? String(err)}` });
+    resolveDone({ reason: 'crashed', message: `ingress failed to start: ${errorMessage(err) ?? String(err)}` });
   });
 
   let stopping: Promise<void> | null = null;
