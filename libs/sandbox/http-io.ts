@@ -102,7 +102,11 @@ export function parseParams(url: URL, contentType: string | undefined, body: Buf
     } catch {
       throw new BotApiError(400, "Bad Request: can't parse JSON object");
     }
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) Object.assign(params, parsed);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      Object.assign(params, parsed);
+      // the Bot API server reads every parameter as text: a JSON string holding an array/object works too
+      for (const k of JSON_OBJECT_FIELDS) if (typeof params[k] === 'string') params[k] = decodeFormValue(k, params[k]);
+    }
   } else if (ct.includes('application/x-www-form-urlencoded')) {
     for (const [k, v] of new URLSearchParams(body.toString('utf8'))) params[k] = decodeFormValue(k, v);
   }
