@@ -70,11 +70,6 @@ export function fileContent(bot: BotState, kind: string, file: StoredFile, param
   }
 }
 
-/** The file_id a send's record names: a photo's largest size, else the file. */
-function recordedFileId(file: StoredFile): string {
-  return file.file_id;
-}
-
 interface MediaSpec {
   method: string;
   /** The InputFile field, which is also the file's kind. */
@@ -112,7 +107,7 @@ export function sendMedia(
     text: mediaLabel(spec.field, caption.caption),
     media: spec.field,
     caption: caption.caption,
-    file_id: recordedFileId(file),
+    file_id: file.file_id,
     parse_mode: caption.parseMode,
   });
 }
@@ -172,21 +167,20 @@ export function sendMediaGroup(bot: BotState, params: Params, env: MessagingEnv,
   if (media.length < ALBUM_MIN || media.length > ALBUM_MAX) throw new BotApiError(400, TG_DESCRIPTIONS.mediaGroupSize);
   const items = media.map((r) => checkInputMedia(bot, r, scope.files, ALBUM_TYPES));
   const target = sendTarget(bot, params, env);
-  // an album has no reply markup (the Bot API server ignores it); the reply target applies to the first item
+  // an album has no reply markup (the Bot API server ignores it); every item replies to the same message
   const pre = preflight(bot, target, { ...params, reply_markup: undefined }, env);
   const groupId = `${bot.id}${String(bot.lastMessageIdOf(target.chat.id) + 1).padStart(6, '0')}`;
-  return items.map((it, i) => {
+  return items.map((it) => {
     const file = materialize(bot, it.kind, it.source);
     const content = fileContent(bot, it.kind, file, it.item);
     content.media_group_id = groupId;
     if (it.caption.caption !== undefined) content.caption = it.caption.caption;
-    const itemPre = i === 0 ? pre : { replyMarkup: undefined, replyTo: pre.replyTo };
-    return postMessage(bot, env, target, params, itemPre, content, {
+    return postMessage(bot, env, target, params, pre, content, {
       method: 'sendMediaGroup',
       text: mediaLabel(it.kind, it.caption.caption),
       media: it.kind,
       caption: it.caption.caption,
-      file_id: recordedFileId(file),
+      file_id: file.file_id,
       parse_mode: it.caption.parseMode,
     });
   });
