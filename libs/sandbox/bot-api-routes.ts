@@ -7,7 +7,9 @@ import { sleep } from '../lifecycle/timers';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TG_DESCRIPTIONS } from './constants';
 import { SERVER_ERROR_TEXT } from './faults';
-import { BotApiError, parseParams, readBody, sendJson } from './http-io';
+import { isMultipart, MULTIPART_MAX_BODY_BYTES, parseBotApiRequest } from './bot-api-request';
+import { BotApiError, readBody, sendJson } from './http-io';
+import type { UploadedPart } from './multipart';
 import { findMethod } from './methods';
 import { ClientGone, RawJson } from './polling';
 import type { SandboxCore } from './sandbox-core';
@@ -40,6 +42,8 @@ export async function handleBotApiRequest(
 ): Promise<void> {
   const started = Date.now();
   let params: Record<string, unknown> = {};
+  let files: ReadonlyMap<string, UploadedPart>;
+  let fileRecords: CallRecord['files'];
   const record = (botId: number, method: string, outcome: CallOutcome, status: number, err?: BotApiError): void => {
     const r: Omit<CallRecord, 'seq'> = {
       bot_id: botId,
@@ -51,6 +55,7 @@ export async function handleBotApiRequest(
       status,
       via: 'http',
     };
+    if (fileRecords) r.files = fileRecords;
     if (err) {
       r.error_code = err.errorCode;
       r.description = err.description;
@@ -76,8 +81,13 @@ export async function handleBotApiRequest(
   }
 
   try {
-    const body = await readBody(req);
-    params = parseParams(url, req.headers['content-type'], body);
+    const contentType = req.headers['content-type'];
+    const multipart = isMultipart(contentType);
+    const body = await readBody(req, multipart ? { maxBytes: MULTIPART_MAX_BODY_BYTES, drain: true } : {});
+    const parsed = parseBotApiRequest(url, contentType, body, core.maxRecordedFileBytes);
+    params = parsed.params;
+    files = parsed.files;
+    fileRecords = parsed.fileRecords;
   } catch (err) {
     const e = err instanceof BotApiError ? err : new BotApiError(400, 'Bad Request');
     if (!res.destroyed) writeError(res, e);
@@ -114,6 +124,7 @@ export async function handleBotApiRequest(
   let error: BotApiError | undefined;
   try {
     result = await def.handler(bot, params, core.env, {
+      files,
       onClientClose: (cb) =>
         res.on('close', () => {
           if (!res.writableFinished) cb();

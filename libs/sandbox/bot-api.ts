@@ -51,6 +51,10 @@ export interface BotApiSandboxOptions {
   maxCallRecords?: number;
   /** Called for every recorded call (benchmarks). */
   onCall?: (record: CallRecord) => void;
+  /** Bytes of one upload kept in its call record (`files[].data_base64`, default 1 MiB); sha256 always. */
+  maxRecordedFileBytes?: number;
+  /** How long an injected callback query can be answered, seconds (default 300; 0: never). */
+  callbackQueryTtlSeconds?: number;
   logger?: Logger;
 }
 
@@ -118,6 +122,8 @@ class BotApiSandboxServer implements BotApiSandbox {
       maxPollTimeoutSeconds: opts.maxPollTimeoutSeconds,
       maxCallRecords: opts.maxCallRecords,
       onCall: opts.onCall,
+      maxRecordedFileBytes: opts.maxRecordedFileBytes,
+      callbackQueryTtlSeconds: opts.callbackQueryTtlSeconds,
       logger: (opts.logger ?? silentLogger()).child({ component: 'sandbox-bot-api' }),
     });
   }

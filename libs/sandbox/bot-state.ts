@@ -34,6 +34,19 @@ export interface PendingPoll {
   finish(error?: Error): void;
 }
 
+/** A file the sandbox gave a file_id: an upload, or a URL Telegram would have downloaded. */
+export interface StoredFile {
+  file_id: string;
+  file_unique_id: string;
+  kind: string;
+  file_size?: number;
+  file_name?: string;
+  mime_type?: string;
+}
+
+/** User messages remembered per bot (oldest forgotten beyond): copies/forwards of older ones are "not found". */
+const USER_MESSAGES_KEPT = 10_000;
+
 /** How far beyond the next update_id an offset may lie before the server takes it for "in the future". */
 const FUTURE_OFFSET_SLACK = 10;
 
@@ -56,7 +69,18 @@ export class BotState {
   revoked = false;
   readonly chatErrors = new Map<string, ScriptedChatError>();
   readonly answeredCallbacks: Array<{ callback_query_id: string; text?: string; show_alert?: boolean }> = [];
-  readonly openCallbacks = new Set<string>();
+  /** Injected callback queries not answered yet: id → when issued (ms), for the "too old" bound. */
+  readonly openCallbacks = new Map<string, number>();
+  /** answerInlineQuery / answerPreCheckoutQuery / answerShippingQuery calls, in order. */
+  readonly answeredQueries: Array<{ method: string; query_id: string; params: Record<string, unknown> }> = [];
+  /** Files the bot uploaded or referenced, by file_id (a later send may name the file_id). */
+  readonly files = new Map<string, StoredFile>();
+  /** Pinned message ids per chat, most recent last. */
+  readonly pinned = new Map<number, number[]>();
+  /** The bot's reactions by `${chatId}:${messageId}` (an empty list: removed). */
+  readonly reactions = new Map<string, unknown[]>();
+  /** Injected user messages (the last USER_MESSAGES_KEPT), for copies, forwards, pins and reactions. */
+  private readonly userMessages = new Map<string, TgMessage>();
   private readonly lastMessageId = new Map<number, number>();
   private readonly chats = new Map<number, TgChat>();
   private readonly channels = new Map<string, number>();
@@ -144,6 +168,41 @@ export class BotState {
     const id = (this.lastMessageId.get(chatId) ?? 0) + 1;
     this.lastMessageId.set(chatId, id);
     return id;
+  }
+
+  rememberUserMessage(message: TgMessage): void {
+    this.userMessages.set(`${message.chat.id}:${message.message_id}`, message);
+    if (this.userMessages.size > USER_MESSAGES_KEPT) {
+      const oldest = this.userMessages.keys().next().value;
+      if (oldest !== undefined) this.userMessages.delete(oldest);
+    }
+  }
+
+  /** A message of a chat the sandbox knows (the bot's or an injected user's), or undefined. */
+  findMessage(chatId: number, messageId: number): TgMessage | undefined {
+    const key = `${chatId}:${messageId}`;
+    return this.botMessages.get(key) ?? this.userMessages.get(key);
+  }
+
+  /** The bot's own message for an edit: Telegram's 400 for a missing one and for someone else's. */
+  editableMessage(chatId: number, messageId: number): TgMessage {
+    const own = this.botMessages.get(`${chatId}:${messageId}`);
+    if (own) return own;
+    if (this.userMessages.has(`${chatId}:${messageId}`))
+      throw new BotApiError(400, TG_DESCRIPTIONS.messageCantBeEdited);
+    throw new BotApiError(400, TG_DESCRIPTIONS.messageToEditNotFound);
+  }
+
+  forgetMessage(chatId: number, messageId: number): boolean {
+    const key = `${chatId}:${messageId}`;
+    const pins = this.pinned.get(chatId);
+    if (pins?.includes(messageId))
+      this.pinned.set(
+        chatId,
+        pins.filter((id) => id !== messageId),
+      );
+    this.reactions.delete(key);
+    return this.botMessages.delete(key);
   }
 
   lastMessageIdOf(chatId: number): number {

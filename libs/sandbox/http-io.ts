@@ -22,20 +22,39 @@ export class BotApiError extends Error {
   }
 }
 
-export function readBody(req: IncomingMessage): Promise<Buffer> {
+export interface ReadBodyOptions {
+  /** Default 20 MiB. */
+  maxBytes?: number;
+  /**
+   * Over the limit, keep reading (and discarding) up to twice the limit so the client, which is
+   * still writing its body, receives the 413 answer instead of a reset connection. Default: the
+   * connection is destroyed at once.
+   */
+  drain?: boolean;
+}
+
+export function readBody(req: IncomingMessage, opts: ReadBodyOptions = {}): Promise<Buffer> {
+  const maxBytes = opts.maxBytes ?? MAX_BODY_BYTES;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let tooLarge = false;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY_BYTES) {
+      if (size > maxBytes) {
+        tooLarge = true;
+        chunks.length = 0;
+        if (opts.drain && size <= 2 * maxBytes) return;
         reject(new BotApiError(413, 'Request Entity Too Large'));
         req.destroy();
         return;
       }
       chunks.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('end', () => {
+      if (tooLarge) reject(new BotApiError(413, 'Request Entity Too Large'));
+      else resolve(Buffer.concat(chunks));
+    });
     req.on('error', reject);
   });
 }
@@ -47,6 +66,24 @@ const JSON_FIELDS = new Set([
   'allowed_updates',
   'entities',
   'link_preview_options',
+]);
+
+/**
+ * Fields that hold an object or a list in the methods added for media, edits, reactions and answers:
+ * their form text is parsed only when it is JSON of an object or array (the Bot API parses them
+ * where the method expects one; anything else stays text and the method reports it).
+ */
+const JSON_OBJECT_FIELDS = new Set([
+  'media',
+  'message_ids',
+  'reaction',
+  'options',
+  'caption_entities',
+  'question_entities',
+  'explanation_entities',
+  'results',
+  'button',
+  'shipping_options',
 ]);
 
 /**
@@ -65,14 +102,26 @@ export function parseParams(url: URL, contentType: string | undefined, body: Buf
     } catch {
       throw new BotApiError(400, "Bad Request: can't parse JSON object");
     }
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) Object.assign(params, parsed);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      Object.assign(params, parsed);
+      // the Bot API server reads every parameter as text: a JSON string holding an array/object works too
+      for (const k of JSON_OBJECT_FIELDS) if (typeof params[k] === 'string') params[k] = decodeFormValue(k, params[k]);
+    }
   } else if (ct.includes('application/x-www-form-urlencoded')) {
     for (const [k, v] of new URLSearchParams(body.toString('utf8'))) params[k] = decodeFormValue(k, v);
   }
   return params;
 }
 
-function decodeFormValue(key: string, value: string): unknown {
+export function decodeFormValue(key: string, value: string): unknown {
+  if (JSON_OBJECT_FIELDS.has(key)) {
+    try {
+      const parsed: unknown = JSON.parse(value);
+      return parsed !== null && typeof parsed === 'object' ? parsed : value;
+    } catch {
+      return value;
+    }
+  }
   if (!JSON_FIELDS.has(key)) return value;
   try {
     return JSON.parse(value);

@@ -13,9 +13,11 @@ export interface MessagingEnv {
   globalChatErrors: Map<string, ScriptedChatError>;
   onRateLimited(): void;
   nextSentSeq(): number;
+  /** An injected callback query older than this is "too old" to answer (0: every answer is). */
+  callbackQueryTtlMs: number;
 }
 
-const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 export function requireChatId(value: unknown): number | string {
   if (value === undefined || value === null || value === '') throw new BotApiError(400, TG_DESCRIPTIONS.chatIdEmpty);
@@ -24,7 +26,7 @@ export function requireChatId(value: unknown): number | string {
   return id;
 }
 
-function parseModeParam(value: unknown): string | undefined {
+export function parseModeParam(value: unknown): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   if (typeof value !== 'string' || !PARSE_MODES.has(value.toLowerCase())) {
     throw new BotApiError(400, TG_DESCRIPTIONS.unsupportedParseMode);
@@ -49,13 +51,13 @@ function validateText(value: unknown, parseMode: string | undefined): string {
   return text;
 }
 
-function replyMarkupParam(value: unknown): unknown {
+export function replyMarkupParam(value: unknown): unknown {
   if (value === undefined || value === null || value === '') return undefined;
   if (typeof value !== 'object') throw new BotApiError(400, TG_DESCRIPTIONS.badReplyMarkup);
   return value;
 }
 
-function replyTarget(params: Record<string, unknown>): { id?: number; allowMissing: boolean } {
+export function replyTarget(params: Record<string, unknown>): { id?: number; allowMissing: boolean } {
   const rp = params.reply_parameters as { message_id?: unknown; allow_sending_without_reply?: unknown } | undefined;
   if (rp && typeof rp === 'object') {
     return { id: intParam(rp.message_id, 0) || undefined, allowMissing: boolParam(rp.allow_sending_without_reply) };
@@ -66,7 +68,7 @@ function replyTarget(params: Record<string, unknown>): { id?: number; allowMissi
   };
 }
 
-function enforceRateLimit(bot: BotState, chatId: number | string, env: MessagingEnv): void {
+export function enforceRateLimit(bot: BotState, chatId: number | string, env: MessagingEnv): void {
   const retryAfter = env.limiter.take(bot.id, chatId);
   if (retryAfter > 0) {
     env.onRateLimited();
@@ -122,8 +124,8 @@ export function editMessageText(bot: BotState, params: Record<string, unknown>, 
   const replyMarkup = replyMarkupParam(params.reply_markup);
   const chat = bot.resolveChat(chatId);
   const messageId = intParam(params.message_id, 0);
-  const message = bot.botMessages.get(`${chat.id}:${messageId}`);
-  if (!message) throw new BotApiError(400, TG_DESCRIPTIONS.messageToEditNotFound);
+  const message = bot.editableMessage(chat.id, messageId);
+  if (message.text === undefined) throw new BotApiError(400, TG_DESCRIPTIONS.noTextToEdit);
   if (message.text === text && JSON.stringify(message.reply_markup) === JSON.stringify(replyMarkup)) {
     throw new BotApiError(400, TG_DESCRIPTIONS.notModified);
   }
@@ -146,9 +148,12 @@ export function editMessageText(bot: BotState, params: Record<string, unknown>, 
   return { ...message };
 }
 
-export function answerCallbackQuery(bot: BotState, params: Record<string, unknown>): true {
+export function answerCallbackQuery(bot: BotState, params: Record<string, unknown>, env: MessagingEnv): true {
   const id = textParam(params.callback_query_id ?? '');
-  if (!bot.openCallbacks.delete(id)) throw new BotApiError(400, TG_DESCRIPTIONS.queryInvalid);
+  const issuedAt = bot.openCallbacks.get(id);
+  if (issuedAt === undefined) throw new BotApiError(400, TG_DESCRIPTIONS.queryInvalid);
+  bot.openCallbacks.delete(id);
+  if (Date.now() - issuedAt >= env.callbackQueryTtlMs) throw new BotApiError(400, TG_DESCRIPTIONS.queryInvalid);
   const entry: { callback_query_id: string; text?: string; show_alert?: boolean } = { callback_query_id: id };
   if (typeof params.text === 'string') entry.text = params.text;
   if (params.show_alert !== undefined) entry.show_alert = boolParam(params.show_alert);

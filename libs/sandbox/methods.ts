@@ -7,7 +7,25 @@ import type { TgChat, TgUser } from './types';
 import { BotApiError, intParam } from './http-io';
 import type { MessagingEnv } from './messaging';
 import { answerCallbackQuery, editMessageText, requireChatId, sendChatAction, sendMessage } from './messaging';
+import { answerInlineQuery, answerPreCheckoutQuery, answerShippingQuery } from './answers';
+import { MEDIA_SENDS, sendContact, sendDice, sendLocation, sendMediaGroup, sendMedia, sendPoll } from './media';
+import {
+  copyMessage,
+  copyMessages,
+  deleteMessages,
+  editMessageCaption,
+  editMessageMedia,
+  editMessageReplyMarkup,
+  forwardMessage,
+  forwardMessages,
+  pinChatMessage,
+  setMessageReaction,
+  unpinAllChatMessages,
+  unpinChatMessage,
+} from './message-ops';
 import { getUpdates, type PollContext } from './polling';
+import type { UploadedPart } from './multipart';
+import { TG_DESCRIPTIONS } from './constants';
 import type { WebhookControl } from './webhook-methods';
 import { deleteWebhook, getWebhookInfo, setWebhook } from './webhook-methods';
 
@@ -16,6 +34,8 @@ export interface MethodEnv extends MessagingEnv, WebhookControl {
 }
 
 export interface RequestScope {
+  /** The file parts of a multipart/form-data request by part name (empty otherwise). */
+  files: ReadonlyMap<string, UploadedPart>;
   /** A closure (no `this`): handed on to the poll as is. */
   onClientClose: (cb: () => void) => void;
 }
@@ -46,8 +66,8 @@ function deleteMessage(bot: BotState, params: Record<string, unknown>, env: Meth
   const chatId = requireChatId(params.chat_id);
   bot.checkChatError(chatId, env.globalChatErrors);
   const chat = bot.resolveChat(chatId);
-  const key = `${chat.id}:${intParam(params.message_id, 0)}`;
-  if (!bot.botMessages.delete(key)) throw new BotApiError(400, 'Bad Request: message to delete not found');
+  if (!bot.forgetMessage(chat.id, intParam(params.message_id, 0)))
+    throw new BotApiError(400, TG_DESCRIPTIONS.messageNotFound('message to delete'));
   return true;
 }
 
@@ -66,10 +86,34 @@ const DEFS: MethodDef[] = [
   { name: 'getWebhookInfo', handler: (bot) => getWebhookInfo(bot) },
   { name: 'sendMessage', handler: (bot, p, env) => sendMessage(bot, p, env) },
   { name: 'editMessageText', handler: (bot, p, env) => editMessageText(bot, p, env) },
-  { name: 'answerCallbackQuery', handler: (bot, p) => answerCallbackQuery(bot, p) },
+  { name: 'answerCallbackQuery', handler: (bot, p, env) => answerCallbackQuery(bot, p, env) },
   { name: 'sendChatAction', handler: (bot, p, env) => sendChatAction(bot, p, env) },
   { name: 'deleteMessage', handler: (bot, p, env) => deleteMessage(bot, p, env) },
   { name: 'getChat', handler: (bot, p, env) => getChat(bot, p, env) },
+  ...MEDIA_SENDS.map((spec): MethodDef => ({
+    name: spec.method,
+    handler: (bot, p, env, scope) => sendMedia(spec, bot, p, env, scope),
+  })),
+  { name: 'sendMediaGroup', handler: (bot, p, env, scope) => sendMediaGroup(bot, p, env, scope) },
+  { name: 'sendLocation', handler: (bot, p, env) => sendLocation(bot, p, env) },
+  { name: 'sendContact', handler: (bot, p, env) => sendContact(bot, p, env) },
+  { name: 'sendPoll', handler: (bot, p, env) => sendPoll(bot, p, env) },
+  { name: 'sendDice', handler: (bot, p, env) => sendDice(bot, p, env) },
+  { name: 'copyMessage', handler: (bot, p, env) => copyMessage(bot, p, env) },
+  { name: 'copyMessages', handler: (bot, p, env) => copyMessages(bot, p, env) },
+  { name: 'forwardMessage', handler: (bot, p, env) => forwardMessage(bot, p, env) },
+  { name: 'forwardMessages', handler: (bot, p, env) => forwardMessages(bot, p, env) },
+  { name: 'editMessageCaption', handler: (bot, p, env) => editMessageCaption(bot, p, env) },
+  { name: 'editMessageReplyMarkup', handler: (bot, p, env) => editMessageReplyMarkup(bot, p, env) },
+  { name: 'editMessageMedia', handler: (bot, p, env, scope) => editMessageMedia(bot, p, env, scope) },
+  { name: 'deleteMessages', handler: (bot, p, env) => deleteMessages(bot, p, env) },
+  { name: 'pinChatMessage', handler: (bot, p, env) => pinChatMessage(bot, p, env) },
+  { name: 'unpinChatMessage', handler: (bot, p, env) => unpinChatMessage(bot, p, env) },
+  { name: 'unpinAllChatMessages', handler: (bot, p, env) => unpinAllChatMessages(bot, p, env) },
+  { name: 'setMessageReaction', handler: (bot, p, env) => setMessageReaction(bot, p, env) },
+  { name: 'answerInlineQuery', handler: (bot, p) => answerInlineQuery(bot, p) },
+  { name: 'answerPreCheckoutQuery', handler: (bot, p) => answerPreCheckoutQuery(bot, p) },
+  { name: 'answerShippingQuery', handler: (bot, p) => answerShippingQuery(bot, p) },
   { name: 'setMyCommands', handler: () => true },
   { name: 'deleteMyCommands', handler: () => true },
   { name: 'getMyCommands', handler: () => [] },

@@ -4,6 +4,7 @@
  */
 import type { Logger } from '../observability/logger';
 import { BotRegistry, type BotState, type StoredUpdate, type WebhookSettings } from './bot-state';
+import { DEFAULT_MAX_RECORDED_FILE_BYTES } from './bot-api-request';
 import { CallLog } from './call-log';
 import { DEFAULT_FIRST_UPDATE_ID } from './constants';
 import { FaultInjector } from './faults';
@@ -24,8 +25,15 @@ export interface SandboxCoreOptions {
   /** Call records kept (oldest dropped beyond). Default 100,000. */
   maxCallRecords?: number;
   onCall?: (record: CallRecord) => void;
+  /** Bytes of one upload kept in its call record (`files[].data_base64`); default 1 MiB. */
+  maxRecordedFileBytes?: number;
+  /** How long an injected callback query can be answered, seconds (default 300). */
+  callbackQueryTtlSeconds?: number;
   logger: Logger;
 }
+
+/** Telegram expires an unanswered callback query; the sandbox's bound (the exact one is not published). */
+export const DEFAULT_CALLBACK_QUERY_TTL_SECONDS = 300;
 
 export class SandboxCore {
   readonly registry: BotRegistry;
@@ -53,9 +61,14 @@ export class SandboxCore {
       onRateLimited: () => this.callLog.countRateLimited(),
       nextSentSeq: () => ++this.sentSeq,
       maxPollTimeoutSeconds: opts.maxPollTimeoutSeconds ?? 50,
+      callbackQueryTtlMs: (opts.callbackQueryTtlSeconds ?? DEFAULT_CALLBACK_QUERY_TTL_SECONDS) * 1000,
       startWebhook: (bot, settings) => this.startWebhook(bot, settings),
       stopWebhook: (bot) => this.stopWebhook(bot),
     };
+  }
+
+  get maxRecordedFileBytes(): number {
+    return this.opts.maxRecordedFileBytes ?? DEFAULT_MAX_RECORDED_FILE_BYTES;
   }
 
   get logger(): Logger {
@@ -123,7 +136,7 @@ export class SandboxCore {
       return;
     }
     try {
-      await def.handler(bot, params, this.env, { onClientClose: () => undefined });
+      await def.handler(bot, params, this.env, { files: new Map(), onClientClose: () => undefined });
       this.callLog.add({ ...base, duration_ms: Date.now() - started, outcome: 'ok', status: 200 });
     } catch (err) {
       const e = err instanceof BotApiError ? err : new BotApiError(500, 'Internal Server Error');

@@ -36,6 +36,9 @@ export interface TgMessage {
   reply_markup?: unknown;
   reply_to_message?: { message_id: number; date: number; chat: TgChat };
   edit_date?: number;
+  caption?: string;
+  /** Media messages: `photo` (PhotoSize[]), `document`, `video`, … as Telegram names them. */
+  [field: string]: unknown;
 }
 
 export interface TgCallbackQuery {
@@ -114,8 +117,33 @@ export interface SentMessage {
   reply_markup?: unknown;
   reply_to_message_id?: number;
   disable_notification?: boolean;
+  /**
+   * A media message: its kind (`photo`, `document`, `media_group` item kinds, `location`, …). Its
+   * `text` is then what a chat list shows: `[photo]`, or `[photo] caption` with a caption.
+   */
+  media?: string;
+  caption?: string;
+  /** The file_id of an uploaded or referenced file (a photo's largest size). */
+  file_id?: string;
   /** ms since epoch when the sandbox accepted it. */
   time: number;
+}
+
+/**
+ * A file uploaded as a multipart/form-data part, as the call log keeps it: enough to compare an
+ * upload byte for byte (`sha256`, and `data_base64` up to `maxRecordedFileBytes`).
+ */
+export interface CallFileRecord {
+  /** The part name (the InputFile field, or the name an `attach://<name>` refers to). */
+  part: string;
+  filename: string;
+  content_type?: string;
+  size: number;
+  /** Hex SHA-256 of the whole upload. */
+  sha256: string;
+  /** The bytes, base64, when size <= maxRecordedFileBytes; absent (and `truncated: true`) above. */
+  data_base64?: string;
+  truncated?: boolean;
 }
 
 export type CallOutcome =
@@ -145,6 +173,8 @@ export interface CallRecord {
   description?: string;
   /** 'http' for normal calls, 'webhook_reply' for a method answered inside a webhook response. */
   via: 'http' | 'webhook_reply';
+  /** multipart/form-data calls with file parts: one entry per part, in body order. */
+  files?: CallFileRecord[];
 }
 
 /**

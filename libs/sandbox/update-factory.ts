@@ -41,6 +41,7 @@ export function buildMessageUpdate(
     message.from = user(fromId, input.username, input.firstName);
     update = { update_id: slot, message };
   }
+  bot.rememberUserMessage(message);
   const kind = chat.type === 'channel' ? 'channel_post' : 'message';
   return { stored: { slot, chatKey: String(input.chatId), type: kind, payload: update }, update };
 }
@@ -73,7 +74,7 @@ export function buildCallbackUpdate(
       data: input.data,
     },
   };
-  bot.openCallbacks.add(callbackId);
+  bot.openCallbacks.set(callbackId, Date.now());
   return { stored: { slot, chatKey: String(input.chatId), type: 'callback_query', payload: update }, update };
 }
 

@@ -179,6 +179,19 @@ describe('sandbox chat panel routes', () => {
     expect(res.json().items.map((m: { text: string }) => m.text)).toEqual(['echo: hello']);
   });
 
+  test("the bot's media messages are listed as [photo] with their caption", async () => {
+    const photo = 'https://example.com/cat.jpg';
+    await tg(sandbox.url, SANDBOX_DEFAULT_TOKEN, 'sendPhoto', { chat_id: 6161, photo, caption: 'a cat' });
+    await tg(sandbox.url, SANDBOX_DEFAULT_TOKEN, 'sendPhoto', { chat_id: 6162, photo }); // another chat: 1/s each
+    const texts = async (chatId: number) => {
+      const res = await call(sandboxApp, 'GET', `/v1/sandbox/messages?chat_id=${chatId}`);
+      expect(res.statusCode).toBe(200);
+      return res.json().items.map((m: { text: string }) => m.text);
+    };
+    expect(await texts(6161)).toEqual(['[photo] a cat']);
+    expect(await texts(6162)).toEqual(['[photo]']);
+  });
+
   test('bad input is a 400 and an unreachable sandbox a 503 with a stable code', async () => {
     expect(
       (await call(sandboxApp, 'POST', '/v1/sandbox/messages', { body: { chat_id: 4242, text: '' } })).json(),
