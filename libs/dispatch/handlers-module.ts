@@ -21,7 +21,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Middleware, Telegraf } from 'telegraf';
 import { ConfigError } from '../config/errors';
+import type { DispatchClient } from './attempt-work';
 import type { DispatchContext } from './context';
+import type { DispatchSessionStore } from './session-store';
 import type { ErrorClass, ErrorHandler } from './error-handlers';
 
 /** The second argument of a register function. */
@@ -39,6 +41,20 @@ export interface DispatchApi<C extends DispatchContext = DispatchContext> {
    * given). A failure of that call goes through the error handlers like a handler failure.
    */
   autoAnswerCallbacks(opts?: { text?: string }): void;
+  /**
+   * A telegraf session store on relay.sessions: `bot.use(session({ store: dispatch.sessionStore() }))`.
+   * Reads see the committed session; writes commit with the update's handled mark (a failed attempt's
+   * are discarded; two attempts writing one key conflict and the later runs again). Values must be
+   * JSON. Outside a dispatch it reads and writes the table at once. Sessions expire SESSION_TTL after
+   * their last write.
+   */
+  sessionStore<T = unknown>(): DispatchSessionStore<T>;
+  /**
+   * A client (`query` only) inside the transaction that will mark this update handled: the
+   * handler's writes commit with its replies, its session and the handled mark, or not at all. It
+   * holds a connection of the worker's pool until the attempt's outcome is written.
+   */
+  transaction(ctx: C): Promise<DispatchClient>;
 }
 
 export type DispatchBot<C extends DispatchContext = DispatchContext> = Telegraf<C>;
