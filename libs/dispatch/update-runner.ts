@@ -10,6 +10,7 @@ import { sleep } from '../lifecycle/timers';
 import type { Logger } from '../observability/logger';
 import { runAttempt } from './attempt';
 import { AttemptWork } from './attempt-work';
+import { SessionValueError } from './session-errors';
 import { SESSION_TTL_MS_DEFAULT } from './session-store';
 import { createDispatchBot } from './dispatch-bot';
 import { DispatchAbortedError, fromTelegraf, InvalidReplyError, TelegrafRefusedError } from './errors';
@@ -171,10 +172,14 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
   return { bot, botId: opts.botId, install, start, botInfo: () => bot.botInfo, runUpdate };
 }
 
-/** A failed attempt; what telegraf itself refused (and a reply we refused) cannot succeed on retry. */
+/**
+ * A failed attempt; what telegraf itself refused, a reply we refused and a session value that is
+ * not JSON cannot succeed on retry.
+ */
 function retryOutcome(thrown: unknown, durationMs: number, extra: Partial<Retry>): Retry {
   const error = fromTelegraf(thrown);
-  const deterministic = error instanceof InvalidReplyError || error instanceof TelegrafRefusedError;
+  const deterministic =
+    error instanceof InvalidReplyError || error instanceof TelegrafRefusedError || error instanceof SessionValueError;
   return {
     kind: 'retry',
     error,
