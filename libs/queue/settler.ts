@@ -125,11 +125,13 @@ export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
     count(batch, new Set(settled.map((s) => s.claimId)));
   }
 
+  async function write(batch: Finished<Row, Effects>[]): Promise<void> {
+    const settled = await withTransaction(pool, (db) => writeIn(db, batch));
+    after(batch, settled);
+  }
+
   return {
-    async write(batch) {
-      const settled = await withTransaction(pool, (db) => writeIn(db, batch));
-      after(batch, settled);
-    },
+    write,
     async writeOwn(f, tx) {
       let settled: SettledRow[];
       try {
@@ -138,9 +140,15 @@ export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
         await tx.end(false).catch(() => undefined);
         throw err;
       }
-      // a claim lost meanwhile: the redelivery owns the row, and this attempt's own writes go with its outcome
-      await tx.end(settled.length > 0);
-      after([f], settled);
+      if (settled.length > 0) {
+        await tx.end(true);
+        after([f], settled);
+        return;
+      }
+      // a claim lost meanwhile: the redelivery owns the row, and this attempt's own writes go with its
+      // outcome; its audit row (fenced) is written without them
+      await tx.end(false);
+      await write([f]);
     },
   };
 }
