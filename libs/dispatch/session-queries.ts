@@ -116,30 +116,3 @@ export async function sessionErase(q: Queryable, botId: string, key: string): Pr
   );
   return rows[0]?.version;
 }
-
-/**
- * Retention: up to `limit` sessions expired before `now` (the database clock when null), oldest
- * first; a row a dispatch is writing right now (locked) is left for the next pass.
- */
-export async function sessionsPruneBatch(
-  q: Queryable,
-  now: Date | null,
-  limit: number,
-  dryRun: boolean,
-): Promise<number> {
-  const { rows } = dryRun
-    ? await q.query<{ n: string }>(
-        `select count(*)::text as n from relay.sessions where expires_at <= coalesce($1::timestamptz, now())`,
-        [now],
-      )
-    : await q.query<{ n: string }>(
-        `with v as (select bot_id, key from relay.sessions where expires_at <= coalesce($1::timestamptz, now())
-                     order by expires_at limit $2 for update skip locked),
-              d as (delete from relay.sessions s using v
-                     where s.bot_id = v.bot_id and s.key = v.key and s.expires_at <= coalesce($1::timestamptz, now())
-                     returning 1)
-         select count(*)::text as n from d`,
-        [now, limit],
-      );
-  return Number(rows[0]?.n ?? 0);
-}
