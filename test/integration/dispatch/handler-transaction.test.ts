@@ -61,7 +61,7 @@ function attemptCounter() {
 describe('dispatch.transaction(ctx)', () => {
   it("the handler's rows, its reply, its session and the handled mark commit together", async () => {
     await start(
-      ((bot, dispatch) => {
+      (bot, dispatch) => {
         bot.use(session({ store: dispatch.sessionStore<{ n: number }>(), defaultSession: () => ({ n: 0 }) }));
         bot.on('message', async (ctx) => {
           const db1 = await dispatch.transaction(ctx);
@@ -73,7 +73,7 @@ describe('dispatch.transaction(ctx)', () => {
           (ctx as unknown as { session: { n: number } }).session.n++;
           await ctx.reply('saved');
         });
-      }),
+      },
       { replyMode: 'outbound' },
     );
     await storeUpdates(db.pool, boss(), [makeUpdate(1, 9801), makeUpdate(2, 9802)]);
@@ -93,14 +93,14 @@ describe('dispatch.transaction(ctx)', () => {
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     let inserted = false;
-    await start(((bot, dispatch) => {
+    await start((bot, dispatch) => {
       bot.on('message', async (ctx) => {
         const tx = await dispatch.transaction(ctx);
         await tx.query(`insert into handler_rows (update_id, attempt) values ($1, 1)`, [ctx.update.update_id]);
         inserted = true;
         await released;
       });
-    }));
+    });
     await storeUpdates(db.pool, boss(), [makeUpdate(1, 9811)]);
     await waitFor(() => inserted, { what: 'the handler inserted' });
     expect(await rowsOf()).toEqual([]);
@@ -112,14 +112,14 @@ describe('dispatch.transaction(ctx)', () => {
 
   it('a handler that throws after writing leaves no row; its retry commits its own', async () => {
     const attempt = attemptCounter();
-    await start(((bot, dispatch) => {
+    await start((bot, dispatch) => {
       bot.on('message', async (ctx) => {
         const n = attempt(ctx.update.update_id);
         const tx = await dispatch.transaction(ctx);
         await tx.query(`insert into handler_rows (update_id, attempt) values ($1, $2)`, [ctx.update.update_id, n]);
         if (n === 1) throw new Error('fails after its insert');
       });
-    }));
+    });
     await storeUpdates(db.pool, boss(), [makeUpdate(1, 9821)]);
     await waitFor(async () => (await inboxRows(db.pool))[0].state === 'handled', { what: 'handled' });
     expect(await rowsOf()).toEqual([{ u: 1, attempt: 2, note: null }]);
@@ -132,7 +132,7 @@ describe('dispatch.transaction(ctx)', () => {
     const attempt = attemptCounter();
     const late: unknown[] = [];
     await start(
-      ((bot, dispatch) => {
+      (bot, dispatch) => {
         bot.on('message', async (ctx) => {
           const n = attempt(ctx.update.update_id);
           const tx = await dispatch.transaction(ctx);
@@ -146,7 +146,7 @@ describe('dispatch.transaction(ctx)', () => {
             ])
             .catch((err: unknown) => late.push(errorCode(err)));
         });
-      }),
+      },
       { handlerTimeoutMs: 200 },
     );
     await storeUpdates(db.pool, boss(), [makeUpdate(1, 9831)]);

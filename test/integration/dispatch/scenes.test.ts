@@ -36,7 +36,7 @@ const profileOf = (ctx: Ctx) => ctx.session as unknown as Session;
 const text = (ctx: Ctx) => (ctx.message as { text?: string } | undefined)?.text ?? '';
 
 function wizardBot(failOnce: { armed: boolean }): RegisterHandlers {
-  return ((bot, dispatch) => {
+  return (bot, dispatch) => {
     const signup = new Scenes.WizardScene<Ctx>(
       'signup',
       async (ctx) => {
@@ -64,7 +64,7 @@ function wizardBot(failOnce: { armed: boolean }): RegisterHandlers {
     b.use(session({ store: dispatch.sessionStore<Scenes.WizardSession>() }));
     b.use(stage.middleware());
     b.command('signup', (ctx) => ctx.scene.enter('signup'));
-  });
+  };
 }
 
 const msg = (u: number, t: string) => ({

@@ -159,7 +159,7 @@ describe('transactional sessions', () => {
   });
 
   it('a session value that is not JSON fails its attempt with an error naming the key, never the value', async () => {
-    await start(((bot, dispatch) => {
+    await start((bot, dispatch) => {
       bot.use(session({ store: dispatch.sessionStore<object>(), defaultSession: () => ({}) }));
       bot.on('message', (ctx) => {
         const s = (ctx as unknown as { session: Record<string, unknown> }).session;
@@ -169,7 +169,7 @@ describe('transactional sessions', () => {
         if (text === 'big') s.n = 10n;
         if (text === 'ok') s.ok = true;
       });
-    }));
+    });
     await storeUpdates(db.pool, boss(), [
       makeUpdate(1, 9501, 'fn'),
       makeUpdate(2, 9502, 'cycle'),
