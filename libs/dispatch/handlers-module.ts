@@ -3,7 +3,8 @@
  * this order:
  *
  * 1. `export function register(bot, dispatch) {…}`: a function that receives the `Telegraf`
- *    instance (and the dispatch API: `onError`, `autoAnswerCallbacks`) and registers handlers.
+ *    instance (and the dispatch API: `onError`, `autoAnswerCallbacks`, `sessionStore`, `transaction`)
+ *    and registers handlers.
  * 2. `export const handlers = composer`: a `Composer` / any middleware object, or a middleware
  *    function `(ctx, next) => …`.
  * 3. `export default …`: a `Composer` / middleware object (anything with `middleware()`), or a
