@@ -11,8 +11,8 @@
  *     `tg-relay worker` process: captures/s and p50/p99 from the start of the enqueue transaction to
  *     collector receipt.
  * (m) METRICS_PORT cost (`--only=m`): the no-op loop of (a) with no metrics (METRICS_PORT unset:
- *     the components get no instruments) and with a process registry (claim and attempt histograms
- *     fed, scraped every second), interleaved rounds on the same backlog; jobs/s and the ratio.
+ *     nobody subscribes to the engine's events) and with a process registry (`observeWorker`: claim
+ *     and attempt histograms fed, scraped every second), interleaved rounds on the same backlog; jobs/s and the ratio.
  * (d) the cost of OpenTelemetry tracing: off (the default: only @opentelemetry/api's
  *     no-op tracer, the SDK is not loaded) vs on (the SDK exporting every span over OTLP http/json to
  *     a local receiver). First the per-job cost of the span wrapper every attempt runs through, with
@@ -26,7 +26,8 @@ import { createBoss, Pool, QUEUES, withTransaction, bossDb } from '../libs/db';
 import { createCaptureStore } from '../libs/captures/deliver';
 import { createWorker, Outcome } from '../libs/queue';
 import { silentLogger } from '../libs/observability/logger';
-import { createProcessRegistry, queueMetrics, QueueMetrics } from '../libs/observability/metrics';
+import { createProcessRegistry, observeWorker } from '../libs/observability/metrics';
+import type { Registry } from 'prom-client';
 import { createCollector } from '../libs/sandbox';
 import { insertCaptures } from '../test/support/capture-fixtures';
 import { benchDatabase } from './support/database';
@@ -94,13 +95,7 @@ async function resetCaptures(pool: Pool): Promise<void> {
 
 // ---- (a) throughput -----------------------------------------------------------------------------
 
-async function ourLoop(
-  url: string,
-  pool: Pool,
-  n: number,
-  concurrency: number,
-  metrics?: QueueMetrics,
-): Promise<number> {
+async function ourLoop(url: string, pool: Pool, n: number, concurrency: number, metrics?: Registry): Promise<number> {
   await resetCaptures(pool);
   await bulkCaptures(pool, n, 0);
   await pool.query('analyze relay.captures; analyze tg_relay_boss.job');
@@ -116,8 +111,8 @@ async function ourLoop(
     databaseUrl: url,
     kinds: [{ queue: QUEUES.capture, store, execute: () => Promise.resolve(Outcome.delivered({ status: 200 })) }],
     config: { concurrency, staleAfterMs: 30_000, retry: { baseMs: 1_000, capMs: 300_000, maxAttempts: 12 } },
-    metrics,
   });
+  if (metrics) observeWorker(metrics, worker);
   const t0 = performance.now();
   await worker.start();
   const timer = setInterval(() => {
@@ -246,7 +241,7 @@ async function partM(url: string, pool: Pool): Promise<void> {
     const registry = createProcessRegistry();
     const scraper = setInterval(() => void registry.metrics(), 1_000);
     try {
-      on.push(await ourLoop(url, pool, n, concurrency, queueMetrics(registry)));
+      on.push(await ourLoop(url, pool, n, concurrency, registry));
     } finally {
       clearInterval(scraper);
     }

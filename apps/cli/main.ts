@@ -12,6 +12,7 @@ import { releaseEarlySignal } from '../../libs/lifecycle/early-signals';
 import { EXIT_CONFIG } from '../../libs/lifecycle/exit-codes';
 import { packageVersion } from '../../libs/runtime/package-root';
 import { shutdownTracing, startTracing } from '../../libs/observability/tracing';
+import { errorCode, errorMessage, fieldOf } from '../../libs/errors';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -211,7 +212,9 @@ function parse(name: string, c: Command, args: string[]): ParsedArgs | 'help' | 
     if (values.help === true) return 'help';
     return { values, positionals };
   } catch (err) {
-    process.stderr.write(`tg-relay ${name}: ${(err as Error).message}\nrun "tg-relay ${name} --help" for its usage\n`);
+    process.stderr.write(
+      `tg-relay ${name}: ${errorMessage(err) ?? String(err)}\nrun "tg-relay ${name} --help" for its usage\n`,
+    );
     return undefined;
   }
 }
@@ -260,9 +263,10 @@ export async function main(argv: string[]): Promise<void> {
       finish(EXIT_CONFIG);
       return;
     }
-    const e = err as Error & { code?: string; exitCode?: number };
-    process.stderr.write(`tg-relay ${name}: ${e.code ? `[${e.code}] ` : ''}${e.message}\n`);
-    finish(typeof e.exitCode === 'number' && e.exitCode > 0 ? e.exitCode : 1); // e.g. 65: job ledger schema mismatch
+    const code = errorCode(err);
+    const exitCode = fieldOf(err, 'exitCode');
+    process.stderr.write(`tg-relay ${name}: ${code ? `[${code}] ` : ''}${errorMessage(err) ?? String(err)}\n`);
+    finish(typeof exitCode === 'number' && exitCode > 0 ? exitCode : 1); // e.g. 65: job ledger schema mismatch
   }
 }
 

@@ -9,6 +9,7 @@ import { loadConfig } from '../../libs/config';
 import { ConfigError } from '../../libs/config/errors';
 import { createLogger } from '../../libs/observability/logger';
 import { createSandboxClient, SANDBOX_DEFAULT_TOKEN, SandboxControlError, startSandboxPeers } from '../../libs/sandbox';
+import { errorMessage } from '../../libs/errors';
 
 type Env = Record<string, string | undefined>;
 
@@ -99,7 +100,7 @@ function parseArgs(args: string[], allowed: string[]): SendArgs {
       strict: true,
     });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(errorMessage(err) ?? String(err));
   }
   const result: SendArgs = { options: {} };
   for (const [k, v] of Object.entries(parsed.values)) if (typeof v === 'string') result.options[k] = v;

@@ -21,7 +21,7 @@ import { errorCode } from '../errors';
 import { AdminActions, defaultActions } from './actions';
 import { AdminToken, bearerAuth, tokensFromConfig } from './auth';
 import type { AdminContext } from './context';
-import { installErrorHandlers } from './errors';
+import { apiError, installErrorHandlers, sendApiError } from './errors';
 import { guardInput } from './input';
 import { ingressHealth as ingressHealthOfCursor } from '../ingress/health';
 import { IngressHealthFn, readinessChecker } from './health';
@@ -113,10 +113,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
     frameworkErrors: (err, _req, r) => {
       // fastify types a framework error's reply by the (not yet known) route's schema: any reply will do
       const reply = r as FastifyReply;
-      void reply
-        .code(400)
-        .type('application/json; charset=utf-8')
-        .send({ code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: errorCode(err) });
+      void sendApiError(reply, apiError('RELAY_ADMIN_BAD_REQUEST', err.message, { cause: errorCode(err) }));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

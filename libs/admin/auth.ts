@@ -19,7 +19,6 @@ export class AdminStartError extends RelayError {
   readonly code = 'RELAY_ADMIN_INSECURE_BINDING';
   constructor(message: string) {
     super(message);
-    this.name = 'AdminStartError';
   }
 }
 

@@ -9,30 +9,46 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from 'fastify';
-import { errorCode, RelayError } from '../errors';
+import { errorCode, RELAY_CODES, RelayCode, RelayError } from '../errors';
+
+/** The registry's codes that are HTTP answers: the admin API's error codes. */
+export type AdminErrorCode = {
+  [K in RelayCode]: (typeof RELAY_CODES)[K] extends { http: number } ? K : never;
+}[RelayCode];
+
+/** The HTTP status of an admin API error code, as the registry gives it. */
+export type AdminStatus<C extends AdminErrorCode> = (typeof RELAY_CODES)[C] extends { http: infer H } ? H : never;
 
 /**
- * Stable error codes of the admin API. Clients branch on `code`, never on `message`.
- * Each maps to one HTTP status; the JSON body is always `{ code, message, ...details }`.
+ * Stable error codes of the admin API and their HTTP statuses, as the registry (libs/errors/codes.ts)
+ * gives them. Clients branch on `code`, never on `message`.
  */
-export const ADMIN_ERRORS = {
-  RELAY_ADMIN_UNAUTHORIZED: 401,
-  RELAY_ADMIN_VALIDATION: 400,
-  RELAY_ADMIN_BAD_REQUEST: 400,
-  RELAY_ADMIN_BAD_CURSOR: 400,
-  RELAY_ADMIN_TRACEPARENT_INVALID: 400,
-  RELAY_ADMIN_NOT_FOUND: 404,
-  RELAY_ADMIN_ROUTE_NOT_FOUND: 404,
-  RELAY_ADMIN_NOT_FAILED: 409,
-  RELAY_ADMIN_NOT_PENDING: 409,
-  RELAY_ADMIN_NOT_QUARANTINED: 409,
-  RELAY_ADMIN_RELEASE_FAILED: 409,
-  RELAY_OUTBOUND_CONFLICT: 409,
-  RELAY_ADMIN_PAYLOAD_TOO_LARGE: 413,
-  RELAY_ADMIN_UNAVAILABLE: 503,
-  RELAY_ADMIN_INTERNAL: 500,
-} as const;
-export type AdminErrorCode = keyof typeof ADMIN_ERRORS;
+export const ADMIN_ERRORS = Object.fromEntries(
+  Object.entries(RELAY_CODES).flatMap(([code, entry]) => ('http' in entry ? [[code, entry.http]] : [])),
+) as { [C in AdminErrorCode]: AdminStatus<C> };
+
+/** An error answer of the admin API: the status its code has in the registry, and the JSON body. */
+export interface ApiErrorAnswer<C extends AdminErrorCode = AdminErrorCode> {
+  status: number;
+  body: { code: C; message: string } & Record<string, unknown>;
+}
+
+/**
+ * The one builder of the admin API's error answers: the body is always `{ code, message, ...extra }`,
+ * and the status is the code's, so a route cannot answer a code with another status.
+ */
+export function apiError<C extends AdminErrorCode>(
+  code: C,
+  message: string,
+  extra: Record<string, unknown> = {},
+): ApiErrorAnswer<C> & { status: AdminStatus<C> } {
+  return { status: ADMIN_ERRORS[code], body: { code, message, ...extra } };
+}
+
+/** Sends an error answer as JSON. */
+export function sendApiError(reply: FastifyReply, answer: ApiErrorAnswer): FastifyReply {
+  return reply.code(answer.status).type('application/json; charset=utf-8').send(answer.body);
+}
 
 /** An error the admin API answers with as-is: its status comes from the code. */
 export class AdminError extends RelayError {
@@ -44,8 +60,12 @@ export class AdminError extends RelayError {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-    this.name = 'AdminError';
     this.statusCode = ADMIN_ERRORS[code];
+  }
+
+  /** The answer this error is sent as. */
+  answer(): ApiErrorAnswer {
+    return apiError(this.code, this.message, this.details);
   }
 }
 
@@ -88,10 +108,6 @@ export function isPgInputError(err: unknown): boolean {
   return code.startsWith('22') || code === '54001';
 }
 
-function send(reply: FastifyReply, status: number, body: Record<string, unknown>): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(body);
-}
-
 /** Maps every error to the stable JSON shape; unexpected ones are logged and become a 500. */
 export function installErrorHandlers<L extends FastifyBaseLogger, P extends FastifyTypeProvider>(
   app: FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, L, P>,
@@ -99,7 +115,7 @@ export function installErrorHandlers<L extends FastifyBaseLogger, P extends Fast
   app.setErrorHandler(
     (err: FastifyError & { validationContext?: string }, request: FastifyRequest, reply: FastifyReply) => {
       if (err instanceof AdminError) {
-        return send(reply, err.statusCode, { code: err.code, message: err.message, ...err.details });
+        return sendApiError(reply, err.answer());
       }
       if (err.validation && err.validation.length > 0) {
         const issues = err.validation as AjvIssue[];
@@ -107,22 +123,24 @@ export function installErrorHandlers<L extends FastifyBaseLogger, P extends Fast
         const field = fieldOf(err.validationContext, first);
         const detail =
           first.keyword === 'additionalProperties' ? 'is not a known field' : (first.message ?? 'is invalid');
-        return send(reply, 400, {
-          code: 'RELAY_ADMIN_VALIDATION',
-          message: `${field} ${detail}`,
-          field,
-          errors: issues.map((i) => ({
-            field: fieldOf(err.validationContext, i),
-            message: i.message ?? 'is invalid',
-            keyword: i.keyword,
-          })),
-        });
+        return sendApiError(
+          reply,
+          apiError('RELAY_ADMIN_VALIDATION', `${field} ${detail}`, {
+            field,
+            errors: issues.map((i) => ({
+              field: fieldOf(err.validationContext, i),
+              message: i.message ?? 'is invalid',
+              keyword: i.keyword,
+            })),
+          }),
+        );
       }
       const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
-      if (status === 413) return send(reply, 413, { code: 'RELAY_ADMIN_PAYLOAD_TOO_LARGE', message: err.message });
+      if (status === 413) return sendApiError(reply, apiError('RELAY_ADMIN_PAYLOAD_TOO_LARGE', err.message));
       if (status >= 400 && status < 500) {
         // fastify's own request errors (bad JSON, wrong content type…): keep its code as `cause`
-        return send(reply, status, { code: 'RELAY_ADMIN_BAD_REQUEST', message: err.message, cause: err.code });
+        const answer = apiError('RELAY_ADMIN_BAD_REQUEST', err.message, { cause: err.code });
+        return sendApiError(reply, { ...answer, status });
       }
       const code = errorCode(err);
       if (isPgInputError(err)) {
@@ -131,11 +149,10 @@ export function installErrorHandlers<L extends FastifyBaseLogger, P extends Fast
           { err, route: request.routeOptions.url },
           'admin request: PostgreSQL refused a parameter (answered 400; a schema should catch this)',
         );
-        return send(reply, 400, {
-          code: 'RELAY_ADMIN_BAD_REQUEST',
-          message: 'a parameter is malformed or out of range',
-          cause: code,
-        });
+        return sendApiError(
+          reply,
+          apiError('RELAY_ADMIN_BAD_REQUEST', 'a parameter is malformed or out of range', { cause: code }),
+        );
       }
       request.log.error({ err }, 'admin request failed');
       if (
@@ -144,15 +161,15 @@ export function installErrorHandlers<L extends FastifyBaseLogger, P extends Fast
         code === '53300' ||
         /timeout exceeded when trying to connect/i.test(err.message)
       ) {
-        return send(reply, 503, { code: 'RELAY_ADMIN_UNAVAILABLE', message: 'the database is not reachable' });
+        return sendApiError(reply, apiError('RELAY_ADMIN_UNAVAILABLE', 'the database is not reachable'));
       }
-      return send(reply, 500, { code: 'RELAY_ADMIN_INTERNAL', message: 'internal error (see the admin log)' });
+      return sendApiError(reply, apiError('RELAY_ADMIN_INTERNAL', 'internal error (see the admin log)'));
     },
   );
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>
-    send(reply, 404, {
-      code: 'RELAY_ADMIN_ROUTE_NOT_FOUND',
-      message: `no route ${request.method} ${request.url.split('?')[0]}`,
-    }),
+    sendApiError(
+      reply,
+      apiError('RELAY_ADMIN_ROUTE_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`),
+    ),
   );
 }

@@ -4,6 +4,7 @@ import { configProblemsList } from '../queue/config-problems';
 import { read } from './db';
 import { withTimeout } from '../lifecycle/timers';
 import { READY_CHECK_TIMEOUT_MS } from '../observability/metrics-server';
+import { errorMessage } from '../errors';
 
 /** What libs/ingress's `ingressHealth` reports about one bot's poller (the fields used here). */
 export interface IngressHealth {
@@ -70,8 +71,8 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
       await withTimeout(deps.pool.query('select 1'), READY_CHECK_TIMEOUT_MS, 'the database');
       out.checks.database.ok = true;
     } catch (err) {
-      out.checks.database.error = (err as Error).message;
-      out.reasons.push(`database unreachable: ${(err as Error).message}`);
+      out.checks.database.error = errorMessage(err) ?? String(err);
+      out.reasons.push(`database unreachable: ${errorMessage(err) ?? String(err)}`);
       return out;
     }
     try {
@@ -130,7 +131,7 @@ export function readinessChecker(deps: ReadinessDeps): () => Promise<Readiness> 
         }
       }
     } catch (err) {
-      out.reasons.push((err as Error).message);
+      out.reasons.push(errorMessage(err) ?? String(err));
     }
     out.ready = out.reasons.length === 0;
     return out;

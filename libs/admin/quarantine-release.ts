@@ -18,7 +18,6 @@ export class StillUndecodableError extends RelayError {
     reason: string,
   ) {
     super(`${reason} at ${jsonPath}`);
-    this.name = 'StillUndecodableError';
   }
 }
 

@@ -6,6 +6,5 @@ export class CaptureKeyConflictError extends RelayError {
     super(
       `capture key ${captureKeys[0]}${captureKeys.length > 1 ? ` (and ${captureKeys.length - 1} more)` : ''} already exists with different data; the batch was not committed`,
     );
-    this.name = 'CaptureKeyConflictError';
   }
 }

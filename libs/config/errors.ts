@@ -7,6 +7,5 @@ export class ConfigError extends RelayError {
     readonly problems: { variable: string; problem: string }[] = [],
   ) {
     super(message);
-    this.name = 'ConfigError';
   }
 }

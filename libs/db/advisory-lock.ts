@@ -1,3 +1,4 @@
+import { every, Ticker } from '../lifecycle/timers';
 import { beginStatement, Pool, poolSettingsOf, withClient } from './pool';
 
 /** The longest gap between the statements that keep a lock transaction from looking idle. */
@@ -29,17 +30,18 @@ export async function withTryAdvisoryLock<T>(pool: Pool, key: number, fn: () => 
       }
     }
     await lock.query(beginStatement(pool));
-    let ticker: NodeJS.Timeout | undefined;
+    let ticker: Ticker | undefined;
     try {
       const { rows } = await lock.query<{ got: boolean }>('select pg_try_advisory_xact_lock($1) as got', [key]);
       if (!rows[0].got) return null;
       const idle = timeouts.idleInTransactionMs;
-      const everyMs = idle > 0 ? Math.min(LOCK_TICK_MAX_MS, Math.floor(idle / 3)) : LOCK_TICK_MAX_MS;
-      ticker = setInterval(() => void lock.query('select 1').catch(() => state.markBroken()), everyMs);
-      ticker.unref?.();
+      const everyMs = idle > 0 ? Math.max(1, Math.min(LOCK_TICK_MAX_MS, Math.floor(idle / 3))) : LOCK_TICK_MAX_MS;
+      // a keep-alive still waiting for its answer is enough: the next one is skipped, not queued
+      // behind it on the same connection
+      ticker = every(everyMs, () => lock.query('select 1'), { unref: true, onError: () => state.markBroken() });
       return await fn();
     } finally {
-      clearInterval(ticker);
+      await ticker?.stop();
       await lock.query('commit').catch(() => state.markBroken());
     }
   });

@@ -29,7 +29,6 @@ export class BossSchemaMismatchError extends RelayError {
         `pg-boss schema "${BOSS_SCHEMA}" is at version ${recorded ?? 'none (not installed)'} but this tg-relay was built for version ${expected} ` +
           `(pg-boss ${BOSS_PACKAGE_VERSION}): run "tg-relay migrate" with this release${recorded !== null && recorded > expected ? ' — the database was migrated by a newer release; run that release instead' : ''}`,
     );
-    this.name = 'BossSchemaMismatchError';
   }
 }
 

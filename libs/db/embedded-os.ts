@@ -14,6 +14,7 @@ import path from 'node:path';
 import { ConfigError } from '../config/errors';
 import { RelayError } from '../errors/relay-error';
 import type { Logger } from '../observability/logger';
+import { errorMessage } from '../errors';
 
 /** A start failure with the folder or step at fault and what to do about it. */
 export class EmbeddedPostgresError extends RelayError {
@@ -167,7 +168,7 @@ export function reachableBinaries(
   } catch (err) {
     if (err instanceof EmbeddedPostgresError) throw err;
     throw new EmbeddedPostgresError(
-      `the embedded PostgreSQL binaries in ${bins.nativeDir} are not reachable by the "${USER}" user and copying them to ${target} failed (${(err as Error).message}); ${FIX}`,
+      `the embedded PostgreSQL binaries in ${bins.nativeDir} are not reachable by the "${USER}" user and copying them to ${target} failed (${errorMessage(err) ?? String(err)}); ${FIX}`,
       { cause: err },
     );
   }

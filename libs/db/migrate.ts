@@ -1,4 +1,4 @@
-import { hasCode } from '../errors';
+import { errorMessage, hasCode } from '../errors';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,7 +21,6 @@ export class MigrationError extends RelayError {
   readonly code = 'RELAY_MIGRATION_FAILED';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = 'MigrationError';
   }
 }
 
@@ -110,7 +109,7 @@ export async function migrate(pool: Pool, opts: { dir?: string; logger?: Logger 
       } catch (err) {
         await client.query('rollback').catch(() => undefined);
         throw new MigrationError(
-          `migration ${String(m.version).padStart(4, '0')}_${m.name} failed: ${(err as Error).message}`,
+          `migration ${String(m.version).padStart(4, '0')}_${m.name} failed: ${errorMessage(err) ?? String(err)}`,
           { cause: err },
         );
       }
@@ -145,7 +144,7 @@ async function applyRepeatables(client: PoolClient, files: RepeatableFile[], log
       logger?.info({ file: `${FUNCTIONS_SUBDIR}/${r.name}`, sha256: r.sha256.slice(0, 12) }, 'repeatable SQL applied');
     } catch (err) {
       await client.query('rollback').catch(() => undefined);
-      throw new MigrationError(`repeatable ${FUNCTIONS_SUBDIR}/${r.name} failed: ${(err as Error).message}`, {
+      throw new MigrationError(`repeatable ${FUNCTIONS_SUBDIR}/${r.name} failed: ${errorMessage(err) ?? String(err)}`, {
         cause: err,
       });
     }

@@ -107,7 +107,7 @@ export async function assertSessionLevel(
     pooling = await probePooling(url);
   } catch (err) {
     opts.logger?.warn(
-      { err: { message: (err as Error).message, code: errorCode(err) } },
+      { err: { message: errorMessage(err), code: errorCode(err) } },
       `cannot check how ${opts.variable} pools connections (the database is not reachable yet); going on`,
     );
     return;

@@ -16,7 +16,7 @@
  * (`.ts`) loads as-is from the sources (tsx); the compiled `tg-relay` loads it through tsx when
  * tsx is installed where the module or the working directory can resolve it, else says how to fix.
  */
-import { errorCode } from '../errors';
+import { errorCode, errorMessage } from '../errors';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -161,7 +161,7 @@ function registerTsLoader(file: string, cwd: string): boolean {
 
 function loadFailed(spec: string, err: unknown): ConfigError {
   return Object.assign(
-    new ConfigError(`BOT_HANDLERS: loading "${spec}" failed: ${(err as Error).message}`, [
+    new ConfigError(`BOT_HANDLERS: loading "${spec}" failed: ${errorMessage(err) ?? String(err)}`, [
       { variable: 'BOT_HANDLERS', problem: 'module failed to load' },
     ]),
     { cause: err },

@@ -15,6 +15,7 @@ import { createReplySink } from './reply-sink';
 import { createUpdateRunner, type UpdateRunner } from './update-runner';
 import type { JobKind } from '../queue/job-kind';
 import type { InboxClaimedRow } from './queries';
+import { errorMessage } from '../errors';
 
 export async function createDispatchKindFromConfig(
   config: Pick<
@@ -64,7 +65,7 @@ export async function createDispatchKindFromConfig(
   const stop = new AbortController();
   const started = runner.start({ signal: stop.signal });
   started.catch((err) => {
-    if (!stop.signal.aborted) logger.error({ err: { message: (err as Error).message } }, 'dispatch could not start');
+    if (!stop.signal.aborted) logger.error({ err: { message: errorMessage(err) } }, 'dispatch could not start');
   });
   logger.info(
     {

@@ -7,7 +7,6 @@ export class LeaseLostError extends RelayError {
     readonly generation: number,
   ) {
     super(`lease of bot ${botId} generation ${generation} is no longer held: the write was fenced and rolled back`);
-    this.name = 'LeaseLostError';
   }
 }
 
@@ -16,6 +15,5 @@ export class NotLeaseOwnerError extends RelayError {
   readonly code = 'RELAY_NOT_LEASE_OWNER';
   constructor(botId: string) {
     super(`this replica does not hold the ingress lease of bot ${botId}`);
-    this.name = 'NotLeaseOwnerError';
   }
 }

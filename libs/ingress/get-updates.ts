@@ -10,9 +10,9 @@
  */
 import { errorMessage } from '../errors';
 import type { Logger } from '../observability/logger';
-import type { GetUpdatesResult, IngressMetrics } from '../observability/metrics';
 import { BotApiClient, botApiError, ErrorEnvelopeRules, TelegramApiError, TelegramNetworkError } from '../telegram';
 import type { RawAnswer } from '../telegram';
+import type { GetUpdatesResult, IngressEvents } from './events';
 import { scanUpdatesAnswer } from './json-scan';
 import type { PollErrorKind } from './queries';
 
@@ -74,16 +74,17 @@ export function createGetUpdatesTransport(opts: {
   api: BotApiClient;
   pollTimeoutMs: number;
   logger: Logger;
-  metrics?: IngressMetrics;
+  /** Told how each getUpdates ended. */
+  events: IngressEvents;
 }): GetUpdatesTransport {
-  const { api, logger, metrics } = opts;
+  const { api, logger, events } = opts;
   const longPollSeconds = Math.min(MAX_LONG_POLL_SECONDS, Math.floor(opts.pollTimeoutMs / 1000));
   /** Telegram accepted the token at least once in this process (a later 401 is then retried). */
   let tokenAccepted = false;
-  const counted = (result: GetUpdatesResult) => metrics?.getUpdates.inc({ result });
+  const counted = (result: GetUpdatesResult) => events.emit('getUpdates', { result });
   const failedWith = (err: unknown): PollAnswer => {
     if (err instanceof TelegramNetworkError && err.reason === 'aborted') return { kind: 'aborted' }; // stop()
-    if (metrics) counted(getUpdatesFailure(err));
+    counted(getUpdatesFailure(err));
     // A token that never worked in this process is a typo: say so and stop (exit 78). Once it
     // worked, a 401 (revoked? a proxy?) is retried like the rest and shown in readiness.
     if (err instanceof TelegramApiError && err.errorCode === 401 && !tokenAccepted) throw err;
@@ -106,7 +107,7 @@ export function createGetUpdatesTransport(opts: {
     }
     const scanned = scanUpdatesAnswer(answer.body);
     if (scanned.kind === 'not_ok') return failedWith(botApiError('getUpdates', answer, PEER_ERROR_RULES));
-    if (metrics) counted(scanned.kind === 'undecodable' ? 'not_bot_api' : scanned.items.length ? 'updates' : 'empty');
+    counted(scanned.kind === 'undecodable' ? 'not_bot_api' : scanned.items.length ? 'updates' : 'empty');
     // Never the decode policy: no update was read, nothing is confirmed, the offset stays.
     if (scanned.kind === 'undecodable')
       return { kind: 'failed', failure: notBotApiAnswer(scanned.reason, answer.body.length) };

@@ -8,6 +8,7 @@
  * reason when progress is overdue.
  */
 import type { Pool } from 'pg';
+import { every } from '../lifecycle/timers';
 import type { Logger } from '../observability/logger';
 import { cursorRead } from './queries';
 
@@ -89,34 +90,26 @@ export function startHealthLog(opts: {
   logger: Logger;
 }): { stop(): void } {
   let last = '';
-  let busy = false;
   const check = async () => {
-    if (busy) return;
-    busy = true;
-    try {
-      const h = await ingressHealth(opts.pool, opts.botId, { pollTimeoutMs: opts.pollTimeoutMs });
-      const key = `${h.ready}|${h.reasons.join(';')}|${h.generation}`.replace(/no progress for \d+ ms/, 'no progress');
-      if (key !== last) {
-        last = key;
-        if (h.ready)
-          opts.logger.info(
-            { health: { ready: true, generation: h.generation, nextOffset: h.nextOffset } },
-            'ingress ready',
-          );
-        else
-          opts.logger.warn(
-            { health: { ready: false, reasons: h.reasons, generation: h.generation, owner: h.owner } },
-            'ingress not ready',
-          );
-      }
-    } catch {
-      // the poller logs database trouble itself
-    } finally {
-      busy = false;
-    }
+    const h = await ingressHealth(opts.pool, opts.botId, { pollTimeoutMs: opts.pollTimeoutMs });
+    const key = `${h.ready}|${h.reasons.join(';')}|${h.generation}`.replace(/no progress for \d+ ms/, 'no progress');
+    if (key === last) return;
+    last = key;
+    if (h.ready)
+      opts.logger.info(
+        { health: { ready: true, generation: h.generation, nextOffset: h.nextOffset } },
+        'ingress ready',
+      );
+    else
+      opts.logger.warn(
+        { health: { ready: false, reasons: h.reasons, generation: h.generation, owner: h.owner } },
+        'ingress not ready',
+      );
   };
-  const timer = setInterval(() => void check(), opts.intervalMs);
-  timer.unref();
-  void check();
-  return { stop: () => clearInterval(timer) };
+  const ticker = every(opts.intervalMs, check, {
+    unref: true,
+    immediate: true,
+    onError: () => undefined, // the poller logs database trouble itself
+  });
+  return { stop: () => void ticker.stop() };
 }

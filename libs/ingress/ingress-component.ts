@@ -3,6 +3,7 @@
  * (INGRESS=webhook), behind one seam: how to start and stop it, how it ended, and its role as
  * readiness reports it.
  */
+import type { IngressEvents } from './events';
 import type { IngressConfig } from './runtime';
 import { createPoller, type PollerExit, type PollerOptions } from './poller';
 import { createWebhookIngress, type WebhookIngressOptions } from './webhook-ingress';
@@ -22,6 +23,10 @@ export interface IngressComponent {
   /** Webhook mode: `http://host:port` of the endpoint. */
   address(): string | null;
   status(): IngressStatus;
+  /** What the poller or webhook ingress says happened (metrics subscribe). */
+  readonly events: IngressEvents;
+  /** Holds the lease now (the lease-owner gauge reads it at scrape time). */
+  holdsLease(): boolean;
 }
 
 /** What both components take from the composed process (pool, ledger, client, identity, config). */
@@ -43,6 +48,8 @@ export function createIngressComponent(config: IngressConfig, common: IngressCom
       start: () => w.start(),
       stop: () => w.stop(),
       done: w.done,
+      events: w.events,
+      holdsLease: () => w.holdsLease(),
       address: () => w.address(),
       status: () => {
         const st = w.status();
@@ -58,6 +65,8 @@ export function createIngressComponent(config: IngressConfig, common: IngressCom
     },
     stop: () => p.stop(),
     done: p.done,
+    events: p.events,
+    holdsLease: () => p.holdsLease(),
     address: () => null,
     status: () => {
       const st = p.status();

@@ -7,6 +7,8 @@
  * disturbing the new owner (409s), not about correctness.
  */
 import type { Pool } from 'pg';
+import { Lifecycle } from '../lifecycle/lifecycle';
+import { every } from '../lifecycle/timers';
 import type { Logger } from '../observability/logger';
 import { cursorAcquire, cursorEnsure, cursorLeaseState, cursorRelease, cursorRenew, Fence } from './queries';
 
@@ -43,14 +45,13 @@ export interface Lease {
 export function createLease(opts: LeaseOptions): Lease {
   const { pool, botId, owner, ttlMs, logger } = opts;
   let current: Fence | null = null;
-  let timer: NodeJS.Timeout | null = null;
+  let renewal: Lifecycle | null = null;
   let lastRenewOk = 0;
-  let renewing = false;
   let ensured = false;
 
   const stopTimer = () => {
-    if (timer) clearInterval(timer);
-    timer = null;
+    void renewal?.stop();
+    renewal = null;
   };
 
   const markLost = (reason: string) => {
@@ -84,17 +85,25 @@ export function createLease(opts: LeaseOptions): Lease {
     }
   };
 
-  const tick = () => {
-    // A renewal can hang (connect timeout, network partition): past one TTL without success, a
-    // standby may own the lease by now, so stop acting as owner without waiting for the error.
+  // A renewal can hang (connect timeout, network partition): past one TTL without success, a
+  // standby may own the lease by now, so stop acting as owner without waiting for the error. That
+  // check has its own ticker so that it runs while a renewal hangs; the renewal ticker skips while
+  // the previous renewal still runs.
+  const overdue = () => {
     if (current && Date.now() - lastRenewOk >= ttlMs) {
       markLost(`no successful renewal for ${Date.now() - lastRenewOk} ms (≥ LEASE_TTL)`);
-      return;
     }
-    if (renewing) return;
-    renewing = true;
-    void renewNow().finally(() => {
-      renewing = false;
+  };
+  const renewEvery = Math.max(50, Math.floor(ttlMs / 3));
+  const onError = (err: unknown) => logger.warn({ err }, 'lease renewal tick failed');
+  const startRenewing = (generation: number) => {
+    stopTimer();
+    renewal = new Lifecycle(`the lease renewal of bot ${botId} (generation ${generation})`);
+    renewal.start(async (signal) => {
+      await Promise.all([
+        every(renewEvery, overdue, { signal, onError }).done, // first: a hung lease is lost before a renewal is tried
+        every(renewEvery, renewNow, { signal, onError }).done,
+      ]);
     });
   };
 
@@ -112,8 +121,7 @@ export function createLease(opts: LeaseOptions): Lease {
       if (!got) return null;
       current = { owner, generation: got.generation };
       lastRenewOk = sentAt;
-      stopTimer();
-      timer = setInterval(tick, Math.max(50, Math.floor(ttlMs / 3)));
+      startRenewing(got.generation);
       return got;
     },
     async standbyDelayMs() {

@@ -14,13 +14,13 @@ import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import { sleep } from '../lifecycle/timers';
 import type { Logger } from '../observability/logger';
-import type { IngressMetrics } from '../observability/metrics';
 import { storableText } from '../db/storable-json';
 import { TelegramApiError } from '../telegram';
-import { measuredPersist } from './batch-metrics';
+import { timedPersist } from './batch-timing';
 import { traceIngressBatch } from './batch-span';
 import type { Episodes } from './episodes';
 import { LeaseLostError } from './errors';
+import type { IngressEvents } from './events';
 import { GET_UPDATES_RECOVERIES, GetUpdatesTransport, PollFailure } from './get-updates';
 import type { Lease } from './lease';
 import { takeLeaseOrWait } from './lease-standby';
@@ -64,7 +64,8 @@ export interface PollLoopOptions {
   allowedChatIds: ReadonlySet<string>;
   dispatchUnauthorized: boolean;
   deleteWebhookOnAcquire: boolean;
-  metrics?: IngressMetrics;
+  /** Told how each batch transaction ended. */
+  events: IngressEvents;
   lease: Lease;
   getUpdates: GetUpdatesTransport;
   watchdog: Watchdog;
@@ -223,7 +224,7 @@ export class PollLoop {
   private async commit(plan: BatchPlan, fence: Fence, requested: number): Promise<boolean> {
     const o = this.o;
     try {
-      const r = await measuredPersist(o.metrics, 'polling', () =>
+      const r = await timedPersist(o.events, 'polling', () =>
         persistBatch({ pool: o.pool, boss: o.boss }, plan, {
           botId: o.botId,
           fence,

@@ -13,7 +13,6 @@ import type { Pool } from 'pg';
 import { Lifecycle } from '../lifecycle/lifecycle';
 import { waitAtMost } from '../lifecycle/timers';
 import type { Logger } from '../observability/logger';
-import type { IngressMetrics } from '../observability/metrics';
 import type { BotApiClient } from '../telegram';
 import {
   BackoffPolicy,
@@ -22,6 +21,7 @@ import {
   INGRESS_BACKOFF_CAP_MS_DEFAULT,
 } from './backoff';
 import { Episodes } from './episodes';
+import { createIngressEvents, type IngressEvents } from './events';
 import { createGetUpdatesTransport } from './get-updates';
 import { createLease } from './lease';
 import type { DecodePolicy } from './plan-batch';
@@ -52,8 +52,6 @@ export interface PollerOptions {
   watchdogMs?: number | false;
   /** Injectable clock for the watchdog (default Date.now). */
   now?: () => number;
-  /** METRICS_PORT: getUpdates results, batch transaction time, updates committed, lease state. */
-  metrics?: IngressMetrics;
 }
 
 /** How long the watchdog waits for the lease release of a stalled poller before giving up on it. */
@@ -66,10 +64,15 @@ export interface Poller {
   /** Resolves when the loop ends: after stop(), or by itself on 401. */
   readonly done: Promise<PollerExit>;
   status(): PollerStatus;
+  /** getUpdates results and batch transactions, for observers (metrics: `observeIngress`). */
+  readonly events: IngressEvents;
+  /** Holds the lease now (polls as the owner). */
+  holdsLease(): boolean;
 }
 
 export function createPoller(opts: PollerOptions): Poller {
-  const { logger, metrics } = opts;
+  const { logger } = opts;
+  const events = createIngressEvents(logger);
   const policy: BackoffPolicy = {
     baseMs: opts.backoff?.baseMs ?? INGRESS_BACKOFF_BASE_MS_DEFAULT,
     capMs: opts.backoff?.capMs ?? INGRESS_BACKOFF_CAP_MS_DEFAULT,
@@ -101,7 +104,8 @@ export function createPoller(opts: PollerOptions): Poller {
     dispatchUnauthorized: opts.dispatchUnauthorized ?? false,
     deleteWebhookOnAcquire: opts.deleteWebhookOnAcquire !== false,
     lease,
-    getUpdates: createGetUpdatesTransport(opts),
+    events,
+    getUpdates: createGetUpdatesTransport({ ...opts, events }),
     watchdog,
     episodes: new Episodes(logger),
     backoff: (attempt) => backoffDelay(attempt, policy, random),
@@ -137,8 +141,6 @@ export function createPoller(opts: PollerOptions): Poller {
     }
   }
 
-  metrics?.track(opts.botId, () => lease.fence() !== null);
-
   return {
     start() {
       if (lifecycle.state !== 'new') return;
@@ -147,6 +149,8 @@ export function createPoller(opts: PollerOptions): Poller {
     },
     stop,
     done,
+    events,
+    holdsLease: () => lease.fence() !== null,
     status: () => ({
       state: loop.state,
       generation: lease.fence()?.generation ?? null,

@@ -13,7 +13,7 @@ import { assertBossSchemaVersion, BossSchemaMismatchError } from '../db/boss-sch
 import { createPool, timeoutsFromConfig } from '../db/pool';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger';
-import { ingressMetrics } from '../observability/metrics';
+import { ingressMetrics, observeIngress } from '../observability/metrics';
 import type { ReadyCheck } from '../observability/metrics-server';
 import { createBotApiClient } from '../telegram';
 import { startHealthLog } from './health';
@@ -21,6 +21,7 @@ import { createIngressComponent, STARTING, type IngressCommon, type IngressCompo
 import type { PollerExit } from './poller';
 import { ingressReady } from './readiness';
 import { waitForSchema } from './schema-wait';
+import { errorMessage } from '../errors';
 
 export type IngressConfig = Pick<
   Config,
@@ -157,8 +158,9 @@ function createIngress(opts: IngressOptions): IngressRuntime {
     decodePolicy: config.DECODE_POLICY,
     allowedChatIds: config.ALLOWED_CHAT_IDS,
     dispatchUnauthorized: config.DISPATCH_UNAUTHORIZED,
-    metrics: opts.metrics && ingressMetrics(opts.metrics),
   };
+  // the ingress instruments show from the start (also while waiting for the schema), as before
+  if (opts.metrics) ingressMetrics(opts.metrics);
 
   const begin = async () => {
     if (!(await waitForSchema(pool, logger, abort.signal))) {
@@ -184,6 +186,7 @@ function createIngress(opts: IngressOptions): IngressRuntime {
       logger,
     });
     const c = createIngressComponent(config, common);
+    if (opts.metrics) observeIngress(opts.metrics, botId, c);
     component = c;
     await c.start();
     void c.done.then(resolveDone);
@@ -195,7 +198,7 @@ function createIngress(opts: IngressOptions): IngressRuntime {
       return;
     }
     logger.fatal({ err }, 'ingress failed to start');
-    resolveDone({ reason: 'crashed', message: `ingress failed to start: ${(err as Error)?.message ?? String(err)}` });
+    resolveDone({ reason: 'crashed', message: `ingress failed to start: ${errorMessage(err) ?? String(err)}` });
   });
 
   let stopping: Promise<void> | null = null;

@@ -12,6 +12,7 @@
  * expires within LEASE_TTL). An in-process "drop the lease and re-acquire" cannot unwind a hung
  * await, so it would not recover the cases this exists for.
  */
+import { every, Ticker } from '../lifecycle/timers';
 import type { Logger } from '../observability/logger';
 
 export interface WatchdogOptions {
@@ -31,7 +32,7 @@ export class Watchdog {
   private lastProgressAt: number;
   private updatesWaitingSince: number | null = null;
   private lastTickAt: number;
-  private timer: NodeJS.Timeout | null = null;
+  private ticker: Ticker | null = null;
   private readonly tickMs: number;
 
   constructor(private readonly o: WatchdogOptions) {
@@ -43,13 +44,15 @@ export class Watchdog {
   start(): void {
     if (this.o.watchdogMs === null) return;
     this.lastTickAt = this.o.now();
-    this.timer = setInterval(() => this.check(), this.tickMs);
-    this.timer.unref();
+    this.ticker = every(this.tickMs, () => this.check(), {
+      unref: true,
+      onError: (err) => this.o.logger.error({ err }, 'poller watchdog check failed'),
+    });
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    void this.ticker?.stop();
+    this.ticker = null;
   }
 
   /** The generation made progress (see above): a new window, and no updates known to wait. */

@@ -12,10 +12,10 @@ import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import { Lifecycle } from '../lifecycle/lifecycle';
 import type { Logger } from '../observability/logger';
-import type { IngressMetrics } from '../observability/metrics';
 import type { BotApiClient } from '../telegram';
 import { BackoffPolicy, INGRESS_BACKOFF_BASE_MS_DEFAULT, INGRESS_BACKOFF_CAP_MS_DEFAULT } from './backoff';
 import { Episodes } from './episodes';
+import { createIngressEvents, type IngressEvents } from './events';
 import { createLease } from './lease';
 import type { DecodePolicy } from './plan-batch';
 import type { PollerExit } from './poller';
@@ -42,8 +42,6 @@ export interface WebhookIngressOptions {
   port: number;
   bodyLimit?: number;
   backoff?: Partial<BackoffPolicy>;
-  /** METRICS_PORT: batch transaction time, updates committed, lease state. */
-  metrics?: IngressMetrics;
   /** OPS_CHAT_ID: where the alert goes when Telegram cannot deliver (else relay.outbound_settings). */
   opsChatId?: string | null;
 }
@@ -59,6 +57,10 @@ export interface WebhookIngress {
    * `deliveryProblem`: the owner sees Telegram failing to deliver to the webhook (see webhook-delivery.ts).
    */
   status(): { state: 'idle' | 'owner' | 'standby' | 'stopped'; deliveryProblem: string | null };
+  /** Batch transactions, for observers (metrics: `observeIngress`). */
+  readonly events: IngressEvents;
+  /** Holds the lease now (commits webhook updates). */
+  holdsLease(): boolean;
 }
 
 export function webhookUrl(publicUrl: string, botId: string): string {
@@ -72,6 +74,7 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
     capMs: opts.backoff?.capMs ?? INGRESS_BACKOFF_CAP_MS_DEFAULT,
   };
   const episodes = new Episodes(logger);
+  const events = createIngressEvents(logger);
   const url = webhookUrl(opts.publicUrl, opts.botId);
   let wake = new AbortController();
   const interrupt = () => {
@@ -106,9 +109,8 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
     dispatchUnauthorized: opts.dispatchUnauthorized,
     logger,
     onLeaseLost: () => lease.markLost('fenced webhook write rejected'),
-    metrics: opts.metrics,
+    events,
   });
-  opts.metrics?.track(opts.botId, () => lease.fence() !== null);
 
   // What getWebhookInfo says about Telegram's deliveries to us (see webhook-delivery-report.ts).
   const delivery = new WebhookDeliveryReport({
@@ -167,6 +169,8 @@ export function createWebhookIngress(opts: WebhookIngressOptions): WebhookIngres
       resolveDone(exit);
     },
     done,
+    events,
+    holdsLease: () => lease.fence() !== null,
     address: () => addr,
     status: () => {
       const state =

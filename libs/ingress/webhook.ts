@@ -23,8 +23,8 @@ import { decodeUpdate } from './decode';
 import { LeaseLostError } from './errors';
 import { traceIngressBatch } from './batch-span';
 import { logCaptureConflicts, logReusedIds, persistBatch } from './persist-batch';
-import { measuredPersist } from './batch-metrics';
-import type { IngressMetrics } from '../observability/metrics';
+import { timedPersist } from './batch-timing';
+import { createIngressEvents, type IngressEvents } from './events';
 import { BatchPlan, DecodePolicy, planDecoded, sha256Hex } from './plan-batch';
 import { Fence, quarantineInsertBatch } from './queries';
 
@@ -55,13 +55,14 @@ export interface WebhookHandlerOptions {
   logger: Logger;
   /** Called when a fenced write was rejected (the lease is gone). */
   onLeaseLost?: () => void;
-  /** METRICS_PORT: batch transaction time and updates committed. */
-  metrics?: IngressMetrics;
+  /** Told how each batch transaction ended (default: the handler's own, unobserved). */
+  events?: IngressEvents;
 }
 
 /** Decodes one webhook body and runs the batch transaction; returns the HTTP answer. */
 export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string) => Promise<WebhookAnswer> {
   const allowed = new Set(opts.allowedChatIds.map(String));
+  const events = opts.events ?? createIngressEvents(opts.logger);
   /** Not an update: 400, recorded (idempotent by sha256, so Telegram's retries add no rows). */
   async function reject(fence: Fence, raw: string, error: string, jsonPath: string): Promise<WebhookAnswer> {
     try {
@@ -86,7 +87,7 @@ export function createWebhookHandler(opts: WebhookHandlerOptions): (raw: string)
   /** The batch transaction of `plan` (one delivery or a group), traced and measured; its capture conflicts logged. */
   async function persist(plan: BatchPlan, fence: Fence) {
     const r = await traceIngressBatch({ operation: 'webhook', botId: opts.botId, count: plan.updates.length }, () =>
-      measuredPersist(opts.metrics, 'webhook', () =>
+      timedPersist(events, 'webhook', () =>
         persistBatch({ pool: opts.pool, boss: opts.boss }, plan, {
           botId: opts.botId,
           fence,

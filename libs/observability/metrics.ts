@@ -1,18 +1,22 @@
 /**
  * Per-process Prometheus metrics (METRICS_PORT, docs in the README's "Metrics and health").
  *
- * Every process that sets METRICS_PORT builds ONE registry with `createProcessRegistry()` and
- * hands it to its components through their deps objects; nothing registers at import time. The
+ * Every process that sets METRICS_PORT builds ONE registry with `createProcessRegistry()`; its
+ * runtimes subscribe the instruments to what their components emit (`observeWorker`,
+ * `observeIngress`) or read the components at scrape time (`trackBridge`), so the components'
+ * dependencies carry no metrics; nothing registers at import time. The
  * metric sets below are created once per registry (a WeakMap), so `tg-relay start`, which runs
  * ingress, a worker and maybe the bridge in one process, serves them all from one endpoint.
  *
  * Counters count what this process did (a `sum()` across replicas is the fleet total); most are
  * read at scrape time from the components' own in-memory tallies (`collect`), so the hot paths pay
- * nothing for them. With METRICS_PORT unset no registry exists and the components get `undefined`.
+ * nothing for them. With METRICS_PORT unset no registry exists and nobody subscribes.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { IngressEvents } from '../ingress/events';
 import type { BridgeStats } from '../jetstream/bridge';
 import type { KindWorkerStats } from '../queue/claim-loop';
+import type { WorkerEvents } from '../queue/events';
 
 /** Seconds: claim statements and batch transactions (milliseconds to seconds). */
 const DB_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -46,7 +50,7 @@ export interface ClaimLoopView {
   readonly stats: Readonly<KindWorkerStats>;
 }
 
-/** The instruments a claim loop feeds on its hot path (all else is read from its stats). */
+/** The instruments a claim loop's events feed (all else is read from its stats). */
 export interface QueueMetrics {
   claimDuration: Histogram<'queue'>;
   attemptDuration: Histogram<'queue' | 'outcome'>;
@@ -158,6 +162,29 @@ export const queueMetrics = once((registry: Registry): QueueMetrics => {
   };
 });
 
+/** What `observeWorker` needs of the engine (libs/queue/worker.ts `Worker`). */
+export interface WorkerView {
+  readonly kinds: readonly ClaimLoopView[];
+  readonly events: WorkerEvents;
+}
+
+/** Shows the worker's loops at scrape time and feeds the claim and attempt instruments from its events. */
+export function observeWorker(registry: Registry, worker: WorkerView): void {
+  const m = queueMetrics(registry);
+  m.track(worker.kinds);
+  worker.events.on('claimed', (e) => m.claimDuration.observe({ queue: e.queue }, e.durationMs / 1000));
+  worker.events.on('settled', (e) => {
+    m.attemptDuration.observe(
+      { queue: e.queue, outcome: e.state === 'pending' ? 'retry' : e.state },
+      e.durationMs / 1000,
+    );
+    if (e.status) {
+      m.httpResponses.inc({ queue: e.queue, status: String(e.status) });
+      if (e.status === 429) m.rateLimited.inc({ queue: e.queue });
+    }
+  });
+}
+
 /** The fleet-wide outbound rate limiter's waits in this process (libs/outbound/rate-limit.ts). */
 export interface RateLimitMetrics {
   waits: Counter<string>;
@@ -184,9 +211,6 @@ export const rateLimitMetrics = once((registry: Registry): RateLimitMetrics => (
 }));
 
 // ---- ingress (libs/ingress: poller and webhook) -------------------------------------------------
-
-export type GetUpdatesResult =
-  'updates' | 'empty' | 'conflict' | 'rate_limited' | 'api_error' | 'network_error' | 'not_bot_api';
 
 export interface IngressMetrics {
   batchDuration: Histogram<'transport' | 'result'>;
@@ -234,6 +258,28 @@ export const ingressMetrics = once((registry: Registry): IngressMetrics => {
     },
   };
 });
+
+/** What `observeIngress` needs of the poller or the webhook ingress (libs/ingress/ingress-component.ts). */
+export interface IngressView {
+  readonly events: IngressEvents;
+  holdsLease(): boolean;
+}
+
+/** Shows the lease state at scrape time and feeds the getUpdates and batch instruments from ingress's events. */
+export function observeIngress(registry: Registry, botId: string, ingress: IngressView): void {
+  const m = ingressMetrics(registry);
+  m.track(botId, () => ingress.holdsLease());
+  ingress.events.on('getUpdates', (e) => m.getUpdates.inc({ result: e.result }));
+  ingress.events.on('batch', (e) => {
+    const { transport } = e;
+    m.batchDuration.observe({ transport, result: e.result }, e.durationMs / 1000);
+    if (e.result !== 'committed') return;
+    if (e.stored) m.updates.inc({ transport, result: 'stored' }, e.stored);
+    if (e.duplicates) m.updates.inc({ transport, result: 'duplicate' }, e.duplicates);
+    if (e.quarantined) m.updates.inc({ transport, result: 'quarantined' }, e.quarantined);
+    if (e.captureConflicts) m.updates.inc({ transport, result: 'capture_conflict' }, e.captureConflicts);
+  });
+}
 
 // ---- JetStream bridge ------------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
+import { Lifecycle } from '../lifecycle/lifecycle';
+import { every } from '../lifecycle/timers';
 import { Clock, sqlNow } from './clock';
 import { QueueError, shortError } from './errors';
 import type { HeldClaims } from './held-claims';
@@ -17,11 +19,11 @@ export interface ClaimKeeper {
   readonly heartbeatAgeMs: number;
   /** The heartbeat age past which the claims count as lost and their attempts are aborted. */
   readonly heartbeatLimitMs: number;
-  /** Starts the heartbeat and sweep timers, and one sweep now. */
+  /** Starts the heartbeat and sweep timers, and one sweep now (once: later calls do nothing). */
   start(): void;
   /** One stale sweep now; returns how many claims were recovered. */
   sweep(): Promise<number>;
-  /** Stops the timers and waits for a heartbeat or sweep under way. */
+  /** Stops the timers and waits for a heartbeat or sweep under way. Idempotent; safe before start. */
   stop(): Promise<void>;
 }
 
@@ -47,10 +49,6 @@ export function createClaimKeeper<Row, Effects>(kind: JobKind<Row, Effects>, dep
   const { pool, logger, clock, claims, tickMs, thresholdMs } = deps;
   const heartbeatLimitMs = thresholdMs - tickMs;
   let lastHeartbeatOk = performance.now();
-  let heartbeatTimer: NodeJS.Timeout | undefined;
-  let sweepTimer: NodeJS.Timeout | undefined;
-  let heartbeatRunning: Promise<void> | undefined;
-  let sweepRunning: Promise<number> | undefined;
 
   function abortRunning(reason: string): void {
     for (const h of claims.values()) if (h.phase === 'running') h.ctl.abort(new QueueError('RELAY_CLAIM_LOST', reason));
@@ -114,8 +112,17 @@ export function createClaimKeeper<Row, Effects>(kind: JobKind<Row, Effects>, dep
     }
   }
 
-  const sweepInBackground = (): void => {
-    sweepRunning = sweep().finally(() => (sweepRunning = undefined));
+  // One body for both timers: stop() ends them through the lifecycle's signal and waits for a
+  // heartbeat or sweep under way. A sweep tick is skipped while the previous sweep (the start one
+  // too) still runs, and so is a heartbeat while the previous heartbeat runs.
+  const life = new Lifecycle(`the claim keeper of ${kind.queue}`);
+  const onError = (err: unknown) => logger.warn({ err: { message: shortError(err) } }, 'claim keeper tick failed');
+  const run = async (signal: AbortSignal): Promise<void> => {
+    await Promise.all([
+      every(tickMs, heartbeat, { signal, onError }).done,
+      // immediate: the claims of workers that died before we started
+      every(tickMs, () => (deps.stopping() ? undefined : sweep()), { signal, onError, immediate: true }).done,
+    ]);
   };
 
   return {
@@ -124,22 +131,9 @@ export function createClaimKeeper<Row, Effects>(kind: JobKind<Row, Effects>, dep
       return performance.now() - lastHeartbeatOk;
     },
     start() {
-      heartbeatTimer = setInterval(() => {
-        if (heartbeatRunning) return;
-        heartbeatRunning = heartbeat().finally(() => (heartbeatRunning = undefined));
-      }, tickMs);
-      sweepTimer = setInterval(() => {
-        if (sweepRunning || deps.stopping()) return;
-        sweepInBackground();
-      }, tickMs);
-      sweepInBackground(); // claims of workers that died before we started
+      life.start(run);
     },
     sweep,
-    async stop() {
-      if (heartbeatTimer) clearInterval(heartbeatTimer);
-      if (sweepTimer) clearInterval(sweepTimer);
-      await heartbeatRunning;
-      await sweepRunning;
-    },
+    stop: () => life.stop(),
   };
 }

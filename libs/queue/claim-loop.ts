@@ -6,12 +6,12 @@ import { errorCode } from '../errors';
 import { backoffMs, type Backoff } from '../lifecycle/backoff';
 import { Lifecycle } from '../lifecycle/lifecycle';
 import type { Logger } from '../observability/logger';
-import type { QueueMetrics } from '../observability/metrics';
 import { createAttemptExecutor } from './attempt-executor';
 import type { BackoffPolicy } from './backoff';
 import { bossJobsActivate } from './boss-jobs';
 import { createClaimKeeper } from './claim-keeper';
 import { Clock, sqlNow } from './clock';
+import { createWorkerEvents, type WorkerEvents } from './events';
 import { shortError } from './errors';
 import { HeldClaims, type Finished } from './held-claims';
 import type { ClaimedJob, JobKind } from './job-kind';
@@ -57,8 +57,8 @@ export interface KindWorkerDeps {
   onCrash?: (err: unknown) => void;
   /** Outcome transactions in flight at once (default 2). */
   outcomeWriters?: number;
-  /** METRICS_PORT: claim and attempt timings (the rest is read from `stats` at scrape time). */
-  metrics?: QueueMetrics;
+  /** Where claims and settled attempts are told (createWorker shares one); default: this kind's own. */
+  events?: WorkerEvents;
   /** The process's rescuer (createWorker shares one); default: one for this kind's table alone. */
   rescuer?: Rescuer;
 }
@@ -124,7 +124,7 @@ interface ClaimLoopDeps<Row> {
   claims: { readonly size: number };
   wake: WakeSignal;
   stats: Pick<KindWorkerStats, 'claimed' | 'claimErrors'>;
-  claimTimer?: { observe(seconds: number): void };
+  events: WorkerEvents;
   /** Hands a claimed job to its attempt. */
   run: (job: ClaimedJob<Row>) => void;
 }
@@ -184,9 +184,9 @@ class ClaimLoop<Row, Effects> {
       const limit = Math.min(free, deps.batchMax, Math.max(1, Math.ceil(deps.concurrency / 2)));
       let jobs: ClaimedJob<Row>[];
       try {
-        const c0 = deps.claimTimer && performance.now();
+        const c0 = performance.now();
         jobs = await this.claimBatch(limit);
-        if (deps.claimTimer) deps.claimTimer.observe((performance.now() - c0!) / 1000);
+        deps.events.emit('claimed', { queue: this.kind.queue, durationMs: performance.now() - c0, count: jobs.length });
         failures = 0;
       } catch (err) {
         failures++;
@@ -273,6 +273,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   const wake = new WakeSignal();
   const stats = zeroStats();
   const life = new Lifecycle(`the claim loop of ${kind.queue}`);
+  const events = deps.events ?? createWorkerEvents(logger);
   let stopPromise: Promise<void> | undefined;
   let crashed = false;
   let unsubscribe: (() => void) | undefined;
@@ -302,7 +303,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     workerId,
     clock,
     stats,
-    metrics: deps.metrics,
+    events,
     onRetrySettled: () => wake.notify(),
   });
   const writer = new OutcomeWriter<Finished<Row, Effects>>(
@@ -377,7 +378,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     concurrency: config.concurrency,
     pollMs: deps.pollIntervalMs ?? POLL_INTERVAL_MS_DEFAULT,
     batchMax: deps.claimBatchMax ?? CLAIM_BATCH_MAX_DEFAULT,
-    claimTimer: deps.metrics?.claimDuration.labels(kind.queue),
+    events,
   });
 
   return {

@@ -8,7 +8,6 @@ export class QueueError extends RelayError {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-    this.name = 'QueueError';
   }
 }
 

@@ -2,11 +2,11 @@ import type { Pool, PoolClient } from 'pg';
 import type { JobLedger } from '../db/boss';
 import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
-import type { QueueMetrics } from '../observability/metrics';
 import type { AttemptTransaction } from './attempt-transaction';
 import { auditRow, settledEntry } from './audit-row';
 import { bossJobsComplete, bossJobsFail, bossJobsReschedule } from './boss-jobs';
 import { Clock, sqlNow } from './clock';
+import type { WorkerEvents } from './events';
 import type { Finished } from './held-claims';
 import type { JobKind, SettledRow } from './job-kind';
 import { attemptsInsert } from './queries';
@@ -37,7 +37,8 @@ export interface SettlerDeps {
   workerId: string;
   clock?: Clock;
   stats: SettleStats;
-  metrics?: QueueMetrics;
+  /** Told of every attempt whose outcome landed (metrics subscribe). */
+  events: WorkerEvents;
   /** A retry was settled: it may be due sooner than the claim loop's current wait. */
   onRetrySettled: () => void;
 }
@@ -66,18 +67,6 @@ export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
     for (const [reason, ids] of failedByReason) await bossJobsFail(boss, db, kind.queue, ids, { reason });
   }
 
-  function observeAttempt(m: QueueMetrics, f: Finished<Row, Effects>): void {
-    const state = f.decision.settlement.state;
-    m.attemptDuration.observe(
-      { queue: kind.queue, outcome: state === 'pending' ? 'retry' : state },
-      f.durationMs / 1000,
-    );
-    if (f.outcome.status) {
-      m.httpResponses.inc({ queue: kind.queue, status: String(f.outcome.status) });
-      if (f.outcome.status === 429) m.rateLimited.inc({ queue: kind.queue });
-    }
-  }
-
   function count(batch: Finished<Row, Effects>[], landed: Set<string>): void {
     for (const f of batch) {
       if (!landed.has(f.job.claimId)) {
@@ -91,7 +80,12 @@ export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
       if (f.decision.settlement.state === 'delivered') stats.delivered++;
       else if (f.decision.settlement.state === 'pending') stats.retried++;
       else stats.failed++;
-      if (deps.metrics) observeAttempt(deps.metrics, f);
+      deps.events.emit('settled', {
+        queue: kind.queue,
+        state: f.decision.settlement.state,
+        durationMs: f.durationMs,
+        status: f.outcome.status,
+      });
     }
   }
 

@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import type { Logger } from '../observability/logger';
 import { backoffMs } from '../lifecycle/backoff';
 import { WORK_CHANNEL } from './enqueue';
+import { errorMessage } from '../errors';
 
 export interface WakeListener {
   /** Calls `fn` on every NOTIFY for `queue`, and after every (re)connect (notifications may have been missed). */
@@ -90,7 +91,7 @@ export function createWakeListener(opts: {
         lost = true;
         c.end().catch(() => undefined);
         if (!stopped)
-          opts.logger.warn({ err: { message: (err as Error).message } }, 'work listener cannot connect; retrying');
+          opts.logger.warn({ err: { message: errorMessage(err) } }, 'work listener cannot connect; retrying');
         scheduleReconnect();
       }
       return;

@@ -3,9 +3,9 @@ import crypto from 'node:crypto';
 import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
-import type { QueueMetrics } from '../observability/metrics';
 import { createKindWorker, EngineConfig, KindWorker } from './claim-loop';
 import type { Clock } from './clock';
+import { createWorkerEvents, type WorkerEvents } from './events';
 import type { AnyJobKind } from './job-kind';
 import { createRescuer, rescueTargetOf } from './rescuer';
 import { createWakeListener, WakeListener } from './wake-listener';
@@ -18,6 +18,8 @@ export function newWorkerId(): string {
 export interface Worker {
   readonly workerId: string;
   readonly kinds: KindWorker[];
+  /** Claims and settled attempts of every kind, for observers (metrics: `observeWorker`). */
+  readonly events: WorkerEvents;
   start(): Promise<void>;
   /** Stops every kind (see KindWorker.stop) and the listener. Idempotent; safe before start. */
   stop(opts?: { timeoutMs?: number }): Promise<void>;
@@ -45,11 +47,10 @@ export function createWorker(opts: {
   listen?: boolean;
   /** A claim loop ended by an error (see KindWorkerDeps.onCrash). */
   onCrash?: (queue: string, err: unknown) => void;
-  /** METRICS_PORT: the process's queue metrics (see libs/observability/metrics.ts). */
-  metrics?: QueueMetrics;
 }): Worker {
   const workerId = opts.workerId ?? newWorkerId();
   const logger = opts.logger.child({ workerId });
+  const events = createWorkerEvents(logger);
   const listener: WakeListener | undefined =
     opts.listen === false || opts.kinds.length === 0
       ? undefined
@@ -75,17 +76,17 @@ export function createWorker(opts: {
       pollIntervalMs: opts.pollIntervalMs,
       claimBatchMax: opts.claimBatchMax,
       outcomeWriters: opts.outcomeWriters,
-      metrics: opts.metrics,
+      events,
       rescuer,
       onCrash: opts.onCrash && ((err) => opts.onCrash!(kind.queue, err)),
     }),
   );
-  opts.metrics?.track(kinds);
   let started = false;
   let stopPromise: Promise<void> | undefined;
   return {
     workerId,
     kinds,
+    events,
     start() {
       if (started || stopPromise) return Promise.resolve();
       started = true;

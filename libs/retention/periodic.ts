@@ -9,6 +9,8 @@
 import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { withTryAdvisoryLock } from '../db/advisory-lock';
+import { Lifecycle } from '../lifecycle/lifecycle';
+import { every } from '../lifecycle/timers';
 import { runPrune, PruneOptions, PruneResult } from './prune';
 
 /** pg advisory lock key of periodic pruning (next to MIGRATION_LOCK_KEY 7_346_201_001 and +1). */
@@ -28,15 +30,15 @@ export function createPeriodicPrune(opts: {
   everyMs: number;
   prune: Omit<PruneOptions, 'trigger' | 'logger' | 'signal' | 'dryRun'>;
 }): PeriodicPrune {
-  const signal = { aborted: false };
-  let timer: NodeJS.Timeout | undefined;
+  const life = new Lifecycle('periodic pruning');
   let running: Promise<PruneResult | null> | undefined;
 
   const once = (): Promise<PruneResult | null> =>
     withTryAdvisoryLock(opts.pool, PRUNE_LOCK_KEY, () =>
-      runPrune(opts.pool, { ...opts.prune, trigger: 'periodic', logger: opts.logger, signal }),
+      runPrune(opts.pool, { ...opts.prune, trigger: 'periodic', logger: opts.logger, signal: life.signal }),
     );
 
+  // a tick asked for (tests) while a pass runs joins that pass instead of starting another
   const tick = () => {
     running ??= once()
       .catch((err) => {
@@ -47,21 +49,23 @@ export function createPeriodicPrune(opts: {
     return running;
   };
 
-  const schedule = () => {
-    if (signal.aborted) return;
-    // a little jitter so replicas started together do not all wake at the same instant
-    timer = setTimeout(() => void tick().finally(schedule), opts.everyMs * (0.9 + Math.random() * 0.2));
-    timer.unref?.();
-  };
-
   return {
     start: () => {
-      if (timer || signal.aborted) return;
-      schedule();
+      // the wait starts when a pass ends; a little jitter so replicas started together do not all
+      // wake at the same instant
+      life.start(
+        (signal) =>
+          every(opts.everyMs, tick, {
+            signal,
+            from: 'end',
+            jitter: 0.1,
+            unref: true,
+            onError: (err) => opts.logger.warn({ err }, 'prune tick failed'),
+          }).done,
+      );
     },
     stop: async () => {
-      signal.aborted = true;
-      if (timer) clearTimeout(timer);
+      await life.stop();
       await running;
     },
     tick,

@@ -9,6 +9,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '../db/pool';
+import { sleep } from '../lifecycle/timers';
 import type { Logger } from '../observability/logger';
 import {
   emptyCounts,
@@ -49,8 +50,8 @@ export interface PruneOptions {
   trigger?: 'cli' | 'periodic' | 'api';
   workerId?: string | null;
   logger?: Logger;
-  /** Stop early (shutdown): the pass ends after the current batch. */
-  signal?: { aborted: boolean };
+  /** Stop early (shutdown): the pass ends after the current batch (a pause between batches ends at once). */
+  signal?: AbortSignal;
 }
 
 export interface PruneResult {
@@ -79,10 +80,7 @@ export async function runPrune(pool: Pool, opts: PruneOptions): Promise<PruneRes
   const deleted = emptyCounts();
   const cut = await pruneCutoffs(pool, opts.now ?? null, opts.retentionMs, opts.retentionFailedMs);
   let batches = 0;
-  const pause = (batchMs: number) => {
-    const ms = opts.pauseMs ?? batchMs;
-    return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : undefined;
-  };
+  const pause = (batchMs: number) => sleep(opts.pauseMs ?? batchMs, opts.signal);
 
   /** Runs `step` in its own transaction until it returns less than a full batch of primary rows. */
   const drain = async (step: (c: PoolClient) => Promise<Partial<PruneCounts>>, primary: keyof PruneCounts) => {

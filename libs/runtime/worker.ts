@@ -8,7 +8,7 @@ import { Config, workPollIntervalMs } from '../config';
 import { assertBossSchemaVersion, createBoss, createPool, migrationStatus, timeoutsFromConfig } from '../db';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger';
-import { queueMetrics, rateLimitMetrics } from '../observability/metrics';
+import { observeWorker, rateLimitMetrics } from '../observability/metrics';
 import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
 import { createCaptureKind } from '../captures/deliver';
 import { AnyJobKind, createWorker, newWorkerId } from '../queue';
@@ -107,7 +107,6 @@ export async function startWorkerRuntime(opts: {
       databaseUrl: opts.databaseUrl,
       kinds,
       workerId,
-      metrics: opts.metrics && queueMetrics(opts.metrics),
       // a transaction pooler cannot hold LISTEN (it would listen on a borrowed session and hear
       // nothing): behind one, idle loops find new work by polling every WORK_POLL_INTERVAL
       listen: poolMode !== 'transaction',
@@ -118,6 +117,7 @@ export async function startWorkerRuntime(opts: {
         retry: { baseMs: config.RETRY_BASE, capMs: config.RETRY_CAP, maxAttempts: config.RETRY_MAX_ATTEMPTS },
       },
     });
+    if (opts.metrics) observeWorker(opts.metrics, worker);
     await worker.start();
     // retention (docs/retention.md): one replica at a time prunes every PRUNE_EVERY
     const prune = config.PRUNE_EVERY

@@ -21,6 +21,7 @@ import {
 import { readBody, readControlParams, sendJson } from './http-io';
 import { PeerServer } from './peer-server';
 import { createRng } from './rng';
+import { errorMessage } from '../errors';
 
 export interface CollectorReceipt {
   seq: number;
@@ -312,7 +313,11 @@ class CollectorServer implements Collector {
           return;
       }
     } catch (err) {
-      sendJson(res, 400, { ok: false, error_code: 400, description: `Bad Request: ${(err as Error).message}` });
+      sendJson(res, 400, {
+        ok: false,
+        error_code: 400,
+        description: `Bad Request: ${errorMessage(err) ?? String(err)}`,
+      });
       return;
     }
     sendJson(res, 200, { ok: true, result });

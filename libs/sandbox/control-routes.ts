@@ -24,6 +24,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BotApiSandbox } from './bot-api';
 import { readControlParams, sendJson, textParam } from './http-io';
 import type { ChatType, InjectMessagesInput } from './types';
+import { errorMessage } from '../errors';
 
 export class ControlInputError extends Error {}
 
@@ -166,6 +167,6 @@ export async function handleControlRequest(
     const result = handler(sb, params, res);
     sendJson(res, 200, { ok: true, result });
   } catch (err) {
-    sendJson(res, 400, { ok: false, error_code: 400, description: `Bad Request: ${(err as Error).message}` });
+    sendJson(res, 400, { ok: false, error_code: 400, description: `Bad Request: ${errorMessage(err) ?? String(err)}` });
   }
 }

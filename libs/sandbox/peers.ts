@@ -5,6 +5,7 @@
 import type { Logger } from '../observability/logger';
 import { BotApiSandbox, createBotApiSandbox } from './bot-api';
 import { Collector, createCollector } from './collector';
+import { errorCode, errorMessage } from '../errors';
 
 export interface SandboxPeers {
   sandbox: BotApiSandbox;
@@ -14,9 +15,13 @@ export interface SandboxPeers {
 }
 
 function listenError(err: unknown, what: string, variable: string, host: string, port: number): Error {
-  const code = (err as NodeJS.ErrnoException).code;
+  const code = errorCode(err);
   const reason =
-    code === 'EADDRINUSE' ? 'address already in use' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
+    code === 'EADDRINUSE'
+      ? 'address already in use'
+      : code === 'EACCES'
+        ? 'permission denied'
+        : (errorMessage(err) ?? String(err));
   return new Error(
     `cannot start the ${what} on ${host}:${port} (${variable}): ${reason}; set ${variable} to another port, or 0 for any free one`,
   );

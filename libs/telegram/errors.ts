@@ -29,7 +29,6 @@ export class TelegramApiError extends RelayError {
   ) {
     const description = redactToken(init.description);
     super(`Telegram ${method} failed: ${init.errorCode} ${description}`);
-    this.name = 'TelegramApiError';
     this.errorCode = init.errorCode;
     this.description = description;
     this.parameters = init.parameters ?? {};
@@ -58,7 +57,6 @@ export class TelegramNetworkError extends RelayError {
       `Telegram ${method}: ${redactToken(message)}`,
       options?.cause !== undefined ? { cause: scrubCause(options.cause) } : undefined,
     );
-    this.name = 'TelegramNetworkError';
   }
 }
 

@@ -1,7 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { AdminContext } from '../context';
+import { CaptureKeyConflictError } from '../../captures/errors';
 import { errorCode } from '../../errors';
 import { AdminError, notFound } from '../errors';
+import { StillUndecodableError } from '../quarantine-release';
 import { QuarantineLockRow, quarantineLock, quarantineResolve } from '../queries';
 import { errors, IdParams } from '../schemas';
 import { ActionScope, emptyBodyIsObject, ReasonBody, Refusal, WriteApp, WriteKit } from './write-kit';
@@ -106,8 +108,8 @@ async function release(
     const code = errorCode(err);
     const text = err instanceof Error ? err.message : String(err);
     let message: string;
-    if (code === 'RELAY_QUARANTINE_UNDECODABLE') message = `the update still does not decode: ${text}`;
-    else if (code === 'RELAY_CAPTURE_KEY_CONFLICT') message = 'its capture key is already stored with different data';
+    if (err instanceof StillUndecodableError) message = `the update still does not decode: ${text}`;
+    else if (err instanceof CaptureKeyConflictError) message = 'its capture key is already stored with different data';
     else throw err;
     const failed = new AdminError(
       'RELAY_ADMIN_RELEASE_FAILED',

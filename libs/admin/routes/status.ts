@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminContext } from '../context';
+import { apiError } from '../errors';
 import { statsCollector } from '../stats';
 import { errors, ReadinessBody, StatsBody } from '../schemas';
 
@@ -54,7 +55,11 @@ export const statusRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = as
     },
     async (_req, reply) => {
       const r = await ctx.readiness();
-      if (!r.ready) return reply.code(503).send({ ...r, code: 'RELAY_ADMIN_NOT_READY' });
+      if (!r.ready) {
+        // the readiness schema answers the readiness fields and the code; the reasons are the message
+        const { status, body } = apiError('RELAY_ADMIN_NOT_READY', r.reasons.join('; '));
+        return reply.code(status).send({ ...r, code: body.code });
+      }
       return r;
     },
   );
