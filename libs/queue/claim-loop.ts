@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import type { JobLedger } from '../db/boss';
 import { withTransaction } from '../db/pool';
-import { errorCode } from '../errors';
+import { errorCode, hasCode } from '../errors';
 import { backoffMs, type Backoff } from '../lifecycle/backoff';
 import { Lifecycle } from '../lifecycle/lifecycle';
 import type { Logger } from '../observability/logger';
@@ -236,6 +236,9 @@ class ClaimLoop<Row, Effects> {
   }
 }
 
+/** SQLSTATE in_failed_sql_transaction: a statement failed earlier in the transaction, which can only roll back. */
+const SQLSTATE_IN_FAILED_TRANSACTION = '25P02';
+
 /** What is written instead of an outcome the database refused: a terminal failure saying why. */
 function unwritableAsTerminal<Row, Effects>(
   f: Finished<Row, Effects>,
@@ -336,8 +339,12 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
 
   /** What is written for an outcome that could not be: the attempt again after a conflict, else a terminal failure. */
   function instead(f: Finished<Row, Effects>, err: unknown): Finished<Row, Effects> {
-    if (isAttemptConflict(err) || (f.outcome.transaction && isTransientWriteError(err))) {
-      // nothing of the attempt committed: run it again (a conflict or a lost connection is not the item's fault)
+    // an attempt's own transaction that a failed statement of its own left aborted (25P02) cannot commit
+    const ownFailed =
+      f.outcome.transaction && (isTransientWriteError(err) || hasCode(err, SQLSTATE_IN_FAILED_TRANSACTION));
+    if (isAttemptConflict(err) || ownFailed) {
+      // nothing of the attempt committed: run it again (a conflict or a lost connection is not the item's
+      // fault; an aborted own transaction is a counted retry, so one that always fails spends the budget)
       const outcome = isAttemptConflict(err)
         ? conflictRetry<Effects>(err, f.job.attempt, deps.random)
         : Outcome.retry<Effects>(undefined, {

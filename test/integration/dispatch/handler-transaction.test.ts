@@ -210,6 +210,31 @@ describe('dispatch.transaction(ctx)', () => {
     expect(rows.filter((r) => r.u !== loser).map((r) => r.attempt)).toEqual([1]);
   });
 
+  it('a handler that swallows a failed query of its own (transaction aborted) is retried, counted, and its rows roll back', async () => {
+    const attempt = attemptCounter();
+    await start(
+      ((bot, dispatch) => {
+        bot.on('message', async (ctx) => {
+          const n = attempt(ctx.update.update_id);
+          const tx = await dispatch.transaction(ctx);
+          await tx.query(`insert into handler_rows (update_id, attempt) values ($1, $2)`, [ctx.update.update_id, n]);
+          if (n === 1) await tx.query('select 1/0').catch(() => undefined); // swallowed: the transaction is aborted
+        });
+      }),
+      { replyMode: 'outbound' },
+    );
+    await storeUpdates(db.pool, boss(), [makeUpdate(1, 9851)]);
+    await waitFor(async () => (await inboxRows(db.pool))[0].state === 'handled', { what: 'handled' });
+    const [row] = await inboxRows(db.pool);
+    expect(row.attempts).toBe(2);
+    const audit = await attemptsOf(db.pool, row.id);
+    expect(audit.map((a) => [a.outcome, a.error_code])).toEqual([
+      ['retry', '25P02'],
+      ['handled', null],
+    ]);
+    expect(await rowsOf()).toEqual([{ u: 1, attempt: 2, note: null }]);
+  });
+
   it('outside a dispatch attempt there is no transaction to join', async () => {
     await expect(transaction({})).rejects.toMatchObject({ code: 'RELAY_DISPATCH_NO_ATTEMPT' });
   });
