@@ -48,7 +48,7 @@ export type { ErrorClass, ErrorHandler, ErrorHandlerResult } from './libs/dispat
 // sessions and the handler's own SQL, committed with the update: `bot.use(session({ store: sessionStore() }))`,
 // `const db = await transaction(ctx)` (the same as dispatch.sessionStore() / dispatch.transaction(ctx))
 export { sessionStore, SESSION_TTL_MS_DEFAULT } from './libs/dispatch/session-store';
-export type { DispatchSessionStore, SessionStoreOptions } from './libs/dispatch/session-store';
+export type { DispatchSessionStore, SessionStoreOptions, SessionValueOptions } from './libs/dispatch/session-store';
 export { transaction } from './libs/dispatch/handler-transaction';
 export type { DispatchClient } from './libs/dispatch/attempt-work';
 export {

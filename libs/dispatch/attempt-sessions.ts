@@ -44,7 +44,8 @@ export class AttemptSessions {
     this.closed = true;
   }
 
-  async get(key: string): Promise<unknown> {
+  /** `fallback`: the value of an absent session (the store's defaultSession), handed out tracked like a read one. */
+  async get(key: string, fallback?: () => unknown): Promise<unknown> {
     this.check(key, 'get');
     const known = this.entries.get(key);
     if (known) {
@@ -54,7 +55,7 @@ export class AttemptSessions {
     const { value, version } = await sessionRead(this.db.pool, this.db.botId, key);
     this.check(key, 'get');
     const entry: Entry = { version, read: undefined };
-    entry.read = this.track(entry, value);
+    entry.read = this.track(entry, value === undefined && fallback ? fallback() : value);
     this.entries.set(key, entry);
     return entry.read;
   }

@@ -50,7 +50,8 @@ export function createDispatchBot(token: string, apiRoot: string, database?: Dis
     autoAnswerCallbacks: (o = {}) => {
       autoAnswer = { ...o };
     },
-    sessionStore: () => sessionStore({ pool: database?.pool, botId: database?.botId, ttlMs: database?.sessionTtlMs }),
+    sessionStore: (o = {}) =>
+      sessionStore({ ...o, pool: database?.pool, botId: database?.botId, ttlMs: database?.sessionTtlMs }),
     transaction: (ctx) => transaction(ctx),
   };
 

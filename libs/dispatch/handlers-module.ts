@@ -24,7 +24,7 @@ import type { Middleware, Telegraf } from 'telegraf';
 import { ConfigError } from '../config/errors';
 import type { DispatchClient } from './attempt-work';
 import type { DispatchContext } from './context';
-import type { DispatchSessionStore } from './session-store';
+import type { DispatchSessionStore, SessionValueOptions } from './session-store';
 import type { ErrorClass, ErrorHandler } from './error-handlers';
 
 /** The second argument of a register function. */
@@ -47,9 +47,10 @@ export interface DispatchApi<C extends DispatchContext = DispatchContext> {
    * Reads see the committed session; writes commit with the update's handled mark (a failed attempt's
    * are discarded; two attempts writing one key conflict and the later runs again). Values must be
    * JSON. Outside a dispatch it reads and writes the table at once. Sessions expire SESSION_TTL after
-   * their last write.
+   * their last write. Give `defaultSession` to the store rather than to session() when one key is
+   * written from several chats (docs/dispatch.md).
    */
-  sessionStore<T = unknown>(): DispatchSessionStore<T>;
+  sessionStore<T = unknown>(opts?: SessionValueOptions<T>): DispatchSessionStore<T>;
   /**
    * A client (`query` only) inside the transaction that will mark this update handled: the
    * handler's writes commit with its replies, its session and the handled mark, or not at all. It

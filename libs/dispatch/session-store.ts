@@ -31,11 +31,23 @@ export interface SessionStoreOptions {
   ttlMs?: number;
 }
 
+/** What the store itself may be told about the sessions it serves. */
+export interface SessionValueOptions<T> {
+  /**
+   * The value of a session that does not exist yet, as telegraf's `defaultSession` — but given to
+   * the store, so that two updates of one key that share telegraf's in-memory object in one process
+   * are noticed from their first write (see attempt-sessions.ts). Prefer it to session()'s own.
+   */
+  defaultSession?: () => T;
+}
+
 /**
  * The session store. Inside a dispatch it belongs to the running attempt (whatever `opts` say);
  * outside one it needs `pool` and `botId` and writes at once.
  */
-export function sessionStore<T = unknown>(opts: SessionStoreOptions = {}): DispatchSessionStore<T> {
+export function sessionStore<T = unknown>(
+  opts: SessionStoreOptions & SessionValueOptions<T> = {},
+): DispatchSessionStore<T> {
   const direct = () => {
     if (!opts.pool || !opts.botId) throw new DispatchDatabaseUnavailableError('a session store outside a dispatch');
     return { pool: opts.pool, botId: opts.botId, ttlMs: opts.ttlMs ?? SESSION_TTL_MS_DEFAULT };
@@ -44,9 +56,10 @@ export function sessionStore<T = unknown>(opts: SessionStoreOptions = {}): Dispa
   return {
     async get(key) {
       const s = attempt();
-      if (s) return (await s.get(key)) as T | undefined;
+      if (s) return (await s.get(key, opts.defaultSession)) as T | undefined;
       const d = direct();
-      return (await sessionRead(d.pool, d.botId, key)).value as T | undefined;
+      const { value } = await sessionRead(d.pool, d.botId, key);
+      return value === undefined ? opts.defaultSession?.() : (value as T);
     },
     async set(key, value) {
       const s = attempt();

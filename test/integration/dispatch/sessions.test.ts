@@ -158,6 +158,29 @@ describe('transactional sessions', () => {
     expect(await sessionValue(db.pool, 'user:43')).toEqual({ count: 13 });
   });
 
+  it("a fresh per-user session written by three chats at once in one engine, with the store's defaultSession: the count is exact", async () => {
+    const gate = barrier(3, 500);
+    await start(((bot, dispatch) => {
+      bot.use(
+        session({
+          store: dispatch.sessionStore<Counter>({ defaultSession: () => ({ count: 0 }) }),
+          getSessionKey: (ctx) => Promise.resolve(ctx.from ? `user:${ctx.from.id}` : undefined),
+        }),
+      );
+      bot.on('message', async (ctx) => {
+        (ctx as unknown as Ctx).session.count++;
+        await gate();
+      });
+    }));
+    await storeUpdates(db.pool, boss(), [
+      messageFrom(1, -9451, 44),
+      messageFrom(2, -9452, 44),
+      messageFrom(3, -9453, 44),
+    ]);
+    await allHandled(3);
+    expect(await sessionValue(db.pool, 'user:44')).toEqual({ count: 3 });
+  });
+
   it('a session value that is not JSON fails its attempt with an error naming the key, never the value', async () => {
     await start((bot, dispatch) => {
       bot.use(session({ store: dispatch.sessionStore<object>(), defaultSession: () => ({}) }));
