@@ -7,7 +7,9 @@
  * telegraf's `session()` shares one in-memory object between updates of the same key that run at
  * the same time in one process (its cache). So that such an update cannot commit another one's
  * changes, an object read here is handed out behind a proxy that notes any access from another
- * attempt: both attempts then conflict and run again, one after the other.
+ * attempt: both attempts then conflict and run again, one after the other. An object it did not hand
+ * out (telegraf's own `defaultSession`, a new object assigned to `ctx.session`) cannot be watched,
+ * which is why the store takes `defaultSession` itself.
  */
 import type { Pool } from 'pg';
 import { unicodeProblem } from '../outbound/message';
