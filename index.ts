@@ -45,6 +45,18 @@ export { defineBot } from './libs/dispatch/handlers-module';
 export type { RegisterHandlers, DispatchApi, DispatchBot } from './libs/dispatch/handlers-module';
 export { DispatchContext, callApiDirect, dispatchSignal } from './libs/dispatch/context';
 export type { ErrorClass, ErrorHandler, ErrorHandlerResult } from './libs/dispatch/error-handlers';
+// sessions and the handler's own SQL, committed with the update: `bot.use(session({ store: sessionStore() }))`,
+// `const db = await transaction(ctx)` (the same as dispatch.sessionStore() / dispatch.transaction(ctx))
+export { sessionStore, SESSION_TTL_MS_DEFAULT } from './libs/dispatch/session-store';
+export type { DispatchSessionStore, SessionStoreOptions, SessionValueOptions } from './libs/dispatch/session-store';
+export { transaction } from './libs/dispatch/handler-transaction';
+export type { DispatchClient } from './libs/dispatch/attempt-work';
+export {
+  SessionConflictError,
+  SessionValueError,
+  DispatchDatabaseUnavailableError,
+  NotInDispatchError,
+} from './libs/dispatch/session-errors';
 export {
   HandlerTimeoutError,
   DispatchAbortedError,

@@ -29,6 +29,23 @@ export const retention = (what: string, min = 60_000) =>
     return ms;
   });
 
+/** SESSION_TTL: from 1 minute to 10 years. */
+export const SESSION_TTL_MIN_MS = 60_000;
+export const SESSION_TTL_MAX_MS = 3650 * 86_400_000;
+
+/** SESSION_TTL: how long a handler session lives after its last write, `30d`, `12h`, `90m`. */
+export const sessionTtl = z.string().transform((v, ctx) => {
+  const ms = parseRetention(v);
+  if (ms === undefined || ms === null || ms < SESSION_TTL_MIN_MS || ms > SESSION_TTL_MAX_MS) {
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: `expected how long a session lives after its last write, from 1m to 3650d like 30d, 12h or 90m, got "${v}"`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
 /** PRUNE_EVERY: how often a worker prunes, `10m`; `0`/`off` turns periodic pruning off. 1 s to 1 day. */
 export const pruneEvery = z.string().transform((v, ctx) => {
   const ms = parseRetention(v);

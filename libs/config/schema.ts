@@ -6,7 +6,7 @@ import {
   DB_LOCK_TIMEOUT_MS_DEFAULT,
   DB_STATEMENT_TIMEOUT_MS_DEFAULT,
 } from '../db/pool';
-import { pruneEvery, retention } from './retention';
+import { pruneEvery, retention, sessionTtl } from './retention';
 
 /**
  * Every environment variable tg-relay reads, with its default. The README's configuration table
@@ -321,6 +321,8 @@ export const configSchema = z.object({
     .default('false'),
 
   // workers
+  // the worker process's database connections; a handler that opens dispatch.transaction(ctx) holds one until its attempt's outcome is written
+  DB_POOL_MAX: int("the worker process's database connections", 2, 1000).default('10'),
   WORKER_CONCURRENCY: int('the number of concurrent jobs per worker process', 1, 1000).default(
     String(WORKER_CONCURRENCY_DEFAULT),
   ),
@@ -345,6 +347,8 @@ export const configSchema = z.object({
   // outbound: ctx.reply is enqueued with the handled mark (never twice, never for a failed handler)
   REPLY_MODE: z.enum(['direct', 'outbound']).default('outbound'),
   DISPATCH_ORDERING: z.enum(['chat', 'none']).default('chat'),
+  // handler sessions (dispatch.sessionStore()) expire this long after their last write; retention deletes them
+  SESSION_TTL: sessionTtl.default('30d'),
 
   // outbound relay (docs/outbound.md)
   OUTBOUND_RATE_MODE: z.enum(['proactive', 'reactive']).default('proactive'),

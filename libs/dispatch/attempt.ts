@@ -8,6 +8,7 @@ import type { Telegraf } from 'telegraf';
 import type { Update } from 'telegraf/types';
 import { dispatchStorage, type DispatchContext, type DispatchState } from './context';
 import { abortReason, DispatchAbortedError, HandlerTimeoutError } from './errors';
+import type { AttemptWork } from './attempt-work';
 import type { ReplySession } from './reply-sink';
 
 export interface AttemptLimits {
@@ -26,11 +27,13 @@ export async function runAttempt(
   update: Update,
   session: ReplySession,
   o: AttemptLimits,
+  attemptWork?: AttemptWork,
 ): Promise<AttemptResult> {
   const controller = new AbortController();
   const state: DispatchState = {
     signal: controller.signal,
     session,
+    work: attemptWork,
     settled: false,
     callbackAnswered: false,
     routeErrors: new Set(),

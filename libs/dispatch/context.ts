@@ -3,12 +3,15 @@ import { Context } from 'telegraf';
 import type { Telegram } from 'telegraf';
 import type { Update, UserFromGetMe } from 'telegraf/types';
 import { abortReason, DispatchClosedError } from './errors';
+import type { AttemptWork } from './attempt-work';
 import type { DirectCall, ReplySession } from './reply-sink';
 
 /** Per-attempt state, carried to the context constructor and to `bot.telegram` through async context. */
 export interface DispatchState {
   readonly signal: AbortSignal;
   readonly session: ReplySession;
+  /** The attempt's sessions and own transaction (attempt-work.ts). */
+  readonly work?: AttemptWork;
   /** Set once the attempt's outcome is decided; later Bot API calls are refused. */
   settled: boolean;
   /** A handler (or the automatic answer) called answerCallbackQuery during this attempt. */

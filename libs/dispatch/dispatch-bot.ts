@@ -4,11 +4,14 @@
  * opted-in automatic callback answer, and the error boundary that offers route errors to the
  * registered error handlers.
  */
+import type { Pool } from 'pg';
 import { Telegraf } from 'telegraf';
 import { DispatchContext, dispatchStorage, routeTelegram } from './context';
 import { ErrorHandlerRegistry } from './error-handlers';
 import type { DispatchApi } from './handlers-module';
+import { bindContextWork, transaction } from './handler-transaction';
 import { markRouteHandlers } from './route-errors';
+import { sessionStore } from './session-store';
 
 export interface DispatchBotSetup {
   bot: Telegraf<DispatchContext>;
@@ -23,7 +26,14 @@ export function normalizeApiRoot(apiRoot: string): string {
   return u.toString();
 }
 
-export function createDispatchBot(token: string, apiRoot: string): DispatchBotSetup {
+/** What sessions are stored under: the bot, the worker's pool (none: sessions are refused) and SESSION_TTL. */
+export interface DispatchBotDatabase {
+  pool?: Pool;
+  botId: string;
+  sessionTtlMs: number;
+}
+
+export function createDispatchBot(token: string, apiRoot: string, database?: DispatchBotDatabase): DispatchBotSetup {
   const bot = new Telegraf<DispatchContext>(token, {
     contextType: DispatchContext,
     // Our own timeout aborts the handler's signal; telegraf's would neither cancel nor tell it.
@@ -40,11 +50,16 @@ export function createDispatchBot(token: string, apiRoot: string): DispatchBotSe
     autoAnswerCallbacks: (o = {}) => {
       autoAnswer = { ...o };
     },
+    sessionStore: (o = {}) =>
+      sessionStore({ ...o, pool: database?.pool, botId: database?.botId, ttlMs: database?.sessionTtlMs }),
+    transaction: (ctx) => transaction(ctx),
   };
 
   // First middleware: the opted-in automatic callback answer runs after the whole chain succeeded,
   // inside the same error boundary as the handler (its failure is offered to the error handlers).
   bot.use(async (ctx, next) => {
+    const work = dispatchStorage.getStore()?.work;
+    if (work) bindContextWork(ctx, work); // dispatch.transaction(ctx) finds its attempt by the context
     await next();
     const state = dispatchStorage.getStore();
     if (autoAnswer && ctx.callbackQuery && state && !state.callbackAnswered) {

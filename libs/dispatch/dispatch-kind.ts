@@ -117,7 +117,12 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
     if (outcome.kind === 'handled') {
       const details: Record<string, unknown> = { via: outcome.via, updateType: job.row.update_type };
       if (outcome.handledError) details.handledError = outcome.handledError;
-      return Outcome.delivered<CommitEffect>({ label: 'handled', details, effects: outcome.commit });
+      return Outcome.delivered<CommitEffect>({
+        label: 'handled',
+        details,
+        effects: outcome.commit,
+        ...(outcome.transaction ? { transaction: outcome.transaction } : {}),
+      });
     }
     const { info } = outcome;
     const details: Record<string, unknown> = { errorClass: info.errorClass, updateType: job.row.update_type };

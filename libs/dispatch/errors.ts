@@ -39,8 +39,11 @@ export function abortReason(signal: AbortSignal): Error {
  */
 export class DispatchClosedError extends RelayError {
   readonly code = 'RELAY_DISPATCH_CLOSED';
-  constructor(readonly method: string) {
-    super(`Bot API call "${method}" refused: this dispatch attempt is already over (timed out or aborted)`);
+  constructor(
+    readonly method: string,
+    what = 'Bot API call',
+  ) {
+    super(`${what} "${method}" refused: this dispatch attempt is already over (timed out or aborted)`);
     this.name = 'DispatchClosedError';
   }
 }

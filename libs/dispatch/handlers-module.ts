@@ -3,7 +3,8 @@
  * this order:
  *
  * 1. `export function register(bot, dispatch) {…}`: a function that receives the `Telegraf`
- *    instance (and the dispatch API: `onError`, `autoAnswerCallbacks`) and registers handlers.
+ *    instance (and the dispatch API: `onError`, `autoAnswerCallbacks`, `sessionStore`, `transaction`)
+ *    and registers handlers.
  * 2. `export const handlers = composer`: a `Composer` / any middleware object, or a middleware
  *    function `(ctx, next) => …`.
  * 3. `export default …`: a `Composer` / middleware object (anything with `middleware()`), or a
@@ -21,7 +22,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Middleware, Telegraf } from 'telegraf';
 import { ConfigError } from '../config/errors';
+import type { DispatchClient } from './attempt-work';
 import type { DispatchContext } from './context';
+import type { DispatchSessionStore, SessionValueOptions } from './session-store';
 import type { ErrorClass, ErrorHandler } from './error-handlers';
 
 /** The second argument of a register function. */
@@ -39,6 +42,21 @@ export interface DispatchApi<C extends DispatchContext = DispatchContext> {
    * given). A failure of that call goes through the error handlers like a handler failure.
    */
   autoAnswerCallbacks(opts?: { text?: string }): void;
+  /**
+   * A telegraf session store on relay.sessions: `bot.use(session({ store: dispatch.sessionStore() }))`.
+   * Reads see the committed session; writes commit with the update's handled mark (a failed attempt's
+   * are discarded; two attempts writing one key conflict and the later runs again). Values must be
+   * JSON. Outside a dispatch it reads and writes the table at once. Sessions expire SESSION_TTL after
+   * their last write. Give `defaultSession` to the store rather than to session() when one key is
+   * written from several chats (docs/dispatch.md).
+   */
+  sessionStore<T = unknown>(opts?: SessionValueOptions<T>): DispatchSessionStore<T>;
+  /**
+   * A client (`query` only) inside the transaction that will mark this update handled: the
+   * handler's writes commit with its replies, its session and the handled mark, or not at all. It
+   * holds a connection of the worker's pool until the attempt's outcome is written.
+   */
+  transaction(ctx: C): Promise<DispatchClient>;
 }
 
 export type DispatchBot<C extends DispatchContext = DispatchContext> = Telegraf<C>;

@@ -7,3 +7,8 @@ export * from './handlers-module';
 export * from './update-runner';
 export * from './dispatch-kind';
 export * from './worker-kind';
+export { sessionStore, SESSION_TTL_MS_DEFAULT } from './session-store';
+export type { DispatchSessionStore, SessionStoreOptions, SessionValueOptions } from './session-store';
+export { transaction } from './handler-transaction';
+export type { DispatchClient } from './attempt-work';
+export * from './session-errors';

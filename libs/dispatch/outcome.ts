@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import type { AttemptTransaction } from '../queue/attempt-transaction';
 import { redactToken } from '../observability/redact';
 import { safeText } from '../queue/errors';
 
@@ -55,6 +56,8 @@ export interface Handled {
   handledError?: ErrorInfo;
   durationMs: number;
   commit: (client: PoolClient) => Promise<void>;
+  /** The handler's own transaction (`dispatch.transaction(ctx)`), for the outcome to commit on. */
+  transaction?: AttemptTransaction;
 }
 
 /** The update is not handled: retry it with backoff (or fail it when the budget is spent). */

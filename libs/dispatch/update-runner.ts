@@ -4,10 +4,14 @@
  * fetched once at start (never per update), `launch()` never called.
  */
 import { performance } from 'node:perf_hooks';
+import type { Pool, PoolClient } from 'pg';
 import type { Update, UserFromGetMe } from 'telegraf/types';
 import { sleep } from '../lifecycle/timers';
 import type { Logger } from '../observability/logger';
 import { runAttempt } from './attempt';
+import { AttemptWork } from './attempt-work';
+import { SessionValueError } from './session-errors';
+import { SESSION_TTL_MS_DEFAULT } from './session-store';
 import { createDispatchBot } from './dispatch-bot';
 import { DispatchAbortedError, fromTelegraf, InvalidReplyError, TelegrafRefusedError } from './errors';
 import type { BotHandlers, DispatchBot } from './handlers-module';
@@ -30,6 +34,13 @@ export interface UpdateRunnerOptions {
   botInfo?: UserFromGetMe;
   /** Delay between getMe attempts at start while the Bot API is unreachable. */
   getMeRetryMs?: number;
+  /**
+   * The worker's pool: sessions (`dispatch.sessionStore()`) and the handler's own transaction
+   * (`dispatch.transaction(ctx)`) use it. Without it both are refused.
+   */
+  pool?: Pool;
+  /** SESSION_TTL (default 30 days). */
+  sessionTtlMs?: number;
 }
 
 export interface RunOptions {
@@ -63,7 +74,12 @@ const GET_ME_RETRY_CAP_MS = 30_000;
 
 export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
   const logger = opts.logger;
-  const { bot, api } = createDispatchBot(opts.token, opts.apiRoot);
+  const sessionTtlMs = opts.sessionTtlMs ?? SESSION_TTL_MS_DEFAULT;
+  const { bot, api } = createDispatchBot(opts.token, opts.apiRoot, {
+    pool: opts.pool,
+    botId: opts.botId,
+    sessionTtlMs,
+  });
 
   let installing: Promise<void> | undefined;
   let starting: Promise<UserFromGetMe> | undefined;
@@ -127,33 +143,43 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
       updateEpoch: o.updateEpoch,
       chatId: chatIdOf(update),
     });
-    const result = await runAttempt(bot, update, session, o);
+    const work = new AttemptWork({ pool: opts.pool, botId: opts.botId, sessionTtlMs });
+    const result = await runAttempt(bot, update, session, o, work);
     if (!result.ok) {
+      work.discard();
       return retry(result.error, {
         timedOut: result.timedOut,
         aborted: result.aborted,
         ...(result.originalError !== undefined ? { originalError: errorInfo(result.originalError) } : {}),
       });
     }
-    if (result.handledError !== undefined) {
-      return {
-        kind: 'handled',
-        via: 'error_handler',
-        handledError: errorInfo(result.handledError),
-        durationMs: elapsed(),
-        commit: (c) => session.commit(c),
-      };
-    }
-    return { kind: 'handled', via: 'handler', durationMs: elapsed(), commit: (c) => session.commit(c) };
+    const transaction = await work.handOver();
+    const commit = async (c: PoolClient) => {
+      await session.commit(c);
+      await work.commit(c);
+    };
+    const handled = {
+      kind: 'handled',
+      durationMs: elapsed(),
+      commit,
+      ...(transaction ? { transaction } : {}),
+    } as const;
+    if (result.handledError !== undefined)
+      return { ...handled, via: 'error_handler', handledError: errorInfo(result.handledError) };
+    return { ...handled, via: 'handler' };
   }
 
   return { bot, botId: opts.botId, install, start, botInfo: () => bot.botInfo, runUpdate };
 }
 
-/** A failed attempt; what telegraf itself refused (and a reply we refused) cannot succeed on retry. */
+/**
+ * A failed attempt; what telegraf itself refused, a reply we refused and a session value that is
+ * not JSON cannot succeed on retry.
+ */
 function retryOutcome(thrown: unknown, durationMs: number, extra: Partial<Retry>): Retry {
   const error = fromTelegraf(thrown);
-  const deterministic = error instanceof InvalidReplyError || error instanceof TelegrafRefusedError;
+  const deterministic =
+    error instanceof InvalidReplyError || error instanceof TelegrafRefusedError || error instanceof SessionValueError;
   return {
     kind: 'retry',
     error,

@@ -4,6 +4,7 @@
  * the reply sink of REPLY_MODE, HANDLER_TIMEOUT and DISPATCH_ORDERING. getMe runs in the
  * background (retried while the Bot API is unreachable); dispatch claims nothing until it answered.
  */
+import type { Pool } from 'pg';
 import type { JobLedger } from '../db/boss';
 import { botIdFromToken, ConfigError, type Config } from '../config';
 import type { Logger } from '../observability/logger';
@@ -19,9 +20,16 @@ import { errorMessage } from '../errors';
 export async function createDispatchKindFromConfig(
   config: Pick<
     Config,
-    'BOT_HANDLERS' | 'TELEGRAM_BOT_TOKEN' | 'TELEGRAM_API_ROOT' | 'HANDLER_TIMEOUT' | 'REPLY_MODE' | 'DISPATCH_ORDERING'
+    | 'BOT_HANDLERS'
+    | 'TELEGRAM_BOT_TOKEN'
+    | 'TELEGRAM_API_ROOT'
+    | 'HANDLER_TIMEOUT'
+    | 'REPLY_MODE'
+    | 'DISPATCH_ORDERING'
+    | 'SESSION_TTL'
   >,
-  deps: { boss: JobLedger; logger: Logger; cwd?: string },
+  /** `pool`: the worker's, for sessions and handlers' own transactions. */
+  deps: { boss: JobLedger; logger: Logger; cwd?: string; pool?: Pool },
 ): Promise<JobKind<InboxClaimedRow, CommitEffect> & { runner: UpdateRunner }> {
   if (!config.BOT_HANDLERS)
     throw new ConfigError('BOT_HANDLERS is not set', [
@@ -43,7 +51,16 @@ export async function createDispatchKindFromConfig(
         ? createOutboundReplyWriter({ boss: deps.boss, defaults: { botId } })
         : undefined,
   });
-  const runner = createUpdateRunner({ token, botId, apiRoot: config.TELEGRAM_API_ROOT, handlers, replySink, logger });
+  const runner = createUpdateRunner({
+    token,
+    botId,
+    apiRoot: config.TELEGRAM_API_ROOT,
+    handlers,
+    replySink,
+    logger,
+    pool: deps.pool,
+    sessionTtlMs: config.SESSION_TTL,
+  });
   await runner.install(); // a broken handlers module stops the worker at start, not at the first update
   const stop = new AbortController();
   const started = runner.start({ signal: stop.signal });

@@ -55,6 +55,17 @@ export const RELAY_CODES = {
   RELAY_HANDLER_TIMEOUT: { meaning: 'a bot handler did not finish within HANDLER_TIMEOUT' },
   RELAY_DISPATCH_ABORTED: { meaning: 'a dispatch attempt was aborted (shutdown or claim lost)' },
   RELAY_DISPATCH_CLOSED: { meaning: 'a handler called the Bot API after its dispatch attempt was over' },
+  RELAY_SESSION_CONFLICT: {
+    meaning:
+      'another attempt wrote a session after this attempt read it: the attempt rolled back and runs again (not counted)',
+  },
+  RELAY_SESSION_VALUE_INVALID: {
+    meaning: 'a session value is not JSON (a function, a cycle, a BigInt, NUL): the attempt failed',
+  },
+  RELAY_DISPATCH_NO_DATABASE: {
+    meaning: 'a session or handler transaction was used where there is no worker database',
+  },
+  RELAY_DISPATCH_NO_ATTEMPT: { meaning: 'dispatch.transaction(ctx) was called outside a dispatch attempt' },
   RELAY_DISPATCH_BAD_PAYLOAD: { meaning: 'a stored inbox payload is not a Telegram update' },
   RELAY_CATCH_ALL_ERROR_HANDLER: { meaning: 'a catch-all error handler was registered (refused)' },
   RELAY_REPLY_SINK_UNAVAILABLE: { meaning: 'a reply was made where no reply sink exists' },

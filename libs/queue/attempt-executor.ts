@@ -46,7 +46,11 @@ export function createAttemptExecutor<Row, Effects>(
       } catch (err) {
         outcome = Outcome.retry<Effects>(undefined, { errorCode: 'RELAY_HANDLER_THREW', error: shortError(err) });
       }
-      if (h.phase === 'released') return undefined; // given back at shutdown; its outcome is not ours to write
+      if (h.phase === 'released') {
+        // given back at shutdown; its outcome is not ours to write, nor its own writes to commit
+        await outcome.transaction?.end(false).catch(() => undefined);
+        return undefined;
+      }
       h.phase = 'settling';
       const decision = decideSettlement(job, outcome, deps.retry, deps.random);
       const durationMs = Math.round(performance.now() - t0);

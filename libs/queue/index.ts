@@ -15,3 +15,4 @@ export * from './worker';
 export { attemptsInsert } from './queries';
 export type { AttemptRow } from './queries';
 export * from './config-problems';
+export * from './attempt-transaction';

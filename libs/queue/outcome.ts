@@ -3,6 +3,8 @@
  * The engine turns it into a state change: Delivered → `delivered`; Retry → back to `pending` with
  * `next_attempt_at` (or `failed` once the attempt budget is spent); Terminal → `failed` at once.
  */
+import type { AttemptTransaction } from './attempt-transaction';
+
 export interface AttemptInfo<Effects = unknown> {
   /** HTTP status (or API error code) the remote side answered with, if any. */
   status?: number;
@@ -23,6 +25,11 @@ export interface AttemptInfo<Effects = unknown> {
    * if the claim still holds.
    */
   effects?: Effects;
+  /**
+   * The attempt's own open transaction (see attempt-transaction.ts): the outcome is written on it
+   * alone and committed with it, or rolled back when it cannot be.
+   */
+  transaction?: AttemptTransaction;
 }
 
 export interface Delivered<Effects = unknown> extends AttemptInfo<Effects> {

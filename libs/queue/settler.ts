@@ -2,6 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { JobLedger } from '../db/boss';
 import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
+import type { AttemptTransaction } from './attempt-transaction';
 import { auditRow, settledEntry } from './audit-row';
 import { bossJobsComplete, bossJobsFail, bossJobsReschedule } from './boss-jobs';
 import { Clock, sqlNow } from './clock';
@@ -22,6 +23,11 @@ export interface SettleStats {
 export interface Settler<Row, Effects> {
   /** Settles the rows (fenced by claim id), mirrors their ledger jobs and appends their audit rows. */
   write(batch: Finished<Row, Effects>[]): Promise<void>;
+  /**
+   * Writes one outcome the same way on the attempt's own transaction and commits it (rolls it back
+   * when the claim was lost). Rejects, with the transaction rolled back, when that failed.
+   */
+  writeOwn(f: Finished<Row, Effects>, tx: AttemptTransaction): Promise<void>;
 }
 
 export interface SettlerDeps {
@@ -83,34 +89,60 @@ export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
     }
   }
 
+  /** The outcome transaction's body: settle, ledger mirror, audit rows (and the kind's effects, in settle). */
+  async function writeIn(db: PoolClient, batch: Finished<Row, Effects>[]): Promise<SettledRow[]> {
+    const settled = await kind.store.settle(
+      db,
+      batch.map((f) => f.decision.settlement),
+      sqlNow(clock),
+    );
+    await mirrorJobs(db, settled, batch);
+    const landed = new Set(settled.map((s) => s.claimId));
+    const byClaim = new Map(settled.map((s) => [s.claimId, s]));
+    await attemptsInsert(
+      db,
+      batch.map((f) =>
+        auditRow(
+          kind.store.subject,
+          workerId,
+          f.job,
+          settledEntry(f, landed.has(f.job.claimId), byClaim.get(f.job.claimId)),
+        ),
+      ),
+    );
+    return settled;
+  }
+
+  function after(batch: Finished<Row, Effects>[], settled: SettledRow[]): void {
+    // a retry may be due sooner than the loop's current wait (full jitter can give ~0 ms)
+    if (settled.some((s) => s.state === 'pending')) deps.onRetrySettled();
+    count(batch, new Set(settled.map((s) => s.claimId)));
+  }
+
+  async function write(batch: Finished<Row, Effects>[]): Promise<void> {
+    const settled = await withTransaction(pool, (db) => writeIn(db, batch));
+    after(batch, settled);
+  }
+
   return {
-    async write(batch) {
-      const now = sqlNow(clock);
-      let settled: SettledRow[] = [];
-      await withTransaction(pool, async (db) => {
-        settled = await kind.store.settle(
-          db,
-          batch.map((f) => f.decision.settlement),
-          now,
-        );
-        await mirrorJobs(db, settled, batch);
-        const landed = new Set(settled.map((s) => s.claimId));
-        const byClaim = new Map(settled.map((s) => [s.claimId, s]));
-        await attemptsInsert(
-          db,
-          batch.map((f) =>
-            auditRow(
-              kind.store.subject,
-              workerId,
-              f.job,
-              settledEntry(f, landed.has(f.job.claimId), byClaim.get(f.job.claimId)),
-            ),
-          ),
-        );
-      });
-      // a retry may be due sooner than the loop's current wait (full jitter can give ~0 ms)
-      if (settled.some((s) => s.state === 'pending')) deps.onRetrySettled();
-      count(batch, new Set(settled.map((s) => s.claimId)));
+    write,
+    async writeOwn(f, tx) {
+      let settled: SettledRow[];
+      try {
+        settled = await writeIn(tx.client, [f]);
+      } catch (err) {
+        await tx.end(false).catch(() => undefined);
+        throw err;
+      }
+      if (settled.length > 0) {
+        await tx.end(true);
+        after([f], settled);
+        return;
+      }
+      // a claim lost meanwhile: the redelivery owns the row, and this attempt's own writes go with its
+      // outcome; its audit row (fenced) is written without them
+      await tx.end(false);
+      await write([f]);
     },
   };
 }

@@ -2,7 +2,7 @@
  * One retention pass (docs/retention.md): finished work older than RETENTION, failed work, resolved
  * quarantine rows and audit rows older than RETENTION_FAILED, each deleted with its relay.attempts
  * rows and its ledger jobs, in bounded batches of short transactions; rate-limit rows of idle chats
- * on every pass. Pending and in-flight rows
+ * and expired handler sessions (SESSION_TTL) on every pass. Pending and in-flight rows
  * are never selected (every class names a terminal state). Safe to run from several processes at
  * once: batches take rows with FOR UPDATE SKIP LOCKED, so two passes split the work and never
  * delete a row twice.
@@ -25,6 +25,7 @@ import {
   pruneRunsBatch,
   pruneSupersededBatch,
   pruneJetstreamRejectsBatch,
+  pruneSessionsBatch,
 } from './queries';
 
 export const PRUNE_BATCH_DEFAULT = 500;
@@ -116,6 +117,9 @@ export async function runPrune(pool: Pool, opts: PruneOptions): Promise<PruneRes
   else await drain((db) => pruneRunsBatch(db, cut.runs, batch), 'prune_runs');
   if (dryRun) add(deleted, await pruneChatRateBatch(pool, batch, true));
   else await drain((db) => pruneChatRateBatch(db, batch), 'outbound_chat_rate');
+  const now = opts.now ?? null;
+  if (dryRun) add(deleted, await pruneSessionsBatch(pool, now, batch, true));
+  else await drain((db) => pruneSessionsBatch(db, now, batch), 'sessions');
 
   const total = Object.values(deleted).reduce((a, b) => a + b, 0);
   const result: PruneResult = {

@@ -25,6 +25,7 @@ export const PRUNE_TABLES = [
   'prune_runs',
   'outbound_chat_rate',
   'jetstream_rejects',
+  'sessions',
 ] as const;
 export type PruneTable = (typeof PRUNE_TABLES)[number];
 export type PruneCounts = Record<PruneTable, number>;
@@ -369,4 +370,28 @@ export async function pruneStatus(q: Queryable): Promise<PruneStatus> {
     runs_24h: rows[0].runs_24h,
     deleted_24h: Object.fromEntries(Object.entries(rows[0].deleted_24h).map(([k, v]) => [k, Number(v)])),
   };
+}
+
+/**
+ * Handler sessions past their expiry (SESSION_TTL after their last write; sql/0026, sessions_expires_idx):
+ * they read as absent already, and go on every pass whatever the retention settings. `now` null:
+ * the database clock. A session a dispatch is writing (locked) is left for the next pass.
+ */
+export async function pruneSessionsBatch(
+  q: Queryable,
+  now: Date | null,
+  limit: number,
+  dryRun = false,
+): Promise<Partial<PruneCounts>> {
+  const expired = `s.expires_at <= coalesce($1::timestamptz, now())`;
+  const { rows } = dryRun
+    ? await q.query<CountRow>(`select count(*) as sessions from relay.sessions s where ${expired}`, [now])
+    : await q.query<CountRow>(
+        `with v as (select s.bot_id, s.key from relay.sessions s where ${expired}
+                     order by s.expires_at limit $2 for update skip locked),
+              d as (delete from relay.sessions s using v where s.bot_id = v.bot_id and s.key = v.key and ${expired} returning 1)
+         select count(*) as sessions from d`,
+        [now, limit],
+      );
+  return counts(rows[0]);
 }

@@ -37,7 +37,12 @@ export async function startWorkerRuntime(opts: {
   const workerId = newWorkerId();
   const timeouts = timeoutsFromConfig(config);
   const poolMode = config.DB_POOL_MODE;
-  const pool = createPool(opts.databaseUrl, { max: 10, applicationName: 'tg-relay:worker', timeouts, poolMode });
+  const pool = createPool(opts.databaseUrl, {
+    max: config.DB_POOL_MAX,
+    applicationName: 'tg-relay:worker',
+    timeouts,
+    poolMode,
+  });
   const kinds: AnyJobKind[] = [];
   const closeAll = async () => {
     for (const k of kinds) await k.close?.();
@@ -85,7 +90,7 @@ export async function startWorkerRuntime(opts: {
       );
     }
     if (config.BOT_HANDLERS) {
-      kinds.push(await createDispatchKindFromConfig(config, { boss, logger }));
+      kinds.push(await createDispatchKindFromConfig(config, { boss, logger, pool }));
     } else {
       logger.warn(
         'BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs',

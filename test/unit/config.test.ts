@@ -139,6 +139,11 @@ describe('values that can only hurt are refused, with the variable and the allow
     // counts, ports, rates, ids
     ['ADMIN_PORT', '65536', /^ADMIN_PORT: expected a TCP port: an integer from 0 to 65535/],
     ['WORKER_CONCURRENCY', '0', /^WORKER_CONCURRENCY: .*from 1 to 1000/],
+    ['DB_POOL_MAX', '1', /^DB_POOL_MAX: .*from 2 to 1000/],
+    ['SESSION_TTL', '30s', /^SESSION_TTL: .*from 1m to 3650d like 30d/],
+    ['SESSION_TTL', 'off', /^SESSION_TTL: .*from 1m to 3650d/],
+    ['SESSION_TTL', '3651d', /^SESSION_TTL: .*from 1m to 3650d/],
+    ['SESSION_TTL', 'a month', /^SESSION_TTL: .*got "a month"/],
     ['RETRY_MAX_ATTEMPTS', '0', /^RETRY_MAX_ATTEMPTS: .*from 1 to 1000/],
     ['OUTBOUND_RATE_PER_BOT', '30/1ms', /^OUTBOUND_RATE_PER_BOT: .*WINDOW from 100ms to 24h/],
     ['OUTBOUND_RATE_PER_CHAT', '1000001/1s', /^OUTBOUND_RATE_PER_CHAT: .*COUNT from 1 to 100000/],

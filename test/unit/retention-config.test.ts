@@ -33,3 +33,12 @@ describe('retention configuration', () => {
     expect((err as Error).message).toMatch(/like 1\dm|like 14d|from 1s to 1d/);
   });
 });
+
+describe('SESSION_TTL', () => {
+  test('defaults to 30 days; takes days, hours and minutes', () => {
+    expect(loadConfig({}).SESSION_TTL).toBe(30 * 86_400_000);
+    expect(loadConfig({ SESSION_TTL: '12h' }).SESSION_TTL).toBe(12 * 3_600_000);
+    expect(loadConfig({ SESSION_TTL: '1m' }).SESSION_TTL).toBe(60_000);
+    expect(loadConfig({ SESSION_TTL: '3650d' }).SESSION_TTL).toBe(3650 * 86_400_000);
+  });
+});

@@ -5,6 +5,7 @@ import { registerItemActions } from './item-actions';
 import { registerMessages } from './messages';
 import { registerQuarantineActions } from './quarantine-actions';
 import { registerRecoverStale } from './recover-stale';
+import { registerSessions } from './sessions';
 import { createWriteKit } from './write-kit';
 
 export { RECOVER_OLDER_THAN_MAX_MS } from './recover-stale';
@@ -23,4 +24,5 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
   registerRecoverStale(app, ctx, kit);
   registerQuarantineActions(app, ctx, kit);
   registerMessages(app, ctx, kit);
+  registerSessions(app, ctx, kit);
 };

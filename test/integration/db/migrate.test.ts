@@ -18,6 +18,7 @@ const TABLES = [
   'quarantine',
   'schema_migrations',
   'schema_repeatables',
+  'sessions',
   'superseded_jobs',
 ];
 

@@ -67,6 +67,7 @@ async function pruneAndCheck(
     prune_runs: 0,
     outbound_chat_rate: 0,
     jetstream_rejects: 0,
+    sessions: 0,
   };
   expect(real.deleted).toEqual(expected);
   expect(dry.deleted).toEqual(expected);

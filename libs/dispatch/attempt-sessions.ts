@@ -1,0 +1,192 @@
+/**
+ * One dispatch attempt's session reads and writes. Reads see the committed session (and this
+ * attempt's own writes); writes stay here until the outcome transaction, where each is applied only
+ * if the row is still at the version this attempt read — else the attempt conflicts
+ * (SessionConflictError) and is run again. A failed attempt's writes are simply never applied.
+ *
+ * telegraf's `session()` shares one in-memory object between updates of the same key that run at
+ * the same time in one process (its cache). So that such an update cannot commit another one's
+ * changes, an object read here is handed out behind a proxy that notes any access from another
+ * attempt: both attempts then conflict and run again, one after the other. An object it did not hand
+ * out (telegraf's own `defaultSession`, a new object assigned to `ctx.session`) cannot be watched,
+ * which is why the store takes `defaultSession` itself.
+ */
+import type { Pool } from 'pg';
+import { unicodeProblem } from '../outbound/message';
+import { dispatchStorage } from './context';
+import { DispatchClosedError } from './errors';
+import { SessionConflictError, SessionValueError } from './session-errors';
+import { sessionDeleteIfVersion, sessionRead, sessionWriteIfVersion } from './session-queries';
+import type { Queryable } from '../db/pool';
+
+/** Longest session key accepted (keys are ids, not text). */
+export const SESSION_KEY_MAX = 512;
+
+interface Entry {
+  /** The version the write must match (0: no row when read). */
+  version: number;
+  /** The object handed out for the read value (tracked), or the read value itself. */
+  read: unknown;
+  write?: { json: string } | { deleted: true };
+  /** Another attempt touched this attempt's object, or this attempt wrote one it never read. */
+  conflict?: boolean;
+}
+
+/** Objects handed out by `get`, with the attempt and entry they belong to. */
+const owners = new WeakMap<object, { sessions: AttemptSessions; entry: Entry }>();
+
+export class AttemptSessions {
+  private readonly entries = new Map<string, Entry>();
+  private closed = false;
+
+  constructor(private readonly db: { pool: Pool; botId: string; ttlMs: number }) {}
+
+  /** The attempt is over: later reads and writes (a handler still running after its timeout) are refused. */
+  close(): void {
+    this.closed = true;
+  }
+
+  /** `fallback`: the value of an absent session (the store's defaultSession), handed out tracked like a read one. */
+  async get(key: string, fallback?: () => unknown): Promise<unknown> {
+    this.check(key, 'get');
+    const known = this.entries.get(key);
+    if (known) {
+      if (!known.write) return known.read;
+      return 'deleted' in known.write ? undefined : this.track(known, JSON.parse(known.write.json));
+    }
+    const { value, version } = await sessionRead(this.db.pool, this.db.botId, key);
+    this.check(key, 'get');
+    const entry: Entry = { version, read: undefined };
+    entry.read = this.track(entry, value === undefined && fallback ? fallback() : value);
+    this.entries.set(key, entry);
+    return entry.read;
+  }
+
+  async set(key: string, value: unknown): Promise<void> {
+    this.check(key, 'set');
+    const json = sessionJson(key, value);
+    const entry = await this.entryToWrite(key, value);
+    entry.write = { json };
+  }
+
+  async delete(key: string): Promise<void> {
+    this.check(key, 'delete');
+    const entry = await this.entryToWrite(key, undefined);
+    entry.write = { deleted: true };
+  }
+
+  /** Applies the writes in the outcome transaction (keys in order, so two attempts lock rows alike). */
+  async commit(client: Queryable): Promise<void> {
+    const { botId, ttlMs } = this.db;
+    for (const key of [...this.entries.keys()].sort()) {
+      const entry = this.entries.get(key)!;
+      if (!entry.write) continue;
+      if (entry.conflict) throw new SessionConflictError(key);
+      const { version } = entry;
+      const landed =
+        'deleted' in entry.write
+          ? await sessionDeleteIfVersion(client, { botId, key, version })
+          : await sessionWriteIfVersion(client, { botId, key, json: entry.write.json, ttlMs, version });
+      if (!landed) throw new SessionConflictError(key);
+    }
+  }
+
+  private check(key: string, op: string): void {
+    if (this.closed) throw new DispatchClosedError(`session ${op}`, 'session access');
+    if (typeof key !== 'string' || key.length === 0 || key.length > SESSION_KEY_MAX || unicodeProblem(key))
+      throw new SessionValueError(
+        String(key).slice(0, 64),
+        `the key must be a non-empty string of at most ${SESSION_KEY_MAX} characters of valid Unicode`,
+      );
+  }
+
+  /** The entry a write goes to; a key this attempt never read is read now (or conflicts, see the file comment). */
+  private async entryToWrite(key: string, value: unknown): Promise<Entry> {
+    const owner = typeof value === 'object' && value !== null ? owners.get(value) : undefined;
+    let entry = this.entries.get(key);
+    if (owner && owner.sessions !== this) {
+      // telegraf's cache gave this attempt another attempt's object: neither can tell whose changes it holds
+      owner.entry.conflict = true;
+      entry ??= { version: 0, read: undefined };
+      entry.conflict = true;
+    }
+    if (!entry) {
+      // a write without a read in this attempt (the store used directly): conditioned on the version now
+      const { version } = await sessionRead(this.db.pool, this.db.botId, key);
+      entry = { version, read: undefined };
+    }
+    this.entries.set(key, entry);
+    return entry;
+  }
+
+  /** The object handed out for a read value: itself, behind a proxy that notes another attempt's access. */
+  private track(entry: Entry, value: unknown): unknown {
+    if (typeof value !== 'object' || value === null) return value;
+    const noteAccess = () => {
+      if (dispatchStorage.getStore()?.work?.sessionsIfUsed !== this) entry.conflict = true;
+    };
+    const handler: ProxyHandler<object> = {
+      get(t, p): unknown {
+        noteAccess();
+        return Reflect.get(t, p) as unknown;
+      },
+      set(t, p, v) {
+        noteAccess();
+        return Reflect.set(t, p, v);
+      },
+      has(t, p) {
+        noteAccess();
+        return Reflect.has(t, p);
+      },
+      deleteProperty(t, p) {
+        noteAccess();
+        return Reflect.deleteProperty(t, p);
+      },
+      defineProperty(t, p, d) {
+        noteAccess();
+        return Reflect.defineProperty(t, p, d);
+      },
+      ownKeys(t) {
+        noteAccess();
+        return Reflect.ownKeys(t);
+      },
+    };
+    const proxy = new Proxy(value, handler);
+    owners.set(proxy, { sessions: this, entry });
+    return proxy;
+  }
+}
+
+/**
+ * The JSON text of a session value, or a SessionValueError naming the key and what is wrong (never
+ * the value): functions, symbols, BigInts, non-finite numbers, cycles and strings PostgreSQL's jsonb
+ * cannot hold (NUL, lone surrogates) are refused instead of being dropped or mangled silently.
+ */
+export function sessionJson(key: string, value: unknown): string {
+  let problem: string | undefined;
+  const replacer = (k: string, v: unknown): unknown => {
+    if (problem) return undefined;
+    const where = k === '' ? 'its value' : `its field "${k.slice(0, 64)}"`;
+    if (typeof v === 'function') problem = `${where} is a function (not JSON)`;
+    else if (typeof v === 'symbol') problem = `${where} is a symbol (not JSON)`;
+    else if (typeof v === 'bigint') problem = `${where} is a BigInt (not JSON; store it as a string)`;
+    else if (typeof v === 'number' && !Number.isFinite(v)) problem = `${where} is ${v} (not JSON)`;
+    else if (typeof v === 'string' && unicodeProblem(v)) problem = `a string in ${where} ${unicodeProblem(v)}`;
+    else if (unicodeProblem(k)) problem = `a field name ${unicodeProblem(k)}`;
+    return problem ? undefined : v;
+  };
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value, replacer);
+  } catch (err) {
+    throw new SessionValueError(
+      key,
+      err instanceof TypeError && /circular/i.test(err.message)
+        ? 'its value has a cycle (not JSON)'
+        : 'its value is not JSON',
+    );
+  }
+  if (problem) throw new SessionValueError(key, problem);
+  if (json === undefined) throw new SessionValueError(key, 'its value is not JSON');
+  return json;
+}

@@ -1,0 +1,118 @@
+/**
+ * The SQL of relay.sessions (sql/0026_sessions.sql): telegraf sessions of a bot's handlers. Writes
+ * made during a dispatch are conditioned on the version the attempt read (optimistic concurrency);
+ * writes outside a dispatch, and operators' erasures, are unconditional.
+ */
+import type { Queryable } from '../db/pool';
+
+/** A session as read: its value (undefined when absent or expired) and the version a write must match (0: no row). */
+export interface SessionRead {
+  value: unknown;
+  version: number;
+}
+
+/**
+ * The committed session of `key`. An expired row reads as no value but keeps its version, so a
+ * write that replaces it is still conditioned on it (a concurrent writer of the same key conflicts).
+ */
+export async function sessionRead(q: Queryable, botId: string, key: string): Promise<SessionRead> {
+  const { rows } = await q.query<{ value: unknown; version: string; live: boolean }>(
+    `select value, version::text, expires_at > now() as live from relay.sessions where bot_id = $1 and key = $2`,
+    [botId, key],
+  );
+  const row = rows[0];
+  if (!row) return { value: undefined, version: 0 };
+  return { value: row.live ? row.value : undefined, version: Number(row.version) };
+}
+
+const TTL = `now() + $4::bigint * interval '1 millisecond'`;
+
+/**
+ * Writes `json` if the row is still at `version` (0: if there is still no row). False when another
+ * writer got there first: the caller's read is stale.
+ */
+export async function sessionWriteIfVersion(
+  q: Queryable,
+  args: { botId: string; key: string; json: string; ttlMs: number; version: number },
+): Promise<boolean> {
+  const { botId, key, json, ttlMs, version } = args;
+  const { rowCount } =
+    version === 0
+      ? await q.query(
+          `insert into relay.sessions (bot_id, key, value, version, expires_at)
+           values ($1, $2, $3::jsonb, 1, ${TTL})
+           on conflict (bot_id, key) do nothing`,
+          [botId, key, json, ttlMs],
+        )
+      : await q.query(
+          `update relay.sessions set value = $3::jsonb, version = version + 1, updated_at = now(), expires_at = ${TTL}
+            where bot_id = $1 and key = $2 and version = $5`,
+          [botId, key, json, ttlMs, version],
+        );
+  return rowCount === 1;
+}
+
+/**
+ * Deletes the session if it is still at `version`. For `version` 0 (the attempt saw no row) there is
+ * nothing to delete: it conflicts only if a row has appeared since.
+ */
+export async function sessionDeleteIfVersion(
+  q: Queryable,
+  args: { botId: string; key: string; version: number },
+): Promise<boolean> {
+  const { botId, key, version } = args;
+  if (version === 0) {
+    const { rowCount } = await q.query(`select 1 from relay.sessions where bot_id = $1 and key = $2`, [botId, key]);
+    return rowCount === 0;
+  }
+  const { rowCount } = await q.query(`delete from relay.sessions where bot_id = $1 and key = $2 and version = $3`, [
+    botId,
+    key,
+    version,
+  ]);
+  return rowCount === 1;
+}
+
+/** Outside a dispatch: writes the session whatever its version. */
+export async function sessionUpsert(
+  q: Queryable,
+  args: { botId: string; key: string; json: string; ttlMs: number },
+): Promise<void> {
+  await q.query(
+    `insert into relay.sessions as s (bot_id, key, value, version, expires_at)
+     values ($1, $2, $3::jsonb, 1, ${TTL})
+     on conflict (bot_id, key) do update
+       set value = excluded.value, version = s.version + 1, updated_at = now(), expires_at = excluded.expires_at`,
+    [args.botId, args.key, args.json, args.ttlMs],
+  );
+}
+
+/** The session row an operator reads (expired rows included, marked as such). */
+export interface SessionRow {
+  bot_id: string;
+  key: string;
+  value: unknown;
+  version: string;
+  created_at: Date;
+  updated_at: Date;
+  expires_at: Date;
+  expired: boolean;
+}
+
+export async function sessionShow(q: Queryable, botId: string, key: string): Promise<SessionRow | undefined> {
+  const { rows } = await q.query<SessionRow>(
+    `select bot_id, key, value, version::text, created_at, updated_at, expires_at, expires_at <= now() as expired
+       from relay.sessions where bot_id = $1 and key = $2`,
+    [botId, key],
+  );
+  return rows[0];
+}
+
+/** Deletes the session whatever its version; the deleted row's version, or undefined if there was none. */
+export async function sessionErase(q: Queryable, botId: string, key: string): Promise<string | undefined> {
+  const { rows } = await q.query<{ version: string }>(
+    `delete from relay.sessions where bot_id = $1 and key = $2 returning version::text`,
+    [botId, key],
+  );
+  return rows[0]?.version;
+}
