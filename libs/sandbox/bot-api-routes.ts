@@ -7,7 +7,7 @@ import { sleep } from '../lifecycle/timers';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TG_DESCRIPTIONS } from './constants';
 import { SERVER_ERROR_TEXT } from './faults';
-import { BotApiError, parseParams, readBody, sendJson } from './http-io';
+import { BotApiError, parseMultipart, parseParams, readBody, sendJson, type UploadedPart } from './http-io';
 import { findMethod } from './methods';
 import { ClientGone, RawJson } from './polling';
 import type { SandboxCore } from './sandbox-core';
@@ -40,6 +40,7 @@ export async function handleBotApiRequest(
 ): Promise<void> {
   const started = Date.now();
   let params: Record<string, unknown> = {};
+  let files: UploadedPart[] = [];
   const record = (botId: number, method: string, outcome: CallOutcome, status: number, err?: BotApiError): void => {
     const r: Omit<CallRecord, 'seq'> = {
       bot_id: botId,
@@ -51,6 +52,8 @@ export async function handleBotApiRequest(
       status,
       via: 'http',
     };
+    if (files.length > 0)
+      r.files = files.map((f) => ({ part: f.part, filename: f.filename, bytes_base64: f.bytes.toString('base64') }));
     if (err) {
       r.error_code = err.errorCode;
       r.description = err.description;
@@ -78,6 +81,8 @@ export async function handleBotApiRequest(
   try {
     const body = await readBody(req);
     params = parseParams(url, req.headers['content-type'], body);
+    const ct = req.headers['content-type'] ?? '';
+    if (ct.toLowerCase().includes('multipart/form-data')) files = parseMultipart(ct, body).files;
   } catch (err) {
     const e = err instanceof BotApiError ? err : new BotApiError(400, 'Bad Request');
     if (!res.destroyed) writeError(res, e);
@@ -114,6 +119,7 @@ export async function handleBotApiRequest(
   let error: BotApiError | undefined;
   try {
     result = await def.handler(bot, params, core.env, {
+      files,
       onClientClose: (cb) =>
         res.on('close', () => {
           if (!res.writableFinished) cb();

@@ -47,7 +47,55 @@ const JSON_FIELDS = new Set([
   'allowed_updates',
   'entities',
   'link_preview_options',
+  'media',
+  'message_ids',
+  'results',
+  'options',
+  'prices',
+  'reaction',
 ]);
+
+/** A file part of a multipart/form-data request. */
+export interface UploadedPart {
+  part: string;
+  filename: string;
+  bytes: Buffer;
+}
+
+/**
+ * multipart/form-data, the way Telegram reads it: fields are strings (known JSON fields parsed),
+ * parts with a filename are files. Malformed bodies are a 400, as Telegram answers them.
+ */
+export function parseMultipart(
+  contentType: string,
+  body: Buffer,
+): { params: Record<string, unknown>; files: UploadedPart[] } {
+  const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
+  if (!m) throw new BotApiError(400, 'Bad Request: multipart boundary not found');
+  const delimiter = Buffer.from(`--${m[1] ?? m[2]}`);
+  const params: Record<string, unknown> = {};
+  const files: UploadedPart[] = [];
+  let at = body.indexOf(delimiter);
+  while (at >= 0) {
+    const start = at + delimiter.length;
+    if (body.subarray(start, start + 2).toString() === '--') break;
+    const next = body.indexOf(delimiter, start);
+    if (next < 0) throw new BotApiError(400, 'Bad Request: multipart body is truncated');
+    const part = body.subarray(start + 2, next - 2); // after CRLF, before the CRLF that precedes the delimiter
+    const split = part.indexOf('\r\n\r\n');
+    if (split < 0) throw new BotApiError(400, 'Bad Request: multipart part without headers');
+    const headers = part.subarray(0, split).toString('utf8');
+    const content = part.subarray(split + 4);
+    const name = /name="([^"]*)"/i.exec(headers)?.[1];
+    const filename = /filename="([^"]*)"/i.exec(headers)?.[1];
+    if (name !== undefined) {
+      if (filename !== undefined) files.push({ part: name, filename, bytes: Buffer.from(content) });
+      else params[name] = decodeFormValue(name, content.toString('utf8'));
+    }
+    at = next;
+  }
+  return { params, files };
+}
 
 /**
  * Bot API parameters from the query string and the body (JSON or application/x-www-form-urlencoded),
@@ -66,6 +114,8 @@ export function parseParams(url: URL, contentType: string | undefined, body: Buf
       throw new BotApiError(400, "Bad Request: can't parse JSON object");
     }
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) Object.assign(params, parsed);
+  } else if (ct.includes('multipart/form-data')) {
+    Object.assign(params, parseMultipart(ct, body).params);
   } else if (ct.includes('application/x-www-form-urlencoded')) {
     for (const [k, v] of new URLSearchParams(body.toString('utf8'))) params[k] = decodeFormValue(k, v);
   }

@@ -66,7 +66,7 @@ function replyTarget(params: Record<string, unknown>): { id?: number; allowMissi
   };
 }
 
-function enforceRateLimit(bot: BotState, chatId: number | string, env: MessagingEnv): void {
+export function enforceRateLimit(bot: BotState, chatId: number | string, env: MessagingEnv): void {
   const retryAfter = env.limiter.take(bot.id, chatId);
   if (retryAfter > 0) {
     env.onRateLimited();

@@ -4,7 +4,8 @@
  */
 import type { BotState } from './bot-state';
 import type { TgChat, TgUser } from './types';
-import { BotApiError, intParam } from './http-io';
+import { BotApiError, intParam, type UploadedPart } from './http-io';
+import { sendFile, sendMediaGroup } from './media';
 import type { MessagingEnv } from './messaging';
 import { answerCallbackQuery, editMessageText, requireChatId, sendChatAction, sendMessage } from './messaging';
 import { getUpdates, type PollContext } from './polling';
@@ -16,6 +17,8 @@ export interface MethodEnv extends MessagingEnv, WebhookControl {
 }
 
 export interface RequestScope {
+  /** The files of a multipart/form-data request. */
+  files: readonly UploadedPart[];
   /** A closure (no `this`): handed on to the poll as is. */
   onClientClose: (cb: () => void) => void;
 }
@@ -65,6 +68,12 @@ const DEFS: MethodDef[] = [
   { name: 'deleteWebhook', handler: (bot, p, env) => deleteWebhook(bot, p, env) },
   { name: 'getWebhookInfo', handler: (bot) => getWebhookInfo(bot) },
   { name: 'sendMessage', handler: (bot, p, env) => sendMessage(bot, p, env) },
+  { name: 'sendPhoto', handler: (bot, p, env, scope) => sendFile('photo', 'sendPhoto')(bot, p, env, scope.files) },
+  {
+    name: 'sendDocument',
+    handler: (bot, p, env, scope) => sendFile('document', 'sendDocument')(bot, p, env, scope.files),
+  },
+  { name: 'sendMediaGroup', handler: (bot, p, env, scope) => sendMediaGroup(bot, p, env, scope.files) },
   { name: 'editMessageText', handler: (bot, p, env) => editMessageText(bot, p, env) },
   { name: 'answerCallbackQuery', handler: (bot, p) => answerCallbackQuery(bot, p) },
   { name: 'sendChatAction', handler: (bot, p, env) => sendChatAction(bot, p, env) },

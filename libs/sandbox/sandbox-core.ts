@@ -123,7 +123,7 @@ export class SandboxCore {
       return;
     }
     try {
-      await def.handler(bot, params, this.env, { onClientClose: () => undefined });
+      await def.handler(bot, params, this.env, { files: [], onClientClose: () => undefined });
       this.callLog.add({ ...base, duration_ms: Date.now() - started, outcome: 'ok', status: 200 });
     } catch (err) {
       const e = err instanceof BotApiError ? err : new BotApiError(500, 'Internal Server Error');

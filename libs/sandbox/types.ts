@@ -145,6 +145,8 @@ export interface CallRecord {
   description?: string;
   /** 'http' for normal calls, 'webhook_reply' for a method answered inside a webhook response. */
   via: 'http' | 'webhook_reply';
+  /** Files of a multipart/form-data call, by part name, their bytes in base64. */
+  files?: { part: string; filename: string; bytes_base64: string }[];
 }
 
 /**
