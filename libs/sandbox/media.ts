@@ -77,6 +77,8 @@ export function sendMediaGroup(
     if (item === null || typeof item !== 'object') throw new BotApiError(400, "Bad Request: can't parse InputMedia");
     fileParam((item as Record<string, unknown>).media, 'media', files);
   }
-  for (let i = 0; i < media.length; i++) enforceRateLimit(bot, chatId, env);
+  // one flood-control check per album: how Telegram weighs an album against its limits is not
+  // documented, and the relay's own accounting (one slot per message) is tested on the relay side
+  enforceRateLimit(bot, chatId, env);
   return media.map((item) => store(bot, env, 'sendMediaGroup', chatId, (item as Record<string, unknown>).caption));
 }
