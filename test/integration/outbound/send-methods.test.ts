@@ -260,6 +260,24 @@ it("answers overtake a chat's backlog and are neither limited nor charged", asyn
   expect(charged.rows.map((r) => r.chat_id)).toEqual(['28']);
 });
 
+it("an answer is sent while the bot's budget is held back (a 429 for the bot), a message is not", async () => {
+  await db.pool.query(
+    `insert into relay.outbound_bot_rate (bot_id, tat) values ($1, clock_timestamp() + interval '1 hour')`,
+    [BOT],
+  );
+  const q = sb.injectCallbackQuery(TOKEN, { chatId: 32, data: 'x' });
+  await enqueue({ msg_id: 'held-msg', chat_id: 32, text: 'waits' });
+  await enqueue({
+    msg_id: 'held-answer',
+    method: 'answerCallbackQuery',
+    params: { callback_query_id: q.callback_query?.id },
+  });
+  await startWorker();
+  await settled('held-answer');
+  expect(await row('held-msg')).toMatchObject({ state: 'pending', attempts: 0 });
+  expect(calls('sendMessage')).toHaveLength(0);
+});
+
 it('an answer to an expired query is terminal (RELAY_QUERY_EXPIRED), recorded and never alerted', async () => {
   await enqueue({ msg_id: 'answer-old', method: 'answerCallbackQuery', params: { callback_query_id: 'gone' } });
   await startWorker();
