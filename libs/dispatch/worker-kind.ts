@@ -18,7 +18,13 @@ import type { InboxClaimedRow } from './queries';
 export async function createDispatchKindFromConfig(
   config: Pick<
     Config,
-    'BOT_HANDLERS' | 'TELEGRAM_BOT_TOKEN' | 'TELEGRAM_API_ROOT' | 'HANDLER_TIMEOUT' | 'REPLY_MODE' | 'DISPATCH_ORDERING'
+    | 'BOT_HANDLERS'
+    | 'TELEGRAM_BOT_TOKEN'
+    | 'TELEGRAM_API_ROOT'
+    | 'HANDLER_TIMEOUT'
+    | 'REPLY_MODE'
+    | 'DISPATCH_ORDERING'
+    | 'OUTBOUND_MAX_UPLOAD'
   >,
   deps: { boss: JobLedger; logger: Logger; cwd?: string },
 ): Promise<JobKind<InboxClaimedRow, CommitEffect> & { runner: UpdateRunner }> {
@@ -41,6 +47,7 @@ export async function createDispatchKindFromConfig(
       config.REPLY_MODE === 'outbound'
         ? createOutboundReplyWriter({ boss: deps.boss, defaults: { botId } })
         : undefined,
+    maxUploadBytes: config.OUTBOUND_MAX_UPLOAD,
   });
   const runner = createUpdateRunner({ token, botId, apiRoot: config.TELEGRAM_API_ROOT, handlers, replySink, logger });
   await runner.install(); // a broken handlers module stops the worker at start, not at the first update
