@@ -76,15 +76,16 @@ export async function readInputFiles(
   opts: ReadFilesOptions,
 ): Promise<{ payload: Record<string, unknown>; uploads: OutboundUpload[] }> {
   const reader = new FileReader(opts);
-  const out: Record<string, unknown> = {};
+  // entries, not assignments: a `__proto__` key stays a field (as JSON would carry it)
+  const out: [string, unknown][] = [];
   for (const [key, value] of Object.entries(payload)) {
-    if (key === 'link_preview_options') out[key] = value;
-    else if (isInputFile(value)) out[key] = await reader.attach(value, key, key);
-    else if (Array.isArray(value)) out[key] = await reader.mediaList(value, key);
-    else if (isInputMedia(value)) out[key] = await reader.media(value, key);
-    else out[key] = value;
+    if (key === 'link_preview_options') out.push([key, value]);
+    else if (isInputFile(value)) out.push([key, await reader.attach(value, key, key)]);
+    else if (Array.isArray(value)) out.push([key, await reader.mediaList(value, key)]);
+    else if (isInputMedia(value)) out.push([key, await reader.media(value, key)]);
+    else out.push([key, value]);
   }
-  return { payload: out, uploads: reader.uploads };
+  return { payload: Object.fromEntries(out), uploads: reader.uploads };
 }
 
 class FileReader {
@@ -101,7 +102,7 @@ class FileReader {
   }
 
   async media(item: Record<string, unknown>, path: string): Promise<Record<string, unknown>> {
-    const out = { ...item };
+    const out: Record<string, unknown> = { ...item };
     const type = typeof item.type === 'string' ? item.type : 'media';
     if (isInputFile(item.media)) out.media = await this.attach(item.media, `${path}.media`, type);
     for (const f of THUMBNAIL_FIELDS)
@@ -173,6 +174,7 @@ class FileReader {
     aborted.catch(() => undefined);
     const chunks: Buffer[] = [];
     let size = 0;
+    let done = false;
     try {
       if (signal.aborted) throw abortReason(signal);
       for (;;) {
@@ -183,19 +185,33 @@ class FileReader {
         if (size > room) throw this.overLimit(path);
         chunks.push(chunk);
       }
+      done = true;
     } catch (err) {
       if (signal.aborted) throw abortReason(signal);
       if (err instanceof UploadProblem) throw err;
       throw new UploadProblem(path, `source stream failed (${errorCode(err) ?? errorName(err)})`);
     } finally {
       if (onAbort) signal.removeEventListener('abort', onAbort);
-      // ends (destroys) a stream left unfinished; its own error is no longer ours
-      Promise.resolve()
-        .then(() => iterator.return?.())
-        .catch(() => undefined);
+      if (!done) stopReading(source, iterator);
     }
     return Buffer.concat(chunks);
   }
+}
+
+/**
+ * Ends a stream left unfinished (over the limit, failed, abandoned). A Node stream is destroyed:
+ * its iterator's `return()` would wait for the read still pending, which may never come.
+ */
+function stopReading(source: object, iterator: AsyncIterator<unknown>): void {
+  const destroy: unknown = Reflect.get(source, 'destroy');
+  if (typeof destroy === 'function') {
+    Reflect.apply(destroy, source, []);
+    return;
+  }
+  // its own error is no longer ours
+  Promise.resolve()
+    .then(() => iterator.return?.())
+    .catch(() => undefined);
 }
 
 /** A Node Readable, a web ReadableStream or any async iterable of bytes. */
