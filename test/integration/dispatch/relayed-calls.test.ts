@@ -13,7 +13,9 @@ import fc from 'fast-check';
 import { Input } from 'telegraf';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
 import { silentLogger } from '../../../libs/observability/logger';
+import { loadConfig } from '../../../libs/config';
 import {
+  createDispatchKindFromConfig,
   createOutboundReplySink,
   createUpdateRunner,
   InvalidReplyError,
@@ -216,6 +218,30 @@ describe('a handler’s relayed calls are captured in call order', () => {
     expect(uncaught.outcome).toMatchObject({ kind: 'retry', terminal: true, info: { code: 'RELAY_INVALID_REPLY' } });
     expect(uncaught.replies).toEqual([]);
     expect([...caught.direct, ...uncaught.direct]).toEqual([]);
+  });
+});
+
+describe('the worker composition', () => {
+  it('builds the outbound sink with OUTBOUND_MAX_UPLOAD from the configuration', async () => {
+    const config = loadConfig({
+      BOT_HANDLERS: 'test/integration/dispatch/fixtures/upload-bot.ts',
+      TELEGRAM_BOT_TOKEN: TOKEN,
+      TELEGRAM_API_ROOT: sandbox.url,
+      REPLY_MODE: 'outbound',
+      OUTBOUND_MAX_UPLOAD: '10',
+    });
+    // the ledger is only reached by the writer, which a refused call never gets to
+    const kind = await createDispatchKindFromConfig(config, { boss: {} as never, logger: silentLogger() });
+    try {
+      await kind.runner.start();
+      const outcome = await kind.runner.runUpdate(makeUpdate(9100, CHAT, '11'));
+      expect(outcome).toMatchObject({ kind: 'retry', terminal: true, info: { code: 'RELAY_INVALID_REPLY' } });
+      expect(outcome.kind === 'retry' && outcome.info.message).toMatch(
+        /document is over the upload limit: the files of one call may total 10 bytes \(OUTBOUND_MAX_UPLOAD\)/,
+      );
+    } finally {
+      await kind.close?.();
+    }
   });
 });
 
