@@ -222,3 +222,15 @@ describe('POST /v1/messages with another relayed method', () => {
     expect((await db.pool.query(`select count(*)::int as n from relay.outbound`)).rows[0].n).toBe(before);
   });
 });
+
+test('the OpenAPI document describes method (the relayed methods) and params of POST /v1/messages, and the method filter', async () => {
+  const doc = (await call(app, 'GET', '/openapi.json')).json();
+  const body = doc.paths['/v1/messages'].post.requestBody.content['application/json'].schema;
+  expect(body.properties.method.enum).toEqual(expect.arrayContaining(['sendMessage', 'sendPhoto', 'editMessageText']));
+  expect(body.properties.method.enum).not.toContain('getMe');
+  expect(body.properties.params).toMatchObject({ type: 'object', additionalProperties: true });
+  expect(body.properties.params.description).toMatch(/attach:\/\//);
+  expect(body.required).toEqual(['msg_id']);
+  const list = doc.paths['/v1/outbound'].get.parameters.find((p: { name: string }) => p.name === 'method');
+  expect(list?.schema.enum).toContain('answerCallbackQuery');
+});
