@@ -111,8 +111,9 @@ describe('stale recovery and fencing', () => {
     workers.push(w);
     await w.start();
     await waitFor(() => collector.attempts().length === 1, { what: 'first POST in flight' });
-    // an operator (admin API) recovers it as stale while the POST still hangs
-    clock.advance(1);
+    // an operator (admin API) recovers it as stale while the POST still hangs; its clock is ahead of
+    // the worker's, so a heartbeat the worker writes meanwhile (at the worker's time) cannot make the
+    // claim look fresh (seen under load with a shared clock advanced by 1 ms)
     const recovered = await recoverStaleOnce({
       pool: db.pool,
       boss: boss(),
@@ -120,8 +121,9 @@ describe('stale recovery and fencing', () => {
       staleMs: 0,
       maxAttempts: 12,
       workerId: 'admin',
-      clock,
+      clock: new ManualClock(clock.now().getTime() + 1_000),
     });
+    clock.advance(1_000); // the worker's time catches up: the redelivery is due for it
     expect(recovered).toBe(1);
     // the heartbeat notices the lost claim and aborts the hanging POST; the row is redelivered
     await waitFor(async () => (await captureStates(db.pool))[0].state === 'delivered', { what: 'redelivered' });
