@@ -13,7 +13,8 @@ export interface UpsertedRow {
   conflict: boolean;
   state: OutboundState;
   jobId: string | null;
-  targetChatId: string;
+  /** Null for an answer to a query (it belongs to no chat). */
+  targetChatId: string | null;
 }
 
 /**
@@ -42,16 +43,49 @@ export async function outboundUpsertMany(
     source_update_id: m.sourceUpdateId,
     max_attempts: m.maxAttempts,
     job_id: jobId,
+    method: m.method,
+    params: m.params,
+    placeholders: m.placeholders,
   }));
   const { rows } = await db.query<UpsertedRow>(
     `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
        from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
               disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
-              source_update_id bigint, max_attempts integer, job_id uuid)
+              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[])
       cross join lateral relay.outbound_upsert(x.msg_id, x.bot_id, x.chat_id, $2, x.text, x.parse_mode, x.disable_notification,
-              x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id) u
+              x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id,
+              x.method, x.params, x.placeholders) u
       order by x.n`,
     [JSON.stringify(items), defaultChatId],
+  );
+  return rows;
+}
+
+/** Stores the files of a new row (relay.outbound_uploads), in the enqueuing transaction. */
+export async function outboundUploadsInsert(
+  db: Queryable,
+  outboundId: string,
+  uploads: { part: string; filename: string; bytes: Buffer }[],
+): Promise<void> {
+  // one statement per file: a few files of up to 50 MB each, sent as binary parameters
+  for (const u of uploads) {
+    await db.query('insert into relay.outbound_uploads (outbound_id, part, filename, bytes) values ($1, $2, $3, $4)', [
+      outboundId,
+      u.part,
+      u.filename,
+      Buffer.from(u.bytes.buffer, u.bytes.byteOffset, u.bytes.byteLength),
+    ]);
+  }
+}
+
+/** The files of a row, to send as multipart parts. */
+export async function outboundUploadsOf(
+  db: Queryable,
+  outboundId: string,
+): Promise<{ part: string; filename: string; bytes: Buffer }[]> {
+  const { rows } = await db.query<{ part: string; filename: string; bytes: Buffer }>(
+    'select part, filename, bytes from relay.outbound_uploads where outbound_id = $1 order by part',
+    [outboundId],
   );
   return rows;
 }
