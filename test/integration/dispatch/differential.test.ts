@@ -79,6 +79,11 @@ async function settled(db: Db, updates: number): Promise<void> {
   );
 }
 
+async function outboundStates(db: Db): Promise<Record<string, number>> {
+  const { rows } = await db.pool.query(`select state, count(*)::int as n from relay.outbound group by state`);
+  return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+}
+
 async function plainRun(): Promise<{ updates: TgUpdate[]; views: Map<number, ChatView> }> {
   const sandbox = await freshSandbox();
   cleanups.push(() => sandbox.stop());
@@ -139,6 +144,9 @@ describe('differential: plain telegraf vs tg-relay (poller + 2 workers, REPLY_MO
     const diffs = differences(plain.views, viewByChat(relay.sandbox, relay.updates));
     summary('differential', diffs);
     expect(diffs.slice(0, 2)).toEqual([]);
+    // and they went through relay.outbound (not straight to the Bot API): one delivered row per relayed call
+    const relayed = [...plain.views.values()].reduce((n, v) => n + v.calls.length + v.answers.length, 0);
+    expect(await outboundStates(relay.db)).toEqual({ delivered: relayed });
     expect(relay.fleet.crashes()).toEqual([]);
   }, 90_000);
 });
