@@ -24,12 +24,19 @@ export interface ExampleHarness {
 
 /**
  * The dispatch API as plain telegraf can give it: autoAnswerCallbacks answers, after the handlers,
- * a callback query they left unanswered; onError is tg-relay's alone (no example here uses it).
+ * a callback query they left unanswered; onError, sessionStore and transaction are tg-relay's alone
+ * (the examples tested here use none of them).
  */
 function plainDispatch(bot: Telegraf<DispatchContext>): DispatchApi {
   return {
     onError: () => {
       throw new Error('onError needs tg-relay dispatch: not available on plain telegraf');
+    },
+    sessionStore: () => {
+      throw new Error('sessionStore needs tg-relay dispatch: not available on plain telegraf');
+    },
+    transaction: () => {
+      throw new Error('transaction needs tg-relay dispatch: not available on plain telegraf');
     },
     autoAnswerCallbacks: (opts) => {
       bot.use(async (ctx, next) => {
