@@ -88,7 +88,7 @@ function canonical(v: unknown): unknown {
     }
     return out;
   }
-  return v === null ? null : String(v);
+  return v === null || typeof v === 'string' ? v : JSON.stringify(v);
 }
 
 /**
