@@ -73,7 +73,7 @@ export interface ChatView {
   answers: string[];
   /** Direct calls (sendChatAction): sent at once by whichever attempt ran, so only which. */
   direct: string[];
-  /** Calls Telegram refused (status ≠ 200). */
+  /** Calls Telegram refused (status ≠ 200): the call, then what Telegram answered. */
   refused: string[];
 }
 
@@ -117,32 +117,101 @@ export function describeCall(c: CallRecord): string {
 
 const IGNORED = new Set(['getMe', 'getUpdates', 'deleteWebhook', 'getWebhookInfo', 'setWebhook']);
 
-/** The sandbox's call log by chat; answers are put in the chat their callback query came from. */
-export function viewByChat(sandbox: BotApiSandbox, updates: readonly TgUpdate[]): Map<number, ChatView> {
+/** The sandbox's call log by chat (Bot API housekeeping left out); answers go to their query's chat. */
+export function callsByChat(sandbox: BotApiSandbox, updates: readonly TgUpdate[]): Map<number, CallRecord[]> {
   const queryChat = new Map<string, number>();
   for (const u of updates) {
     const q = u.callback_query;
     if (q?.message) queryChat.set(q.id, q.message.chat.id);
   }
-  const views = new Map<number, ChatView>();
+  const byChat = new Map<number, CallRecord[]>();
   for (const c of sandbox.calls(TOKEN)) {
     if (IGNORED.has(c.method)) continue;
     const chat =
       c.method === 'answerCallbackQuery' ? queryChat.get(String(c.params.callback_query_id)) : Number(c.params.chat_id);
     if (chat === undefined || !Number.isFinite(chat)) throw new Error(`a ${c.method} call names no known chat`);
-    let view = views.get(chat);
-    if (!view) views.set(chat, (view = { calls: [], answers: [], direct: [], refused: [] }));
-    const line = describeCall(c);
-    if (c.status !== 200) view.refused.push(`${c.status} ${c.description ?? ''} ${line}`);
-    else if (methodClass(c.method) === 'answer') view.answers.push(line);
-    else if (methodClass(c.method) === 'direct') view.direct.push(line);
-    else view.calls.push(line);
+    byChat.set(chat, [...(byChat.get(chat) ?? []), c]);
   }
-  for (const v of views.values()) {
-    v.answers.sort();
-    v.direct.sort();
-  }
+  return byChat;
+}
+
+function viewOf(records: readonly CallRecord[], chatBound: (accepted: CallRecord[]) => string[]): ChatView {
+  const accepted = records.filter((c) => c.status === 200);
+  return {
+    calls: chatBound(accepted.filter((c) => methodClass(c.method) === 'message')),
+    answers: accepted
+      .filter((c) => methodClass(c.method) === 'answer')
+      .map(describeCall)
+      .sort(),
+    direct: accepted
+      .filter((c) => methodClass(c.method) === 'direct')
+      .map(describeCall)
+      .sort(),
+    refused: records
+      .filter((c) => c.status !== 200)
+      .map((c) => `${describeCall(c)} → ${c.status} ${c.description ?? ''}`),
+  };
+}
+
+/** Each chat as its user saw it: every call Telegram took, as it took it. */
+export function viewByChat(sandbox: BotApiSandbox, updates: readonly TgUpdate[]): Map<number, ChatView> {
+  const views = new Map<number, ChatView>();
+  for (const [chat, records] of callsByChat(sandbox, updates))
+    views.set(
+      chat,
+      viewOf(records, (calls) => calls.map(describeCall)),
+    );
   return views;
+}
+
+/** How many messages a call Telegram took created (the sandbox numbers them per chat, one by one). */
+function created(c: CallRecord): number {
+  if (c.method === 'sendMediaGroup') return Array.isArray(c.params.media) ? c.params.media.length : 0;
+  return /^(send(?!ChatAction)|copyMessage$|forwardMessage$)/.test(c.method) ? 1 : 0;
+}
+
+/** The call with its message ids moved down past the messages that duplicates created. */
+function shifted(c: CallRecord, shifts: ReadonlyArray<{ from: number; by: number }>): CallRecord {
+  const move = (id: unknown) =>
+    typeof id === 'number' || typeof id === 'string'
+      ? Number(id) - shifts.filter((s) => Number(id) >= s.from).reduce((n, s) => n + s.by, 0)
+      : id;
+  const params = { ...c.params };
+  if (params.message_id !== undefined) params.message_id = move(params.message_id);
+  if (Array.isArray(params.message_ids)) params.message_ids = params.message_ids.map(move);
+  return { ...c, params };
+}
+
+/**
+ * The view of a chat whose outbound rows had ambiguous attempts (a worker killed mid-send): a call
+ * repeated right after itself is dropped once per ambiguous attempt of its method, and the message
+ * ids after a dropped send move down by the messages it created, so the rest compares with run A.
+ * `firstBotMessageId`: the id the chat's first bot message got. Returns the view and the drops.
+ */
+export function collapsedView(
+  records: readonly CallRecord[],
+  ambiguous: ReadonlyMap<string, number>,
+  firstBotMessageId: number,
+): { view: ChatView; dropped: string[] } {
+  const left = new Map(ambiguous);
+  const dropped: string[] = [];
+  const view = viewOf(records, (calls) => {
+    const shifts: Array<{ from: number; by: number }> = [];
+    const out: string[] = [];
+    let next = firstBotMessageId;
+    for (const c of calls) {
+      const line = describeCall(shifted(c, shifts));
+      const n = created(c);
+      if (out[out.length - 1] === line && (left.get(c.method) ?? 0) > 0) {
+        left.set(c.method, left.get(c.method)! - 1);
+        dropped.push(line);
+        if (n > 0) shifts.push({ from: next, by: n });
+      } else out.push(line);
+      next += n;
+    }
+    return out;
+  });
+  return { view, dropped };
 }
 
 /** Chats whose views differ, each with both views (empty when all are identical). */

@@ -15,6 +15,8 @@ import { Fleet, type Role } from '../../support/soak-fleet';
 import { waitFor } from '../../support/wait-for';
 import {
   BOT_HANDLERS,
+  callsByChat,
+  collapsedView,
   differences,
   freshSandbox,
   injectUpdates,
@@ -79,6 +81,26 @@ async function settled(db: Db, updates: number): Promise<void> {
   );
 }
 
+const SEND_METHODS = [
+  'sendMessage',
+  'sendPhoto',
+  'sendMediaGroup',
+  'editMessageText',
+  'pinChatMessage',
+  'deleteMessage',
+  'setMessageReaction',
+  'answerCallbackQuery',
+];
+
+async function counts(db: Db): Promise<{ handled: number; failedUpdates: number; delivered: number }> {
+  const { rows } = await db.pool.query(
+    `select (select count(*)::int from relay.inbox where state = 'handled') as handled,
+            (select count(*)::int from relay.inbox where state = 'failed') as "failedUpdates",
+            (select count(*)::int from relay.outbound where state = 'delivered') as delivered`,
+  );
+  return rows[0];
+}
+
 async function outboundStates(db: Db): Promise<Record<string, number>> {
   const { rows } = await db.pool.query(`select state, count(*)::int as n from relay.outbound group by state`);
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
@@ -92,13 +114,43 @@ async function plainRun(): Promise<{ updates: TgUpdate[]; views: Map<number, Cha
   return { updates, views: viewByChat(sandbox, updates) };
 }
 
-async function relayRun(): Promise<{ db: Db; sandbox: BotApiSandbox; fleet: Fleet; updates: TgUpdate[] }> {
+async function relayRun(
+  extra: Record<string, string> = {},
+): Promise<{ db: Db; sandbox: BotApiSandbox; fleet: Fleet; updates: TgUpdate[] }> {
   const db = await createMigratedDatabase('diff');
   cleanups.push(() => db.drop());
   const sandbox = await freshSandbox();
   cleanups.push(() => sandbox.stop());
   const updates = injectUpdates(sandbox, CHATS);
-  return { db, sandbox, fleet: fleetFor(db, sandbox), updates };
+  return { db, sandbox, fleet: fleetFor(db, sandbox, extra), updates };
+}
+
+/**
+ * Per chat, how many ambiguous attempts (relay.attempts outcome 'ambiguous': the worker died or the
+ * connection dropped with the request possibly sent) each method's rows had. Answers name no chat:
+ * their callback query's does.
+ */
+async function ambiguousByChat(db: Db, updates: readonly TgUpdate[]): Promise<Map<number, Map<string, number>>> {
+  const queryChat = new Map(
+    updates.flatMap((u) =>
+      u.callback_query?.message ? [[u.callback_query.id, u.callback_query.message.chat.id] as const] : [],
+    ),
+  );
+  const { rows } = await db.pool.query(
+    `select o.target_chat_id as chat, o.method, o.params->>'callback_query_id' as query, count(*)::int as n
+       from relay.attempts a join relay.outbound o on o.id = a.subject_id
+      where a.subject = 'outbound' and a.outcome = 'ambiguous'
+      group by 1, 2, 3`,
+  );
+  const out = new Map<number, Map<string, number>>();
+  for (const r of rows as Array<{ chat: string | null; method: string; query: string | null; n: number }>) {
+    const chat = r.chat !== null ? Number(r.chat) : queryChat.get(r.query ?? '');
+    if (chat === undefined) throw new Error(`an ambiguous ${r.method} row names no known chat`);
+    const m = out.get(chat) ?? new Map<string, number>();
+    m.set(r.method, (m.get(r.method) ?? 0) + r.n);
+    out.set(chat, m);
+  }
+  return out;
 }
 
 /** The one line for the lead's note: how many of the test's chats came out identical. */
@@ -149,4 +201,55 @@ describe('differential: plain telegraf vs tg-relay (poller + 2 workers, REPLY_MO
     expect(await outboundStates(relay.db)).toEqual({ delivered: relayed });
     expect(relay.fleet.crashes()).toEqual([]);
   }, 90_000);
+
+  it('under SIGKILL of each worker mid-run (restarted): nothing is lost, and the chats match but for repeats after ambiguous sends', async () => {
+    const plain = await plainRun();
+    const relay = await relayRun({ DIFF_DELAY_MS: '300' });
+    // sends take a while: a kill during the outbound phase is likely to catch requests in flight
+    relay.sandbox.setFaults({ latencyMs: 50, methods: SEND_METHODS });
+    const { fleet, db } = relay;
+    await Promise.all([fleet.start('poller', 'poller'), fleet.start('w1', 'worker'), fleet.start('w2', 'worker')]);
+    await waitFor(async () => (await counts(db)).handled >= 12, { timeoutMs: 30_000, what: 'a quarter handled' });
+    await fleet.restart('w1'); // mid-dispatch: handlers in progress (each sleeps 300 ms first)
+    await waitFor(async () => (await counts(db)).delivered >= 60, { timeoutMs: 30_000, what: 'sends under way' });
+    await fleet.restart('w2'); // mid-send
+    await settled(db, relay.updates.length);
+    expect(fleet.kills.worker).toBe(2);
+
+    // nothing lost: every update handled once, every relayed call has its one delivered row
+    const relayed = [...plain.views.values()].reduce((n, v) => n + v.calls.length + v.answers.length, 0);
+    expect(await counts(db)).toMatchObject({ handled: relay.updates.length, failedUpdates: 0 });
+    const states = await outboundStates(db);
+    const ambiguous = await ambiguousByChat(db, relay.updates);
+    const records = callsByChat(relay.sandbox, relay.updates);
+    const views = new Map<number, ChatView>();
+    const dropped: string[] = [];
+    for (const [chat, calls] of records) {
+      const firstBot =
+        relay.updates.find((u) => u.callback_query?.message?.chat.id === chat)?.callback_query?.message?.message_id ??
+        0;
+      const c = collapsedView(calls, ambiguous.get(chat) ?? new Map(), firstBot);
+      views.set(chat, c.view);
+      dropped.push(...c.dropped);
+    }
+    const diffs = differences(
+      plain.views,
+      views,
+      (a, b) =>
+        JSON.stringify([a.calls, a.answers, [...new Set(a.direct)]]) ===
+        JSON.stringify([b.calls, b.answers, [...new Set(b.direct)]]),
+    );
+    const ambiguousCount = [...ambiguous.values()].reduce((n, m) => n + [...m.values()].reduce((x, y) => x + y, 0), 0);
+    summary(
+      `differential under SIGKILL (${ambiguousCount} ambiguous attempts, ${dropped.length} repeats dropped)`,
+      diffs,
+    );
+    expect(diffs.slice(0, 2)).toEqual([]);
+    // a refusal is only acceptable as the answer to a repeat of an ambiguous send
+    const refused = [...views.entries()].flatMap(([chat, v]) => v.refused.map((r) => ({ chat, r })));
+    const unexcused = refused.filter(({ chat, r }) => !ambiguous.get(chat)?.has(r.split(' ')[0]));
+    expect(unexcused).toEqual([]);
+    expect(states).toEqual({ delivered: relayed });
+    expect(fleet.crashes()).toEqual([]);
+  }, 120_000);
 });
