@@ -101,6 +101,17 @@ async function counts(db: Db): Promise<{ handled: number; failedUpdates: number;
   return rows[0];
 }
 
+/** Failed outbound rows with the outcomes of their attempts, for a failure message that says why. */
+async function failedRows(db: Db): Promise<unknown[]> {
+  const { rows } = await db.pool.query(
+    `select o.method, o.last_error,
+            (select array_agg(a.outcome || coalesce(' ' || a.error_code, '') order by a.id)
+               from relay.attempts a where a.subject = 'outbound' and a.subject_id = o.id) as attempts
+       from relay.outbound o where o.state = 'failed' order by o.id`,
+  );
+  return rows;
+}
+
 async function outboundStates(db: Db): Promise<Record<string, number>> {
   const { rows } = await db.pool.query(`select state, count(*)::int as n from relay.outbound group by state`);
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
@@ -249,6 +260,7 @@ describe('differential: plain telegraf vs tg-relay (poller + 2 workers, REPLY_MO
     const refused = [...views.entries()].flatMap(([chat, v]) => v.refused.map((r) => ({ chat, r })));
     const unexcused = refused.filter(({ chat, r }) => !ambiguous.get(chat)?.has(r.split(' ')[0]));
     expect(unexcused).toEqual([]);
+    expect(await failedRows(db)).toEqual([]);
     expect(states).toEqual({ delivered: relayed });
     expect(fleet.crashes()).toEqual([]);
   }, 120_000);
