@@ -13,7 +13,10 @@ import {
   OutboundValidationError,
   outboundSettingsSave,
   type OutboundMessageInput,
+  createOutboundReplyWriter,
+  validateOutboundReply,
 } from '../../../libs/outbound';
+import type { OutboundReply } from '../../../libs/dispatch/reply-sink';
 import { RELAYED_METHODS } from '../../../libs/telegram/methods';
 import { newPlaceholder } from '../../../libs/telegram/placeholders';
 import { createMigratedDatabase } from '../../support/db';
@@ -253,5 +256,62 @@ describe('the SQL function relay.enqueue_outbound', () => {
          from relay.outbound where msg_id = 'hash-1'`,
     );
     expect(rows[0].same).toBe(true);
+  });
+});
+
+describe('the handler reply writer', () => {
+  const reply = (n: number, extra: Partial<OutboundReply>): OutboundReply => ({
+    msgId: `update:${BOT}:500:${n}`,
+    botId: BOT,
+    chatId: '42',
+    text: '',
+    sourceUpdateId: 500,
+    payload: {},
+    ...extra,
+  });
+
+  it('writes relayed calls with their params, uploads and placeholders in the handled transaction', async () => {
+    const write = createOutboundReplyWriter({ boss, defaults });
+    const ph = [newPlaceholder(), newPlaceholder()];
+    const replies = [
+      reply(1, { text: 'hi', payload: { chat_id: 42, text: 'hi' }, placeholders: [newPlaceholder()] }),
+      reply(2, {
+        method: 'sendMediaGroup',
+        params: {
+          media: [
+            { type: 'photo', media: 'attach://a' },
+            { type: 'photo', media: 'https://x/b.jpg' },
+          ],
+        },
+        uploads: [{ part: 'a', filename: 'a.jpg', bytes: Buffer.from('jpeg') }],
+        placeholders: ph,
+      }),
+      reply(3, { chatId: '', method: 'answerCallbackQuery', params: { callback_query_id: 'q-9' } }),
+      reply(4, { chatId: '', method: 'editMessageText', params: { inline_message_id: 'IM', text: 'x' } }),
+    ];
+    for (const r of replies) expect(write.validate?.(r)).toEqual([]);
+    await withTransaction(db.pool, (c) => write(c, replies));
+    const rows = (
+      await db.pool.query(
+        `select msg_id, method, kind, text, target_chat_id, message_count, placeholders,
+                (select count(*)::int from relay.outbound_uploads u where u.outbound_id = o.id) as uploads
+           from relay.outbound o where source_update_id = 500 order by id`,
+      )
+    ).rows;
+    expect(rows).toEqual([
+      expect.objectContaining({ method: 'sendMessage', kind: 'reply', text: 'hi', target_chat_id: '42', uploads: 0 }),
+      expect.objectContaining({ method: 'sendMediaGroup', message_count: 2, placeholders: ph.map(String), uploads: 1 }),
+      expect.objectContaining({ method: 'answerCallbackQuery', target_chat_id: null, message_count: 0 }),
+      expect.objectContaining({ method: 'editMessageText', target_chat_id: 'inline:IM' }),
+    ]);
+  });
+
+  it('refuses at the call what could not be written: a chat for a message, the method rules', () => {
+    expect(validateOutboundReply(reply(5, { chatId: '', method: 'sendPhoto', params: { photo: 'x' } }))).toEqual([
+      expect.objectContaining({ field: 'chat_id' }),
+    ]);
+    expect(validateOutboundReply(reply(6, { method: 'sendPhoto', params: { photo: 'attach://missing' } }))).toEqual([
+      expect.objectContaining({ field: 'params' }),
+    ]);
   });
 });
