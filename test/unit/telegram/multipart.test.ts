@@ -4,7 +4,7 @@
  * every file's exact bytes, whatever they contain.
  */
 import fc from 'fast-check';
-import { parseMultipart } from '../../../libs/sandbox/http-io';
+import { multipartBoundary, parseMultipart } from '../../../libs/sandbox/multipart';
 import { multipartBody } from '../../../libs/telegram/post';
 
 it('round-trips fields and arbitrary file bytes', () => {
@@ -14,14 +14,16 @@ it('round-trips fields and arbitrary file bytes', () => {
         { chat_id: n, caption, reply_markup: { inline_keyboard: [] }, photo: 'attach://p', skipped: undefined },
         [{ part: 'p', filename: 'a "b".jpg', bytes: Buffer.from(bytes) }],
       );
-      const parsed = parseMultipart(contentType, body);
-      expect(parsed.params).toEqual({
+      const parsed = parseMultipart(body, multipartBoundary(contentType)!);
+      expect(Object.fromEntries(parsed.fields)).toEqual({
         chat_id: String(n),
         caption,
-        reply_markup: { inline_keyboard: [] },
+        reply_markup: JSON.stringify({ inline_keyboard: [] }),
         photo: 'attach://p',
       });
-      expect(parsed.files).toEqual([{ part: 'p', filename: 'a _b_.jpg', bytes: Buffer.from(bytes) }]);
+      expect([...parsed.files.values()]).toEqual([
+        expect.objectContaining({ name: 'p', filename: 'a _b_.jpg', data: Buffer.from(bytes) }),
+      ]);
     }),
   );
 });
