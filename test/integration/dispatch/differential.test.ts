@@ -251,8 +251,11 @@ describe('differential: plain telegraf vs tg-relay (poller + 2 workers, REPLY_MO
         JSON.stringify([b.calls, b.answers, [...new Set(b.direct)]]),
     );
     const ambiguousCount = [...ambiguous.values()].reduce((n, m) => n + [...m.values()].reduce((x, y) => x + y, 0), 0);
+    const byMethod = new Map<string, number>();
+    for (const d of dropped) byMethod.set(d.split(' ')[0], (byMethod.get(d.split(' ')[0]) ?? 0) + 1);
+    const repeats = [...byMethod].map(([m, n]) => `${m}×${n}`).join(', ');
     summary(
-      `differential under SIGKILL (${ambiguousCount} ambiguous attempts, ${dropped.length} repeats dropped)`,
+      `differential under SIGKILL (${ambiguousCount} ambiguous attempts, ${dropped.length} repeats dropped${repeats ? `: ${repeats}` : ''})`,
       diffs,
     );
     expect(diffs.slice(0, 2)).toEqual([]);
@@ -260,8 +263,19 @@ describe('differential: plain telegraf vs tg-relay (poller + 2 workers, REPLY_MO
     const refused = [...views.entries()].flatMap(([chat, v]) => v.refused.map((r) => ({ chat, r })));
     const unexcused = refused.filter(({ chat, r }) => !ambiguous.get(chat)?.has(r.split(' ')[0]));
     expect(unexcused).toEqual([]);
-    expect(await failedRows(db)).toEqual([]);
-    expect(states).toEqual({ delivered: relayed });
+    // Every row delivered, but for one kind the contract leaves failed: an answer whose first send
+    // was taken but not confirmed is refused on its repeat ("query is too old … or query ID is
+    // invalid"), which cannot be told from an expired query (RELAY_QUERY_EXPIRED, never alerted).
+    // The user saw the answer: it is in the sandbox's log, compared above.
+    const failed = (await failedRows(db)) as Array<{ method: string; attempts: string[] }>;
+    const expiredRepeat = (f: { method: string; attempts: string[] }) =>
+      f.method === 'answerCallbackQuery' &&
+      f.attempts.some((a) => a.startsWith('ambiguous')) &&
+      f.attempts[f.attempts.length - 1] === 'failed RELAY_QUERY_EXPIRED';
+    expect(failed.filter((f) => !expiredRepeat(f))).toEqual([]);
+    expect(states).toEqual(
+      failed.length > 0 ? { delivered: relayed - failed.length, failed: failed.length } : { delivered: relayed },
+    );
     expect(fleet.crashes()).toEqual([]);
   }, 120_000);
 });
