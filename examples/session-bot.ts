@@ -2,12 +2,11 @@
  * Session example: a per-user counter kept in telegraf's `session()`. `BOT_HANDLERS=examples/session-bot.ts
  * npm start`, then `/count` (adds one and says the total) and `/reset`.
  *
- * The store is an option so the bot can run on any telegraf `SessionStore`. It defaults to
- * telegraf's in-memory store, which forgets everything on restart and is not shared between
- * workers. `dispatch.sessionStore()` is coming: a store kept in PostgreSQL whose writes commit with
- * the update's handled mark; then `createSessionBot({ store: dispatch.sessionStore() })`.
+ * The store defaults to `dispatch.sessionStore()`: sessions kept in PostgreSQL (relay.sessions),
+ * shared by every worker, whose writes commit with the update's handled mark (a failed attempt's
+ * count is discarded with it). Any telegraf `SessionStore` can be given instead.
  */
-import { Composer, MemorySessionStore, session, type Middleware, type SessionStore } from 'telegraf';
+import { Composer, session, type Middleware, type SessionStore } from 'telegraf';
 import { defineBot, type DispatchContext, type RegisterHandlers } from 'tg-relay';
 
 export interface CounterSession {
@@ -19,18 +18,17 @@ export interface CounterContext extends DispatchContext {
 }
 
 export interface SessionBotOptions {
-  /** Where sessions live. Default: telegraf's MemorySessionStore (process memory). */
+  /** Where sessions live. Default: the relay's transactional store. */
   store?: SessionStore<CounterSession>;
 }
 
 export function createSessionBot(options: SessionBotOptions = {}): RegisterHandlers {
-  return (bot) => {
+  return (bot, dispatch) => {
     const app = new Composer<CounterContext>();
+    const defaultSession = () => ({ count: 0 });
+    // the default given to the store, not to session(): see docs/dispatch.md (sessions)
     app.use(
-      session({
-        store: options.store ?? new MemorySessionStore<CounterSession>(),
-        defaultSession: () => ({ count: 0 }),
-      }),
+      session({ store: options.store ?? dispatch.sessionStore<CounterSession>({ defaultSession }), defaultSession }),
     );
     app.command('count', (ctx) => {
       ctx.session.count += 1;

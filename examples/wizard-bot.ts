@@ -3,10 +3,10 @@
  * `BOT_HANDLERS=examples/wizard-bot.ts npm start`, then `/signup`; `/cancel` leaves at any step.
  *
  * A wizard keeps its step in the session, so the session store decides whether a sign-up survives
- * a restart or moves between workers: the store option works as in session-bot.ts (in memory by
- * default; `dispatch.sessionStore()` is coming).
+ * a restart or moves between workers: by default `dispatch.sessionStore()` (PostgreSQL, committed
+ * with each update), as in session-bot.ts.
  */
-import { Composer, MemorySessionStore, Scenes, session, type Middleware, type SessionStore } from 'telegraf';
+import { Composer, Scenes, session, type Middleware, type SessionStore } from 'telegraf';
 import { defineBot, type DispatchContext, type RegisterHandlers } from 'tg-relay';
 
 export interface SignupState extends Scenes.WizardSessionData {
@@ -50,9 +50,9 @@ signupWizard.command('cancel', async (ctx) => {
 });
 
 export function createWizardBot(options: { store?: SessionStore<SignupSession> } = {}): RegisterHandlers {
-  return (bot) => {
+  return (bot, dispatch) => {
     const app = new Composer<SignupContext>();
-    app.use(session({ store: options.store ?? new MemorySessionStore<SignupSession>() }));
+    app.use(session({ store: options.store ?? dispatch.sessionStore<SignupSession>() }));
     app.use(new Scenes.Stage<SignupContext>([signupWizard]).middleware());
     app.command('signup', (ctx) => ctx.scene.enter('signup'));
     // session() and the stage give every context `session`, `scene` and `wizard` at run time

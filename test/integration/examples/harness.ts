@@ -3,7 +3,7 @@
  * against the real Bot API sandbox over HTTP: updates come from the sandbox's update factory, and
  * what the bot answered is read from the sandbox's call log.
  */
-import { Telegraf } from 'telegraf';
+import { MemorySessionStore, Telegraf } from 'telegraf';
 import type { Update } from 'telegraf/types';
 import { DispatchContext, type DispatchApi, type RegisterHandlers } from 'tg-relay';
 import { createBotApiSandbox, type BotApiSandbox, type CallRecord, type TgUpdate } from '../../../libs/sandbox';
@@ -24,16 +24,21 @@ export interface ExampleHarness {
 
 /**
  * The dispatch API as plain telegraf can give it: autoAnswerCallbacks answers, after the handlers,
- * a callback query they left unanswered; onError, sessionStore and transaction are tg-relay's alone
- * (the examples tested here use none of them).
+ * a callback query they left unanswered; onError is tg-relay's alone (no example here uses it).
  */
 function plainDispatch(bot: Telegraf<DispatchContext>): DispatchApi {
   return {
     onError: () => {
       throw new Error('onError needs tg-relay dispatch: not available on plain telegraf');
     },
-    sessionStore: () => {
-      throw new Error('sessionStore needs tg-relay dispatch: not available on plain telegraf');
+    // plain telegraf has no relay database: sessions in memory, as telegraf's own default
+    sessionStore: <T>() => {
+      const memory = new MemorySessionStore<T>();
+      return {
+        get: (key: string) => Promise.resolve(memory.get(key)),
+        set: (key: string, value: T) => Promise.resolve(memory.set(key, value)),
+        delete: (key: string) => Promise.resolve(void memory.delete(key)),
+      };
     },
     transaction: () => {
       throw new Error('transaction needs tg-relay dispatch: not available on plain telegraf');
