@@ -91,7 +91,7 @@ const alerts = async () =>
 
 /** A bot message of CHAT, sent before the faults are set. */
 async function botMessage(text: string): Promise<number> {
-  const m = (await telegram.callApi('sendMessage', { chat_id: CHAT, text })) as { message_id: number };
+  const m = await telegram.callApi<{ message_id: number }>('sendMessage', { chat_id: CHAT, text });
   return m.message_id;
 }
 
