@@ -102,7 +102,7 @@ const idOf = (v: unknown): number | undefined => {
 export function resultMessageIds(result: unknown): number[] | undefined {
   if (Array.isArray(result)) {
     const ids = result.map(idOf);
-    return ids.every((i) => i !== undefined) ? (ids) : undefined;
+    return ids.every((i) => i !== undefined) ? ids : undefined;
   }
   const id = idOf(result);
   return id === undefined ? undefined : [id];
@@ -120,11 +120,33 @@ export function classifySendSuccess(result: unknown, status = 200, method = 'sen
   return { type: 'ambiguous', errorCode: 'BAD_RESPONSE', error: 'Telegram answered ok without a message_id' };
 }
 
-/** Anything a Bot API call of an outbound row threw. */
-export function classifySendError(err: unknown, method = 'sendMessage'): SendOutcome {
+/** An edit Telegram did not make because the message already shows exactly what was asked. */
+export const NOT_MODIFIED = /message is not modified/i;
+/** A delete of a message that is not there (any more). */
+export const DELETE_NOT_FOUND = /message to delete not found/i;
+
+/**
+ * A refusal that says the call's effect is already there: an edit whose content the message already
+ * has, or — on a repeat, after an earlier attempt that may have been taken (a dropped connection, a
+ * worker that died mid-send, a 5xx from a proxy) — a delete of a message that is gone. The user sees
+ * what the handler asked for, so the row is delivered, not failed with an alert.
+ */
+function alreadyDone(method: string, code: number, description: string, repeat: boolean): boolean {
+  if (code !== 400) return false;
+  if (method.startsWith('editMessage') && NOT_MODIFIED.test(description)) return true;
+  return repeat && method.startsWith('deleteMessage') && DELETE_NOT_FOUND.test(description);
+}
+
+/**
+ * Anything a Bot API call of an outbound row threw. `repeat`: an earlier counted attempt of the row
+ * was made (it may have been taken by Telegram).
+ */
+export function classifySendError(err: unknown, method = 'sendMessage', opts: { repeat?: boolean } = {}): SendOutcome {
   if (err instanceof TelegramApiError) {
     const code = err.errorCode;
     const description = short(err.description);
+    if (alreadyDone(method, code, description, opts.repeat === true))
+      return { type: 'delivered', messageIds: [], status: code };
     // an answer that came too late can never be sent: recorded, not alerted (outbound_raise_alerts)
     if (code === 400 && method.startsWith('answer') && QUERY_EXPIRED.test(description))
       return { type: 'terminal', reason: description, status: code, errorCode: 'RELAY_QUERY_EXPIRED' };

@@ -111,6 +111,7 @@ export async function sendOutbound(
     const result = await client.callApi(method, callParams(row, call.params), { timeoutMs, files: call.files });
     return classifySendSuccess(result, 200, method);
   } catch (err) {
-    return classifySendError(err, method);
+    // attempts counts this one: more than one means an earlier attempt may have been taken
+    return classifySendError(err, method, { repeat: row.attempts > 1 });
   }
 }

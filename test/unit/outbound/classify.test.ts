@@ -53,6 +53,25 @@ describe('sendMessage classification', () => {
     expect(classifySendError(expired, 'sendMessage')).toMatchObject({ type: 'terminal', errorCode: 'TELEGRAM_400' });
   });
 
+  it('a refusal saying the effect is already there is Delivered: an edit not modified, a repeated delete of a gone message', () => {
+    const notModified = api(
+      400,
+      'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+    );
+    for (const method of ['editMessageText', 'editMessageCaption', 'editMessageReplyMarkup'])
+      expect(classifySendError(notModified, method)).toEqual({ type: 'delivered', messageIds: [], status: 400 });
+    const gone = api(400, 'Bad Request: message to delete not found');
+    expect(classifySendError(gone, 'deleteMessage', { repeat: true })).toMatchObject({ type: 'delivered' });
+    // a first attempt has nothing to explain it: a wrong message id stays a failure
+    expect(classifySendError(gone, 'deleteMessage')).toMatchObject({ type: 'terminal', errorCode: 'TELEGRAM_400' });
+    // only those descriptions, only for those methods
+    expect(classifySendError(notModified, 'sendMessage', { repeat: true })).toMatchObject({ type: 'terminal' });
+    expect(classifySendError(gone, 'editMessageText', { repeat: true })).toMatchObject({ type: 'terminal' });
+    expect(
+      classifySendError(api(400, 'Bad Request: message to edit not found'), 'editMessageText', { repeat: true }),
+    ).toMatchObject({ type: 'terminal' });
+  });
+
   it('ok without a message_id → Ambiguous (Telegram may have sent it)', () => {
     expect(classifySendSuccess(true)).toMatchObject({ type: 'ambiguous', errorCode: 'BAD_RESPONSE' });
   });
