@@ -20,7 +20,8 @@ import {
   BLOCKED_CHAT,
   CHAT_NOT_FOUND,
   checkSoak,
-  expectedEchoes,
+  expectedReplyRows,
+  mediaReplies,
   MIGRATED_GROUP,
   MIGRATED_MESSAGES,
   MIGRATED_TO,
@@ -67,6 +68,11 @@ export interface SoakOptions {
   poison?: boolean;
   hostileUserShare?: number;
   poisonReplyEvery?: number;
+  /**
+   * Media replies (test/fixtures/soak-media.ts: photo uploads, albums, edits of a reply through its
+   * placeholder); on by default in the poison variant, off in the plain one.
+   */
+  media?: boolean;
   /** Bound on the final drain. */
   drainTimeoutMs: number;
   staleAfter: string;
@@ -276,6 +282,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         SOAK_HANDLER_FAIL_RATE: String(options.handlerFailRate),
         SOAK_ECHO_EVERY: String(options.echoEvery),
         SOAK_POISON_EVERY: String(poisonEvery(options)),
+        SOAK_MEDIA: mediaReplies(options) ? '1' : '0',
       };
     };
     fleet = new Fleet({ env, logDir: path.join(dir, 'logs') });
@@ -570,7 +577,7 @@ function isDrained(ctx: SoakContext, s: DrainState): boolean {
     (s.inbox.pending ?? 0) === 0 &&
     sum(s.captures) === n &&
     open(s.captures) === 0 &&
-    s.replies === expectedEchoes(ctx) &&
+    s.replies === expectedReplyRows(ctx) &&
     open(s.outbound) === 0
   );
 }
