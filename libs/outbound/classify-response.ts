@@ -8,6 +8,7 @@
  * | ok, result.message_id                                  | Delivered(message_id)            |
  * | 429 (parameters.retry_after, else Retry-After header)  | RateLimited(retryAfterMs)        |
  * | 400 with parameters.migrate_to_chat_id                 | Migrate(newChatId)               |
+ * | 400 "message is not modified" to an edit               | Delivered (it shows that content)|
  * | 5xx, 408                                               | Retry (backoff)                  |
  * | 401, 404 (token or TELEGRAM_API_ROOT wrong)            | Config (retried, budget kept)    |
  * | other 4xx (400, 403, …)                                | Terminal(description)            |
@@ -93,6 +94,14 @@ const short = (s: string): string => {
 /** A query Telegram no longer takes an answer to (the user's client stopped waiting). */
 export const QUERY_EXPIRED = /query is too old|query id is invalid/i;
 
+/**
+ * An edit the message already shows. A relayed edit is sent again after an ambiguous attempt (the
+ * connection dropped after the request was written, a worker died mid-call); when the first one went
+ * through, Telegram answers this 400 to the second: the message has the asked content, so it is
+ * delivered, not a failure with an alert (found by the poison soak's edits).
+ */
+export const NOT_MODIFIED = /message is not modified/i;
+
 const idOf = (v: unknown): number | undefined => {
   const id = (v as { message_id?: unknown } | null)?.message_id;
   return typeof id === 'number' && Number.isInteger(id) ? id : undefined;
@@ -102,7 +111,7 @@ const idOf = (v: unknown): number | undefined => {
 export function resultMessageIds(result: unknown): number[] | undefined {
   if (Array.isArray(result)) {
     const ids = result.map(idOf);
-    return ids.every((i) => i !== undefined) ? (ids) : undefined;
+    return ids.every((i) => i !== undefined) ? ids : undefined;
   }
   const id = idOf(result);
   return id === undefined ? undefined : [id];
@@ -128,6 +137,8 @@ export function classifySendError(err: unknown, method = 'sendMessage'): SendOut
     // an answer that came too late can never be sent: recorded, not alerted (outbound_raise_alerts)
     if (code === 400 && method.startsWith('answer') && QUERY_EXPIRED.test(description))
       return { type: 'terminal', reason: description, status: code, errorCode: 'RELAY_QUERY_EXPIRED' };
+    if (code === 400 && method.startsWith('editMessage') && NOT_MODIFIED.test(description))
+      return { type: 'delivered', messageIds: [], status: code };
     if (code === 429) {
       // Telegram's retry_after is whole seconds, at least 1; a peer answering 0 (or a fraction: a
       // proxy, a self-hosted Bot API) must not make the message retry at once, forever (429s are
