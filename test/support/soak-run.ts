@@ -120,10 +120,16 @@ export const SHORT_SOAK: Omit<SoakOptions, 'seed'> = {
   drainTimeoutMs: 75_000,
 };
 
-/** The short poison soak (test/integration/soak/poison-soak.test.ts): smaller than the short soak, same chaos. */
+/**
+ * The short poison soak (test/integration/soak/poison-soak.test.ts): smaller than the short soak, same
+ * chaos. Its media replies more than double the sends; over 40 chats instead of 20 (Telegram's 1 message
+ * a second per private chat is what bounds the drain) it stays about as long as before them, with the
+ * same number of hostile-text updates (20% of the users send them).
+ */
 export const SHORT_POISON_SOAK: Omit<SoakOptions, 'seed'> = {
   ...SHORT_SOAK,
   poison: true,
+  chats: 40,
   updates: 1_000,
   outbound: 120,
   feedMs: 12_000,
