@@ -8,6 +8,7 @@
  * | ok, result.message_id                                  | Delivered(message_id)            |
  * | 429 (parameters.retry_after, else Retry-After header)  | RateLimited(retryAfterMs)        |
  * | 400 with parameters.migrate_to_chat_id                 | Migrate(newChatId)               |
+ * | 400 "message is not modified" to an edit               | Delivered (it shows that content)|
  * | 5xx, 408                                               | Retry (backoff)                  |
  * | 401, 404 (token or TELEGRAM_API_ROOT wrong)            | Config (retried, budget kept)    |
  * | other 4xx (400, 403, …)                                | Terminal(description)            |
@@ -120,7 +121,11 @@ export function classifySendSuccess(result: unknown, status = 200, method = 'sen
   return { type: 'ambiguous', errorCode: 'BAD_RESPONSE', error: 'Telegram answered ok without a message_id' };
 }
 
-/** An edit Telegram did not make because the message already shows exactly what was asked. */
+/**
+ * An edit Telegram did not make because the message already shows exactly what was asked: what an
+ * edit sent again after an ambiguous attempt that went through is answered (found by the poison
+ * soak's edits and the differential test under SIGKILL).
+ */
 export const NOT_MODIFIED = /message is not modified/i;
 /** A delete of a message that is not there (any more). */
 export const DELETE_NOT_FOUND = /message to delete not found/i;

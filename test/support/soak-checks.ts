@@ -5,8 +5,9 @@
  */
 import type { DrainState, SoakContext, SoakOptions } from './soak-run';
 import type { ExitRecord } from './soak-fleet';
-import { soakEchoes } from '../fixtures/soak-echo';
 import { fromUtf16, POISON_DEFAULTS, soakPoisons } from '../fixtures/soak-poison';
+import { soakReplyMethods } from '../fixtures/soak-media';
+import { checkMedia, isAlbumTail, OutboundRow, rowSendKey, sentKey } from './soak-media-checks';
 
 export interface Figure {
   label: string;
@@ -39,16 +40,25 @@ function poisonEveryOf(options: Pick<SoakOptions, 'poison' | 'poisonReplyEvery'>
   return options.poison ? (options.poisonReplyEvery ?? POISON_DEFAULTS.poisonReplyEvery) : 0;
 }
 
-/** Whether the soak bot echoes this update (an update whose attempt failed on an invalid reply queues none of its replies). */
-function echoed(u: number, options: SoakOptions): boolean {
-  return soakEchoes(u, options.echoEvery) && !soakPoisons(u, poisonEveryOf(options));
+/** Whether the soak bot makes media replies (the poison variant unless told otherwise). */
+export function mediaReplies(options: Pick<SoakOptions, 'poison' | 'media'>): boolean {
+  return options.media ?? options.poison === true;
 }
 
-/** How many of the injected updates the soak bot echoes (see soakEchoes). */
-export function expectedEchoes(ctx: Pick<SoakContext, 'injected' | 'options'>): number {
+/** The relayed calls the soak bot makes for update `u` in its handled attempt, in call order (soak-media.ts). */
+export function replyMethodsOf(u: number, options: SoakOptions): string[] {
+  return soakReplyMethods(u, {
+    echoEvery: options.echoEvery,
+    poisonEvery: poisonEveryOf(options),
+    media: mediaReplies(options),
+  });
+}
+
+/** How many reply rows the handled updates make (an update whose attempt failed on an invalid reply queues none). */
+export function expectedReplyRows(ctx: Pick<SoakContext, 'injected' | 'options'>): number {
   let n = 0;
   if (ctx.injected.count === 0) return 0;
-  for (let u = ctx.injected.first; u <= ctx.injected.last; u++) if (echoed(u, ctx.options)) n++;
+  for (let u = ctx.injected.first; u <= ctx.injected.last; u++) n += replyMethodsOf(u, ctx.options).length;
   return n;
 }
 
@@ -277,39 +287,34 @@ export async function checkSoak(
   section('outbound');
   const rows = (
     await pool.query(
-      `select id::text, msg_id, kind, state, chat_id, target_chat_id, text, failed_reason, telegram_message_id
+      `select id::text, msg_id, kind, state, chat_id, target_chat_id, text, failed_reason, telegram_message_id,
+              method, params, telegram_message_ids::text[] as telegram_message_ids
          from relay.outbound where bot_id = $1 order by id`,
       [botId],
     )
-  ).rows as Array<{
-    id: string;
-    msg_id: string;
-    kind: string;
-    state: string;
-    chat_id: string;
-    target_chat_id: string;
-    text: string;
-    failed_reason: string | null;
-    telegram_message_id: string | null;
-  }>;
+  ).rows as OutboundRow[];
   const ofKind = (k: string) => rows.filter((r) => r.kind === k);
   const messages = ofKind('message');
   const replies = ofKind('reply');
   const alerts = ofKind('alert');
-  const expectedReplies = expectedEchoes(ctx);
+  const expectedReplies = expectedReplyRows(ctx);
+  // each reply row is call n of a handled update's attempt, with the method the bot called n-th
   const replyIdsOk = replies.every((r) => {
-    const m = /^update:(\d+):(\d+):1$/.exec(r.msg_id);
-    return !!m && m[1] === botId && echoed(Number(m[2]), options) && Number(m[2]) >= first && Number(m[2]) <= last;
+    const m = /^update:(\d+):(\d+):(\d+)$/.exec(r.msg_id);
+    if (!m || m[1] !== botId || Number(m[2]) < first || Number(m[2]) > last) return false;
+    return replyMethodsOf(Number(m[2]), options)[Number(m[3]) - 1] === r.method;
   });
   fig(
     'outbound messages enqueued (SQL function + admin API)',
     `${messages.length} of ${options.outbound}`,
     messages.length === options.outbound,
   );
+  const replyMethods = new Map<string, number>();
+  for (const r of replies) replyMethods.set(r.method, (replyMethods.get(r.method) ?? 0) + 1);
   fig(
-    'handler replies enqueued (exactly once per echoed update)',
-    `${replies.length} of ${expectedReplies}`,
-    replies.length === expectedReplies && replyIdsOk,
+    'handler replies enqueued (exactly once per call of a handled update)',
+    `${replies.length} of ${expectedReplies} (${[...replyMethods].map(([m, n]) => `${m} ${n}`).join(', ')})`,
+    replies.length === expectedReplies && new Set(replies.map((r) => r.msg_id)).size === replies.length && replyIdsOk,
   );
   const notAlerts = [...messages, ...replies];
   const delivered = notAlerts.filter((r) => r.state === 'delivered');
@@ -348,14 +353,16 @@ export async function checkSoak(
     migrated.every((r) => r.state === 'delivered' && Number(r.target_chat_id) === MIGRATED_TO),
   );
 
-  // Every sendMessage the sandbox accepted, mapped back to its row by text (unique by construction).
-  const byText = new Map<string, (typeof rows)[number]>();
+  // Every send and edit the sandbox accepted, mapped back to its row by its text or caption (unique by
+  // construction, soak-media.ts); an album counts once, by its first message, and is ordered by all.
+  const rowOfKey = new Map<string, OutboundRow>();
   let textClashes = 0;
   for (const r of rows) {
-    if (byText.has(r.text)) textClashes++;
-    byText.set(r.text, r);
+    const k = rowSendKey(r);
+    if (rowOfKey.has(k)) textClashes++;
+    rowOfKey.set(k, r);
   }
-  const sent = sandbox.sent(token).filter((s) => s.method === 'sendMessage');
+  const sent = sandbox.sent(token);
   const sentCount = new Map<string, number>();
   let unknownSent = 0;
   let wrongChat = 0;
@@ -363,12 +370,12 @@ export async function checkSoak(
   let sendOrderViolations = 0;
   const sendOrderExamples: string[] = [];
   for (const s of [...sent].sort((a, b) => a.seq - b.seq)) {
-    const row = byText.get(s.text);
+    const row = rowOfKey.get(sentKey(s));
     if (!row) {
       unknownSent++;
       continue;
     }
-    sentCount.set(row.id, (sentCount.get(row.id) ?? 0) + 1);
+    if (!isAlbumTail(s)) sentCount.set(row.id, (sentCount.get(row.id) ?? 0) + 1);
     if (Number(row.target_chat_id) !== s.resolved_chat_id) wrongChat++;
     const id = Number(row.id);
     const prev = lastIdOfChat.get(s.resolved_chat_id) ?? -Infinity;
@@ -379,7 +386,12 @@ export async function checkSoak(
   }
   const deliveredNeverSent = rows.filter((r) => r.state === 'delivered' && !sentCount.get(r.id)).length;
   const failedButSent = rows.filter((r) => r.state === 'failed' && sentCount.get(r.id)).length;
-  fig('sends the sandbox accepted', `${sent.length} (to ${lastIdOfChat.size} chats)`);
+  const sentMethods = new Map<string, number>();
+  for (const x of sent) sentMethods.set(x.method, (sentMethods.get(x.method) ?? 0) + 1);
+  fig(
+    'sends the sandbox accepted',
+    `${sent.length} (to ${lastIdOfChat.size} chats; ${[...sentMethods].map(([m, n]) => `${m} ${n}`).join(', ')})`,
+  );
   fig(
     'sends of no outbound row / to the wrong chat',
     `${unknownSent} / ${wrongChat}`,
@@ -391,7 +403,7 @@ export async function checkSoak(
     deliveredNeverSent === 0 && failedButSent === 0,
   );
   fig(
-    'per-chat send order violations',
+    'per-chat send order violations (text, media and edits alike)',
     sendOrderViolations + (sendOrderExamples.length ? ` (${sendOrderExamples.join('; ')})` : ''),
     sendOrderViolations === 0,
   );
@@ -415,10 +427,13 @@ export async function checkSoak(
   let dupAfterDeath = 0;
   let dupUnexplained = 0;
   const unexplainedExamples: string[] = [];
+  const methodOf = new Map(rows.map((r) => [r.id, r.method]));
+  const dupByMethod = new Map<string, number>();
   for (const [id, n] of sentCount) {
     if (n <= 1) continue;
     dupRows++;
     dupExtraSends += n - 1;
+    dupByMethod.set(methodOf.get(id) ?? '?', (dupByMethod.get(methodOf.get(id) ?? '?') ?? 0) + 1);
     const u = uncertainOf.get(id);
     if (!u || u.ambiguous < n - 1) {
       dupUnexplained++;
@@ -435,13 +450,21 @@ export async function checkSoak(
   );
   fig(
     'duplicate sends',
-    `${dupRows} messages sent more than once, ${dupExtraSends} extra sends (${dupAfterDrop} after a dropped connection, ${dupAfterDeath} after a SIGKILLed worker)`,
+    `${dupRows} messages sent more than once, ${dupExtraSends} extra sends (${dupAfterDrop} after a dropped connection, ${dupAfterDeath} after a SIGKILLed worker; ${[...dupByMethod].map(([m, n]) => `${m} ${n}`).join(', ') || 'none'})`,
   );
   fig(
     'duplicate sends not preceded by as many recorded ambiguous attempts',
     dupUnexplained + (unexplainedExamples.length ? ` (${unexplainedExamples.join('; ')})` : ''),
     dupUnexplained === 0,
   );
+
+  if (mediaReplies(options)) {
+    const numbered = replies.map((row) => {
+      const m = /^update:\d+:(\d+):(\d+)$/.exec(row.msg_id);
+      return { row, update: Number(m?.[1]), n: Number(m?.[2]) };
+    });
+    checkMedia({ replies: numbered, sent, calls: sandbox.calls(token) }, fig, section);
+  }
 
   if (options.poison) await checkPoison(ctx, poisoned, fig, section);
 

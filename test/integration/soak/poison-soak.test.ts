@@ -5,7 +5,9 @@
  * 4096+ characters) and one handler call in 25 replies invalid content (5,000 characters, whitespace
  * only, a lone surrogate, a NUL). Every invariant of the soak must hold, plus: hostile texts stored
  * exactly, handled and captured with the exact text; poison-reply updates failed at once with
- * RELAY_INVALID_REPLY and nothing else failed (test/support/soak-checks.ts, checkPoison).
+ * RELAY_INVALID_REPLY and nothing else failed (test/support/soak-checks.ts, checkPoison). A share of the
+ * replies are media (test/fixtures/soak-media.ts): photo uploads, albums and edits through a reply's
+ * placeholder, checked against the sandbox's call log (test/support/soak-media-checks.ts).
  */
 import { formatReport } from '../../support/soak-checks';
 import { newSeed, runSoak, SHORT_POISON_SOAK } from '../../support/soak-run';
@@ -35,6 +37,10 @@ it('hostile text and invalid replies fail only their own update through kills, a
     'poison-reply updates failed at once with RELAY_INVALID_REPLY',
     'other updates failed (must be none: no other update or chat held up)',
     'later updates of the chats with a failed update, handled',
+    'photo replies: reached the Bot API with exactly the uploaded bytes (sha256 in the call log), Telegram id recorded',
+    'albums: sent as one album of 2 photos with exactly their bytes, both Telegram ids recorded',
+    'edits: sent with the real message id of the reply they edit (its placeholder resolved)',
+    'edit calls that reached the Bot API with a placeholder (non-positive) message id',
   ]) {
     expect(figure(label)).toMatchObject({ ok: true });
   }

@@ -72,6 +72,28 @@ describe('sendMessage classification', () => {
     ).toMatchObject({ type: 'terminal' });
   });
 
+  it('an edit answered "message is not modified" is delivered (an earlier ambiguous attempt went through); a send is not', () => {
+    const notModified = (method: string) =>
+      new TelegramApiError(method, {
+        errorCode: 400,
+        description:
+          'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+      });
+    for (const method of ['editMessageText', 'editMessageCaption', 'editMessageReplyMarkup', 'editMessageMedia'])
+      expect(classifySendError(notModified(method), method)).toEqual({
+        type: 'delivered',
+        messageIds: [],
+        status: 400,
+      });
+    expect(classifySendError(notModified('sendMessage'), 'sendMessage')).toMatchObject({
+      type: 'terminal',
+      errorCode: 'TELEGRAM_400',
+    });
+    expect(classifySendError(api(400, 'Bad Request: message to edit not found'), 'editMessageText')).toMatchObject({
+      type: 'terminal',
+    });
+  });
+
   it('ok without a message_id → Ambiguous (Telegram may have sent it)', () => {
     expect(classifySendSuccess(true)).toMatchObject({ type: 'ambiguous', errorCode: 'BAD_RESPONSE' });
   });
