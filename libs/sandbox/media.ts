@@ -191,26 +191,31 @@ function floatParam(value: unknown): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
+/** A message of one non-file kind (location, contact, poll, dice): checks, then the content, then posted. */
+function postKind(
+  bot: BotState,
+  params: Params,
+  env: MessagingEnv,
+  sent: { method: string; kind: string; label?: string },
+  content: () => Params,
+): TgMessage {
+  const target = sendTarget(bot, params, env);
+  const pre = preflight(bot, target, params, env);
+  return postMessage(bot, env, target, params, pre, content(), {
+    method: sent.method,
+    text: mediaLabel(sent.kind, sent.label),
+    media: sent.kind,
+  });
+}
+
 export function sendLocation(bot: BotState, params: Params, env: MessagingEnv): TgMessage {
   const latitude = floatParam(params.latitude);
   if (latitude === undefined) throw new BotApiError(400, TG_DESCRIPTIONS.latitudeEmpty);
   const longitude = floatParam(params.longitude);
   if (longitude === undefined) throw new BotApiError(400, TG_DESCRIPTIONS.longitudeEmpty);
-  const target = sendTarget(bot, params, env);
-  const pre = preflight(bot, target, params, env);
-  return postMessage(
-    bot,
-    env,
-    target,
-    params,
-    pre,
-    { location: { latitude, longitude } },
-    {
-      method: 'sendLocation',
-      text: mediaLabel('location', undefined),
-      media: 'location',
-    },
-  );
+  return postKind(bot, params, env, { method: 'sendLocation', kind: 'location' }, () => ({
+    location: { latitude, longitude },
+  }));
 }
 
 function requiredString(params: Params, name: string): string {
@@ -225,21 +230,7 @@ export function sendContact(bot: BotState, params: Params, env: MessagingEnv): T
     first_name: requiredString(params, 'first_name'),
   };
   if (typeof params.last_name === 'string' && params.last_name) contact.last_name = params.last_name;
-  const target = sendTarget(bot, params, env);
-  const pre = preflight(bot, target, params, env);
-  return postMessage(
-    bot,
-    env,
-    target,
-    params,
-    pre,
-    { contact },
-    {
-      method: 'sendContact',
-      text: mediaLabel('contact', undefined),
-      media: 'contact',
-    },
-  );
+  return postKind(bot, params, env, { method: 'sendContact', kind: 'contact' }, () => ({ contact }));
 }
 
 function pollOptions(raw: unknown): string[] {
@@ -260,32 +251,19 @@ export function sendPoll(bot: BotState, params: Params, env: MessagingEnv): TgMe
   const question = typeof params.question === 'string' ? params.question : '';
   if (question.trim() === '') throw new BotApiError(400, 'Bad Request: poll question must be non-empty');
   const options = pollOptions(params.options);
-  const target = sendTarget(bot, params, env);
-  const pre = preflight(bot, target, params, env);
-  const poll = {
-    id: `${bot.id}${String(bot.sent.length + 1).padStart(8, '0')}`,
-    question,
-    options: options.map((text) => ({ text, voter_count: 0 })),
-    total_voter_count: 0,
-    is_closed: false,
-    is_anonymous:
-      params.is_anonymous === undefined ? true : params.is_anonymous === true || params.is_anonymous === 'true',
-    type: params.type === 'quiz' ? 'quiz' : 'regular',
-    allows_multiple_answers: params.allows_multiple_answers === true || params.allows_multiple_answers === 'true',
-  };
-  return postMessage(
-    bot,
-    env,
-    target,
-    params,
-    pre,
-    { poll },
-    {
-      method: 'sendPoll',
-      text: mediaLabel('poll', question),
-      media: 'poll',
+  return postKind(bot, params, env, { method: 'sendPoll', kind: 'poll', label: question }, () => ({
+    poll: {
+      id: `${bot.id}${String(bot.sent.length + 1).padStart(8, '0')}`,
+      question,
+      options: options.map((text) => ({ text, voter_count: 0 })),
+      total_voter_count: 0,
+      is_closed: false,
+      is_anonymous:
+        params.is_anonymous === undefined ? true : params.is_anonymous === true || params.is_anonymous === 'true',
+      type: params.type === 'quiz' ? 'quiz' : 'regular',
+      allows_multiple_answers: params.allows_multiple_answers === true || params.allows_multiple_answers === 'true',
     },
-  );
+  }));
 }
 
 /** The dice Telegram offers and the highest value of each. */
@@ -295,20 +273,7 @@ export function sendDice(bot: BotState, params: Params, env: MessagingEnv): TgMe
   const emoji = typeof params.emoji === 'string' && params.emoji !== '' ? params.emoji : '🎲';
   const max = DICE_MAX[emoji];
   if (max === undefined) throw new BotApiError(400, 'Bad Request: emoji is not supported');
-  const target = sendTarget(bot, params, env);
-  const pre = preflight(bot, target, params, env);
-  const value = 1 + Math.floor(Math.random() * max);
-  return postMessage(
-    bot,
-    env,
-    target,
-    params,
-    pre,
-    { dice: { emoji, value } },
-    {
-      method: 'sendDice',
-      text: mediaLabel('dice', emoji),
-      media: 'dice',
-    },
-  );
+  return postKind(bot, params, env, { method: 'sendDice', kind: 'dice', label: emoji }, () => ({
+    dice: { emoji, value: 1 + Math.floor(Math.random() * max) },
+  }));
 }
