@@ -48,6 +48,17 @@ export const RELAY_CODES = {
   RELAY_RATE_DEFERRED: { meaning: "a send waited for the bot's or chat's rate limit (not counted)" },
   RELAY_TOO_MANY_429: { meaning: 'Telegram answered 429 too often in a row for one message' },
   RELAY_SEND_THREW: { meaning: 'sending threw before Telegram answered (retried)' },
+  RELAY_QUERY_EXPIRED: {
+    meaning:
+      'Telegram no longer takes an answer to the query ("query is too old", "query ID is invalid"); recorded, not alerted',
+  },
+  RELAY_DEPENDENCY_FAILED: {
+    meaning: 'the message names a placeholder id of an earlier message that failed: not sent',
+  },
+  RELAY_DEPENDENCY_PENDING: {
+    meaning: 'the message names a placeholder id of an earlier message not delivered yet (retried, not counted)',
+  },
+  RELAY_UNKNOWN_PLACEHOLDER: { meaning: 'the message names a placeholder id no message of the bot handed out' },
   // Telegram
   RELAY_TELEGRAM_API_ERROR: { meaning: 'the Bot API answered ok: false or an HTTP error status' },
   RELAY_TELEGRAM_NETWORK_ERROR: { meaning: 'a Bot API request produced no answer (network, timeout)' },

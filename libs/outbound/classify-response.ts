@@ -27,7 +27,10 @@ export const RATE_LIMIT_MIN_MS = 1_000;
 
 export interface Delivered {
   type: 'delivered';
-  messageId: number;
+  /** The first message id of the result (none for edits, deletes, answers: `true`). */
+  messageId?: number;
+  /** Every message id of the result, in order (an album: one per message). */
+  messageIds: number[];
   status: number;
 }
 /** Not a failure of the message: retry exactly after retryAfterMs, not counted against the budget. */
@@ -87,18 +90,44 @@ const short = (s: string): string => {
   return safeText(redactToken(s).replace(/\s+/g, ' ').trim(), MAX_TEXT);
 };
 
-/** A sendMessage result (the Message object). */
-export function classifySendSuccess(result: unknown, status = 200): SendOutcome {
-  const id = (result as { message_id?: unknown } | null)?.message_id;
-  if (typeof id === 'number' && Number.isInteger(id)) return { type: 'delivered', messageId: id, status };
+/** A query Telegram no longer takes an answer to (the user's client stopped waiting). */
+export const QUERY_EXPIRED = /query is too old|query id is invalid/i;
+
+const idOf = (v: unknown): number | undefined => {
+  const id = (v as { message_id?: unknown } | null)?.message_id;
+  return typeof id === 'number' && Number.isInteger(id) ? id : undefined;
+};
+
+/** The message ids of a result: Message, MessageId, an array of them, or none (`true`, a Poll…). */
+export function resultMessageIds(result: unknown): number[] | undefined {
+  if (Array.isArray(result)) {
+    const ids = result.map(idOf);
+    return ids.every((i) => i !== undefined) ? (ids) : undefined;
+  }
+  const id = idOf(result);
+  return id === undefined ? undefined : [id];
+}
+
+/**
+ * A successful result. Methods that create messages (send*, copy*, forward*) must answer with their
+ * ids — without them the send may have happened unrecorded (Ambiguous); edits, deletes, pins,
+ * reactions and answers may answer `true` or anything else.
+ */
+export function classifySendSuccess(result: unknown, status = 200, method = 'sendMessage'): SendOutcome {
+  const ids = resultMessageIds(result);
+  if (ids && ids.length > 0) return { type: 'delivered', messageId: ids[0], messageIds: ids, status };
+  if (!/^(send|copy|forward)/.test(method)) return { type: 'delivered', messageIds: [], status };
   return { type: 'ambiguous', errorCode: 'BAD_RESPONSE', error: 'Telegram answered ok without a message_id' };
 }
 
-/** Anything a sendMessage call threw. */
-export function classifySendError(err: unknown): SendOutcome {
+/** Anything a Bot API call of an outbound row threw. */
+export function classifySendError(err: unknown, method = 'sendMessage'): SendOutcome {
   if (err instanceof TelegramApiError) {
     const code = err.errorCode;
     const description = short(err.description);
+    // an answer that came too late can never be sent: recorded, not alerted (outbound_raise_alerts)
+    if (code === 400 && method.startsWith('answer') && QUERY_EXPIRED.test(description))
+      return { type: 'terminal', reason: description, status: code, errorCode: 'RELAY_QUERY_EXPIRED' };
     if (code === 429) {
       // Telegram's retry_after is whole seconds, at least 1; a peer answering 0 (or a fraction: a
       // proxy, a self-hosted Bot API) must not make the message retry at once, forever (429s are
@@ -120,7 +149,7 @@ export function classifySendError(err: unknown): SendOutcome {
         type: 'config',
         status: code,
         errorCode: `TELEGRAM_${code}`,
-        reason: `Bot API answered ${code} to sendMessage (${description}): ${what}; messages are kept and retried with backoff`,
+        reason: `Bot API answered ${code} to ${method} (${description}): ${what}; messages are kept and retried with backoff`,
       };
     }
     if (code >= 400) return { type: 'terminal', reason: description, status: code, errorCode: `TELEGRAM_${code}` };

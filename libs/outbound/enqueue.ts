@@ -12,7 +12,7 @@ import { ledgerStatements, QUEUES } from '../db/boss';
 import { enqueueJobs, newJobId } from '../queue/enqueue';
 import { fromSqlError, OutboundConflictError, OutboundValidationError } from './errors';
 import { OutboundMessage, OutboundMessageInput, OutboundState, validateOutboundMessage } from './message';
-import { outboundSetTraceparent, outboundUpsertMany } from './queries';
+import { outboundSetTraceparent, outboundUploadsInsert, outboundUpsertMany } from './queries';
 
 /** What a caller does not have to say: the bot and the default chat (OPS_CHAT_ID). */
 export interface OutboundDefaults {
@@ -37,7 +37,8 @@ export interface EnqueuedOutbound {
   /** False when the message already existed with the same payload (nothing written). */
   created: boolean;
   state: OutboundState;
-  targetChatId: string;
+  /** Null for an answer to a query (it belongs to no chat). */
+  targetChatId: string | null;
   jobId: string | null;
 }
 
@@ -101,6 +102,10 @@ export async function enqueueOutboundBatch(
     return r.created && traceparent ? [{ id: r.id, traceparent }] : [];
   });
   if (traced.length > 0) await outboundSetTraceparent(client, traced);
+  // the files of the rows created here (an existing row keeps the files it was created with)
+  for (const [i, r] of rows.entries()) {
+    if (r.created && messages[i].uploads.length > 0) await outboundUploadsInsert(client, r.id, messages[i].uploads);
+  }
   const conflict = rows.find((r) => r.conflict);
   if (conflict && opts.onConflict !== 'keep')
     throw new OutboundConflictError(conflict.msgId, { id: conflict.id, state: conflict.state });

@@ -1,10 +1,13 @@
 export * from './errors';
 export * from './message';
+export * from './method-params';
+export { DEPENDENCY_RETRY_MS, resolveDependencies } from './dependencies';
+export type { Dependencies } from './dependencies';
 export * from './enqueue';
 export * from './classify-response';
 export * from './rate-limit';
 export * from './send-message';
 export * from './replies';
-export { outboundSettingsSave, outboundRaiseAlerts } from './queries';
+export { outboundSettingsSave, outboundRaiseAlerts, outboundUploadsOf } from './queries';
 export * from './send-kind';
 export * from './worker-kind';

@@ -4,11 +4,14 @@
  * (sql/functions/outbound_upsert.sql, which re-checks them for callers that bypass this module);
  * here every problem is reported at once with the field it concerns.
  */
-import { TELEGRAM_TEXT_MAX } from '../telegram/limits';
 import { formatTraceparent, parseTraceparent } from '../observability/tracing';
 import { OutboundProblem, OutboundValidationError } from './errors';
+import { isRelayed, methodClass, type RelayedMethod } from '../telegram/methods';
+import { methodParamsProblems, placeholderProblems, uploadProblems, type UploadedFile } from './method-params';
+import { charLength, jsonValueProblem, OUTBOUND_TEXT_MAX, outboundTextProblem, unicodeProblem } from './text-rules';
 
-export const OUTBOUND_TEXT_MAX = TELEGRAM_TEXT_MAX;
+export { charLength, jsonValueProblem, OUTBOUND_TEXT_MAX, outboundTextProblem, unicodeProblem };
+
 export const OUTBOUND_MSG_ID_MAX = 256;
 /** msg_ids of the relay's own alerts (relay.outbound_alert_msg_id); no caller may enqueue into it. */
 export const ALERT_MSG_ID_PREFIX = 'alert:';
@@ -28,8 +31,8 @@ export interface OutboundMessageInput {
   msg_id: string;
   /** Integer chat id or @channelusername; omitted → the default chat (OPS_CHAT_ID). */
   chat_id?: string | number | null;
-  /** 1..4096 characters, sent verbatim (the publisher owns escaping). */
-  text: string;
+  /** sendMessage: 1..4096 characters, sent verbatim (the publisher owns escaping). Other methods: none. */
+  text?: string | null;
   parse_mode?: string | null;
   disable_notification?: boolean | null;
   reply_markup?: Record<string, unknown> | null;
@@ -50,6 +53,17 @@ export interface OutboundMessageInput {
    * spans join it. Not part of the payload: a retry from another trace is the same message.
    */
   traceparent?: string | null;
+  /** The relayed Bot API method (libs/telegram/methods.ts); default sendMessage. */
+  method?: string | null;
+  /**
+   * Methods other than sendMessage (required for them): every parameter but chat_id, passed as is;
+   * an uploaded file is the string "attach://<part>" with its bytes in `uploads`. Part of the payload.
+   */
+  params?: Record<string, unknown> | null;
+  /** Files the params name as "attach://<part>", stored with the row (relay.outbound_uploads). */
+  uploads?: UploadedFile[] | null;
+  /** Handler replies: the placeholder message ids the call resolved with, in order. */
+  placeholders?: number[] | null;
 }
 
 /** A validated message. `chatId` null means "the default chat". */
@@ -57,7 +71,8 @@ export interface OutboundMessage {
   msgId: string;
   botId: string | null;
   chatId: string | null;
-  text: string;
+  /** sendMessage only; null for other methods. */
+  text: string | null;
   parseMode: ParseMode | null;
   disableNotification: boolean;
   replyMarkup: Record<string, unknown> | null;
@@ -68,86 +83,15 @@ export interface OutboundMessage {
   sourceUpdateId: string | null;
   /** Set only when given. */
   traceparent?: string;
+  method: RelayedMethod;
+  /** Methods other than sendMessage: their parameters but chat_id; null for sendMessage. */
+  params: Record<string, unknown> | null;
+  uploads: UploadedFile[];
+  placeholders: number[] | null;
 }
 
 const INT_CHAT = /^-?\d{1,18}$/;
 const CHANNEL = /^@[A-Za-z0-9_]{4,32}$/;
-
-/** Characters as PostgreSQL's char_length counts them (code points), so both checks agree. */
-export function charLength(s: string): number {
-  let n = 0;
-  for (const _ of s) n++;
-  return n;
-}
-
-/** NUL (PostgreSQL text/jsonb cannot hold it) or a lone surrogate (not Unicode: half an emoji cut by `slice`). */
-export function unicodeProblem(s: string): string | undefined {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 0) return `contains a NUL character (U+0000) at index ${i}`;
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const next = s.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        i++;
-        continue;
-      }
-      return `contains a lone surrogate (U+${c.toString(16).toUpperCase()}) at index ${i}: not valid Unicode (an emoji cut in half?)`;
-    }
-    if (c >= 0xdc00 && c <= 0xdfff)
-      return `contains a lone surrogate (U+${c.toString(16).toUpperCase()}) at index ${i}: not valid Unicode (an emoji cut in half?)`;
-  }
-  return undefined;
-}
-
-/**
- * Why `text` cannot be a Telegram message text (1..4096 characters, a visible one among them,
- * valid Unicode without NUL), or undefined when it can. Reusable by every way in (admin API,
- * library, handler replies); never quotes the text.
- */
-export function outboundTextProblem(text: unknown): string | undefined {
-  if (typeof text !== 'string') return `must be a string of 1..${OUTBOUND_TEXT_MAX} characters`;
-  const n = charLength(text);
-  if (n < 1 || n > OUTBOUND_TEXT_MAX) return `must be 1..${OUTBOUND_TEXT_MAX} characters, got ${n}`;
-  const u = unicodeProblem(text);
-  if (u) return u;
-  if (!/\S/.test(text)) return 'must contain a visible character (Telegram rejects blank text)';
-  return undefined;
-}
-
-/**
- * Why a value cannot be stored as `jsonb` and sent as JSON (a NUL or lone surrogate in a string or
- * key, a BigInt, a cycle), or undefined when it can.
- */
-export function jsonValueProblem(value: unknown): string | undefined {
-  const seen = new Set<unknown>();
-  const walk = (v: unknown, path: string, depth: number): string | undefined => {
-    if (typeof v === 'string') {
-      const u = unicodeProblem(v);
-      return u ? `${path || 'value'} ${u}` : undefined;
-    }
-    if (typeof v === 'bigint') return `${path || 'value'} is a BigInt (not JSON)`;
-    if (v === null || typeof v !== 'object') return undefined;
-    if (seen.has(v)) return `${path || 'value'} is circular (not JSON)`;
-    if (depth > 32) return `${path || 'value'} is nested too deeply`;
-    seen.add(v);
-    if (typeof (v as { toJSON?: unknown }).toJSON === 'function' && !(v instanceof Date)) {
-      try {
-        return walk((v as { toJSON: () => unknown }).toJSON(), path, depth + 1);
-      } catch {
-        return `${path || 'value'} cannot be converted to JSON`;
-      }
-    }
-    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-      const ku = unicodeProblem(k);
-      if (ku) return `a key of ${path || 'value'} ${ku}`;
-      const p = walk(x, path ? `${path}.${k.slice(0, 40)}` : k.slice(0, 40), depth + 1);
-      if (p) return p;
-    }
-    seen.delete(v);
-    return undefined;
-  };
-  return walk(value, '', 0);
-}
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
@@ -180,6 +124,41 @@ export function normalizeParseMode(value: unknown): ParseMode | null | undefined
 }
 
 /**
+ * The method of a message and what it carries: a sendMessage its text (checked here), any other
+ * relayed method its params (libs/outbound/method-params.ts) and none of the sendMessage fields.
+ */
+function validateMethod(
+  m: Record<string, unknown>,
+  bad: (field: string, problem: string) => void,
+): { method: unknown; plain: boolean; params: Record<string, unknown> | null } {
+  const method = m.method ?? 'sendMessage';
+  const plain = method === 'sendMessage';
+  if (typeof method !== 'string' || !isRelayed(method))
+    bad('method', 'must be a relayed Bot API method (a send, copy, forward, edit, delete, pin, reaction or answer)');
+  const text = m.text;
+  let params: Record<string, unknown> | null = null;
+  if (plain) {
+    const textProblem = outboundTextProblem(text);
+    if (textProblem) bad('text', textProblem);
+    if (m.params !== undefined && m.params !== null)
+      bad('params', 'is for methods other than sendMessage (a sendMessage has text and send_options)');
+  } else if (typeof method === 'string' && isRelayed(method)) {
+    for (const f of ['text', 'parse_mode', 'reply_markup', 'send_options'] as const)
+      if (m[f] !== undefined && m[f] !== null) bad(f, `is a sendMessage field; a ${method} carries it in params`);
+    if (m.disable_notification === true)
+      bad('disable_notification', `is a sendMessage field; a ${method} carries it in params`);
+    const ps = methodParamsProblems(method, m.params);
+    for (const p of ps) bad(p.field, p.problem);
+    if (ps.length === 0) params = m.params as Record<string, unknown>;
+  }
+  for (const p of [...uploadProblems(m.uploads, m.params), ...placeholderProblems(m.placeholders)])
+    bad(p.field, p.problem);
+  if (plain && m.uploads !== undefined && m.uploads !== null && (m.uploads as unknown[]).length > 0)
+    bad('uploads', 'a sendMessage uploads no files');
+  return { method, plain, params };
+}
+
+/**
  * Validates and normalises a message. Throws `OutboundValidationError` listing every problem.
  * Accepts `unknown` so that untrusted input (HTTP bodies) can be passed as is.
  */
@@ -200,15 +179,16 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
     );
 
   let chatId: string | null = null;
-  if (m.chat_id !== undefined && m.chat_id !== null && m.chat_id !== '') {
+  // an answer goes to no chat, whatever chat it was given
+  const chatless = typeof m.method === 'string' && methodClass(m.method) === 'answer';
+  if (!chatless && m.chat_id !== undefined && m.chat_id !== null && m.chat_id !== '') {
     const c = normalizeChatId(m.chat_id);
     if (c === undefined) bad('chat_id', 'must be a non-zero integer chat id or @channelusername (5-32 characters)');
     else chatId = c;
   }
 
+  const { method, plain, params } = validateMethod(m, bad);
   const text = m.text;
-  const textProblem = outboundTextProblem(text);
-  if (textProblem) bad('text', textProblem);
 
   const parseMode = normalizeParseMode(m.parse_mode);
   if (parseMode === undefined) bad('parse_mode', `must be one of ${PARSE_MODES.join(', ')}`);
@@ -279,7 +259,7 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
     msgId: msgId as string,
     botId,
     chatId,
-    text: text as string,
+    text: plain ? (text as string) : null,
     parseMode: parseMode as ParseMode | null,
     disableNotification: dn === true,
     replyMarkup: (rm as Record<string, unknown> | null | undefined) ?? null,
@@ -289,5 +269,9 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
     maxAttempts: (ma as number | null | undefined) ?? null,
     sourceUpdateId,
     ...(traceparent ? { traceparent } : {}),
+    method: method as RelayedMethod,
+    params,
+    uploads: (m.uploads as UploadedFile[] | null | undefined) ?? [],
+    placeholders: (m.placeholders as number[] | null | undefined) ?? null,
   };
 }

@@ -13,7 +13,8 @@ export interface UpsertedRow {
   conflict: boolean;
   state: OutboundState;
   jobId: string | null;
-  targetChatId: string;
+  /** Null for an answer to a query (it belongs to no chat). */
+  targetChatId: string | null;
 }
 
 /**
@@ -42,16 +43,49 @@ export async function outboundUpsertMany(
     source_update_id: m.sourceUpdateId,
     max_attempts: m.maxAttempts,
     job_id: jobId,
+    method: m.method,
+    params: m.params,
+    placeholders: m.placeholders,
   }));
   const { rows } = await db.query<UpsertedRow>(
     `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
        from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
               disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
-              source_update_id bigint, max_attempts integer, job_id uuid)
+              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[])
       cross join lateral relay.outbound_upsert(x.msg_id, x.bot_id, x.chat_id, $2, x.text, x.parse_mode, x.disable_notification,
-              x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id) u
+              x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id,
+              x.method, x.params, x.placeholders) u
       order by x.n`,
     [JSON.stringify(items), defaultChatId],
+  );
+  return rows;
+}
+
+/** Stores the files of a new row (relay.outbound_uploads), in the enqueuing transaction. */
+export async function outboundUploadsInsert(
+  db: Queryable,
+  outboundId: string,
+  uploads: { part: string; filename: string; bytes: Buffer }[],
+): Promise<void> {
+  // one statement per file: a few files of up to 50 MB each, sent as binary parameters
+  for (const u of uploads) {
+    await db.query('insert into relay.outbound_uploads (outbound_id, part, filename, bytes) values ($1, $2, $3, $4)', [
+      outboundId,
+      u.part,
+      u.filename,
+      Buffer.from(u.bytes.buffer, u.bytes.byteOffset, u.bytes.byteLength),
+    ]);
+  }
+}
+
+/** The files of a row, to send as multipart parts. */
+export async function outboundUploadsOf(
+  db: Queryable,
+  outboundId: string,
+): Promise<{ part: string; filename: string; bytes: Buffer }[]> {
+  const { rows } = await db.query<{ part: string; filename: string; bytes: Buffer }>(
+    'select part, filename, bytes from relay.outbound_uploads where outbound_id = $1 order by part',
+    [outboundId],
   );
   return rows;
 }
@@ -157,6 +191,8 @@ const NOW = (n: number) => `coalesce($${n}::timestamptz, now())`;
  * the chat is in flight (outbound_delivering_chat_idx; an operator's retry of a failed, earlier
  * message waits for it). With proactive rate limiting (`horizon`, the placeholder of the horizon in
  * ms) also: the chat's next_at has come, and the bot is not blocked beyond the horizon (429).
+ * Answers (target_chat_id null) belong to no chat: null matches no FIFO or chat-rate probe, and they
+ * skip the bot's limit too, so they are claimable whatever the chats' backlogs.
  */
 export function outboundClaimable(a: string, bot: string, horizon: string | null): string {
   const base = `${a}.bot_id = ${bot}
@@ -169,8 +205,9 @@ export function outboundClaimable(a: string, bot: string, horizon: string | null
   return `${base}
      and not exists (select 1 from relay.outbound_chat_rate r
                       where r.bot_id = ${a}.bot_id and r.chat_id = ${a}.target_chat_id and r.next_at > clock_timestamp())
-     and not exists (select 1 from relay.outbound_bot_rate b
-                      where b.bot_id = ${bot} and b.tat > clock_timestamp() + ${horizon} * interval '1 millisecond')`;
+     and (${a}.target_chat_id is null
+          or not exists (select 1 from relay.outbound_bot_rate b
+                          where b.bot_id = ${bot} and b.tat > clock_timestamp() + ${horizon} * interval '1 millisecond'))`;
 }
 
 /** A claimed outbound row: the whole relay.outbound row (id as text) under its new claim. */
@@ -200,28 +237,41 @@ export async function outboundNextDueInMs(
            where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.target_chat_id > h.target_chat_id
            order by o.target_chat_id, o.id limit 1) x
      )
-     select case when min(${ready}) is null then null  -- greatest() ignores nulls: no head must not read as "due now"
-                 else greatest(0, extract(epoch from (min(${ready}) - ${NOW(2)})) * 1000)::float8 end as ms
-       from heads h
-       left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
-      where h.state = 'pending'
-        and not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')`,
+     , due as (
+       select min(${ready}) as at
+         from heads h
+         left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
+        where h.state = 'pending' and h.target_chat_id is not null
+          and not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')
+       union all
+       -- answers are in no chat's heads (outbound_pending_answers_idx)
+       select min(o.next_attempt_at) from relay.outbound o
+        where o.bot_id = $1 and o.state = 'pending' and o.target_chat_id is null
+     )
+     select case when min(at) is null then null  -- greatest() ignores nulls: no head must not read as "due now"
+                 else greatest(0, extract(epoch from (min(at) - ${NOW(2)})) * 1000)::float8 end as ms
+       from due`,
     a.rateLimited ? [a.botId, a.now, a.horizonMs] : [a.botId, a.now],
   );
   const ms = rows[0]?.ms;
   return ms === null || ms === undefined ? null : Math.ceil(Number(ms));
 }
 
-/** Stores Telegram's message_id of delivered rows. */
+/** Stores Telegram's message ids of delivered rows: the first, and all of them in order (an album). */
 export async function outboundSetTelegramMessageIds(
   db: Queryable,
-  items: { id: string; messageId: number }[],
+  items: { id: string; messageId: number; messageIds?: number[] }[],
 ): Promise<void> {
   if (items.length === 0) return;
   await db.query(
-    `update relay.outbound o set telegram_message_id = v.mid
-       from unnest($1::bigint[], $2::bigint[]) as v(id, mid) where o.id = v.id`,
-    [items.map((i) => i.id), items.map((i) => i.messageId)],
+    `update relay.outbound o set telegram_message_id = v.mid,
+            telegram_message_ids = array(select jsonb_array_elements_text(v.mids)::bigint)
+       from unnest($1::bigint[], $2::bigint[], $3::jsonb[]) as v(id, mid, mids) where o.id = v.id`,
+    [
+      items.map((i) => i.id),
+      items.map((i) => i.messageId),
+      items.map((i) => JSON.stringify(i.messageIds ?? [i.messageId])),
+    ],
   );
 }
 
@@ -274,4 +324,29 @@ export async function outboundCount429(db: Queryable, id: string | number): Prom
     [id],
   );
   return rows[0].n;
+}
+
+/** A row that handed out some of the given placeholders: its state and its real ids so far. */
+export interface PlaceholderOwner {
+  msgId: string;
+  state: OutboundState;
+  placeholders: string[];
+  telegramMessageIds: string[] | null;
+}
+
+/** The rows of a bot holding any of `placeholders` (outbound_placeholders_idx). */
+export async function outboundPlaceholderOwners(
+  db: Queryable,
+  botId: string,
+  placeholders: number[],
+): Promise<PlaceholderOwner[]> {
+  if (placeholders.length === 0) return [];
+  const { rows } = await db.query<PlaceholderOwner>(
+    `select o.msg_id as "msgId", o.state, o.placeholders::text[] as placeholders,
+            o.telegram_message_ids::text[] as "telegramMessageIds"
+       from relay.outbound o
+      where o.placeholders && $2::bigint[] and o.placeholders is not null and o.bot_id = $1`,
+    [botId, placeholders],
+  );
+  return rows;
 }

@@ -45,10 +45,16 @@ export type Acquired = { ok: true; waitedMs: number } | { ok: false; retryInMs: 
 
 export interface OutboundRateLimiter {
   readonly limits: OutboundRateLimits;
-  /** Reserves a bot slot for a send to `chatId` and waits for it (abortable). */
-  acquire(db: Queryable, botId: string, chatId: string, signal?: AbortSignal): Promise<Acquired>;
-  /** After an attempt (in its settle transaction): charge the chat, or push it back after a 429. */
-  afterAttempt(db: Queryable, botId: string, chatId: string, rateLimitedMs?: number): Promise<void>;
+  /**
+   * Reserves `count` consecutive bot slots (an album: one per message; default 1) for a send to
+   * `chatId` and waits for the first (abortable).
+   */
+  acquire(db: Queryable, botId: string, chatId: string, signal?: AbortSignal, count?: number): Promise<Acquired>;
+  /**
+   * After an attempt (in its settle transaction): charge the chat `count` messages (default 1), or
+   * push it back after a 429.
+   */
+  afterAttempt(db: Queryable, botId: string, chatId: string, rateLimitedMs?: number, count?: number): Promise<void>;
   /** Milliseconds between two sends of the bot, and of one chat. */
   readonly botIntervalMs: number;
 }
@@ -68,9 +74,11 @@ export function createOutboundRateLimiter(
   return {
     limits,
     botIntervalMs,
-    async acquire(db, botId, chatId, signal) {
+    async acquire(db, botId, chatId, signal, count = 1) {
       if (!proactive) return { ok: true, waitedMs: 0 };
-      const r = await outboundRateReserve(db, { botId, chatId, intervalMs: botIntervalMs, burst: 1, horizonMs });
+      // with burst 1, reserving n intervals at once is n consecutive slots: the next send waits for all
+      const intervalMs = botIntervalMs * Math.max(1, count);
+      const r = await outboundRateReserve(db, { botId, chatId, intervalMs, burst: 1, horizonMs });
       if (!r.reserved) {
         metrics?.deferred.inc();
         return { ok: false, retryInMs: Math.ceil(r.waitMs) };
@@ -82,20 +90,25 @@ export function createOutboundRateLimiter(
       }
       return { ok: true, waitedMs: r.waitMs };
     },
-    async afterAttempt(db, botId, chatId, rateLimitedMs) {
+    async afterAttempt(db, botId, chatId, rateLimitedMs, count = 1) {
       if (!proactive) return;
       if (rateLimitedMs !== undefined) {
         await outboundRatePenalize(db, { botId, chatId, retryAfterMs: rateLimitedMs, botToleranceMs: 0 });
         return;
       }
-      await outboundRateChargeChat(db, {
-        botId,
-        chatId,
-        chatIntervalMs,
-        isGroup: isGroupChat(chatId),
-        groupIntervalMs,
-        groupBurst: limits.perGroup.count,
-      });
+      // an album of n: the chat waits n intervals, and a group's 20/min bucket takes n messages
+      const n = Math.max(1, count);
+      for (let i = 0; i < n; i++) {
+        await outboundRateChargeChat(db, {
+          botId,
+          chatId,
+          chatIntervalMs: chatIntervalMs * n,
+          isGroup: isGroupChat(chatId),
+          groupIntervalMs,
+          groupBurst: limits.perGroup.count,
+        });
+        if (!isGroupChat(chatId)) break; // a private chat's next_at is one computation
+      }
     },
   };
 }

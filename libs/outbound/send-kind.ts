@@ -28,20 +28,27 @@ import {
   outboundRaiseAlerts,
   outboundRetarget,
   outboundSetTelegramMessageIds,
+  outboundUploadsOf,
 } from './queries';
 import { OutboundRateLimiter, RESERVE_HORIZON_MS_DEFAULT } from './rate-limit';
-import { OutboundRow, sendOutbound } from './send-message';
+import { isAnswer, methodOf, OutboundRow, sendOutbound } from './send-message';
+import { DEPENDENCY_RETRY_MS, resolveDependencies } from './dependencies';
+import { attachedParts } from './method-params';
 
 /** What an attempt's outcome asks the settle transaction to write besides the row's state. */
 export interface OutboundEffects {
   botId: string;
-  /** The chat the attempt went to. */
-  chatId: string;
+  /** The chat the attempt went to; null for an answer (no chat, no rate limits). */
+  chatId: string | null;
+  /** Messages the attempt counts for (an album: its messages). */
+  count?: number;
   /** The attempt reached (or may have reached) Telegram: charge the chat's rate limit. */
   charge?: boolean;
   /** 429: push the chat (maybe the bot) back by this long instead of charging. */
   rateLimitedMs?: number;
   messageId?: number;
+  /** Every message id of the result, in order. */
+  messageIds?: number[];
   /** migrate_to_chat_id: retarget the row (and the chat's other pending rows) to this chat. */
   retargetTo?: string;
   /** The Bot API answered 401/404: recorded in relay.config_problems (never alerted through Telegram). */
@@ -127,7 +134,7 @@ export function createOutboundClaimStore(opts: {
     columns: '*',
     nextDueInMs: (db, now) => outboundNextDueInMs(db, { botId, now, rateLimited, horizonMs }),
     async effects(db, landed) {
-      const messageIds: { id: string; messageId: number }[] = [];
+      const messageIds: { id: string; messageId: number; messageIds: number[] }[] = [];
       let problem: OutboundEffects['configProblem'];
       let delivered = false;
       for (const { settlement: item } of landed) {
@@ -135,9 +142,11 @@ export function createOutboundClaimStore(opts: {
         if (!fx) continue;
         if (item.state === 'delivered') delivered = true;
         if (fx.configProblem) problem = fx.configProblem;
-        if (fx.messageId !== undefined) messageIds.push({ id: item.id, messageId: fx.messageId });
+        if (fx.messageId !== undefined)
+          messageIds.push({ id: item.id, messageId: fx.messageId, messageIds: fx.messageIds ?? [fx.messageId] });
+        if (fx.chatId === null) continue; // an answer: no chat, no limits
         if (fx.rateLimitedMs !== undefined) await limiter.afterAttempt(db, fx.botId, fx.chatId, fx.rateLimitedMs);
-        else if (fx.charge) await limiter.afterAttempt(db, fx.botId, fx.chatId);
+        else if (fx.charge) await limiter.afterAttempt(db, fx.botId, fx.chatId, undefined, fx.count);
         if (fx.retargetTo) await outboundRetarget(db, { id: item.id, fromChatId: fx.chatId, toChatId: fx.retargetTo });
       }
       await outboundSetTelegramMessageIds(db, messageIds);
@@ -179,17 +188,17 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     store,
     execute: (job, ctx) =>
       inJobSpan(
-        'sendMessage',
+        methodOf(job.row),
         {
           traceparent: job.row.traceparent,
           kind: SpanKind.PRODUCER,
           attributes: () => ({
             'messaging.system': 'telegram',
             'messaging.operation.type': 'send',
-            'messaging.operation.name': 'sendMessage',
+            'messaging.operation.name': methodOf(job.row),
             'messaging.message.id': job.row.msg_id,
             'tg.msg_id': job.row.msg_id,
-            'tg.chat_id': job.row.target_chat_id,
+            ...(job.row.target_chat_id !== null ? { 'tg.chat_id': job.row.target_chat_id } : {}),
             'tg.kind': job.row.kind,
             'tg.attempt': job.attempt,
           }),
@@ -201,7 +210,29 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
   async function execute(job: ClaimedJob<OutboundRow>, ctx: JobContext): Promise<Outcome<OutboundEffects>> {
     const row = job.row;
     const chatId = row.target_chat_id;
-    const slot = await limiter.acquire(pool, row.bot_id, chatId, ctx.signal);
+    const details = { chatId, ...methodDetail(row) };
+    // placeholders first: a row waiting for an earlier message spends no slot and no attempt
+    const deps = await resolveDependencies(pool, row.bot_id, row.params);
+    if (deps.type === 'failed')
+      return Outcome.terminal(deps.reason, {
+        errorCode: deps.errorCode,
+        error: deps.reason,
+        details,
+        effects: { botId: row.bot_id, chatId },
+      });
+    if (deps.type === 'pending')
+      return Outcome.retry(DEPENDENCY_RETRY_MS, {
+        uncounted: true,
+        errorCode: 'RELAY_DEPENDENCY_PENDING',
+        error: deps.reason,
+        details,
+      });
+    // answers are sent at once: Telegram expires a query within seconds, and they are no messages
+    const count = row.message_count ?? 1;
+    const slot =
+      isAnswer(row) || chatId === null
+        ? ({ ok: true, waitedMs: 0 } as const)
+        : await limiter.acquire(pool, row.bot_id, chatId, ctx.signal, count);
     if (!slot.ok) {
       return Outcome.retry(slot.retryInMs, {
         uncounted: true,
@@ -218,7 +249,8 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     if (row.delivery === 'at_most_once') sendingAtMostOnce.add(job.claimId);
     let sent: SendOutcome;
     try {
-      sent = await sendOutbound(telegram, row, opts.sendTimeoutMs);
+      const files = attachedParts(row.params).size > 0 ? await outboundUploadsOf(pool, row.id) : undefined;
+      sent = await sendOutbound(telegram, row, opts.sendTimeoutMs, { params: deps.params, files });
     } finally {
       sendingAtMostOnce.delete(job.claimId);
     }
@@ -253,22 +285,32 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
   }
 }
 
+const methodDetail = (row: Pick<OutboundRow, 'method'>): { method?: string } =>
+  methodOf(row) === 'sendMessage' ? {} : { method: methodOf(row) };
+
 /** SendOutcome → the engine's Outcome, with the effects the settle transaction applies. */
 export function toEngineOutcome(
   sent: SendOutcome,
-  row: Pick<OutboundRow, 'bot_id' | 'target_chat_id' | 'delivery'>,
+  row: Pick<OutboundRow, 'bot_id' | 'target_chat_id' | 'delivery'> &
+    Partial<Pick<OutboundRow, 'method' | 'message_count'>>,
   waitedMs = 0,
   configStep = 1,
 ): Outcome<OutboundEffects> {
   const fx: OutboundEffects = { botId: row.bot_id, chatId: row.target_chat_id };
-  const details: Record<string, unknown> = { chatId: row.target_chat_id };
+  if ((row.message_count ?? 1) > 1) fx.count = row.message_count;
+  // details.method names a method other than sendMessage (absent: sendMessage, as in rows before 0025)
+  const details: Record<string, unknown> = { chatId: row.target_chat_id, ...methodDetail(row) };
   if (waitedMs > 0) details.rateWaitMs = Math.round(waitedMs);
   switch (sent.type) {
     case 'delivered':
       return Outcome.delivered({
         status: sent.status,
-        details: { ...details, messageId: sent.messageId },
-        effects: { ...fx, charge: true, messageId: sent.messageId },
+        details: {
+          ...details,
+          ...(sent.messageId !== undefined ? { messageId: sent.messageId } : {}),
+          ...(sent.messageIds.length > 1 ? { messageIds: sent.messageIds } : {}),
+        },
+        effects: { ...fx, charge: true, messageId: sent.messageId, messageIds: sent.messageIds },
       });
     case 'rate_limited':
       return Outcome.retry(sent.retryAfterMs, {

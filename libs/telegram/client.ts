@@ -1,6 +1,6 @@
 /**
- * A small Bot API client: `callApi(method, params, { signal, timeoutMs })` over keep-alive HTTP,
- * JSON bodies (libs/telegram/post.ts), every answer read by libs/telegram/envelope.ts into its result
+ * A small Bot API client: `callApi(method, params, { signal, timeoutMs, files })` over keep-alive HTTP,
+ * JSON bodies, multipart/form-data when files are uploaded (libs/telegram/post.ts), every answer read by libs/telegram/envelope.ts into its result
  * or a typed error (libs/telegram/errors.ts). No retries here: callers decide (the poller
  * backs off, the outbound worker classifies). The token is only ever part of the request path and
  * never appears in an error, a log line or `toString()` of the client.
@@ -8,7 +8,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { botApiError, isSuccessStatus, readBotApiAnswer } from './envelope';
-import { postBotApi } from './post';
+import { postBotApi, type MultipartFile } from './post';
 
 export const TELEGRAM_CALL_TIMEOUT_MS_DEFAULT = 30_000;
 
@@ -25,6 +25,8 @@ export interface BotApiClientOptions {
 export interface CallOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Files to upload: the call goes as multipart/form-data, its params naming each `"attach://<part>"`. */
+  files?: readonly MultipartFile[];
 }
 
 /** A 2xx answer, body as text (getUpdates decodes it itself to keep each update's raw bytes). */
@@ -99,6 +101,7 @@ export function createBotApiClient(opts: BotApiClientOptions): BotApiClient {
     postBotApi({ transport, agent, url: urlFor(method) }, method, params, {
       signal: co.signal,
       timeoutMs: co.timeoutMs ?? defaultTimeout,
+      files: co.files,
     });
 
   async function callApiRaw(method: string, params?: Record<string, unknown>, co?: CallOptions): Promise<RawAnswer> {

@@ -6,6 +6,8 @@
  * never raise a second one). Loop guard: a failed alert never raises an alert. Runs in the
  * transaction that marks the rows failed. No message text in the alert (user data), only ids and
  * Telegram's description. Returns the ids of the alerts created.
+ * An answer to a query that Telegram no longer takes ("query is too old", "query ID is invalid":
+ * the user's client stopped waiting seconds ago) is no operator's business: recorded, not alerted.
  */
 create or replace function relay.outbound_raise_alerts(p_ids bigint[], p_ops_chat_id text) returns setof bigint
 language plpgsql as $$
@@ -22,11 +24,14 @@ begin
   if v_chat is null then return; end if;
   v_chat := relay.outbound_normalize_chat(v_chat, 'OPS_CHAT_ID');
   for f in
-    select o.* from relay.outbound o where o.id = any(p_ids) and o.state = 'failed' and o.kind <> 'alert' order by o.id
+    select o.* from relay.outbound o where o.id = any(p_ids) and o.state = 'failed' and o.kind <> 'alert'
+       and not (starts_with(o.method, 'answer') and coalesce(o.failed_reason, '') ~* '(query is too old|query id is invalid)')
+     order by o.id
   loop
     v_text := left(format(E'tg-relay: outbound message failed\nmsg_id: %s\nchat: %s%s\nkind: %s, delivery: %s, attempts: %s\nreason: %s',
-                          f.msg_id, f.chat_id,
-                          case when f.target_chat_id <> f.chat_id then format(' (migrated to %s)', f.target_chat_id) else '' end,
+                          f.msg_id, coalesce(f.chat_id, 'none (an answer to a query)'),
+                          case when f.target_chat_id <> f.chat_id then format(' (migrated to %s)', f.target_chat_id) else '' end
+                            || case when f.method <> 'sendMessage' then format(E'\nmethod: %s', f.method) else '' end,
                           f.kind, f.delivery, f.attempts, coalesce(f.failed_reason, f.last_error, 'unknown')), 4096);
     v_job := gen_random_uuid();
     v_id := null;

@@ -13,8 +13,9 @@ and not exists (select 1 from relay.outbound d
                  where d.bot_id = c.bot_id and d.target_chat_id = c.target_chat_id and d.state = 'delivering')
 and not exists (select 1 from relay.outbound_chat_rate r
                  where r.bot_id = c.bot_id and r.chat_id = c.target_chat_id and r.next_at > clock_timestamp())
-and not exists (select 1 from relay.outbound_bot_rate b
-                 where b.bot_id = $5 and b.tat > clock_timestamp() + $6 * interval '1 millisecond')
+and (c.target_chat_id is null
+     or not exists (select 1 from relay.outbound_bot_rate b
+                     where b.bot_id = $5 and b.tat > clock_timestamp() + $6 * interval '1 millisecond'))
    order by c.id
    limit $1
    for update of c skip locked
@@ -45,14 +46,21 @@ with recursive heads as (
       where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.target_chat_id > h.target_chat_id
       order by o.target_chat_id, o.id limit 1) x
 )
-select case when min(greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'),
-           coalesce((select b.tat - $3 * interval '1 millisecond' from relay.outbound_bot_rate b where b.bot_id = $1), '-infinity'))) is null then null  -- greatest() ignores nulls: no head must not read as "due now"
-            else greatest(0, extract(epoch from (min(greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'),
-           coalesce((select b.tat - $3 * interval '1 millisecond' from relay.outbound_bot_rate b where b.bot_id = $1), '-infinity'))) - coalesce($2::timestamptz, now()))) * 1000)::float8 end as ms
-  from heads h
-  left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
- where h.state = 'pending'
-   and not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering');
+, due as (
+  select min(greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'),
+           coalesce((select b.tat - $3 * interval '1 millisecond' from relay.outbound_bot_rate b where b.bot_id = $1), '-infinity'))) as at
+    from heads h
+    left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
+   where h.state = 'pending' and h.target_chat_id is not null
+     and not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')
+  union all
+  -- answers are in no chat's heads (outbound_pending_answers_idx)
+  select min(o.next_attempt_at) from relay.outbound o
+   where o.bot_id = $1 and o.state = 'pending' and o.target_chat_id is null
+)
+select case when min(at) is null then null  -- greatest() ignores nulls: no head must not read as "due now"
+            else greatest(0, extract(epoch from (min(at) - coalesce($2::timestamptz, now()))) * 1000)::float8 end as ms
+  from due;
 
 -- settle ($1 the outcomes as a JSON array, $2 now or null)
 with locked as (

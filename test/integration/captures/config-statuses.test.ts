@@ -72,7 +72,9 @@ afterEach(async () => {
   await worker?.stop({ timeoutMs: 5_000 });
   worker = undefined;
   collector.seen.length = 0;
-  await db.pool.query('truncate relay.captures, relay.attempts, relay.config_problems, relay.outbound');
+  await db.pool.query(
+    'truncate relay.captures, relay.attempts, relay.config_problems, relay.outbound_uploads, relay.outbound',
+  );
 });
 afterAll(async () => {
   await collector.stop();

@@ -14,6 +14,7 @@ const TABLES = [
   'outbound_bot_rate',
   'outbound_chat_rate',
   'outbound_settings',
+  'outbound_uploads',
   'prune_runs',
   'quarantine',
   'schema_migrations',

@@ -48,7 +48,7 @@ afterEach(async () => {
   sb.setFaults(null, TOKEN);
   collector.setFaults(null);
   await db.pool.query(
-    'truncate relay.inbox, relay.outbound, relay.captures, relay.attempts, relay.outbound_chat_rate, relay.outbound_bot_rate, handler_runs',
+    'truncate relay.inbox, relay.outbound_uploads, relay.outbound, relay.captures, relay.attempts, relay.outbound_chat_rate, relay.outbound_bot_rate, handler_runs',
   );
 });
 

@@ -51,7 +51,9 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   scope = await natsScope();
-  await db.pool.query('truncate relay.outbound, relay.attempts, relay.jetstream_rejects, relay.jetstream_alert_cursor');
+  await db.pool.query(
+    'truncate relay.outbound_uploads, relay.outbound, relay.attempts, relay.jetstream_rejects, relay.jetstream_alert_cursor',
+  );
   sb.reset();
 });
 afterEach(async () => {

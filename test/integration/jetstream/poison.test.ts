@@ -52,7 +52,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   scope = await natsScope('P');
-  await db.pool.query('truncate relay.outbound, relay.attempts, relay.jetstream_rejects');
+  await db.pool.query('truncate relay.outbound_uploads, relay.outbound, relay.attempts, relay.jetstream_rejects');
   await db.pool.query(`delete from tg_relay_boss.job where name = 'outbound.send'`);
   await scope.jsm.streams.add(seedStreamConfig(scope.stream, scope.subject));
 });

@@ -53,7 +53,12 @@ describe('sendMessage classification against the sandbox', () => {
     const o = await send(row(101));
     const sent = sb.sent(TOKEN).filter((m) => m.chat_id === 101);
     expect(sent).toHaveLength(1);
-    expect(o).toEqual({ type: 'delivered', messageId: sent[0].message_id, status: 200 });
+    expect(o).toEqual({
+      type: 'delivered',
+      messageId: sent[0].message_id,
+      messageIds: [sent[0].message_id],
+      status: 200,
+    });
     expect(sent[0]).toMatchObject({ text: 'hello <b>world</b>', parse_mode: 'HTML' });
   });
 

@@ -54,7 +54,9 @@ afterEach(async () => {
   await worker?.stop({ timeoutMs: 5_000 });
   worker = undefined;
   sb.reset();
-  await db.pool.query('truncate relay.outbound, relay.attempts, relay.outbound_bot_rate, relay.outbound_chat_rate');
+  await db.pool.query(
+    'truncate relay.outbound_uploads, relay.outbound, relay.attempts, relay.outbound_bot_rate, relay.outbound_chat_rate',
+  );
 });
 afterAll(async () => {
   telegram.close();

@@ -180,7 +180,7 @@ export async function survivors(
 
 export async function wipe(pool: Pool): Promise<void> {
   await pool.query(
-    `truncate relay.captures, relay.outbound, relay.inbox, relay.quarantine, relay.attempts, relay.superseded_jobs, relay.prune_runs`,
+    `truncate relay.captures, relay.outbound_uploads, relay.outbound, relay.inbox, relay.quarantine, relay.attempts, relay.superseded_jobs, relay.prune_runs`,
   );
   await pool.query(`delete from ${BOSS_SCHEMA}.job where name in ($1, $2, $3)`, Object.values(QUEUE));
   await pool.query(`delete from ${BOSS_SCHEMA}.archive where name in ($1, $2, $3)`, Object.values(QUEUE));

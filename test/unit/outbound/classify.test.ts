@@ -23,8 +23,34 @@ describe('sendMessage classification', () => {
     expect(classifySendSuccess({ message_id: 77, chat: { id: 1 } })).toEqual({
       type: 'delivered',
       messageId: 77,
+      messageIds: [77],
       status: 200,
     });
+  });
+
+  it('other methods: Message[], MessageId[] and true results; expired answers are terminal', () => {
+    expect(classifySendSuccess([{ message_id: 5 }, { message_id: 6 }], 200, 'sendMediaGroup')).toMatchObject({
+      type: 'delivered',
+      messageId: 5,
+      messageIds: [5, 6],
+    });
+    expect(classifySendSuccess({ message_id: 9 }, 200, 'copyMessage')).toMatchObject({ messageIds: [9] });
+    expect(classifySendSuccess(true, 200, 'editMessageText')).toEqual({
+      type: 'delivered',
+      messageIds: [],
+      status: 200,
+    });
+    expect(classifySendSuccess(true, 200, 'answerCallbackQuery')).toMatchObject({ type: 'delivered' });
+    expect(classifySendSuccess(true, 200, 'sendPhoto')).toMatchObject({ type: 'ambiguous' });
+    const expired = new TelegramApiError('answerCallbackQuery', {
+      errorCode: 400,
+      description: 'Bad Request: query is too old and response timeout expired or query ID is invalid',
+    });
+    expect(classifySendError(expired, 'answerCallbackQuery')).toMatchObject({
+      type: 'terminal',
+      errorCode: 'RELAY_QUERY_EXPIRED',
+    });
+    expect(classifySendError(expired, 'sendMessage')).toMatchObject({ type: 'terminal', errorCode: 'TELEGRAM_400' });
   });
 
   it('ok without a message_id → Ambiguous (Telegram may have sent it)', () => {

@@ -29,6 +29,10 @@ describe('outbound message validation', () => {
       delivery: 'at_least_once',
       maxAttempts: null,
       sourceUpdateId: null,
+      method: 'sendMessage',
+      params: null,
+      uploads: [],
+      placeholders: null,
     });
   });
 
