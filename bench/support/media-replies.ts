@@ -60,8 +60,8 @@ async function resetOutbound(pool: Pool): Promise<void> {
   await resetInbox(pool);
 }
 
-/** Reply latencies (first and last call of each update, ms) of an open loop of single updates. */
-async function replyLatency(o: MediaRepliesOptions, v: Variant, chatBase: number): Promise<Omit<Sample, 'rate'>> {
+/** Inserts an open loop of single updates to fresh chats; returns when each COMMIT was acknowledged. */
+async function openLoop(o: MediaRepliesOptions, chatBase: number): Promise<number[]> {
   const committedAt: number[] = [];
   const t0 = Date.now();
   for (let i = 0; i < o.samples; i++) {
@@ -70,13 +70,33 @@ async function replyLatency(o: MediaRepliesOptions, v: Variant, chatBase: number
     await insertUpdates(o.pool, 1, { first: chatBase + i, chats: 1, chatBase: chatBase + i });
     committedAt.push(Date.now());
   }
-  const callsOf = () =>
-    o.sandbox
-      .calls(TOKEN)
-      .filter(
-        (c) =>
-          c.status === 200 && Number(c.params.chat_id) >= chatBase && Number(c.params.chat_id) < chatBase + o.samples,
-      );
+  return committedAt;
+}
+
+/** Waits until every inserted update is handled; names the first error if they are not. */
+async function waitHandled(pool: Pool, n: number, what: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const { rows } = await pool.query(
+      `select count(*) filter (where state = 'handled')::int as handled, max(last_error) as error from relay.inbox`,
+    );
+    if (rows[0].handled >= n) return;
+    if (Date.now() > deadline)
+      throw new Error(`${what}: ${rows[0].handled}/${n} handled (last error: ${rows[0].error})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The photo variant must have stored its upload as a relayed sendPhoto row, not sent it directly. */
+async function photosRelayed(pool: Pool): Promise<boolean> {
+  const { rows } = await pool.query(`select count(*)::int as n from relay.outbound where method = 'sendPhoto'`);
+  return rows[0].n > 0;
+}
+
+/** Per update of the open loop, ms from its COMMIT to the sandbox's arrival of its first and last call. */
+async function replyTimes(o: MediaRepliesOptions, v: Variant, chatBase: number, committedAt: number[]) {
+  const ours = (chat: number) => chat >= chatBase && chat < chatBase + o.samples;
+  const callsOf = () => o.sandbox.calls(TOKEN).filter((c) => c.status === 200 && ours(Number(c.params.chat_id)));
   const deadline = Date.now() + 120_000;
   while (callsOf().length < o.samples * v.calls) {
     if (Date.now() > deadline)
@@ -98,18 +118,14 @@ async function replyLatency(o: MediaRepliesOptions, v: Variant, chatBase: number
   return { first, last };
 }
 
-/** The photo variant must have stored its upload as a relayed sendPhoto row, not sent it directly. */
-async function photosRelayed(pool: Pool): Promise<boolean> {
-  const { rows } = await pool.query(`select count(*)::int as n from relay.outbound where method = 'sendPhoto'`);
-  return rows[0].n > 0;
-}
-
 async function measureVariant(o: MediaRepliesOptions, v: Variant, chatBase: number): Promise<Sample | 'not relayed'> {
   await resetOutbound(o.pool);
   const env = { REPLY_MODE: 'outbound', DISPATCH_ORDERING: 'chat' };
   return withWorkers({ url: o.url, apiRoot: o.sandbox.url, handlers: v.handlers, env }, async () => {
-    const { first, last } = await replyLatency(o, v, chatBase);
+    const committedAt = await openLoop(o, chatBase);
+    await waitHandled(o.pool, o.samples, v.name);
     if (v.calls > 1 && !(await photosRelayed(o.pool))) return 'not relayed';
+    const { first, last } = await replyTimes(o, v, chatBase, committedAt);
     await resetOutbound(o.pool);
     const rate = await burstRate(o.pool, o.burst);
     return { rate, first, last };
@@ -145,7 +161,7 @@ export async function mediaReplies(o: MediaRepliesOptions): Promise<void> {
   const results = new Map<string, Sample[]>();
   let chatBase = 3_000_000;
   for (let round = 0; round < o.rounds; round++) {
-    const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
+    const order = round % 2 === 0 ? [...VARIANTS].reverse() : VARIANTS;
     for (const v of order) {
       const s = await measureVariant(o, v, (chatBase += 100_000));
       if (s === 'not relayed') {
