@@ -1,7 +1,7 @@
 /**
  * Update dispatch benchmark:
  * `npx tsx bench/dispatch.ts [--quick] [--per-chat=N] [--concurrency=N] [--rounds=N] [--handler-concurrency=N]
- *  [--only=ordering,claim,handlers,media]`.
+ *  [--latency-rate=N] [--only=ordering,claim,handlers,media]`.
  *
  * Updates/s dispatched through a no-op handler (test/fixtures/noop-bot.ts) by 1 and by 3
  * `tg-relay worker` processes, over 1,000 chats, with per-chat ordering (DISPATCH_ORDERING=chat, the
@@ -43,6 +43,8 @@ const CONCURRENCY = Number(arg('concurrency') ?? 64);
 const ROUNDS = Number(arg('rounds') ?? (QUICK ? 1 : 3));
 /** Handler cost runs at the default WORKER_CONCURRENCY with the pool sized as docs/dispatch.md advises. */
 const HANDLER_CONCURRENCY = Number(arg('handler-concurrency') ?? 16);
+/** The handler-cost latency loop's rate: low enough that an update never waits for another. */
+const LATENCY_RATE = Number(arg('latency-rate') ?? 50);
 const SECTIONS = (arg('only') ?? 'ordering,claim,handlers,media').split(',');
 
 const reset = (pool: Pool) => resetInbox(pool);
@@ -181,7 +183,7 @@ async function main(): Promise<void> {
         rounds: ROUNDS,
         burst: CHATS * (QUICK ? 2 : 10),
         samples: QUICK ? 100 : 400,
-        intervalMs: 20,
+        intervalMs: 1000 / LATENCY_RATE,
         concurrency: HANDLER_CONCURRENCY,
         poolMax: HANDLER_CONCURRENCY + 8,
       });
