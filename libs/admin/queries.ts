@@ -16,7 +16,7 @@ const SUMMARY_COLUMNS: Record<ListKind, string> = {
     worker_id, started_at, last_status, last_error, failed_reason, created_at, updated_at, delivered_at`,
   outbound: `id, msg_id, bot_id, chat_id, target_chat_id, kind, delivery, state, attempts, max_attempts, next_attempt_at,
     worker_id, started_at, last_status, last_error, failed_reason, telegram_message_id, source_update_id, created_at, updated_at, delivered_at,
-    publisher_kind`,
+    publisher_kind, method`,
   inbox: `id, bot_id, update_id, update_type, chat_id, authorized, state, attempts, next_attempt_at, worker_id, started_at,
     last_error, generation, received_at, handled_at, updated_at`,
   quarantine: `id, bot_id, update_id, sha256, error, json_path, state, generation, octet_length(raw) as size_bytes, transport, created_at, resolved_at`,
@@ -26,7 +26,12 @@ const DETAIL_COLUMNS: Record<ListKind, string> = {
   // payload_raw / raw (json, 0007) are the exact originals; the jsonb copies replace NUL and lone surrogates
   // traceparent (0014): the read route turns it into trace_id / trace_url
   captures: `${SUMMARY_COLUMNS.captures}, from_id, message_date, coalesce(payload_raw, payload::json) as payload, payload_sha256, job_id, claim_id, traceparent`,
-  outbound: `${SUMMARY_COLUMNS.outbound}, text, parse_mode, disable_notification, reply_markup, payload_sha256, job_id, claim_id, traceparent`,
+  // telegram_message_ids as json: numbers, like every other id (a bigint[] would come back as strings);
+  // uploads by part name and size only, never their bytes
+  outbound: `${SUMMARY_COLUMNS.outbound}, text, parse_mode, disable_notification, reply_markup, payload_sha256, job_id, claim_id, traceparent,
+    params, message_count, to_json(telegram_message_ids) as telegram_message_ids,
+    (select coalesce(json_agg(json_build_object('part', u.part, 'size_bytes', octet_length(u.bytes)) order by u.part), '[]'::json)
+       from relay.outbound_uploads u where u.outbound_id = relay.outbound.id) as uploads`,
   inbox: `${SUMMARY_COLUMNS.inbox}, coalesce(raw, payload::json) as payload, job_id, claim_id, traceparent`,
   quarantine: `${SUMMARY_COLUMNS.quarantine}, encode(raw, 'base64') as raw_base64`,
 };
@@ -39,6 +44,8 @@ export interface ListFilter {
   error?: string;
   bot_id?: string;
   update_id?: number;
+  /** outbound only: the Bot API method. */
+  method?: string;
 }
 
 /** A list row: its columns, plus the keyset's microseconds until they are taken off. */
@@ -69,6 +76,7 @@ export function filterClause(kind: ListKind, f: ListFilter, values: unknown[]): 
   if (f.state) where.push(`state = ${p(f.state)}`);
   if (f.bot_id) where.push(`bot_id = ${p(f.bot_id)}`);
   if (f.update_id !== undefined && kind !== 'outbound') where.push(`update_id = ${p(f.update_id)}`);
+  if (f.method !== undefined && kind === 'outbound') where.push(`method = ${p(f.method)}`);
   if (f.chat !== undefined && spec.chatColumns.length) {
     // inbox/captures store chat ids as bigint, outbound as text: compare in the column's own type
     const param = kind === 'outbound' ? p(f.chat) : `${p(f.chat)}::bigint`;

@@ -1,4 +1,5 @@
 import { Type, TSchema } from '@sinclair/typebox';
+import { RELAYED_METHODS, type RelayedMethod } from '../telegram/methods';
 
 /**
  * Request and response schemas (TypeBox → JSON Schema). Request schemas reject unknown fields
@@ -56,14 +57,24 @@ export const ErrorText = Type.String({
   maxLength: 200,
   description: 'substring of the last error / failure reason (case-insensitive)',
 });
+/** Outbound rows by the Bot API method they are sent with (every row has one; old rows are sendMessage). */
+export const MethodFilter = Type.Unsafe<RelayedMethod>({
+  type: 'string',
+  enum: [...RELAYED_METHODS],
+  description: 'outbound: the Bot API method (sendMessage, sendPhoto, editMessageText, answerCallbackQuery…)',
+});
 export const Limit = Type.Integer({ minimum: 1, maximum: 500, default: 50 });
 
-export function listQuery(states: readonly string[], opts: { chat: boolean; updateId: boolean; chatSchema?: TSchema }) {
+export function listQuery(
+  states: readonly string[],
+  opts: { chat: boolean; updateId: boolean; chatSchema?: TSchema; method?: boolean },
+) {
   return Type.Object(
     {
       state: Type.Optional(Type.Union(states.map((s) => Type.Literal(s)))),
       ...(opts.chat ? { chat: Type.Optional(opts.chatSchema ?? ChatFilter) } : {}),
       ...(opts.updateId ? { update_id: Type.Optional(TelegramId('update id', 0)) } : {}),
+      ...(opts.method ? { method: Type.Optional(MethodFilter) } : {}),
       bot_id: Type.Optional(BotIdFilter),
       since: Type.Optional(Type.String({ format: 'date-time', description: 'time >= since (ISO 8601)' })),
       until: Type.Optional(Type.String({ format: 'date-time', description: 'time < until (ISO 8601)' })),
@@ -145,8 +156,9 @@ export const CaptureDetail = Type.Object(
 const outboundSummary = {
   ...work,
   msg_id: Type.String(),
-  chat_id: Type.String(),
-  target_chat_id: Type.String(),
+  /** Null only for answers to queries (answerCallbackQuery…): they belong to no chat. */
+  chat_id: NStr,
+  target_chat_id: NStr,
   kind: Type.String(),
   delivery: Type.String(),
   max_attempts: NInt,
@@ -158,12 +170,14 @@ const outboundSummary = {
   delivered_at: NTime,
   /** The JetStream publisher's free-form `kind` (info, alert, trade…); null for other ways in. */
   publisher_kind: NStr,
+  /** The Bot API method the row is sent with (sendMessage for every row written before relayed methods). */
+  method: Type.String(),
 };
 export const OutboundSummary = Type.Object(outboundSummary, { $id: 'OutboundSummary' });
 export const OutboundDetail = Type.Object(
   {
     ...outboundSummary,
-    text: Type.String(),
+    text: Nullable(Type.String({ description: 'sendMessage only; other methods carry their content in params' })),
     parse_mode: NStr,
     disable_notification: Type.Boolean(),
     reply_markup: Nullable(Type.Any()),
@@ -179,6 +193,19 @@ export const OutboundDetail = Type.Object(
           'the trace in the trace viewer: TRACE_URL_TEMPLATE with {trace_id} filled in (null: unset or no trace)',
       }),
     ),
+    params: Nullable(
+      Type.Any({
+        description:
+          'methods other than sendMessage: every parameter but chat_id; an uploaded file is "attach://<part>" (see uploads)',
+      }),
+    ),
+    message_count: Type.Integer({ description: 'messages the row counts for against the rate limits (answers: 0)' }),
+    telegram_message_ids: Nullable(
+      Type.Array(Int, { description: "Telegram's message ids once delivered, in order (an album: one per message)" }),
+    ),
+    uploads: Type.Array(Type.Object({ part: Type.String(), size_bytes: Int }), {
+      description: 'the files stored with the row, by multipart part name and size (never their bytes)',
+    }),
     history: Type.Array(Type.Ref('Attempt')),
   },
   { $id: 'OutboundDetail' },

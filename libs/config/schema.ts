@@ -98,6 +98,14 @@ export const RETRY_BASE_MIN_MS = 10;
 export const REQUEST_TIMEOUT_MIN_MS = 1_000;
 /** Telegram's secret_token allows 1-256 characters; fewer than 16 are guessable. */
 export const WEBHOOK_SECRET_MIN_LENGTH = 16;
+/**
+ * OUTBOUND_MAX_UPLOAD: the bytes one relayed call may upload (REPLY_MODE=outbound reads a handler's
+ * files at the call and stores them with its outbound row). 20 MB by default; at most the 50 MB
+ * Telegram accepts from a bot for one file, since the row is held in memory and in one bytea.
+ */
+export const OUTBOUND_MAX_UPLOAD_DEFAULT = 20 * 1024 * 1024;
+export const OUTBOUND_MAX_UPLOAD_MAX = 50 * 1024 * 1024;
+
 /** Telegram ids have at most 52 significant bits; 16 digits also keep them exact in JavaScript. */
 const MAX_CHAT_ID = Number.MAX_SAFE_INTEGER;
 
@@ -356,6 +364,9 @@ export const configSchema = z.object({
   OUTBOUND_RATE_PER_CHAT: rate('the per-chat send rate').default('1/1s'),
   OUTBOUND_RATE_PER_GROUP: rate('the per-group send rate').default('20/1m'),
   OUTBOUND_SEND_TIMEOUT: duration('the sendMessage request timeout', { min: REQUEST_TIMEOUT_MIN_MS }).default('15s'),
+  OUTBOUND_MAX_UPLOAD: int('the bytes one relayed Bot API call may upload', 1, OUTBOUND_MAX_UPLOAD_MAX).default(
+    String(OUTBOUND_MAX_UPLOAD_DEFAULT),
+  ),
 
   // sandbox
   SANDBOX_HOST: z.string().min(1).default('127.0.0.1'),

@@ -71,8 +71,9 @@ export class ReplySinkUnavailableError extends RelayError {
 
 /**
  * A handler's reply that no retry can make valid (REPLY_MODE=outbound): text over 4096 characters,
- * blank, not valid Unicode (a lone surrogate, a NUL), parameters that cannot be stored as JSON.
- * `ctx.reply` / `sendMessage` rejects with it at the call, so the handler can catch it and say
+ * blank, not valid Unicode (a lone surrogate, a NUL), parameters that cannot be stored as JSON, files
+ * that cannot be read or total more than OUTBOUND_MAX_UPLOAD. The relayed call (`ctx.reply`,
+ * `ctx.replyWithPhoto`…) rejects with it at the call, so the handler can catch it and say
  * something else; if it escapes the handler (and no error handler takes it), the update fails at
  * once (no retry) with this reason. The message names the fields, never the text.
  */

@@ -27,6 +27,7 @@ export async function createDispatchKindFromConfig(
     | 'REPLY_MODE'
     | 'DISPATCH_ORDERING'
     | 'SESSION_TTL'
+    | 'OUTBOUND_MAX_UPLOAD'
   >,
   /** `pool`: the worker's, for sessions and handlers' own transactions. */
   deps: { boss: JobLedger; logger: Logger; cwd?: string; pool?: Pool },
@@ -50,6 +51,7 @@ export async function createDispatchKindFromConfig(
       config.REPLY_MODE === 'outbound'
         ? createOutboundReplyWriter({ boss: deps.boss, defaults: { botId } })
         : undefined,
+    maxUploadBytes: config.OUTBOUND_MAX_UPLOAD,
   });
   const runner = createUpdateRunner({
     token,

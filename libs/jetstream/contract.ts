@@ -11,6 +11,10 @@
  *   three modes, any letter case, as relay.outbound stores them).
  * - `kind` is free metadata (`info`, `alert`, `trade`, …) kept as relay.outbound.publisher_kind; the
  *   row's own kind is `message`.
+ * - `method` (default sendMessage) and `params` relay another Bot API call, as over the admin API:
+ *   `{ "msg_id": "p1", "chat_id": 42, "method": "sendPhoto", "params": { "photo": "https://…", "caption": "hi" } }`
+ *   (no text; params hold every parameter but chat_id). A file is a URL or a file_id: an upload
+ *   ("attach://…") needs bytes a JSON message does not carry, so it is a contract violation.
  * Other fields are ignored (forward compatibility: a publisher may send more than we read).
  * Every field that reaches a text column (msg_id, text, kind) must be valid Unicode without NUL: a
  * NUL or a lone surrogate (`\ud83d` alone, half an emoji) is a contract violation of that message,
@@ -20,6 +24,7 @@
 import { storableText } from '../db/storable-json';
 import { OutboundValidationError } from '../outbound/errors';
 import { OUTBOUND_MSG_ID_MAX, OutboundMessage, unicodeProblem, validateOutboundMessage } from '../outbound/message';
+import { attachedParts } from '../outbound/method-params';
 
 export const PUBLISHER_KIND_MAX = 64;
 
@@ -61,9 +66,19 @@ export function decodeTelegramOutbound(data: Uint8Array): Decoded {
     else publisherKind = m.kind;
   }
 
+  if (attachedParts(m.params).size > 0)
+    problems.push('params: an upload ("attach://…") cannot travel in a JSON message; a file is a URL or a file_id');
+
   let message: OutboundMessage | undefined;
   try {
-    message = validateOutboundMessage({ msg_id: m.msg_id, chat_id: chat, text: m.text, parse_mode: m.parse_mode });
+    message = validateOutboundMessage({
+      msg_id: m.msg_id,
+      chat_id: chat,
+      text: m.text,
+      parse_mode: m.parse_mode,
+      method: m.method,
+      params: m.params,
+    });
   } catch (err) {
     if (!(err instanceof OutboundValidationError)) throw err;
     for (const p of err.problems) problems.push(`${p.field}: ${p.problem}`);

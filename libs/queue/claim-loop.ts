@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import type { JobLedger } from '../db/boss';
 import { withTransaction } from '../db/pool';
-import { errorCode, hasCode } from '../errors';
+import { errorCode } from '../errors';
 import { backoffMs, type Backoff } from '../lifecycle/backoff';
 import { Lifecycle } from '../lifecycle/lifecycle';
 import type { Logger } from '../observability/logger';
@@ -13,14 +13,11 @@ import { createClaimKeeper } from './claim-keeper';
 import { Clock, sqlNow } from './clock';
 import { createWorkerEvents, type WorkerEvents } from './events';
 import { shortError } from './errors';
-import { HeldClaims, type Finished } from './held-claims';
+import { HeldClaims } from './held-claims';
 import type { ClaimedJob, JobKind } from './job-kind';
-import { Outcome } from './outcome';
-import { isTransientWriteError, OutcomeWriter } from './outcome-writer';
-import { conflictRetry, isAttemptConflict, type AttemptTransaction } from './attempt-transaction';
 import { createRescuer, rescueTargetOf, type Rescuer } from './rescuer';
-import { decideSettlement } from './settlement';
 import { createSettler } from './settler';
+import { createOutcomeRouting } from './outcome-routing';
 import { shutDownWorker } from './shutdown';
 import { WakeSignal } from './signal';
 import type { WakeListener } from './wake-listener';
@@ -236,27 +233,6 @@ class ClaimLoop<Row, Effects> {
   }
 }
 
-/** SQLSTATE in_failed_sql_transaction: a statement failed earlier in the transaction, which can only roll back. */
-const SQLSTATE_IN_FAILED_TRANSACTION = '25P02';
-
-/** What is written instead of an outcome the database refused: a terminal failure saying why. */
-function unwritableAsTerminal<Row, Effects>(
-  f: Finished<Row, Effects>,
-  err: unknown,
-  retry: BackoffPolicy,
-  random?: () => number,
-): Finished<Row, Effects> {
-  const outcome = Outcome.terminal<Effects>(`the attempt's outcome could not be written: ${shortError(err)}`, {
-    errorCode: 'RELAY_OUTCOME_UNWRITABLE',
-    error: shortError(err),
-    details: {
-      refusedOutcome: f.outcome.label ?? f.decision.auditOutcome,
-      ...(f.outcome.errorCode ? { refusedErrorCode: f.outcome.errorCode } : {}),
-    },
-  });
-  return { ...f, outcome, decision: decideSettlement(f.job, outcome, retry, random) };
-}
-
 /**
  * The worker of one job kind in one process, put together from its parts:
  *
@@ -309,61 +285,21 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     events,
     onRetrySettled: () => wake.notify(),
   });
-  const writer = new OutcomeWriter<Finished<Row, Effects>>(
-    (batch) => settler.write(batch),
+  const outcomes = createOutcomeRouting<Row, Effects>({
+    settler,
     logger,
-    deps.outcomeWriters ?? 2,
-    {
-      // an outcome the database refuses (or whose kind effects throw) fails its own item, nothing else;
-      // effects that conflicted with another attempt's commit run the attempt again
-      onUnwritable: (f, err) => instead(f, err),
-    },
-  );
+    retry: config.retry,
+    random: deps.random,
+    writers: deps.outcomeWriters ?? 2,
+  });
+  const writer = outcomes.writer;
   const executor = createAttemptExecutor(kind, { workerId, logger, clock, retry: config.retry, random: deps.random });
-
-  /**
-   * An outcome on the attempt's own transaction is written there alone; when that fails (rolled
-   * back), what happened instead goes through the outcome writer like any other outcome.
-   */
-  async function settleOwn(f: Finished<Row, Effects>, tx: AttemptTransaction): Promise<void> {
-    try {
-      await settler.writeOwn(f, tx);
-    } catch (err) {
-      logger.warn(
-        { err: { message: shortError(err), code: errorCode(err) }, id: f.job.id },
-        "an attempt's own transaction could not commit with its outcome; rolled back",
-      );
-      await writer.submit(instead(f, err));
-    }
-  }
-
-  /** What is written for an outcome that could not be: the attempt again after a conflict, else a terminal failure. */
-  function instead(f: Finished<Row, Effects>, err: unknown): Finished<Row, Effects> {
-    // an attempt's own transaction that a failed statement of its own left aborted (25P02) cannot commit
-    const ownFailed =
-      f.outcome.transaction && (isTransientWriteError(err) || hasCode(err, SQLSTATE_IN_FAILED_TRANSACTION));
-    if (isAttemptConflict(err) || ownFailed) {
-      // nothing of the attempt committed: run it again (a conflict or a lost connection is not the item's
-      // fault; an aborted own transaction is a counted retry, so one that always fails spends the budget)
-      const outcome = isAttemptConflict(err)
-        ? conflictRetry<Effects>(err, f.job.attempt, deps.random)
-        : Outcome.retry<Effects>(undefined, {
-            errorCode: errorCode(err) ?? 'RELAY_OUTCOME_UNWRITABLE',
-            error: shortError(err),
-          });
-      return { ...f, outcome, decision: decideSettlement(f.job, outcome, config.retry, deps.random) };
-    }
-    return unwritableAsTerminal(f, err, config.retry, deps.random);
-  }
-
   function run(job: ClaimedJob<Row>): void {
     const h = claims.add(job);
     void (async () => {
       const finished = await executor.run(h);
       if (!finished) return;
-      const tx = finished.outcome.transaction;
-      if (tx) await settleOwn(finished, tx);
-      else await writer.submit(finished);
+      await outcomes.submit(finished);
       claims.free(job.claimId);
     })().catch((err) => {
       // unreachable by construction (execute is caught, submit never rejects); never crash the process

@@ -279,6 +279,43 @@ describe('operator dashboard in headless Chromium', () => {
     ]);
   });
 
+  test('a sendPhoto shows its method in the outbound list, filters by method, and keeps its caption hidden until revealed', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/messages',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      payload: {
+        msg_id: 'e2e-photo',
+        chat_id: 4242,
+        method: 'sendPhoto',
+        params: { photo: 'https://example.com/a.jpg', caption: 'secret caption' },
+      },
+    });
+    expect(res.statusCode).toBe(201);
+    const photoId = Number(res.json().id);
+    await page.goto(`${base}/?refresh=1000#/outbound`);
+    await page.getByRole('heading', { name: 'Outbound', level: 1 }).waitFor();
+    await waitFor(async () => (await page.locator('tbody tr').count()) === 2, { what: 'both outbound rows' });
+    const methodCells = () => page.locator('tbody tr td:nth-child(4)').allTextContents();
+    expect(await methodCells()).toEqual(['sendPhoto', 'sendMessage']);
+    await page.getByLabel('Method').selectOption('sendPhoto');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await waitFor(
+      async () => (await page.locator('tbody tr').count()) === 1 && page.url().includes('method=sendPhoto'),
+      { what: 'the sendPhoto row alone' },
+    );
+    expect(await methodCells()).toEqual(['sendPhoto']);
+
+    await page.getByRole('link', { name: `Open outbound message ${photoId}` }).click();
+    await page.getByRole('heading', { name: `Outbound message #${photoId}`, level: 1 }).waitFor();
+    await expectText(page.locator('dd[data-field="method"]'), /^sendPhoto$/);
+    await expectText(page.locator('[data-content-note]'), /No message text: a sendPhoto carries caption/);
+    expect(await page.locator('main').textContent()).not.toContain('secret caption');
+    expect(await page.getByRole('button', { name: /Reveal message text/ }).count()).toBe(0);
+    await page.getByRole('button', { name: /Reveal parameters/ }).click();
+    await expectText(page.locator('pre.payload'), /secret caption/);
+  });
+
   test('a token the API stops accepting sends the operator back to sign in', async () => {
     await page.evaluate("sessionStorage.setItem('tg-relay-admin-token', 'revoked-token-0123456789')");
     await page.reload();

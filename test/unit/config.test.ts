@@ -51,6 +51,13 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'not a url', /DATABASE_URL: expected a PostgreSQL connection URL/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL:/],
     ['OPS_CHAT_ID', 'x y', /OPS_CHAT_ID: expected an integer chat id or @channelusername/],
+    [
+      'OUTBOUND_MAX_UPLOAD',
+      '0',
+      /OUTBOUND_MAX_UPLOAD: expected the bytes one relayed Bot API call may upload: an integer from 1 to 52428800, got "0"/,
+    ],
+    ['OUTBOUND_MAX_UPLOAD', '52428801', /OUTBOUND_MAX_UPLOAD: .*from 1 to 52428800, got "52428801"/],
+    ['OUTBOUND_MAX_UPLOAD', '20MB', /OUTBOUND_MAX_UPLOAD: .*an integer from 1 to 52428800, got "20MB"/],
   ])('a bad %s stops with a message naming it', (variable, value, message) => {
     let caught: unknown;
     try {
@@ -61,6 +68,12 @@ describe('loadConfig', () => {
     expect(caught).toBeInstanceOf(ConfigError);
     expect((caught as Error).message).toMatch(message);
     expect((caught as ConfigError).problems.map((p) => p.variable)).toEqual([variable]);
+  });
+
+  it('OUTBOUND_MAX_UPLOAD: 20 MB by default, 1 byte to 50 MB', () => {
+    expect(loadConfig({}).OUTBOUND_MAX_UPLOAD).toBe(20_971_520);
+    expect(loadConfig({ OUTBOUND_MAX_UPLOAD: '1' }).OUTBOUND_MAX_UPLOAD).toBe(1);
+    expect(loadConfig({ OUTBOUND_MAX_UPLOAD: '52428800' }).OUTBOUND_MAX_UPLOAD).toBe(52_428_800);
   });
 
   it('reports every bad variable at once', () => {

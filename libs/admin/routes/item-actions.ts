@@ -3,7 +3,7 @@ import type { AdminContext } from '../context';
 import { ItemKind, KINDS } from '../kinds';
 import { WORK_TYPES } from '../../queue/work-types';
 import { ListFilter, itemsSelectFailed } from '../queries';
-import { BotIdFilter, chatFilterFor, ErrorText, errors, IdParams } from '../schemas';
+import { BotIdFilter, chatFilterFor, ErrorText, errors, IdParams, MethodFilter } from '../schemas';
 import { ActionResult, emptyBodyIsObject, Reason, ReasonBody, WriteApp, WriteKit } from './write-kit';
 
 /** The bulk retry's body (the route's schema, whose chat filter exists for some kinds only). */
@@ -93,6 +93,7 @@ function bulkRetryBody(ctx: AdminContext, kind: ItemKind) {
     {
       state: Type.Optional(Type.Literal('failed', { description: 'only failed rows can be retried' })),
       ...(KINDS[kind].chatColumns.length ? { chat: Type.Optional(chatFilterFor(kind)) } : {}),
+      ...(kind === 'outbound' ? { method: Type.Optional(MethodFilter) } : {}),
       bot_id: Type.Optional(BotIdFilter),
       since: Type.Optional(Type.String({ format: 'date-time' })),
       until: Type.Optional(Type.String({ format: 'date-time' })),

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { OUTBOUND_MSG_ID_MAX, OUTBOUND_TEXT_MAX } from '../../outbound/message';
+import { RELAYED_METHODS, type RelayedMethod } from '../../telegram/methods';
 import type { AdminContext } from '../context';
 import { hasCode } from '../../errors';
 import { AdminError } from '../errors';
@@ -17,7 +18,33 @@ const MessageBody = Type.Object(
     chat_id: Type.Optional(
       Type.Union([TelegramId('chat id'), Type.String({ pattern: `^(${CHAT_ID_PATTERN}|${CHANNEL_PATTERN})$` })]),
     ),
-    text: Type.String({ minLength: 1, maxLength: OUTBOUND_TEXT_MAX }),
+    text: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: OUTBOUND_TEXT_MAX,
+        description: 'sendMessage (required): the text, sent verbatim; other methods carry no text (see params)',
+      }),
+    ),
+    method: Type.Optional(
+      Type.Unsafe<RelayedMethod>({
+        type: 'string',
+        enum: [...RELAYED_METHODS],
+        default: 'sendMessage',
+        description:
+          'the Bot API method the message is sent with: a send, copy, forward, edit, delete, pin, reaction or answer',
+      }),
+    ),
+    params: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description:
+            'methods other than sendMessage (required for them): every parameter of the method but chat_id, as the Bot API takes it. ' +
+            'Files are URLs or file_ids; uploads ("attach://…") are for the library (enqueueOutbound with uploads) only.',
+        },
+      ),
+    ),
     parse_mode: Type.Optional(Type.Union([Type.Literal('MarkdownV2'), Type.Literal('HTML'), Type.Literal('Markdown')])),
     disable_notification: Type.Optional(Type.Boolean()),
     reply_markup: Type.Optional(Type.Object({}, { additionalProperties: true })),
@@ -57,12 +84,15 @@ export function registerMessages(app: WriteApp, ctx: AdminContext, kit: WriteKit
         summary:
           'Enqueue an outbound message, idempotent by msg_id: 201 new, 200 the same message again, 409 same msg_id with a different payload',
         description:
-          "chat_id may be omitted for the operators' chat (OPS_CHAT_ID). Text is sent verbatim (the caller owns escaping).",
+          "chat_id may be omitted for the operators' chat (OPS_CHAT_ID). Text is sent verbatim (the caller owns escaping). " +
+          'Another relayed method (sendPhoto, editMessageText, answerCallbackQuery…) is given as `method` with its parameters in `params` and no text; ' +
+          'the payload that msg_id pins covers method and params.',
         body: MessageBody,
         response: { 200: enqueued(), 201: enqueued(), ...errors(400, 401, 409) },
       },
     },
     async (req, reply) => {
+      refuseUploads(req.body.params);
       const traceparent = requestTraceparent(req.body.traceparent, req.headers.traceparent);
       const body = {
         ...req.body,
@@ -77,7 +107,12 @@ export function registerMessages(app: WriteApp, ctx: AdminContext, kit: WriteKit
             kind: 'outbound',
             subjectId: r.id,
             subjectKey: body.msg_id,
-            details: { created: r.created, chat_id: body.chat_id },
+            // a sendMessage's audit row reads as it always did; other methods name theirs
+            details: {
+              created: r.created,
+              chat_id: body.chat_id,
+              ...(body.method && body.method !== 'sendMessage' ? { method: body.method } : {}),
+            },
           });
           const { rows } = await s.db.query<{ state: string }>('select state from relay.outbound where id = $1', [
             r.id,
@@ -104,6 +139,33 @@ export function registerMessages(app: WriteApp, ctx: AdminContext, kit: WriteKit
       return reply.code(out.created ? 201 : 200).send(out);
     },
   );
+}
+
+/** Where in `params` the first uploaded-file reference ("attach://<part>") is, as a field path. */
+export function attachPath(value: unknown, path = 'params', depth = 0): string | undefined {
+  if (typeof value === 'string') return value.startsWith('attach://') ? path : undefined;
+  if (value === null || typeof value !== 'object' || depth > 32) return undefined;
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const found = attachPath(v, `${path}.${k}`, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * An upload names a multipart part whose bytes only the library can store with the row (JSON
+ * carries no file): over HTTP a file is a URL or a file_id. Refused before anything is written.
+ */
+function refuseUploads(params: Record<string, unknown> | undefined): void {
+  const at = attachPath(params);
+  if (at === undefined) return;
+  const field = `body.${at}`;
+  const problem =
+    'is an upload ("attach://…"): over the admin API a file is a URL or a file_id; uploads are enqueued with the library (enqueueOutbound with uploads)';
+  throw new AdminError('RELAY_ADMIN_VALIDATION', `${field} ${problem}`, {
+    field,
+    errors: [{ field, message: problem, keyword: 'upload' }],
+  });
 }
 
 /**

@@ -23,6 +23,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asyn
       chat: spec.chatColumns.length > 0,
       updateId: v.kind !== 'outbound',
       chatSchema: chatFilterFor(v.kind),
+      method: v.kind === 'outbound',
     });
     app.get(
       `/v1/${v.kind}`,

@@ -125,6 +125,8 @@ const KEYS = [
   'older_than',
   'kinds',
   'disable_notification',
+  'method',
+  'params',
 ];
 const key = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...KEYS) }, { weight: 1, arbitrary: nasty });
 
@@ -256,25 +258,40 @@ test('POST routes: arbitrary path parameters, query strings, content types and b
   );
 });
 
-test('POST /v1/messages: arbitrary strings in every string field', async () => {
+test('POST /v1/messages: arbitrary strings in every string field, arbitrary methods and params', async () => {
   // mostly valid routing fields, so that the hostile strings reach the enqueue path
   const mostly = <T>(valid: fc.Arbitrary<T>, other: fc.Arbitrary<unknown>) =>
     fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: other });
   let n = 0;
-  const fields = fc.record(
+  const paramKey = fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom('photo', 'caption', 'message_id', 'text', 'callback_query_id', 'media') },
+    { weight: 1, arbitrary: fc.constantFrom('chat_id', 'parse_mode', 'reply_markup') },
+    { weight: 1, arbitrary: key },
+  );
+  const paramValue = fc.oneof(
+    json,
+    fc.constantFrom('https://example.com/a.jpg', 'attach://photo', 'attach://', 17, -5),
+    fc.array(fc.record({ type: fc.constantFrom('photo', 'video'), media: fc.constantFrom('attach://p', 'file-id') })),
+  );
+  const msgId = mostly(
+    fc.constant('').map(() => `p${++n}`),
+    nasty,
+  );
+  const chatId = mostly(
+    fc.constantFrom(7, -1001234567890, '42', '@channelname'),
+    fc.oneof(nasty, fc.integer(), fc.constantFrom(1e21, 2 ** 53, -(2 ** 53))),
+  );
+  const common = {
+    msg_id: msgId,
+    chat_id: chatId,
+    bot_id: mostly(fc.constant('1000000001'), nasty),
+    delivery: mostly(fc.constantFrom('at_least_once', 'at_most_once'), nasty),
+  };
+  const plain = fc.record(
     {
-      msg_id: mostly(
-        fc.constant('').map(() => `p${++n}`),
-        nasty,
-      ),
-      chat_id: mostly(
-        fc.constantFrom(7, -1001234567890, '42', '@channelname'),
-        fc.oneof(nasty, fc.integer(), fc.constantFrom(1e21, 2 ** 53, -(2 ** 53))),
-      ),
+      ...common,
       text: nasty,
       parse_mode: mostly(fc.constantFrom('HTML', 'MarkdownV2'), nasty),
-      bot_id: mostly(fc.constant('1000000001'), nasty),
-      delivery: mostly(fc.constantFrom('at_least_once', 'at_most_once'), nasty),
       reply_markup: mostly(
         fc.record({
           inline_keyboard: fc.array(fc.array(fc.record({ text: nasty, callback_data: nasty }), { maxLength: 2 }), {
@@ -284,11 +301,64 @@ test('POST /v1/messages: arbitrary strings in every string field', async () => {
         fc.dictionary(key, json, { maxKeys: 3 }),
       ),
       send_options: fc.dictionary(key, json, { maxKeys: 3 }),
+      method: fc.constant('sendMessage'),
     },
     { requiredKeys: ['text', 'msg_id', 'bot_id'] },
   );
+  // a file is a URL, a file_id, an upload (refused over HTTP) or any string
+  const file = fc.oneof(
+    fc.constantFrom('https://example.com/a.jpg', 'AgACAgIAAxkBAAIBY2', 'attach://photo', 'attach://'),
+    nasty,
+  );
+  const extra = fc.dictionary(paramKey, paramValue, { maxKeys: 2 });
+  /** Parameters shaped like the method's, with hostile values and stray keys mixed in. */
+  const shaped = fc.oneof(
+    fc.tuple(fc.constant('sendPhoto'), fc.record({ photo: file, caption: nasty }, { requiredKeys: ['photo'] }), extra),
+    fc.tuple(
+      fc.constant('editMessageText'),
+      fc.record(
+        { message_id: mostly(fc.integer({ min: 1 }), json), text: nasty, parse_mode: nasty },
+        {
+          requiredKeys: ['message_id', 'text'],
+        },
+      ),
+      extra,
+    ),
+    fc.tuple(fc.constant('answerCallbackQuery'), fc.record({ callback_query_id: nasty, text: nasty }), extra),
+    fc.tuple(
+      fc.constant('sendMediaGroup'),
+      fc.record({
+        media: fc.array(fc.record({ type: fc.constantFrom('photo', 'video'), media: file }), { maxLength: 3 }),
+      }),
+      extra,
+    ),
+  );
+  const other = fc
+    .record(
+      {
+        ...common,
+        call: mostly(
+          shaped.chain(([m, params, more]) =>
+            fc.boolean().map((mix) => ({ method: m, params: mix ? { ...more, ...params } : params })),
+          ),
+          fc.record({
+            method: fc.oneof(
+              nasty,
+              fc.constantFrom('getMe', 'sendChatAction', 'SendPhoto', 'constructor', '__proto__'),
+            ),
+            params: json,
+          }),
+        ),
+        // a sendMessage field on another method is refused
+        text: nasty,
+      },
+      { requiredKeys: ['msg_id', 'bot_id', 'call'] },
+    )
+    .map(({ call: c, ...rest }) => ({ ...rest, ...(c as { method: unknown; params: unknown }) }));
+  const fields = fc.oneof(plain, other) as fc.Arbitrary<Record<string, unknown>>;
   const url = '/v1/messages';
   let accepted = 0;
+  let acceptedOther = 0;
   await fc.assert(
     fc.asyncProperty(fields, async (b) => {
       const before = await dbFingerprint(db.pool);
@@ -301,13 +371,23 @@ test('POST /v1/messages: arbitrary strings in every string field', async () => {
         if (res.statusCode !== 409) expect(after).toEqual(before);
         else for (const t of ITEM_TABLES) expect(after[t]).toBe(before[t]);
       } else {
-        // accepted: stored exactly as sent
+        // accepted: stored exactly as sent, never with an upload (the API carries no file bytes)
         accepted++;
-        const { rows } = await db.pool.query('select text from relay.outbound where msg_id = $1', [b.msg_id]);
-        expect(rows[0]?.text).toBe(b.text);
+        const { rows } = await db.pool.query('select text, method, params from relay.outbound where msg_id = $1', [
+          b.msg_id,
+        ]);
+        const method = b.method ?? 'sendMessage';
+        expect(rows[0]?.method).toBe(method);
+        if (method === 'sendMessage') expect(rows[0]?.text).toBe(b.text);
+        else {
+          acceptedOther++;
+          expect([rows[0]?.text, rows[0]?.params]).toEqual([null, b.params]);
+          expect(JSON.stringify(rows[0]?.params)).not.toContain('attach://');
+        }
       }
     }),
     { numRuns: RUNS },
   );
   expect(accepted).toBeGreaterThan(0); // the generator reaches the success path too
+  expect(acceptedOther).toBeGreaterThan(0); // for methods other than sendMessage as well
 });

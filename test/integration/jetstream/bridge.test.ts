@@ -485,3 +485,27 @@ it('starts while NATS is unreachable: stays up, not ready, binds once NATS is th
   await waitFor(async () => (await outboundRows()) === 1, { what: 'message after NATS came up' });
   expect(b.output()).not.toContain('pw-not-to-be-logged');
 });
+
+it('a published sendPhoto is stored with its method and params; an upload is a contract violation recorded as a reject', async () => {
+  const b = bridge();
+  await bridgeBound(b);
+  const params = { photo: 'https://example.com/chart.png', caption: 'today' };
+  await scope.publish({ msg_id: 'js-photo', chat_id: 7001, method: 'sendPhoto', params, kind: 'chart' }, 'js-photo');
+  await scope.publish(
+    { msg_id: 'js-upload', chat_id: 7001, method: 'sendPhoto', params: { photo: 'attach://chart' } },
+    'js-upload',
+  );
+  await waitFor(
+    async () =>
+      (await outboundRows()) === 1 && (await count('select count(*) as n from relay.jetstream_rejects')) === 1,
+    { what: 'the photo stored and the upload refused' },
+  );
+  const row = (
+    await db.pool.query(
+      `select method, params, text, chat_id, publisher_kind from relay.outbound where msg_id = 'js-photo'`,
+    )
+  ).rows[0];
+  expect(row).toEqual({ method: 'sendPhoto', params, text: null, chat_id: '7001', publisher_kind: 'chart' });
+  const rej = (await db.pool.query('select msg_id, reason, error from relay.jetstream_rejects')).rows[0];
+  expect(rej).toMatchObject({ msg_id: 'js-upload', reason: 'invalid', error: expect.stringMatching(/attach:\/\//) });
+});

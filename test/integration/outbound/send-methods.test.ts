@@ -130,7 +130,9 @@ it('sendPhoto with an upload posts the exact bytes as multipart, and a retry pos
   const sent = calls('sendPhoto');
   expect(sent).toHaveLength(2); // a 502, then the retry
   for (const c of sent) {
-    expect(c.files).toEqual([{ part: 'photo', filename: 'cat.jpg', bytes_base64: bytes.toString('base64') }]);
+    expect(c.files).toMatchObject([
+      { part: 'photo', filename: 'cat.jpg', size: bytes.length, data_base64: bytes.toString('base64') },
+    ]);
     expect(c.params).toMatchObject({
       chat_id: '21',
       photo: 'attach://photo',

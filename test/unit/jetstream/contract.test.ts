@@ -70,6 +70,42 @@ describe('decodeTelegramOutbound', () => {
     expect(d.error).toMatch(/parse_mode: /);
   });
 
+  it('a relayed method other than sendMessage: method and params on the message, no text', () => {
+    const params = { photo: 'https://example.com/a.jpg', caption: '<b>hi</b>', parse_mode: 'HTML' };
+    expect(
+      decodeTelegramOutbound(enc({ msg_id: 'p1', chat_id: 42, method: 'sendPhoto', params, kind: 'chart' })),
+    ).toEqual({
+      ok: true,
+      publisherKind: 'chart',
+      message: expect.objectContaining({ msgId: 'p1', chatId: '42', method: 'sendPhoto', params, text: null }),
+    });
+    // a message without a method is a sendMessage, as before
+    expect(decodeTelegramOutbound(enc({ msg_id: 'p2', text: 't' }))).toMatchObject({
+      ok: true,
+      message: { method: 'sendMessage', params: null, text: 't' },
+    });
+  });
+
+  it.each([
+    ['an unknown method', { method: 'sendTelepathy', params: {} }, /^method: /],
+    ['a direct method', { method: 'getMe', params: {} }, /^method: /],
+    ['a sendPhoto without a photo', { method: 'sendPhoto', params: { caption: 'c' } }, /params\.photo: is required/],
+    [
+      'a sendPhoto with text',
+      { method: 'sendPhoto', text: 't', params: { photo: 'u' } },
+      /text: is a sendMessage field/,
+    ],
+    ['params on a sendMessage', { text: 't', params: { a: 1 } }, /params: is for methods other than sendMessage/],
+    [
+      'an upload',
+      { method: 'sendPhoto', params: { photo: 'attach://p' } },
+      /params: an upload \("attach:\/\/…"\) cannot/,
+    ],
+  ])('%s is a contract violation naming the field', (_label, extra, error) => {
+    const d = decodeTelegramOutbound(enc({ msg_id: 'bad', chat_id: 42, ...extra }));
+    expect(d).toMatchObject({ ok: false, reason: 'invalid', msgId: 'bad', error: expect.stringMatching(error) });
+  });
+
   it('invalid JSON and invalid UTF-8 are invalid_json; a non-object body is invalid', () => {
     expect(decodeTelegramOutbound(enc('{"msg_id":'))).toMatchObject({ ok: false, reason: 'invalid_json' });
     expect(decodeTelegramOutbound(new Uint8Array([0x7b, 0xff, 0x7d]))).toMatchObject({

@@ -302,9 +302,11 @@
       columns: [
         { label: "Created", cell: (r) => time(r.created_at) },
         { label: "msg_id", cell: (r) => h("code", null, r.msg_id) },
+        { label: "Method", cell: (r) => h("code", null, r.method) },
         {
           label: "Chat",
-          cell: (r) => r.target_chat_id !== r.chat_id ? `${r.chat_id} → ${r.target_chat_id}` : r.chat_id
+          // an answer to a query belongs to no chat
+          cell: (r) => r.chat_id === null ? "—" : r.target_chat_id !== r.chat_id ? `${r.chat_id} → ${r.target_chat_id ?? "—"}` : r.chat_id
         },
         { label: "Kind", cell: (r) => r.kind },
         { label: "State", cell: (r) => stateBadge(r.state) },
@@ -463,7 +465,9 @@
     captures: [{ key: "payload", label: "payload (message text and sender)", render: pretty }],
     outbound: [
       { key: "text", label: "message text", render: (v) => String(v) },
-      { key: "reply_markup", label: "reply markup", render: pretty }
+      { key: "reply_markup", label: "reply markup", render: pretty },
+      // methods other than sendMessage: caption, media, the edited text… (files by URL, file_id or attach://part)
+      { key: "params", label: "parameters", render: pretty }
     ],
     inbox: [{ key: "payload", label: "raw update", render: pretty }],
     quarantine: [{ key: "raw_base64", label: "raw bytes", render: (v) => decodeBase64(String(v)) }]
@@ -475,6 +479,7 @@
   var FIELD_ORDER = [
     "capture_key",
     "msg_id",
+    "method",
     "update_id",
     "update_type",
     "bot_id",
@@ -504,6 +509,9 @@
     "handled_at",
     "resolved_at",
     "telegram_message_id",
+    "telegram_message_ids",
+    "message_count",
+    "uploads",
     "source_update_id",
     "trace_id"
   ];
@@ -693,10 +701,21 @@
         buttons.length ? buttons : h("span", { class: "muted" }, `No action applies to a ${state} ${spec.noun}.`)
       );
     }
+    function contentNote(r) {
+      if (kind !== "outbound" || r.text !== null || typeof r.method !== "string") return null;
+      const p = r.params && typeof r.params === "object" ? r.params : {};
+      const has = ["caption", "text", "media"].filter((k) => p[k] !== void 0 && p[k] !== null);
+      return h(
+        "p",
+        { class: "muted small", "data-content-note": "" },
+        `No message text: a ${r.method} carries ${has.length ? has.join(", ") : "its content"} in its parameters.`
+      );
+    }
     function renderSecrets(row) {
       const r = row;
       replaceKeepingFocus(
         secrets,
+        contentNote(r),
         HIDDEN[kind].filter((f) => r[f.key] !== void 0 && r[f.key] !== null).map((f) => {
           const shown = revealed.has(f.key);
           const boxId = `secret-${f.key}`;
@@ -779,8 +798,146 @@
     return view;
   }
 
+  // libs/telegram/methods.ts
+  var CLASSES = {
+    // sends, copies, forwards
+    sendMessage: "message",
+    forwardMessage: "message",
+    forwardMessages: "message",
+    copyMessage: "message",
+    copyMessages: "message",
+    sendPhoto: "message",
+    sendAudio: "message",
+    sendDocument: "message",
+    sendVideo: "message",
+    sendAnimation: "message",
+    sendVoice: "message",
+    sendVideoNote: "message",
+    sendMediaGroup: "message",
+    sendLocation: "message",
+    sendVenue: "message",
+    sendContact: "message",
+    sendPoll: "message",
+    sendDice: "message",
+    sendSticker: "message",
+    sendInvoice: "message",
+    sendGame: "message",
+    // edits
+    editMessageText: "message",
+    editMessageCaption: "message",
+    editMessageMedia: "message",
+    editMessageReplyMarkup: "message",
+    editMessageLiveLocation: "message",
+    stopMessageLiveLocation: "message",
+    stopPoll: "message",
+    setGameScore: "message",
+    // deletes, pins, reactions
+    deleteMessage: "message",
+    deleteMessages: "message",
+    pinChatMessage: "message",
+    unpinChatMessage: "message",
+    unpinAllChatMessages: "message",
+    unpinAllForumTopicMessages: "message",
+    unpinAllGeneralForumTopicMessages: "message",
+    setMessageReaction: "message",
+    // answers to queries
+    answerCallbackQuery: "answer",
+    answerInlineQuery: "answer",
+    answerPreCheckoutQuery: "answer",
+    answerShippingQuery: "answer",
+    answerWebAppQuery: "answer",
+    // everything else is direct: updates and webhook, the bot itself, reads, chat actions,
+    // membership and chat administration, forum topics, commands and profile, stickers, payments' links
+    getUpdates: "direct",
+    setWebhook: "direct",
+    deleteWebhook: "direct",
+    getWebhookInfo: "direct",
+    getMe: "direct",
+    logOut: "direct",
+    close: "direct",
+    sendChatAction: "direct",
+    getUserProfilePhotos: "direct",
+    getFile: "direct",
+    banChatMember: "direct",
+    unbanChatMember: "direct",
+    restrictChatMember: "direct",
+    promoteChatMember: "direct",
+    setChatAdministratorCustomTitle: "direct",
+    banChatSenderChat: "direct",
+    unbanChatSenderChat: "direct",
+    setChatPermissions: "direct",
+    exportChatInviteLink: "direct",
+    createChatInviteLink: "direct",
+    editChatInviteLink: "direct",
+    revokeChatInviteLink: "direct",
+    approveChatJoinRequest: "direct",
+    declineChatJoinRequest: "direct",
+    setChatPhoto: "direct",
+    deleteChatPhoto: "direct",
+    setChatTitle: "direct",
+    setChatDescription: "direct",
+    leaveChat: "direct",
+    getChat: "direct",
+    getChatAdministrators: "direct",
+    getChatMemberCount: "direct",
+    getChatMembersCount: "direct",
+    kickChatMember: "direct",
+    getChatMember: "direct",
+    setChatStickerSet: "direct",
+    deleteChatStickerSet: "direct",
+    getForumTopicIconStickers: "direct",
+    createForumTopic: "direct",
+    editForumTopic: "direct",
+    closeForumTopic: "direct",
+    reopenForumTopic: "direct",
+    deleteForumTopic: "direct",
+    editGeneralForumTopic: "direct",
+    closeGeneralForumTopic: "direct",
+    reopenGeneralForumTopic: "direct",
+    hideGeneralForumTopic: "direct",
+    unhideGeneralForumTopic: "direct",
+    setMyName: "direct",
+    getMyName: "direct",
+    getUserChatBoosts: "direct",
+    setMyCommands: "direct",
+    deleteMyCommands: "direct",
+    getMyCommands: "direct",
+    setMyDescription: "direct",
+    getMyDescription: "direct",
+    setMyShortDescription: "direct",
+    getMyShortDescription: "direct",
+    setChatMenuButton: "direct",
+    getChatMenuButton: "direct",
+    setMyDefaultAdministratorRights: "direct",
+    getMyDefaultAdministratorRights: "direct",
+    getStickerSet: "direct",
+    getCustomEmojiStickers: "direct",
+    uploadStickerFile: "direct",
+    createNewStickerSet: "direct",
+    addStickerToSet: "direct",
+    setStickerPositionInSet: "direct",
+    deleteStickerFromSet: "direct",
+    setStickerEmojiList: "direct",
+    setStickerKeywords: "direct",
+    setStickerMaskPosition: "direct",
+    setStickerSetTitle: "direct",
+    deleteStickerSet: "direct",
+    setStickerSetThumbnail: "direct",
+    setCustomEmojiStickerSetThumbnail: "direct",
+    createInvoiceLink: "direct",
+    setPassportDataErrors: "direct",
+    getGameHighScores: "direct"
+  };
+  function methodClass(method) {
+    return Object.hasOwn(CLASSES, method) ? CLASSES[method] : "direct";
+  }
+  function isRelayed(method) {
+    return methodClass(method) !== "direct";
+  }
+  var RELAYED_METHODS = Object.keys(CLASSES).filter(isRelayed);
+
   // libs/admin/ui/src/views/list.ts
-  var FILTER_KEYS = ["state", "chat", "since", "until", "error", "limit"];
+  var FILTER_KEYS = ["state", "chat", "method", "since", "until", "error", "limit"];
   var PAGE_SIZES = ["25", "50", "100", "200"];
   function filterOf(params) {
     const out = {};
@@ -793,6 +950,7 @@
   function describeFilter(f) {
     const parts = [
       f.chat && `chat ${f.chat}`,
+      f.method && `method ${f.method}`,
       f.since && `since ${new Date(f.since).toLocaleString()}`,
       f.until && `until ${new Date(f.until).toLocaleString()}`,
       f.error && `error contains “${f.error}”`
@@ -819,6 +977,12 @@
       pattern: "^(-?[0-9]{1,20}|@[A-Za-z0-9_]{4,64})$",
       autocomplete: "off"
     }) : null;
+    const method = kind === "outbound" ? h(
+      "select",
+      { id: id("method"), name: "method" },
+      h("option", { value: "" }, "any"),
+      RELAYED_METHODS.map((m) => h("option", { value: m, selected: filter.method === m }, m))
+    ) : null;
     const since = h("input", {
       id: id("since"),
       name: "since",
@@ -851,6 +1015,7 @@
       { class: "filters", role: "search", "aria-label": `Filter ${spec.title.toLowerCase()}` },
       field("State", state),
       chat ? field("Chat", chat) : null,
+      method ? field("Method", method) : null,
       field(`${spec.timeLabel} from`, since),
       field(`${spec.timeLabel} before`, until),
       field("Error contains", error),
@@ -868,6 +1033,7 @@
         listHash(kind, {
           state: state.value || void 0,
           chat: chat?.value.trim() || void 0,
+          method: method?.value || void 0,
           since: localInputToIso(since.value),
           until: localInputToIso(until.value),
           error: error.value.trim() || void 0,

@@ -68,9 +68,16 @@ export const KIND_VIEWS: { [K in ListKind]: KindView<K> } = {
     columns: [
       { label: 'Created', cell: (r) => time(r.created_at) },
       { label: 'msg_id', cell: (r) => h('code', null, r.msg_id) },
+      { label: 'Method', cell: (r) => h('code', null, r.method) },
       {
         label: 'Chat',
-        cell: (r) => (r.target_chat_id !== r.chat_id ? `${r.chat_id} → ${r.target_chat_id}` : r.chat_id),
+        // an answer to a query belongs to no chat
+        cell: (r) =>
+          r.chat_id === null
+            ? '—'
+            : r.target_chat_id !== r.chat_id
+              ? `${r.chat_id} → ${r.target_chat_id ?? '—'}`
+              : r.chat_id,
       },
       { label: 'Kind', cell: (r) => r.kind },
       { label: 'State', cell: (r) => stateBadge(r.state) },

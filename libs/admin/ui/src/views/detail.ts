@@ -13,6 +13,8 @@ const HIDDEN: Record<ListKind, { key: string; label: string; render: (v: unknown
   outbound: [
     { key: 'text', label: 'message text', render: (v) => String(v) },
     { key: 'reply_markup', label: 'reply markup', render: pretty },
+    // methods other than sendMessage: caption, media, the edited text… (files by URL, file_id or attach://part)
+    { key: 'params', label: 'parameters', render: pretty },
   ],
   inbox: [{ key: 'payload', label: 'raw update', render: pretty }],
   quarantine: [{ key: 'raw_base64', label: 'raw bytes', render: (v) => decodeBase64(String(v)) }],
@@ -27,6 +29,7 @@ function decodeBase64(b64: string): string {
 const FIELD_ORDER = [
   'capture_key',
   'msg_id',
+  'method',
   'update_id',
   'update_type',
   'bot_id',
@@ -56,6 +59,9 @@ const FIELD_ORDER = [
   'handled_at',
   'resolved_at',
   'telegram_message_id',
+  'telegram_message_ids',
+  'message_count',
+  'uploads',
   'source_update_id',
   'trace_id',
 ];
@@ -267,10 +273,23 @@ export function detailView<K extends ListKind>(ctx: ViewContext, kind: K, id: nu
     );
   }
 
+  /** What a row without a message text carries instead (an outbound call other than sendMessage). */
+  function contentNote(r: Record<string, unknown>): Child {
+    if (kind !== 'outbound' || r.text !== null || typeof r.method !== 'string') return null;
+    const p = r.params && typeof r.params === 'object' ? (r.params as Record<string, unknown>) : {};
+    const has = ['caption', 'text', 'media'].filter((k) => p[k] !== undefined && p[k] !== null);
+    return h(
+      'p',
+      { class: 'muted small', 'data-content-note': '' },
+      `No message text: a ${r.method} carries ${has.length ? has.join(', ') : 'its content'} in its parameters.`,
+    );
+  }
+
   function renderSecrets(row: Details[K]): void {
     const r = row as unknown as Record<string, unknown>;
     replaceKeepingFocus(
       secrets,
+      contentNote(r),
       HIDDEN[kind]
         .filter((f) => r[f.key] !== undefined && r[f.key] !== null)
         .map((f) => {

@@ -6,11 +6,13 @@ import { KIND_VIEWS } from '../kinds';
 import { detailHash, listHash } from '../router';
 import type { BulkRetryResult, ListKind, Page, Summaries } from '../../api-types';
 import type { View, ViewContext } from '../view';
+// the relayed Bot API methods (a dependency-free table): the outbound list's method filter
+import { RELAYED_METHODS } from '../../../../telegram/methods';
 
-const FILTER_KEYS = ['state', 'chat', 'since', 'until', 'error', 'limit'] as const;
+const FILTER_KEYS = ['state', 'chat', 'method', 'since', 'until', 'error', 'limit'] as const;
 const PAGE_SIZES = ['25', '50', '100', '200'];
 
-/** The list's filter as the API takes it (`state`, `chat`, `since`, `until`, `error`, `limit`, `cursor`). */
+/** The list's filter as the API takes it (`state`, `chat`, `method`, `since`, `until`, `error`, `limit`, `cursor`). */
 function filterOf(params: URLSearchParams): Record<string, string> {
   const out: Record<string, string> = {};
   for (const k of [...FILTER_KEYS, 'cursor']) {
@@ -23,6 +25,7 @@ function filterOf(params: URLSearchParams): Record<string, string> {
 function describeFilter(f: Record<string, string>): string {
   const parts = [
     f.chat && `chat ${f.chat}`,
+    f.method && `method ${f.method}`,
     f.since && `since ${new Date(f.since).toLocaleString()}`,
     f.until && `until ${new Date(f.until).toLocaleString()}`,
     f.error && `error contains “${f.error}”`,
@@ -53,6 +56,16 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
         autocomplete: 'off',
       })
     : null;
+  // outbound rows only: every row is sent with one of the relayed methods
+  const method =
+    kind === 'outbound'
+      ? h(
+          'select',
+          { id: id('method'), name: 'method' },
+          h('option', { value: '' }, 'any'),
+          RELAYED_METHODS.map((m) => h('option', { value: m, selected: filter.method === m }, m)),
+        )
+      : null;
   const since = h('input', {
     id: id('since'),
     name: 'since',
@@ -87,6 +100,7 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
     { class: 'filters', role: 'search', 'aria-label': `Filter ${spec.title.toLowerCase()}` },
     field('State', state),
     chat ? field('Chat', chat) : null,
+    method ? field('Method', method) : null,
     field(`${spec.timeLabel} from`, since),
     field(`${spec.timeLabel} before`, until),
     field('Error contains', error),
@@ -104,6 +118,7 @@ export function listView<K extends ListKind>(ctx: ViewContext, kind: K, params: 
       listHash(kind, {
         state: state.value || undefined,
         chat: chat?.value.trim() || undefined,
+        method: method?.value || undefined,
         since: localInputToIso(since.value),
         until: localInputToIso(until.value),
         error: error.value.trim() || undefined,
