@@ -1,5 +1,7 @@
 /**
- * Update dispatch benchmark: `npx tsx bench/dispatch.ts [--quick] [--per-chat=N] [--concurrency=N] [--rounds=N]`.
+ * Update dispatch benchmark:
+ * `npx tsx bench/dispatch.ts [--quick] [--per-chat=N] [--concurrency=N] [--rounds=N] [--handler-concurrency=N]
+ *  [--latency-rate=N] [--only=ordering,claim,handlers,media]`.
  *
  * Updates/s dispatched through a no-op handler (test/fixtures/noop-bot.ts) by 1 and by 3
  * `tg-relay worker` processes, over 1,000 chats, with per-chat ordering (DISPATCH_ORDERING=chat, the
@@ -14,6 +16,12 @@
  * unordered, on (a) the same 20,000-update backlog, (b) one chat whose head waits for a retry with
  * 10,000 updates queued behind it, ahead of 1,000 other chats, and (c) the same chat with its head
  * in flight instead (the head check's worst case: the blocked backlog is walked by every claim).
+ *
+ * Then what handlers cost against the no-op measured in the same run (bench/support/handler-cost.ts):
+ * a session counter on dispatch.sessionStore(), an insert in dispatch.transaction(ctx), and both —
+ * updates/s and the per-update latency of an unqueued open loop. And media replies in
+ * REPLY_MODE=outbound, a text vs a text and a 100 kB uploaded photo (bench/support/media-replies.ts),
+ * which prints "media: needs relayed sends" and skips on a checkout without relayed sends.
  * Runs on DATABASE_URL if set, else on an embedded PostgreSQL in a temp dir.
  */
 import { performance } from 'node:perf_hooks';
@@ -21,56 +29,25 @@ import { QUEUES, withTransaction, type Pool } from '../libs/db';
 import { createInboxClaimStore } from '../libs/dispatch/dispatch-kind';
 import { inboxClaim } from '../libs/dispatch/queries';
 import { createBotApiSandbox } from '../libs/sandbox';
-import { startCli, exited } from '../test/support/cli';
 import { benchDatabase } from './support/database';
-import { median } from './support/worker-process';
+import { BOT_ID, burstRate, CHATS, insertUpdates, log, resetInbox, withWorkers } from './support/dispatch-fleet';
+import { handlerCost } from './support/handler-cost';
+import { mediaReplies } from './support/media-replies';
+import { fmt, loadAverage, median } from './support/worker-process';
 
 const args = process.argv.slice(2);
 const arg = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const QUICK = args.includes('--quick');
-const CHATS = 1_000;
 const PER_CHAT = Number(arg('per-chat') ?? (QUICK ? 5 : 20));
 const CONCURRENCY = Number(arg('concurrency') ?? 64);
 const ROUNDS = Number(arg('rounds') ?? (QUICK ? 1 : 3));
-const TOKEN = '5000000001:bench-dispatch-token-not-a-secret';
-const BOT_ID = '5000000001';
+/** Handler cost runs at the default WORKER_CONCURRENCY with the pool sized as docs/dispatch.md advises. */
+const HANDLER_CONCURRENCY = Number(arg('handler-concurrency') ?? 16);
+/** The handler-cost latency loop's rate: low enough that an update never waits for another. */
+const LATENCY_RATE = Number(arg('latency-rate') ?? 50);
+const SECTIONS = (arg('only') ?? 'ordering,claim,handlers,media').split(',');
 
-const log = (s: string) => process.stdout.write(`${s}\n`);
-const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-
-async function reset(pool: Pool): Promise<void> {
-  await pool.query(`truncate relay.inbox, relay.attempts`);
-  await pool.query(`delete from tg_relay_boss.job where name = $1`, [QUEUES.dispatch]);
-  await pool.query('vacuum analyze relay.inbox');
-}
-
-/** N pending updates (message to chat 1e6 + (update_id-1) % 1000) and their jobs, in one transaction. */
-async function insertUpdates(pool: Pool, n: number): Promise<void> {
-  await withTransaction(pool, async (c) => {
-    await c.query(
-      `with ids as (
-         select g, 1000000 + (g - 1) % $2 as chat, gen_random_uuid() as job_id from generate_series(1, $1::bigint) g
-       ), rows as (
-         insert into relay.inbox (bot_id, update_id, update_type, chat_id, payload, state, job_id)
-         select $3, g, 'message', chat,
-                jsonb_build_object('update_id', g, 'message', jsonb_build_object('message_id', g, 'date', 1700000000, 'text', 'bench',
-                  'chat', jsonb_build_object('id', chat, 'type', 'private', 'first_name', 'U'),
-                  'from', jsonb_build_object('id', chat, 'is_bot', false, 'first_name', 'U'))),
-                'pending', job_id
-           from ids
-         returning id, job_id
-       )
-       insert into tg_relay_boss.job (id, name, data, retry_limit, expire_in, keep_until, policy)
-       select job_id, $4, jsonb_build_object('id', id), 0, interval '23 hours', now() + interval '30 days', 'standard' from rows`,
-      [n, CHATS, BOT_ID, QUEUES.dispatch],
-    );
-    await c.query(`select pg_notify('tg_relay_work', $1)`, [QUEUES.dispatch]);
-  });
-}
-
-async function pendingCount(pool: Pool): Promise<number> {
-  return Number((await pool.query(`select count(*) from relay.inbox where state = 'pending'`)).rows[0].count);
-}
+const reset = (pool: Pool) => resetInbox(pool);
 
 async function measure(
   url: string,
@@ -80,42 +57,10 @@ async function measure(
   ordering: 'chat' | 'none',
 ): Promise<number> {
   await reset(pool);
-  const env = {
-    DATABASE_URL: url,
-    TELEGRAM_BOT_TOKEN: TOKEN,
-    TELEGRAM_API_ROOT: apiRoot,
-    BOT_HANDLERS: 'test/fixtures/noop-bot.ts',
-    DISPATCH_ORDERING: ordering,
-    WORKER_CONCURRENCY: String(CONCURRENCY),
-    LOG_LEVEL: 'info',
-  };
-  const children = Array.from({ length: workers }, () => startCli(['worker'], env));
-  try {
-    const deadline = Date.now() + 30_000;
-    while (!children.every((c) => c.output().includes('bot handlers ready'))) {
-      if (children.some((c) => c.exitCode !== null))
-        throw new Error(`a worker exited:\n${children.map((c) => c.output()).join('\n')}`);
-      if (Date.now() > deadline) throw new Error('workers did not become ready');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const n = CHATS * PER_CHAT;
-    await insertUpdates(pool, n);
-    const t0 = performance.now();
-    while ((await pendingCount(pool)) > 0) {
-      if (performance.now() - t0 > 600_000) throw new Error('dispatch did not finish in 10 minutes');
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    const seconds = (performance.now() - t0) / 1000;
-    const { rows } = await pool.query(
-      `select count(*)::int as handled, (select count(*)::int from relay.attempts where subject = 'inbox') as audited from relay.inbox where state = 'handled'`,
-    );
-    if (rows[0].handled !== n || rows[0].audited !== n)
-      throw new Error(`expected ${n} handled and audited, got ${JSON.stringify(rows[0])}`);
-    return n / seconds;
-  } finally {
-    for (const c of children) c.kill('SIGTERM');
-    await Promise.all(children.map((c) => exited(c)));
-  }
+  const env = { DISPATCH_ORDERING: ordering, WORKER_CONCURRENCY: String(CONCURRENCY) };
+  return withWorkers({ url, apiRoot, handlers: 'test/fixtures/noop-bot.ts', workers, env }, () =>
+    burstRate(pool, CHATS * PER_CHAT),
+  );
 }
 
 /** Median ms of one claim of 32 (rolled back, so the backlog stays as it is). */
@@ -193,38 +138,66 @@ async function claimLatency(pool: Pool): Promise<void> {
   );
 }
 
+async function ordering(db: { url: string; pool: Pool }, apiRoot: string): Promise<void> {
+  log(
+    `update dispatch: no-op handler, ${fmt(CHATS)} chats × ${PER_CHAT} updates = ${fmt(CHATS * PER_CHAT)} updates per measurement,`,
+  );
+  log(`WORKER_CONCURRENCY=${CONCURRENCY} per process, ${ROUNDS} round(s), median shown\n`);
+  const results: Record<string, number[]> = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const workers of [1, 3]) {
+      const modes: ('chat' | 'none')[] = round % 2 === 0 ? ['none', 'chat'] : ['chat', 'none'];
+      for (const mode of modes) {
+        const rate = await measure(db.url, db.pool, apiRoot, workers, mode);
+        (results[`${workers}:${mode}`] ??= []).push(rate);
+        log(
+          `  round ${round + 1}: ${workers} worker(s), ordering=${mode.padEnd(4)} ${fmt(rate).padStart(7)} updates/s`,
+        );
+      }
+    }
+  }
+  log('\n| workers | unordered (updates/s) | per-chat ordered (updates/s) | ordering cost |');
+  log('| --- | --- | --- | --- |');
+  for (const workers of [1, 3]) {
+    const none = median(results[`${workers}:none`]);
+    const chat = median(results[`${workers}:chat`]);
+    log(`| ${workers} | ${fmt(none)} | ${fmt(chat)} | ${fmt((1 - chat / none) * 100, 1)}% |`);
+  }
+  log('\n(target: ordering costs ≤ 20% throughput)');
+}
+
 async function main(): Promise<void> {
   const db = await benchDatabase();
   const sandbox = createBotApiSandbox();
   await sandbox.start();
+  const only = args.includes('--claim-only') ? ['claim'] : SECTIONS;
   try {
-    log(
-      `update dispatch: no-op handler, ${fmt(CHATS)} chats × ${PER_CHAT} updates = ${fmt(CHATS * PER_CHAT)} updates per measurement,`,
-    );
-    log(`WORKER_CONCURRENCY=${CONCURRENCY} per process, ${ROUNDS} round(s), median shown\n`);
-    const results: Record<string, number[]> = {};
-    if (args.includes('--claim-only')) return await claimLatency(db.pool);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const workers of [1, 3]) {
-        const modes: ('chat' | 'none')[] = round % 2 === 0 ? ['none', 'chat'] : ['chat', 'none'];
-        for (const mode of modes) {
-          const rate = await measure(db.url, db.pool, sandbox.url, workers, mode);
-          (results[`${workers}:${mode}`] ??= []).push(rate);
-          log(
-            `  round ${round + 1}: ${workers} worker(s), ordering=${mode.padEnd(4)} ${fmt(rate).padStart(7)} updates/s`,
-          );
-        }
-      }
-    }
-    log('\n| workers | unordered (updates/s) | per-chat ordered (updates/s) | ordering cost |');
-    log('| --- | --- | --- | --- |');
-    for (const workers of [1, 3]) {
-      const none = median(results[`${workers}:none`]);
-      const chat = median(results[`${workers}:chat`]);
-      log(`| ${workers} | ${fmt(none)} | ${fmt(chat)} | ${fmt((1 - chat / none) * 100, 1)}% |`);
-    }
-    log('\n(target: ordering costs ≤ 20% throughput)');
-    await claimLatency(db.pool);
+    log(`load average at start: ${loadAverage()}${QUICK ? ' (--quick)' : ''}\n`);
+    if (only.includes('ordering')) await ordering(db, sandbox.url);
+    if (only.includes('claim')) await claimLatency(db.pool);
+    if (only.includes('handlers'))
+      await handlerCost({
+        url: db.url,
+        pool: db.pool,
+        apiRoot: sandbox.url,
+        rounds: ROUNDS,
+        burst: CHATS * (QUICK ? 2 : 10),
+        samples: QUICK ? 100 : 400,
+        intervalMs: 1000 / LATENCY_RATE,
+        concurrency: HANDLER_CONCURRENCY,
+        poolMax: HANDLER_CONCURRENCY + 8,
+      });
+    if (only.includes('media'))
+      await mediaReplies({
+        url: db.url,
+        pool: db.pool,
+        sandbox,
+        rounds: ROUNDS,
+        burst: QUICK ? 500 : 2_000,
+        samples: QUICK ? 10 : 40,
+        ratePerSecond: 5,
+      });
+    log(`\nload average at end: ${loadAverage()}`);
   } finally {
     await sandbox.stop();
     await db.close();
