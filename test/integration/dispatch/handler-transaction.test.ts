@@ -213,14 +213,14 @@ describe('dispatch.transaction(ctx)', () => {
   it('a handler that swallows a failed query of its own (transaction aborted) is retried, counted, and its rows roll back', async () => {
     const attempt = attemptCounter();
     await start(
-      ((bot, dispatch) => {
+      (bot, dispatch) => {
         bot.on('message', async (ctx) => {
           const n = attempt(ctx.update.update_id);
           const tx = await dispatch.transaction(ctx);
           await tx.query(`insert into handler_rows (update_id, attempt) values ($1, $2)`, [ctx.update.update_id, n]);
           if (n === 1) await tx.query('select 1/0').catch(() => undefined); // swallowed: the transaction is aborted
         });
-      }),
+      },
       { replyMode: 'outbound' },
     );
     await storeUpdates(db.pool, boss(), [makeUpdate(1, 9851)]);

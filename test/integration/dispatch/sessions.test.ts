@@ -160,7 +160,7 @@ describe('transactional sessions', () => {
 
   it("a fresh per-user session written by three chats at once in one engine, with the store's defaultSession: the count is exact", async () => {
     const gate = barrier(3, 500);
-    await start(((bot, dispatch) => {
+    await start((bot, dispatch) => {
       bot.use(
         session({
           store: dispatch.sessionStore<Counter>({ defaultSession: () => ({ count: 0 }) }),
@@ -171,7 +171,7 @@ describe('transactional sessions', () => {
         (ctx as unknown as Ctx).session.count++;
         await gate();
       });
-    }));
+    });
     await storeUpdates(db.pool, boss(), [
       messageFrom(1, -9451, 44),
       messageFrom(2, -9452, 44),
