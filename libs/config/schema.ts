@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TELEGRAM_SECRET_TOKEN_MAX } from '../telegram/limits';
+import { TELEGRAM_SECRET_TOKEN_MAX, TELEGRAM_UPLOAD_MAX } from '../telegram/limits';
 import { parseDuration } from './duration';
 import {
   DB_IDLE_IN_TRANSACTION_TIMEOUT_MS_DEFAULT,
@@ -104,7 +104,7 @@ export const WEBHOOK_SECRET_MIN_LENGTH = 16;
  * Telegram accepts from a bot for one file, since the row is held in memory and in one bytea.
  */
 export const OUTBOUND_MAX_UPLOAD_DEFAULT = 20 * 1024 * 1024;
-export const OUTBOUND_MAX_UPLOAD_MAX = 50 * 1024 * 1024;
+export const OUTBOUND_MAX_UPLOAD_MAX = TELEGRAM_UPLOAD_MAX;
 
 /** Telegram ids have at most 52 significant bits; 16 digits also keep them exact in JavaScript. */
 const MAX_CHAT_ID = Number.MAX_SAFE_INTEGER;

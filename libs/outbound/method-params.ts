@@ -5,16 +5,16 @@
  * file the call names but does not carry) fails its own row at once with the field named; the rest
  * is Telegram's to judge. relay.outbound_upsert re-checks the core (method, params shape, chat_id).
  */
+import { TELEGRAM_CAPTION_MAX, TELEGRAM_UPLOAD_MAX } from '../telegram/limits';
 import { isPlaceholder } from '../telegram/placeholders';
 import type { OutboundProblem } from './errors';
 import { charLength, jsonValueProblem, outboundTextProblem, unicodeProblem } from './text-rules';
 
 /** JSON size of `params`, UTF-8 bytes (answerInlineQuery's 50 results fit; relay.outbound_upsert backstops it). */
 export const OUTBOUND_PARAMS_MAX_BYTES = 256 * 1024;
-/** A media caption without parse_mode (Bot API: 0-1024 characters after entity parsing). */
-export const TELEGRAM_CAPTION_MAX = 1024;
-/** One uploaded file: the Bot API's limit for bots (50 MB; photos 10 MB, left to Telegram). */
-export const OUTBOUND_UPLOAD_MAX_BYTES = 50 * 1024 * 1024;
+export { TELEGRAM_CAPTION_MAX };
+/** One uploaded file: the Bot API's limit for bots. */
+export const OUTBOUND_UPLOAD_MAX_BYTES = TELEGRAM_UPLOAD_MAX;
 /** Messages one call may send (sendMediaGroup 10, forwardMessages/copyMessages 100). */
 export const OUTBOUND_MESSAGE_COUNT_MAX = 100;
 /** The multipart part name of an upload, as `attach://<part>` names it (relay.outbound_uploads.part). */

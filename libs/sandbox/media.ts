@@ -3,6 +3,7 @@
  * albums (sendMediaGroup) and the other content sends (sendLocation, sendContact, sendPoll, sendDice),
  * with the Bot API server's error texts (telegram-bot-api Client.cpp) where it has them.
  */
+import { TELEGRAM_CAPTION_MAX } from '../telegram/limits';
 import type { BotState, StoredFile } from './bot-state';
 import { TG_DESCRIPTIONS } from './constants';
 import { mediaLabel, postMessage, preflight, sendTarget } from './deliver';
@@ -13,7 +14,7 @@ import type { RequestScope } from './methods';
 import type { TgMessage } from './types';
 
 /** Telegram's caption limit (UTF-16 units after entity parsing). */
-export const MAX_CAPTION_LENGTH = 1024;
+export const MAX_CAPTION_LENGTH = TELEGRAM_CAPTION_MAX;
 const ALBUM_MIN = 2;
 const ALBUM_MAX = 10;
 
