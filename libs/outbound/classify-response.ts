@@ -18,6 +18,7 @@
  */
 import { errorCode as codeOf, errorMessage, fieldOf } from '../errors';
 import { TelegramApiError, TelegramNetworkError } from '../telegram/errors';
+import { methodClass } from '../telegram/methods';
 import { redactToken } from '../observability/redact';
 import { safeText } from '../queue/errors';
 
@@ -153,7 +154,7 @@ export function classifySendError(err: unknown, method = 'sendMessage', opts: { 
     if (alreadyDone(method, code, description, opts.repeat === true))
       return { type: 'delivered', messageIds: [], status: code };
     // an answer that came too late can never be sent: recorded, not alerted (outbound_raise_alerts)
-    if (code === 400 && method.startsWith('answer') && QUERY_EXPIRED.test(description))
+    if (code === 400 && methodClass(method) === 'answer' && QUERY_EXPIRED.test(description))
       return { type: 'terminal', reason: description, status: code, errorCode: 'RELAY_QUERY_EXPIRED' };
     if (code === 429) {
       // Telegram's retry_after is whole seconds, at least 1; a peer answering 0 (or a fraction: a
