@@ -1,4 +1,4 @@
-import { isRelayed, messageCount, methodClass, RELAYED_METHODS } from '../../../libs/telegram/methods';
+import { isRelayed, messageCount, methodClass } from '../../../libs/telegram/methods';
 
 describe('relayed Bot API methods', () => {
   it('relays every method that sends, edits, deletes, pins or reacts, and answers queries', () => {
