@@ -14,7 +14,7 @@ import { onShutdownSignal } from '../../libs/lifecycle/shutdown';
 import { createLogger } from '../../libs/observability/logger';
 import { AdminRuntime, startAdminRuntime } from '../../libs/runtime/admin';
 import { MetricsEndpoint, startMetricsEndpoint } from '../../libs/runtime/metrics-endpoint';
-import { SANDBOX_CHAT_ID, SandboxMode, startSandboxMode } from '../../libs/runtime/sandbox-mode';
+import { EXAMPLE_BOT, SANDBOX_CHAT_ID, SandboxMode, startSandboxMode } from '../../libs/runtime/sandbox-mode';
 import { startWorkerRuntime, WorkerRuntime } from '../../libs/runtime/worker';
 
 /** Beyond SHUTDOWN_TIMEOUT, how long a dying `start` waits for the rest to stop (a stuck part must not keep it alive). */
@@ -22,6 +22,11 @@ const DYING_STOP_GRACE_MS = 5_000;
 
 function say(lines: string[]): void {
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** The handlers the banner names: the operator's BOT_HANDLERS as given, or the bundled example. */
+function botLabel(handlers: string | undefined): string {
+  return !handlers || handlers === EXAMPLE_BOT ? 'examples/echo-bot.ts' : handlers;
 }
 
 export async function run(): Promise<number> {
@@ -94,7 +99,7 @@ export async function run(): Promise<number> {
     const env = sandboxUrl === 'http://127.0.0.1:8081' ? '' : `SANDBOX_URL=${sandboxUrl} `;
     lines.push(
       '  ┌ SANDBOX MODE — no TELEGRAM_BOT_TOKEN: a local Bot API sandbox stands in for Telegram,',
-      '  │ a local collector receives captures, and the example bot (examples/echo-bot.ts) answers.',
+      `  │ a local collector receives captures, and the bot (${botLabel(config.BOT_HANDLERS)}) answers.`,
       `  │ database: ${db.kind === 'embedded' ? `embedded PostgreSQL in ${db.dataDir ?? `${config.DATA_DIR}/postgres`}` : 'DATABASE_URL'}`,
       `  │ admin API: ${admin.address}   dashboard: ${admin.address}/`,
       `  │ admin token: ${token}`,

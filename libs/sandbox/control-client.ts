@@ -85,6 +85,12 @@ export function createSandboxClient(baseUrl: string) {
     resetUpdateIds: (token: string, nextUpdateId: number) =>
       call<true>(baseUrl, 'POST', '/sandbox/reset-update-ids', { token, nextUpdateId }),
     sent: (token: string) => call<SentMessage[]>(baseUrl, 'GET', `/sandbox/sent${q({ token })}`),
+    answeredCallbacks: (token: string) =>
+      call<Array<{ callback_query_id: string; text?: string; show_alert?: boolean }>>(
+        baseUrl,
+        'GET',
+        `/sandbox/callbacks${q({ token })}`,
+      ),
     calls: (token?: string, method?: string) =>
       call<CallRecord[]>(baseUrl, 'GET', `/sandbox/calls${q({ token, method })}`),
     botState: (token: string) => call<BotStateSummary>(baseUrl, 'GET', `/sandbox/bot${q({ token })}`),
