@@ -2,6 +2,8 @@
  * `tg-relay sandbox` — runs the local Bot API sandbox and the capture collector until SIGINT/SIGTERM.
  * `tg-relay sandbox send <text> [--chat ID] [--from ID] [--token T]` — injects a user message into a
  *   running sandbox (SANDBOX_URL, default http://127.0.0.1:8081) and prints its update_id.
+ * `tg-relay sandbox press <data> --message ID [--chat ID] [--from ID] [--token T]` — a user pressing an
+ *   inline button with that callback data on the bot's message ID (`sent` lists message ids).
  * `tg-relay sandbox sent [--token T]` — prints what the bot sent, one JSON line per message.
  */
 import { parseArgs as parseArgsStrict } from 'node:util';
@@ -17,10 +19,13 @@ const USAGE = `usage:
   tg-relay sandbox                                   run the Bot API sandbox and the collector
   tg-relay sandbox send <text> [--chat ID] [--from ID] [--token T]
                                                      inject a user message into a running sandbox
+  tg-relay sandbox press <data> --message ID [--chat ID] [--from ID] [--token T]
+                                                     press an inline button (its callback data) on
+                                                     the bot's message ID
   tg-relay sandbox sent [--token T]                  print what the bot sent
 
 environment: SANDBOX_HOST (127.0.0.1), SANDBOX_PORT (8081), SANDBOX_COLLECTOR_PORT (8082),
-             SANDBOX_URL for send/sent (http://127.0.0.1:8081), TELEGRAM_BOT_TOKEN (else the sandbox token)
+             SANDBOX_URL for send/press/sent (http://127.0.0.1:8081), TELEGRAM_BOT_TOKEN (else the sandbox token)
 `;
 
 function sandboxUrl(env: Env): string {
@@ -129,6 +134,23 @@ async function send(args: string[], env: Env): Promise<number> {
   return 0;
 }
 
+async function press(args: string[], env: Env): Promise<number> {
+  const parsed = parseArgs(args, ['message', 'chat', 'from', 'token']);
+  if (parsed.text === undefined) throw new UsageError("press needs the button's callback data");
+  // a button belongs to a message: without it the bot could neither find nor edit what was pressed
+  if (parsed.options.message === undefined) throw new UsageError('press needs --message ID (see `sandbox sent`)');
+  const messageId = intOption(parsed.options, 'message', 0);
+  const chatId = intOption(parsed.options, 'chat', 1001);
+  const fromId = parsed.options.from === undefined ? undefined : intOption(parsed.options, 'from', chatId);
+  const token = parsed.options.token ?? (env.TELEGRAM_BOT_TOKEN || SANDBOX_DEFAULT_TOKEN);
+  const client = createSandboxClient(sandboxUrl(env));
+  const update = await client.injectCallbackQuery(token, { chatId, data: parsed.text, fromId, messageId });
+  process.stdout.write(
+    `update_id=${update.update_id} callback_query_id=${update.callback_query!.id} chat_id=${chatId} message_id=${messageId}\n`,
+  );
+  return 0;
+}
+
 async function sent(args: string[], env: Env): Promise<number> {
   const parsed = parseArgs(args, ['token']);
   if (parsed.text !== undefined) throw new UsageError(`unexpected argument "${parsed.text}"`);
@@ -144,6 +166,7 @@ export async function run(args: string[], _parsed?: unknown, env: Env = process.
   try {
     if (sub === undefined) return await serve(env);
     if (sub === 'send') return await send(rest, env);
+    if (sub === 'press') return await press(rest, env);
     if (sub === 'sent') return await sent(rest, env);
     if (sub === 'help' || sub === '--help' || sub === '-h') {
       process.stdout.write(USAGE);

@@ -11,7 +11,7 @@ import { Client } from 'pg';
 import { albumPhotos, PHOTO_URL, PIXEL_PNG } from '../../../examples/media-bot';
 import { colourKeyboard } from '../../../examples/keyboard-bot';
 import { createSandboxClient, SANDBOX_DEFAULT_TOKEN, type SandboxClient, type TgUpdate } from '../../../libs/sandbox';
-import { exited, ROOT, startCli } from '../../support/cli';
+import { exited, ROOT, runCli, startCli } from '../../support/cli';
 import { createTestDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
 
@@ -26,6 +26,9 @@ interface OutboundRow {
 
 interface Relay {
   sandbox: SandboxClient;
+  sandboxUrl: string;
+  /** Waits until the update is handled and its `replies` outbound rows are delivered. */
+  settled(updateId: number, replies: number): Promise<OutboundRow[]>;
   /** Injects a user message and waits until the update is handled and its `replies` outbound rows delivered. */
   say(
     chatId: number,
@@ -66,34 +69,39 @@ async function startRelay(bot: string, databaseUrl: string, db: Client): Promise
     throw new Error(`${(err as Error).message}\n--- output ---\n${proc.output()}`, { cause: err });
   }
   expect(banner).toContain(`the bot (examples/${bot})`);
-  const sandbox = createSandboxClient(/TELEGRAM_API_ROOT=(\S+)/.exec(banner)![1]);
+  const sandboxUrl = /TELEGRAM_API_ROOT=(\S+)/.exec(banner)![1];
+  const sandbox = createSandboxClient(sandboxUrl);
 
-  const settled = async (update: TgUpdate, replies: number) => {
-    const rows = await waitFor(
+  const settled = (updateId: number, replies: number) =>
+    waitFor(
       async () => {
         const inbox = await db.query<{ state: string }>('select state from relay.inbox where update_id = $1', [
-          update.update_id,
+          updateId,
         ]);
         const out = await db.query<OutboundRow>(
           'select method, state, message_count from relay.outbound where source_update_id = $1 order by id',
-          [update.update_id],
+          [updateId],
         );
         const done = inbox.rows[0]?.state === 'handled' && out.rows.length === replies;
         return done && out.rows.every((r) => r.state === 'delivered') ? out.rows : null;
       },
-      { timeoutMs: 30_000, intervalMs: 100, what: `update ${update.update_id} handled, ${replies} replies delivered` },
+      { timeoutMs: 30_000, intervalMs: 100, what: `update ${updateId} handled, ${replies} replies delivered` },
     ).catch((err: Error) => {
       throw new Error(`${err.message}\n--- output ---\n${proc.output()}`, { cause: err });
     });
-    return { update, rows };
-  };
+  const run = async (update: TgUpdate, replies: number) => ({
+    update,
+    rows: await settled(update.update_id, replies),
+  });
 
   return {
     sandbox,
+    sandboxUrl,
+    settled,
     say: async (chatId, text, replies, fromId) =>
-      settled(await sandbox.injectMessage(TOKEN, { chatId, text, fromId }), replies),
+      run(await sandbox.injectMessage(TOKEN, { chatId, text, fromId }), replies),
     press: async (chatId, data, messageId, replies) =>
-      settled(await sandbox.injectCallbackQuery(TOKEN, { chatId, data, messageId }), replies),
+      run(await sandbox.injectCallbackQuery(TOKEN, { chatId, data, messageId }), replies),
     chat: async (chatId) =>
       (await sandbox.sent(TOKEN))
         .filter((s) => s.resolved_chat_id === chatId)
@@ -195,10 +203,17 @@ describe('examples in sandbox mode (tg-relay start, BOT_HANDLERS=examples/…)',
         const [menu] = await relay.chat(7101);
         expect(menu.text).toBe('Pick a colour');
 
-        const press = await relay.press(7101, 'colour:green', menu.message_id, 2);
-        expect(press.rows.map((r) => r.method)).toEqual(['answerCallbackQuery', 'editMessageText']);
+        // the press as a user makes it from a shell: `tg-relay sandbox press`
+        const cli = await runCli(
+          ['sandbox', 'press', 'colour:green', '--message', String(menu.message_id), '--chat', '7101'],
+          { SANDBOX_URL: relay.sandboxUrl },
+        );
+        expect({ code: cli.code, stderr: cli.stderr }).toEqual({ code: 0, stderr: '' });
+        const [, updateId, queryId] = /^update_id=(\d+) callback_query_id=(\S+) /.exec(cli.stdout)!;
+        const press = await relay.settled(Number(updateId), 2);
+        expect(press.map((r) => r.method)).toEqual(['answerCallbackQuery', 'editMessageText']);
         expect(await relay.sandbox.answeredCallbacks(TOKEN)).toEqual([
-          { callback_query_id: press.update.callback_query!.id, text: 'You picked green' },
+          { callback_query_id: queryId, text: 'You picked green' },
         ]);
         expect((await relay.chat(7101))[1]).toEqual({
           method: 'editMessageText',

@@ -83,4 +83,16 @@ describe('tg-relay sandbox (subprocess)', () => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('send needs the message text');
   });
+
+  it('`sandbox press` needs the callback data and the message the button is on (exit 2 otherwise)', async () => {
+    const noData = await runCli(['sandbox', 'press', '--message', '5'], {});
+    expect(noData.code).toBe(2);
+    expect(noData.stderr).toContain("press needs the button's callback data");
+    const noMessage = await runCli(['sandbox', 'press', 'colour:red'], {});
+    expect(noMessage.code).toBe(2);
+    expect(noMessage.stderr).toContain('press needs --message ID');
+    const badMessage = await runCli(['sandbox', 'press', 'colour:red', '--message', 'x'], {});
+    expect(badMessage.code).toBe(2);
+    expect(badMessage.stderr).toContain('--message must be a non-zero integer, got "x"');
+  });
 });
