@@ -53,10 +53,10 @@ export function runCli(
 export function startCli(
   args: string[],
   env: Record<string, string | undefined>,
-  opts: { cwd?: string; preload?: string } = {},
+  opts: { cwd?: string; preload?: string; cli?: string } = {},
 ): ChildProcess & { output: () => string } {
   const preload = opts.preload ? ['-r', path.join(ROOT, opts.preload)] : [];
-  const child = spawn(process.execPath, [...preload, CLI, ...args], {
+  const child = spawn(process.execPath, [...preload, opts.cli ?? CLI, ...args], {
     env: cleanEnv(env),
     cwd: opts.cwd ?? ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],

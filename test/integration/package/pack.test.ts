@@ -3,8 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { BUILT_CLI, ROOT, runCli } from '../../support/cli';
+import { createSandboxClient, SANDBOX_DEFAULT_TOKEN } from '../../../libs/sandbox';
+import { BUILT_CLI, exited, ROOT, runCli, startCli } from '../../support/cli';
 import { createTestDatabase } from '../../support/db';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * The package as it ships: `npm run build` compiles to dist/, the bin runs the compiled JavaScript
@@ -83,6 +85,56 @@ describe('npm run build', () => {
       expect((await c.query('select bot_id from relay.outbound_settings')).rows).toEqual([{ bot_id: '5151' }]);
     } finally {
       await c.end();
+    }
+  });
+});
+
+describe('npm start from a checkout', () => {
+  // the compiled CLI meets a TypeScript BOT_HANDLERS module: tsx (a dev dependency here) loads it,
+  // and its `import … from 'tg-relay'` resolves in the checkout
+  it('runs a TypeScript example in sandbox mode: BOT_HANDLERS=examples/session-bot.ts answers', async () => {
+    const exampleDb = await createTestDatabase('packex');
+    const proc = startCli(
+      ['start'],
+      {
+        DATABASE_URL: exampleDb.url,
+        BOT_HANDLERS: 'examples/session-bot.ts',
+        ADMIN_PORT: '0',
+        SANDBOX_PORT: '0',
+        SANDBOX_COLLECTOR_PORT: '0',
+        POLL_TIMEOUT: '1s',
+      },
+      { cli: BUILT_CLI },
+    );
+    try {
+      const banner = await waitFor(() => (/Ctrl-C stops everything/.test(proc.output()) ? proc.output() : null), {
+        timeoutMs: 90_000,
+        what: 'the start banner',
+      });
+      expect(banner).toContain('the bot (examples/session-bot.ts) answers');
+      const sandboxUrl = /TELEGRAM_API_ROOT=(\S+)/.exec(banner)![1];
+      for (const expected of ['Count: 1', 'Count: 2']) {
+        const sent = await runCli(
+          ['sandbox', 'send', '/count', '--chat', '4301'],
+          { SANDBOX_URL: sandboxUrl },
+          {
+            cli: BUILT_CLI,
+          },
+        );
+        expect([sent.code, sent.stderr]).toEqual([0, '']);
+        await waitFor(
+          async () =>
+            (await createSandboxClient(sandboxUrl).sent(SANDBOX_DEFAULT_TOKEN)).some((m) => m.text === expected),
+          { timeoutMs: 30_000, intervalMs: 100, what: `"${expected}" in the sandbox chat` },
+        ).catch((err: Error) => {
+          throw new Error(`${err.message}\n--- output ---\n${proc.output()}`, { cause: err });
+        });
+      }
+      proc.kill('SIGTERM');
+      expect(await exited(proc)).toEqual({ code: 0, signal: null });
+    } finally {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      await exampleDb.drop();
     }
   });
 });
