@@ -27,31 +27,6 @@ export async function sessionRead(q: Queryable, botId: string, key: string): Pro
 
 const TTL = `now() + $4::bigint * interval '1 millisecond'`;
 
-/**
- * Writes `json` if the row is still at `version` (0: if there is still no row). False when another
- * writer got there first: the caller's read is stale.
- */
-export async function sessionWriteIfVersion(
-  q: Queryable,
-  args: { botId: string; key: string; json: string; ttlMs: number; version: number },
-): Promise<boolean> {
-  const { botId, key, json, ttlMs, version } = args;
-  const { rowCount } =
-    version === 0
-      ? await q.query(
-          `insert into relay.sessions (bot_id, key, value, version, expires_at)
-           values ($1, $2, $3::jsonb, 1, ${TTL})
-           on conflict (bot_id, key) do nothing`,
-          [botId, key, json, ttlMs],
-        )
-      : await q.query(
-          `update relay.sessions set value = $3::jsonb, version = version + 1, updated_at = now(), expires_at = ${TTL}
-            where bot_id = $1 and key = $2 and version = $5`,
-          [botId, key, json, ttlMs, version],
-        );
-  return rowCount === 1;
-}
-
 /** One version-conditioned write of a batch (sessionWritesIfVersion). */
 export interface SessionWrite {
   key: string;
