@@ -19,7 +19,8 @@
  *
  * Then what handlers cost against the no-op measured in the same run (bench/support/handler-cost.ts):
  * a session counter on dispatch.sessionStore(), an insert in dispatch.transaction(ctx), and both —
- * updates/s and the per-update latency of an unqueued open loop. And media replies in
+ * the per-update latency added at a modest steady rate (all handlers interleaved in one worker;
+ * p50/p90/p99, added p50 vs the no-op, the target's verdict) and updates/s. And media replies in
  * REPLY_MODE=outbound, a text vs a text and a 100 kB uploaded photo (bench/support/media-replies.ts),
  * which prints "media: needs relayed sends" and skips on a checkout without relayed sends.
  * Runs on DATABASE_URL if set, else on an embedded PostgreSQL in a temp dir.
@@ -44,7 +45,7 @@ const ROUNDS = Number(arg('rounds') ?? (QUICK ? 1 : 3));
 /** Handler cost runs at the default WORKER_CONCURRENCY with the pool sized as docs/dispatch.md advises. */
 const HANDLER_CONCURRENCY = Number(arg('handler-concurrency') ?? 16);
 /** The handler-cost latency loop's rate: low enough that an update never waits for another. */
-const LATENCY_RATE = Number(arg('latency-rate') ?? 50);
+const LATENCY_RATE = Number(arg('latency-rate') ?? 20);
 const SECTIONS = (arg('only') ?? 'ordering,claim,handlers,media').split(',');
 
 const reset = (pool: Pool) => resetInbox(pool);
@@ -182,7 +183,7 @@ async function main(): Promise<void> {
         apiRoot: sandbox.url,
         rounds: ROUNDS,
         burst: CHATS * (QUICK ? 2 : 10),
-        samples: QUICK ? 100 : 400,
+        samples: QUICK ? 200 : 600,
         intervalMs: 1000 / LATENCY_RATE,
         concurrency: HANDLER_CONCURRENCY,
         poolMax: HANDLER_CONCURRENCY + 8,

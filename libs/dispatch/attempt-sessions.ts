@@ -16,7 +16,7 @@ import { unicodeProblem } from '../outbound/message';
 import { dispatchStorage } from './context';
 import { DispatchClosedError } from './errors';
 import { SessionConflictError, SessionValueError } from './session-errors';
-import { sessionDeleteIfVersion, sessionRead, sessionWriteIfVersion } from './session-queries';
+import { sessionDeleteIfVersion, sessionRead, sessionWritesIfVersion, type SessionWrite } from './session-queries';
 import type { Queryable } from '../db/pool';
 
 /** Longest session key accepted (keys are ids, not text). */
@@ -75,20 +75,22 @@ export class AttemptSessions {
     entry.write = { deleted: true };
   }
 
-  /** Applies the writes in the outcome transaction (keys in order, so two attempts lock rows alike). */
-  async commit(client: Queryable): Promise<void> {
-    const { botId, ttlMs } = this.db;
-    for (const key of [...this.entries.keys()].sort()) {
-      const entry = this.entries.get(key)!;
+  /** Applies the writes in the outcome transaction (commitSessions with this attempt alone). */
+  commit(client: Queryable): Promise<void> {
+    return commitSessions(client, [this]);
+  }
+
+  /** What commitSessions applies: this attempt's writes, or a SessionConflictError if one cannot land. */
+  plannedWrites(): { botId: string; ttlMs: number; writes: SessionWrite[]; deletes: SessionWrite[] } {
+    const writes: SessionWrite[] = [];
+    const deletes: SessionWrite[] = [];
+    for (const [key, entry] of this.entries) {
       if (!entry.write) continue;
       if (entry.conflict) throw new SessionConflictError(key);
-      const { version } = entry;
-      const landed =
-        'deleted' in entry.write
-          ? await sessionDeleteIfVersion(client, { botId, key, version })
-          : await sessionWriteIfVersion(client, { botId, key, json: entry.write.json, ttlMs, version });
-      if (!landed) throw new SessionConflictError(key);
+      if ('deleted' in entry.write) deletes.push({ key, json: '', version: entry.version });
+      else writes.push({ key, json: entry.write.json, version: entry.version });
     }
+    return { botId: this.db.botId, ttlMs: this.db.ttlMs, writes, deletes };
   }
 
   private check(key: string, op: string): void {
@@ -154,6 +156,44 @@ export class AttemptSessions {
     const proxy = new Proxy(value, handler);
     owners.set(proxy, { sessions: this, entry });
     return proxy;
+  }
+}
+
+/**
+ * Applies the session writes of the attempts of one outcome transaction, each conditioned on the
+ * version its attempt read: one statement for all of them (two when some create their row) rather
+ * than one per attempt, keys sorted (two transactions that still lock rows in different orders
+ * deadlock, which the outcome writer retries as a transient failure). Any write that cannot
+ * land throws SessionConflictError and the whole transaction rolls back: the outcome writer then
+ * writes the batch's outcomes one by one, so only the attempt that conflicted runs again. Two attempts
+ * of one batch writing the same key (a per-user key from two chats) cannot both land: that is such a
+ * conflict too, and the one written first alone wins.
+ */
+export async function commitSessions(client: Queryable, attempts: AttemptSessions[]): Promise<void> {
+  const batches = new Map<string, { botId: string; ttlMs: number; writes: SessionWrite[] }>();
+  const deletes: { botId: string; write: SessionWrite }[] = [];
+  const seen = new Set<string>();
+  for (const a of attempts) {
+    const planned = a.plannedWrites();
+    for (const w of [...planned.writes, ...planned.deletes]) {
+      const id = `${planned.botId}\u0000${w.key}`;
+      if (seen.has(id)) throw new SessionConflictError(w.key);
+      seen.add(id);
+    }
+    const batchId = `${planned.botId}\u0000${planned.ttlMs}`;
+    const batch = batches.get(batchId) ?? batches.set(batchId, { ...planned, writes: [] }).get(batchId)!;
+    batch.writes.push(...planned.writes);
+    deletes.push(...planned.deletes.map((write) => ({ botId: planned.botId, write })));
+  }
+  for (const { botId, write } of deletes.sort((x, y) => (x.write.key < y.write.key ? -1 : 1))) {
+    if (!(await sessionDeleteIfVersion(client, { botId, key: write.key, version: write.version })))
+      throw new SessionConflictError(write.key);
+  }
+  for (const batch of batches.values()) {
+    if (batch.writes.length === 0) continue;
+    batch.writes.sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
+    const [lost] = await sessionWritesIfVersion(client, batch);
+    if (lost !== undefined) throw new SessionConflictError(lost);
   }
 }
 

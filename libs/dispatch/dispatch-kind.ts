@@ -14,6 +14,7 @@ import { inJobSpan } from '../queue/job-span';
 import { SpanKind } from '../observability/tracing';
 import { Outcome } from '../queue/outcome';
 import type { Handled } from './outcome';
+import { commitSessions, type AttemptSessions } from './attempt-sessions';
 import { inboxClaimVariant, inboxDeferFollowers, inboxRowOf, type InboxClaimedRow } from './queries';
 import type { UpdateRunner } from './update-runner';
 
@@ -32,8 +33,8 @@ export interface DispatchKindOptions {
   whenReady?: Promise<void>;
 }
 
-/** A handled outcome's `effects`: writes that must commit with the handled mark (outbound replies). */
-export type CommitEffect = Handled['commit'];
+/** A handled outcome's `effects`: writes that must commit with the handled mark (outbound replies, sessions). */
+export type CommitEffect = Handled['parts'];
 
 /**
  * The inbox as a ClaimStore (the engine's generated SQL for the inbox's table description): claims
@@ -50,9 +51,14 @@ export function createInboxClaimStore(opts: {
     toRow: inboxRowOf,
     async effects(db, landed) {
       // Only for claims that still hold (the engine passes no fenced one): their replies are dropped with them.
+      const sessions: AttemptSessions[] = [];
       for (const { settlement, row } of landed) {
-        if (row.state === 'delivered' && settlement.effects) await settlement.effects(db as PoolClient);
+        if (row.state !== 'delivered' || !settlement.effects) continue;
+        await settlement.effects.replies(db as PoolClient);
+        if (settlement.effects.sessions) sessions.push(settlement.effects.sessions);
       }
+      // the batch's sessions in one statement (a conflict rolls the batch back; see commitSessions)
+      if (sessions.length > 0) await commitSessions(db, sessions);
       if (ordered) {
         // a head going back to wait for its retry: its followers wait at least as long
         await inboxDeferFollowers(
@@ -120,7 +126,7 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
       return Outcome.delivered<CommitEffect>({
         label: 'handled',
         details,
-        effects: outcome.commit,
+        effects: outcome.parts,
         ...(outcome.transaction ? { transaction: outcome.transaction } : {}),
       });
     }

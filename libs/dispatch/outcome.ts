@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import type { AttemptTransaction } from '../queue/attempt-transaction';
+import type { AttemptSessions } from './attempt-sessions';
 import { redactToken } from '../observability/redact';
 import { safeText } from '../queue/errors';
 
@@ -56,6 +57,12 @@ export interface Handled {
   handledError?: ErrorInfo;
   durationMs: number;
   commit: (client: PoolClient) => Promise<void>;
+  /**
+   * `commit` in its two parts, for the outcome transaction of many attempts: the captured replies
+   * (per attempt) and the sessions the attempt wrote, applied for the whole batch in one statement
+   * (commitSessions). `commit` is both, for one attempt alone.
+   */
+  parts: { replies: (client: PoolClient) => Promise<void>; sessions?: AttemptSessions };
   /** The handler's own transaction (`dispatch.transaction(ctx)`), for the outcome to commit on. */
   transaction?: AttemptTransaction;
 }

@@ -27,29 +27,51 @@ export async function sessionRead(q: Queryable, botId: string, key: string): Pro
 
 const TTL = `now() + $4::bigint * interval '1 millisecond'`;
 
+/** One version-conditioned write of a batch (sessionWritesIfVersion). */
+export interface SessionWrite {
+  key: string;
+  json: string;
+  version: number;
+}
+
 /**
- * Writes `json` if the row is still at `version` (0: if there is still no row). False when another
- * writer got there first: the caller's read is stale.
+ * Writes a batch of sessions of one bot, each only if its row is still at its `version` (0: still no
+ * row), in at most two statements (new rows, then updated ones) whatever the batch's size — the
+ * group commit of many attempts pays for its sessions once, not once per attempt. Returns the keys
+ * that did not land (another writer got there first). Keys must be distinct within the batch.
  */
-export async function sessionWriteIfVersion(
+export async function sessionWritesIfVersion(
   q: Queryable,
-  args: { botId: string; key: string; json: string; ttlMs: number; version: number },
-): Promise<boolean> {
-  const { botId, key, json, ttlMs, version } = args;
-  const { rowCount } =
-    version === 0
-      ? await q.query(
-          `insert into relay.sessions (bot_id, key, value, version, expires_at)
-           values ($1, $2, $3::jsonb, 1, ${TTL})
-           on conflict (bot_id, key) do nothing`,
-          [botId, key, json, ttlMs],
-        )
-      : await q.query(
-          `update relay.sessions set value = $3::jsonb, version = version + 1, updated_at = now(), expires_at = ${TTL}
-            where bot_id = $1 and key = $2 and version = $5`,
-          [botId, key, json, ttlMs, version],
-        );
-  return rowCount === 1;
+  args: { botId: string; ttlMs: number; writes: SessionWrite[] },
+): Promise<string[]> {
+  const { botId, ttlMs, writes } = args;
+  const fresh = writes.filter((w) => w.version === 0);
+  const known = writes.filter((w) => w.version !== 0);
+  const landed = new Set<string>();
+  if (fresh.length > 0) {
+    const { rows } = await q.query<{ key: string }>(
+      `insert into relay.sessions (bot_id, key, value, version, expires_at)
+       select $1, w.key, w.value::jsonb, 1, now() + $2::bigint * interval '1 millisecond'
+         from unnest($3::text[], $4::text[]) as w(key, value)
+       on conflict (bot_id, key) do nothing
+       returning key`,
+      [botId, ttlMs, fresh.map((w) => w.key), fresh.map((w) => w.json)],
+    );
+    for (const r of rows) landed.add(r.key);
+  }
+  if (known.length > 0) {
+    const { rows } = await q.query<{ key: string }>(
+      `update relay.sessions s
+          set value = w.value::jsonb, version = s.version + 1, updated_at = now(),
+              expires_at = now() + $2::bigint * interval '1 millisecond'
+         from unnest($3::text[], $4::text[], $5::bigint[]) as w(key, value, version)
+        where s.bot_id = $1 and s.key = w.key and s.version = w.version
+       returning s.key`,
+      [botId, ttlMs, known.map((w) => w.key), known.map((w) => w.json), known.map((w) => w.version)],
+    );
+    for (const r of rows) landed.add(r.key);
+  }
+  return writes.filter((w) => !landed.has(w.key)).map((w) => w.key);
 }
 
 /**

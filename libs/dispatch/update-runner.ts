@@ -162,6 +162,7 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
       kind: 'handled',
       durationMs: elapsed(),
       commit,
+      parts: { replies: (c: PoolClient) => session.commit(c), sessions: work.sessionsIfUsed },
       ...(transaction ? { transaction } : {}),
     } as const;
     if (result.handledError !== undefined)
