@@ -3,6 +3,7 @@
  * $n parameters. The logic that every way in shares lives in SQL functions (sql/functions/).
  */
 import type { Queryable } from '../db/pool';
+import { ALERT_COALESCE_MS_DEFAULT } from '../config/schema';
 import type { OutboundMessage, OutboundState } from './message';
 import type { OutboundRow } from './send-message';
 
@@ -117,14 +118,34 @@ export async function outboundSettingsSave(
   );
 }
 
-/** Alerts (kind=alert, msg_id relay.outbound_alert_msg_id(msg_id)) for those of `ids` that are failed and not alerts themselves. */
-export async function outboundRaiseAlerts(db: Queryable, ids: string[], opsChatId: string | null): Promise<string[]> {
+/**
+ * Alerts for those of `ids` that are failed and not alerts themselves, coalesced per (bot,
+ * operators' chat) in windows of `windowMs` (relay.outbound_raise_alerts): the first failure of a
+ * window is alerted at once (msg_id relay.outbound_alert_msg_id(msg_id)), the others are held back
+ * for the window's summary. Returns the ids of the alerts enqueued.
+ */
+export async function outboundRaiseAlerts(
+  db: Queryable,
+  ids: string[],
+  opsChatId: string | null,
+  windowMs: number = ALERT_COALESCE_MS_DEFAULT,
+): Promise<string[]> {
   if (ids.length === 0) return [];
   // bigint ids: pg returns them as text
-  const { rows } = await db.query<{ id: string }>('select relay.outbound_raise_alerts($1::bigint[], $2) as id', [
+  const { rows } = await db.query<{ id: string }>('select relay.outbound_raise_alerts($1::bigint[], $2, $3) as id', [
     ids,
     opsChatId,
+    windowMs,
   ]);
+  return rows.map((r) => String(r.id));
+}
+
+/**
+ * Sends the summary of every alert window that is over and holds failures back (one alert each,
+ * which opens the next window). Returns the ids of the alerts enqueued.
+ */
+export async function outboundAlertWindowsFlush(db: Queryable, windowMs: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>('select relay.outbound_alert_windows_flush($1) as id', [windowMs]);
   return rows.map((r) => String(r.id));
 }
 

@@ -71,10 +71,22 @@ export interface OutboundKindOptions {
   horizonMs?: number;
   /** META_ALERT_ON_DROP (default true): false raises no alert about failed messages. */
   alertsEnabled?: boolean;
+  /** ALERT_COALESCE (default 1 min): at most one alert per window per (bot, operators' chat). */
+  alertCoalesceMs?: number;
   /** OUTBOUND_MAX_RETRY_AFTER: the longest wait honoured for one 429 (default: the engine's 1 h cap). */
   maxRetryAfterMs?: number;
   /** OUTBOUND_MAX_429: a message that got this many 429s fails (0 or unset: unlimited). */
   max429?: number;
+}
+
+/** Where and how alerts about failed messages go. */
+export interface AlertOptions {
+  /** OPS_CHAT_ID (else relay.outbound_settings; else none). */
+  opsChatId: string | null;
+  /** META_ALERT_ON_DROP (default true). */
+  alertsEnabled?: boolean;
+  /** ALERT_COALESCE (default 1 min). */
+  alertCoalesceMs?: number;
 }
 
 /**
@@ -84,7 +96,7 @@ export interface OutboundKindOptions {
  * `ambiguous`; then the alerts of messages that failed, and a NOTIFY when a chat is unblocked.
  * Depends on the deployment's alert settings only, not on a bot or a rate limiter.
  */
-export function outboundAfterRecover(opts: { opsChatId: string | null; alertsEnabled?: boolean }) {
+export function outboundAfterRecover(opts: AlertOptions) {
   return async (db: Queryable, rows: RecoveredRow[]): Promise<RecoveredRow[]> => {
     const failedNow = new Set(
       await outboundFailStaleAtMostOnce(
@@ -112,11 +124,11 @@ export function outboundAfterRecover(opts: { opsChatId: string | null; alertsEna
 async function outboundAfterFinal(
   db: Queryable,
   rows: Pick<SettledRow, 'id' | 'state'>[],
-  opts: { opsChatId: string | null; alertsEnabled?: boolean },
+  opts: AlertOptions,
   quiet: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   const failed = rows.filter((r) => r.state === 'failed' && !quiet.has(r.id)).map((r) => r.id);
-  if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opts.opsChatId);
+  if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opts.opsChatId, opts.alertCoalesceMs);
   const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
   if (await outboundHasSuccessors(db, finished)) await notifyWork(db, QUEUES.outbound);
 }
@@ -130,6 +142,8 @@ export function createOutboundClaimStore(opts: {
   sendingAtMostOnce?: (claimId: string) => boolean;
   /** META_ALERT_ON_DROP (default true). */
   alertsEnabled?: boolean;
+  /** ALERT_COALESCE (default 1 min). */
+  alertCoalesceMs?: number;
 }): ClaimStore<OutboundRow, OutboundEffects> {
   const { botId, limiter, opsChatId, horizonMs } = opts;
   const rateLimited = limiter.limits.mode === 'proactive';
@@ -185,7 +199,11 @@ export function createOutboundClaimStore(opts: {
      * `delivering`; stale recovery then fails it as `ambiguous` (see outboundAfterRecover).
      */
     releasable: sending ? (c) => !sending(c.claimId) : undefined,
-    afterRecover: outboundAfterRecover({ opsChatId, alertsEnabled: opts.alertsEnabled }),
+    afterRecover: outboundAfterRecover({
+      opsChatId,
+      alertsEnabled: opts.alertsEnabled,
+      alertCoalesceMs: opts.alertCoalesceMs,
+    }),
   });
 }
 
@@ -202,6 +220,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     horizonMs,
     sendingAtMostOnce: (id) => sendingAtMostOnce.has(id),
     alertsEnabled: opts.alertsEnabled,
+    alertCoalesceMs: opts.alertCoalesceMs,
   });
   return {
     queue: QUEUES.outbound,
