@@ -9,7 +9,7 @@ import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { Lifecycle } from '../lifecycle/lifecycle';
 import { every } from '../lifecycle/timers';
-import { outboundAlertWindowsFlush } from './queries';
+import { outboundAlertWindowsDue, outboundAlertWindowsFlush } from './queries';
 
 /** The tick: a window's summary goes out at most this long after the window is over. */
 export const ALERT_FLUSH_MAX_EVERY_MS = 5_000;
@@ -29,7 +29,11 @@ export interface AlertFlusher {
 export function createAlertFlusher(opts: { pool: Pool; logger: Logger; windowMs: number }): AlertFlusher {
   const life = new Lifecycle('alert window flush');
   const tick = async (): Promise<string[]> => {
-    const ids = await outboundAlertWindowsFlush(opts.pool, opts.windowMs);
+    // one window per transaction: a transaction holding the locks of several operators' chats
+    // could deadlock with a settle transaction taking them in another order
+    const ids: string[] = [];
+    for (const w of await outboundAlertWindowsDue(opts.pool))
+      ids.push(...(await outboundAlertWindowsFlush(opts.pool, opts.windowMs, w)));
     if (ids.length > 0) opts.logger.info({ alerts: ids.length }, 'alert windows closed with a summary');
     return ids;
   };

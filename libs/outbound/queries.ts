@@ -141,12 +141,30 @@ export async function outboundRaiseAlerts(
 }
 
 /**
- * Sends the summary of every alert window that is over and holds failures back (one alert each,
- * which opens the next window). Returns the ids of the alerts enqueued.
+ * Sends the summary of the alert windows that are over and hold failures back (one alert each,
+ * which opens the next window): every such window, or only `window`. Returns the ids of the alerts
+ * enqueued.
  */
-export async function outboundAlertWindowsFlush(db: Queryable, windowMs: number): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>('select relay.outbound_alert_windows_flush($1) as id', [windowMs]);
+export async function outboundAlertWindowsFlush(
+  db: Queryable,
+  windowMs: number,
+  window?: { botId: string; chatId: string },
+): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>('select relay.outbound_alert_windows_flush($1, $2, $3) as id', [
+    windowMs,
+    window?.botId ?? null,
+    window?.chatId ?? null,
+  ]);
   return rows.map((r) => String(r.id));
+}
+
+/** The alert windows that are over and hold failures back. */
+export async function outboundAlertWindowsDue(db: Queryable): Promise<{ botId: string; chatId: string }[]> {
+  const { rows } = await db.query<{ botId: string; chatId: string }>(
+    `select bot_id as "botId", chat_id as "chatId" from relay.alert_windows
+      where failures > 0 and closes_at <= clock_timestamp() order by closes_at`,
+  );
+  return rows;
 }
 
 export interface Reservation {

@@ -6,9 +6,10 @@
  * message text), msg_id `alert:window:<bot>:<chat>:<seq>` (relay.outbound_alert_msg_id keeps user
  * messages out of that form), and a new window of p_window_ms opens with that alert, so an
  * operators' chat gets at most one alert per window however long a storm lasts. Windows holding
- * nothing back simply lapse. p_bot_id/p_chat_id: only that window (relay.outbound_raise_alerts);
- * null: every due one (the workers' tick). Locks relay.outbound_lock_chat before the window's row,
- * in the order relay.outbound_raise_alerts does, so a tick and a settle transaction cannot deadlock.
+ * nothing back simply lapse. p_bot_id/p_chat_id: only that window (relay.outbound_raise_alerts, and
+ * the workers' tick, which flushes one window per transaction); null: every due one. Locks
+ * relay.outbound_lock_chat before the window's row, in the order relay.outbound_raise_alerts does.
+ * With null, one transaction takes the locks of several operators' chats: not for busy fleets.
  * Returns the ids of the alerts enqueued.
  */
 create or replace function relay.outbound_alert_windows_flush(p_window_ms integer, p_bot_id text default null,
