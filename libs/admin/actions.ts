@@ -80,7 +80,11 @@ export function defaultActions(deps: ActionDeps): AdminActions {
       boss: deps.boss,
       logger: deps.logger,
       targets: registryRescueTargets({
-        outbound: outboundAfterRecover({ opsChatId: deps.config.OPS_CHAT_ID ?? null }),
+        outbound: outboundAfterRecover({
+          opsChatId: deps.config.OPS_CHAT_ID ?? null,
+          alertsEnabled: deps.config.META_ALERT_ON_DROP,
+          alertCoalesceMs: deps.config.ALERT_COALESCE,
+        }),
       }),
     }));
   return {

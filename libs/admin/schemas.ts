@@ -312,6 +312,9 @@ export const StatsBody = Type.Object({
   exact_count_cap: Int,
   kinds: Type.Record(Type.String(), Type.Ref('KindStats')),
   quarantine: Type.Object({ states: Type.Record(Type.String(), Type.Ref('StateCount')) }),
+  chat_status: Type.Record(Type.String(), Int, {
+    description: 'chats the bot cannot reach (GET /v1/chats/status), per status',
+  }),
   bots: Type.Array(Type.Ref('BotStats')),
 });
 

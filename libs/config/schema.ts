@@ -33,6 +33,11 @@ export const WORK_POLL_INTERVAL_TRANSACTION_MS_DEFAULT = 500;
 export const WORK_POLL_INTERVAL_MIN_MS = 50;
 export const WORK_POLL_INTERVAL_MAX_MS = 60_000;
 
+/** ALERT_COALESCE: at most one alert about failed messages per window per (bot, operators' chat). */
+export const ALERT_COALESCE_MS_DEFAULT = 60_000;
+export const ALERT_COALESCE_MIN_MS = 1_000;
+export const ALERT_COALESCE_MAX_MS = 3_600_000;
+
 /** The longest delay a Node timer holds: setTimeout/setInterval treat anything longer as 1 ms. */
 export const TIMER_MAX_MS = 2 ** 31 - 1;
 
@@ -406,6 +411,12 @@ export const configSchema = z.object({
     .enum(['true', 'false'], { message: 'expected true or false' })
     .transform((v) => v === 'true')
     .default('true'),
+  // alerts about failed messages: at most one per window per (bot, operators' chat); below 1 s a
+  // storm is one alert per failure again, above 1 h a summary comes too late to act on
+  ALERT_COALESCE: duration('the alert coalescing window', {
+    min: ALERT_COALESCE_MIN_MS,
+    max: ALERT_COALESCE_MAX_MS,
+  }).default(String(ALERT_COALESCE_MS_DEFAULT)),
   // at least Telegram's own shortest retry_after: 0 would retry every rate-limited message at once
   OUTBOUND_MAX_RETRY_AFTER: duration('the longest wait honoured for one 429 retry_after', { min: 1_000 }).default(
     '60s',

@@ -8,6 +8,7 @@ export * from './classify-response';
 export * from './rate-limit';
 export * from './send-message';
 export * from './replies';
-export { outboundSettingsSave, outboundRaiseAlerts, outboundUploadsOf } from './queries';
+export { outboundSettingsSave, outboundRaiseAlerts, outboundAlertWindowsFlush, outboundUploadsOf } from './queries';
+export * from './alert-flush';
 export * from './send-kind';
 export * from './worker-kind';

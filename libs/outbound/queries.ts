@@ -3,6 +3,7 @@
  * $n parameters. The logic that every way in shares lives in SQL functions (sql/functions/).
  */
 import type { Queryable } from '../db/pool';
+import { ALERT_COALESCE_MS_DEFAULT } from '../config/schema';
 import type { OutboundMessage, OutboundState } from './message';
 import type { OutboundRow } from './send-message';
 
@@ -117,15 +118,53 @@ export async function outboundSettingsSave(
   );
 }
 
-/** Alerts (kind=alert, msg_id relay.outbound_alert_msg_id(msg_id)) for those of `ids` that are failed and not alerts themselves. */
-export async function outboundRaiseAlerts(db: Queryable, ids: string[], opsChatId: string | null): Promise<string[]> {
+/**
+ * Alerts for those of `ids` that are failed and not alerts themselves, coalesced per (bot,
+ * operators' chat) in windows of `windowMs` (relay.outbound_raise_alerts): the first failure of a
+ * window is alerted at once (msg_id relay.outbound_alert_msg_id(msg_id)), the others are held back
+ * for the window's summary. Returns the ids of the alerts enqueued.
+ */
+export async function outboundRaiseAlerts(
+  db: Queryable,
+  ids: string[],
+  opsChatId: string | null,
+  windowMs: number = ALERT_COALESCE_MS_DEFAULT,
+): Promise<string[]> {
   if (ids.length === 0) return [];
   // bigint ids: pg returns them as text
-  const { rows } = await db.query<{ id: string }>('select relay.outbound_raise_alerts($1::bigint[], $2) as id', [
+  const { rows } = await db.query<{ id: string }>('select relay.outbound_raise_alerts($1::bigint[], $2, $3) as id', [
     ids,
     opsChatId,
+    windowMs,
   ]);
   return rows.map((r) => String(r.id));
+}
+
+/**
+ * Sends the summary of the alert windows that are over and hold failures back (one alert each,
+ * which opens the next window): every such window, or only `window`. Returns the ids of the alerts
+ * enqueued.
+ */
+export async function outboundAlertWindowsFlush(
+  db: Queryable,
+  windowMs: number,
+  window?: { botId: string; chatId: string },
+): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>('select relay.outbound_alert_windows_flush($1, $2, $3) as id', [
+    windowMs,
+    window?.botId ?? null,
+    window?.chatId ?? null,
+  ]);
+  return rows.map((r) => String(r.id));
+}
+
+/** The alert windows that are over and hold failures back. */
+export async function outboundAlertWindowsDue(db: Queryable): Promise<{ botId: string; chatId: string }[]> {
+  const { rows } = await db.query<{ botId: string; chatId: string }>(
+    `select bot_id as "botId", chat_id as "chatId" from relay.alert_windows
+      where failures > 0 and closes_at <= clock_timestamp() order by closes_at`,
+  );
+  return rows;
 }
 
 export interface Reservation {
@@ -349,4 +388,92 @@ export async function outboundPlaceholderOwners(
     [botId, placeholders],
   );
   return rows;
+}
+
+// ---- relay.chat_status: chats the bot cannot reach ------------------------------------------------
+
+/** A chat the bot cannot reach, as relay.chat_status holds it. */
+export interface ChatStatusRow {
+  bot_id: string;
+  chat_id: string;
+  status: string;
+  reason: string;
+  since: Date;
+  updated_at: Date;
+  /** `since` to the microsecond (a Date keeps milliseconds), for the next page's keyset. */
+  since_key: string;
+}
+
+/**
+ * Records refusals that say the chat cannot be reached. The same status again keeps `since` (the
+ * chat has been unreachable since then) and refreshes the reason; another status starts anew.
+ */
+export async function chatStatusRecord(
+  db: Queryable,
+  items: { botId: string; chatId: string; status: string; reason: string }[],
+): Promise<void> {
+  if (items.length === 0) return;
+  // one row per chat: a batch naming a chat twice would make "on conflict do update" touch it twice
+  const last = new Map(items.map((i) => [`${i.botId}\u0000${i.chatId}`, i]));
+  const rows = [...last.values()];
+  await db.query(
+    `insert into relay.chat_status as s (bot_id, chat_id, status, reason)
+     select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
+     on conflict (bot_id, chat_id) do update
+        set since = case when s.status = excluded.status then s.since else now() end,
+            status = excluded.status, reason = excluded.reason, updated_at = now()`,
+    [rows.map((r) => r.botId), rows.map((r) => r.chatId), rows.map((r) => r.status), rows.map((r) => r.reason)],
+  );
+}
+
+/** Chats a message was just delivered to are reachable again: their status is forgotten. */
+export async function chatStatusClear(db: Queryable, chats: { botId: string; chatId: string }[]): Promise<number> {
+  if (chats.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `delete from relay.chat_status s using unnest($1::text[], $2::text[]) as c(bot_id, chat_id)
+      where s.bot_id = c.bot_id and s.chat_id = c.chat_id`,
+    [chats.map((c) => c.botId), chats.map((c) => c.chatId)],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * A page of unreachable chats, newest first (since desc, then bot and chat), after `after` (the
+ * last row of the previous page). Filters combine with AND.
+ */
+export async function chatStatusList(
+  db: Queryable,
+  f: {
+    status?: string;
+    botId?: string;
+    limit: number;
+    after?: { since: string; botId: string; chatId: string };
+  },
+): Promise<ChatStatusRow[]> {
+  const { rows } = await db.query<ChatStatusRow>(
+    `select bot_id, chat_id, status, reason, since, updated_at,
+            to_char(since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as since_key
+       from relay.chat_status
+      where ($1::text is null or status = $1) and ($2::text is null or bot_id = $2)
+        and ($3::timestamptz is null or (since, bot_id, chat_id) < ($3, $4, $5))
+      order by since desc, bot_id desc, chat_id desc
+      limit $6`,
+    [
+      f.status ?? null,
+      f.botId ?? null,
+      f.after?.since ?? null,
+      f.after?.botId ?? null,
+      f.after?.chatId ?? null,
+      f.limit,
+    ],
+  );
+  return rows;
+}
+
+/** How many chats are unreachable, per status. */
+export async function chatStatusCounts(db: Queryable): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ status: string; n: number }>(
+    'select status, count(*)::int as n from relay.chat_status group by status',
+  );
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }

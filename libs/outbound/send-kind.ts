@@ -18,8 +18,10 @@ import { inJobSpan } from '../queue/job-span';
 import { SpanKind } from '../observability/tracing';
 import { Outcome } from '../queue/outcome';
 import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
-import type { SendOutcome } from './classify-response';
+import { type ChatStatus, type SendOutcome, UNALERTED_CHAT_STATUSES } from './classify-response';
 import {
+  chatStatusClear,
+  chatStatusRecord,
   outboundClaimable,
   outboundCount429,
   outboundFailStaleAtMostOnce,
@@ -53,6 +55,8 @@ export interface OutboundEffects {
   retargetTo?: string;
   /** The Bot API answered 401/404: recorded in relay.config_problems (never alerted through Telegram). */
   configProblem?: { code: string; status: number; reason: string };
+  /** The chat cannot be reached (blocked, deactivated…): recorded in relay.chat_status (see UNALERTED_CHAT_STATUSES). */
+  chatStatus?: { status: ChatStatus; reason: string };
 }
 
 export interface OutboundKindOptions {
@@ -67,10 +71,22 @@ export interface OutboundKindOptions {
   horizonMs?: number;
   /** META_ALERT_ON_DROP (default true): false raises no alert about failed messages. */
   alertsEnabled?: boolean;
+  /** ALERT_COALESCE (default 1 min): at most one alert per window per (bot, operators' chat). */
+  alertCoalesceMs?: number;
   /** OUTBOUND_MAX_RETRY_AFTER: the longest wait honoured for one 429 (default: the engine's 1 h cap). */
   maxRetryAfterMs?: number;
   /** OUTBOUND_MAX_429: a message that got this many 429s fails (0 or unset: unlimited). */
   max429?: number;
+}
+
+/** Where and how alerts about failed messages go. */
+export interface AlertOptions {
+  /** OPS_CHAT_ID (else relay.outbound_settings; else none). */
+  opsChatId: string | null;
+  /** META_ALERT_ON_DROP (default true). */
+  alertsEnabled?: boolean;
+  /** ALERT_COALESCE (default 1 min). */
+  alertCoalesceMs?: number;
 }
 
 /**
@@ -80,7 +96,7 @@ export interface OutboundKindOptions {
  * `ambiguous`; then the alerts of messages that failed, and a NOTIFY when a chat is unblocked.
  * Depends on the deployment's alert settings only, not on a bot or a rate limiter.
  */
-export function outboundAfterRecover(opts: { opsChatId: string | null; alertsEnabled?: boolean }) {
+export function outboundAfterRecover(opts: AlertOptions) {
   return async (db: Queryable, rows: RecoveredRow[]): Promise<RecoveredRow[]> => {
     const failedNow = new Set(
       await outboundFailStaleAtMostOnce(
@@ -101,14 +117,18 @@ export function outboundAfterRecover(opts: { opsChatId: string | null; alertsEna
   };
 }
 
-/** Alerts for rows that just failed; a NOTIFY when a finished head lets its chat's next row go. */
+/**
+ * Alerts for rows that just failed (but those in `quiet`: failures that only say the chat cannot be
+ * reached); a NOTIFY when a finished head lets its chat's next row go.
+ */
 async function outboundAfterFinal(
   db: Queryable,
   rows: Pick<SettledRow, 'id' | 'state'>[],
-  opts: { opsChatId: string | null; alertsEnabled?: boolean },
+  opts: AlertOptions,
+  quiet: ReadonlySet<string> = new Set(),
 ): Promise<void> {
-  const failed = rows.filter((r) => r.state === 'failed').map((r) => r.id);
-  if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opts.opsChatId);
+  const failed = rows.filter((r) => r.state === 'failed' && !quiet.has(r.id)).map((r) => r.id);
+  if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opts.opsChatId, opts.alertCoalesceMs);
   const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
   if (await outboundHasSuccessors(db, finished)) await notifyWork(db, QUEUES.outbound);
 }
@@ -122,6 +142,8 @@ export function createOutboundClaimStore(opts: {
   sendingAtMostOnce?: (claimId: string) => boolean;
   /** META_ALERT_ON_DROP (default true). */
   alertsEnabled?: boolean;
+  /** ALERT_COALESCE (default 1 min). */
+  alertCoalesceMs?: number;
 }): ClaimStore<OutboundRow, OutboundEffects> {
   const { botId, limiter, opsChatId, horizonMs } = opts;
   const rateLimited = limiter.limits.mode === 'proactive';
@@ -137,10 +159,18 @@ export function createOutboundClaimStore(opts: {
       const messageIds: { id: string; messageId: number; messageIds: number[] }[] = [];
       let problem: OutboundEffects['configProblem'];
       let delivered = false;
+      const reached: { botId: string; chatId: string }[] = [];
+      const unreachable: { botId: string; chatId: string; status: ChatStatus; reason: string }[] = [];
+      const quiet = new Set<string>();
       for (const { settlement: item } of landed) {
         const fx = item.effects;
         if (!fx) continue;
         if (item.state === 'delivered') delivered = true;
+        if (item.state === 'delivered' && fx.chatId !== null) reached.push({ botId: fx.botId, chatId: fx.chatId });
+        if (item.state === 'failed' && fx.chatStatus && fx.chatId !== null) {
+          unreachable.push({ botId: fx.botId, chatId: fx.chatId, ...fx.chatStatus });
+          if (UNALERTED_CHAT_STATUSES.has(fx.chatStatus.status)) quiet.add(item.id);
+        }
         if (fx.configProblem) problem = fx.configProblem;
         if (fx.messageId !== undefined)
           messageIds.push({ id: item.id, messageId: fx.messageId, messageIds: fx.messageIds ?? [fx.messageId] });
@@ -150,6 +180,9 @@ export function createOutboundClaimStore(opts: {
         if (fx.retargetTo) await outboundRetarget(db, { id: item.id, fromChatId: fx.chatId, toChatId: fx.retargetTo });
       }
       await outboundSetTelegramMessageIds(db, messageIds);
+      // a delivery shows the chat reachable again (the user unblocked the bot); then this batch's refusals
+      await chatStatusClear(db, reached);
+      await chatStatusRecord(db, unreachable);
       // the Bot API works again / answers as if misconfigured (no alert: it would go through the same Bot API)
       if (delivered) await configProblemClear(db, 'outbound', botId);
       else if (problem) await configProblemRecord(db, { component: 'outbound', botId, ...problem });
@@ -157,6 +190,7 @@ export function createOutboundClaimStore(opts: {
         db,
         landed.map((l) => l.row),
         opts,
+        quiet,
       );
     },
     /**
@@ -165,7 +199,11 @@ export function createOutboundClaimStore(opts: {
      * `delivering`; stale recovery then fails it as `ambiguous` (see outboundAfterRecover).
      */
     releasable: sending ? (c) => !sending(c.claimId) : undefined,
-    afterRecover: outboundAfterRecover({ opsChatId, alertsEnabled: opts.alertsEnabled }),
+    afterRecover: outboundAfterRecover({
+      opsChatId,
+      alertsEnabled: opts.alertsEnabled,
+      alertCoalesceMs: opts.alertCoalesceMs,
+    }),
   });
 }
 
@@ -182,6 +220,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     horizonMs,
     sendingAtMostOnce: (id) => sendingAtMostOnce.has(id),
     alertsEnabled: opts.alertsEnabled,
+    alertCoalesceMs: opts.alertCoalesceMs,
   });
   return {
     queue: QUEUES.outbound,
@@ -370,8 +409,14 @@ export function toEngineOutcome(
         status: sent.status,
         errorCode: sent.errorCode,
         error: sent.reason,
-        details,
-        effects: { ...fx, charge: true },
+        details: sent.chatStatus ? { ...details, chatStatus: sent.chatStatus } : details,
+        effects: {
+          ...fx,
+          charge: true,
+          ...(sent.chatStatus && fx.chatId !== null
+            ? { chatStatus: { status: sent.chatStatus, reason: sent.reason } }
+            : {}),
+        },
       });
   }
 }

@@ -47,6 +47,7 @@ export async function createOutboundKindFromConfig(
     opsChatId,
     sendTimeoutMs: config.OUTBOUND_SEND_TIMEOUT,
     alertsEnabled: config.META_ALERT_ON_DROP,
+    alertCoalesceMs: config.ALERT_COALESCE,
     maxRetryAfterMs: config.OUTBOUND_MAX_RETRY_AFTER,
     max429: config.OUTBOUND_MAX_429,
   });

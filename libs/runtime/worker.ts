@@ -13,6 +13,7 @@ import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
 import { createCaptureKind } from '../captures/deliver';
 import { AnyJobKind, createWorker, newWorkerId } from '../queue';
 import { createOutboundKindFromConfig } from '../outbound/worker-kind';
+import { createAlertFlusher } from '../outbound/alert-flush';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 import { createPeriodicPrune } from '../retention/periodic';
 
@@ -129,6 +130,12 @@ export async function startWorkerRuntime(opts: {
         })
       : undefined;
     prune?.start();
+    // the summaries of alert windows a storm left open (libs/outbound/alert-flush.ts)
+    const alertFlush =
+      config.TELEGRAM_BOT_TOKEN && config.META_ALERT_ON_DROP
+        ? createAlertFlusher({ pool, logger, windowMs: config.ALERT_COALESCE })
+        : undefined;
+    alertFlush?.start();
     const queues = kinds.map((k) => k.queue);
     logger.info(
       { workerId, queues, concurrency: config.WORKER_CONCURRENCY, staleAfterMs: config.STALE_AFTER },
@@ -166,7 +173,7 @@ export async function startWorkerRuntime(opts: {
       ready,
       stop: (timeoutMs) =>
         (stopping ??= (async () => {
-          await Promise.all([worker.stop({ timeoutMs }), prune?.stop()]);
+          await Promise.all([worker.stop({ timeoutMs }), prune?.stop(), alertFlush?.stop()]);
           await closeAll();
         })()),
     };

@@ -8,11 +8,13 @@
  * their own. Users cannot enqueue into `alert:` (relay.outbound_upsert refuses it), so no message
  * takes an alert's id before the alert does (a row enqueued before that rule holding it makes
  * relay.outbound_raise_alerts fall back to the hashed form). `alert:config:` ids belong to the
- * configuration-problem alerts (relay.config_problem_record), so a msg_id starting with `config:`
- * always takes the long form.
+ * configuration-problem alerts (relay.config_problem_record) and `alert:window:` ids to the
+ * summaries of alert windows (relay.outbound_alert_windows_flush), so a msg_id starting with
+ * `config:` or `window:` always takes the long form.
  */
 create or replace function relay.outbound_alert_msg_id(p_msg_id text) returns text
 language sql immutable strict as $$
-  select case when char_length(p_msg_id) <= 185 and not starts_with(p_msg_id, 'config:') then 'alert:' || p_msg_id
+  select case when char_length(p_msg_id) <= 185 and not starts_with(p_msg_id, 'config:')
+                   and not starts_with(p_msg_id, 'window:') then 'alert:' || p_msg_id
               else 'alert:' || left(p_msg_id, 185) || '~' || encode(sha256(convert_to(p_msg_id, 'UTF8')), 'hex') end
 $$;

@@ -30,6 +30,7 @@ describe('loadConfig', () => {
     expect(c.POLL_TIMEOUT).toBe(25000);
     expect(c.DECODE_POLICY).toBe('stop');
     expect(c.STALE_AFTER).toBe(30000);
+    expect(c.ALERT_COALESCE).toBe(60000);
   });
 
   it('parses lists and durations', () => {
@@ -131,6 +132,9 @@ describe('values that can only hurt are refused, with the variable and the allow
     // 0 would retry a rate-limited message, or redeliver a NATS message, at once and forever
     ['OUTBOUND_MAX_RETRY_AFTER', '0', /^OUTBOUND_MAX_RETRY_AFTER: .*from 1s /],
     ['NATS_NAK_BACKOFF', '99ms', /^NATS_NAK_BACKOFF: .*from 100ms /],
+    // below a second a storm is one alert per failure again; above an hour a summary is too late
+    ['ALERT_COALESCE', '999ms', /^ALERT_COALESCE: .*from 1s to 1h, got "999ms"/],
+    ['ALERT_COALESCE', '61m', /^ALERT_COALESCE: .*from 1s to 1h/],
     // secrets Telegram refuses or an attacker guesses
     ['WEBHOOK_SECRET', 'x', /^WEBHOOK_SECRET: expected 16 to 256 characters of A-Z, a-z, 0-9, _ and -/],
     ['WEBHOOK_SECRET', 'fifteen-chars15', /^WEBHOOK_SECRET: expected 16 to 256/],
@@ -184,6 +188,8 @@ describe('values that can only hurt are refused, with the variable and the allow
     ['RETRY_BASE', '10ms', 10],
     ['OUTBOUND_MAX_RETRY_AFTER', '1s', 1000],
     ['NATS_NAK_BACKOFF', '100ms', 100],
+    ['ALERT_COALESCE', '1s', 1000],
+    ['ALERT_COALESCE', '1h', 3_600_000],
     ['WEBHOOK_SECRET', 'A-z_0'.repeat(4), 'A-z_0'.repeat(4)],
     ['WEBHOOK_SECRET', 'a'.repeat(256), 'a'.repeat(256)],
     ['TELEGRAM_API_ROOT', 'http://127.0.0.1:8081', 'http://127.0.0.1:8081'],

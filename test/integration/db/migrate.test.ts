@@ -3,8 +3,10 @@ import { createTestDatabase } from '../../support/db';
 import { runCli } from '../../support/cli';
 
 const TABLES = [
+  'alert_windows',
   'attempts',
   'captures',
+  'chat_status',
   'config_problems',
   'cursor',
   'inbox',

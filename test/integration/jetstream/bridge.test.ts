@@ -363,7 +363,7 @@ it('binds to an existing stream without changing it', async () => {
   expect(Number(info.config.duplicate_window)).toBe(60 * 1e9);
 });
 
-it('a 403 chat: the message fails, operators get one Telegram alert and one alert JSON on the alert subject; the alert does not come back in (loop guard)', async () => {
+it('a 403 to a chat: the message fails, operators get one Telegram alert and one alert JSON on the alert subject; the alert does not come back in (loop guard)', async () => {
   // the consumed subject is a wildcard that also covers the alert subject: the alert reaches the bridge
   const wide = { ...scope, subject: scope.subject.replace(/\.outbound$/, '.>') };
   const alerts: Array<{ json: { failed: { reason: string } }; alertHeader: string | undefined }> = [];
@@ -374,7 +374,12 @@ it('a 403 chat: the message fails, operators get one Telegram alert and one aler
         alertHeader: m.headers?.get('Tg-Relay-Alert'),
       }),
   });
-  sb.scriptChatError(TOKEN, 4343, 'blocked');
+  // a 403 that says nothing lasting about the chat (a blocked user would raise no alert: relay.chat_status)
+  sb.scriptChatError(TOKEN, 4343, {
+    kind: 'custom',
+    error_code: 403,
+    description: "Forbidden: bot can't initiate conversation with a user",
+  });
   const w = worker();
   await workerStarted(w);
   const b = startBridge(wide, bridgeEnv());
@@ -409,7 +414,7 @@ it('a 403 chat: the message fails, operators get one Telegram alert and one aler
     kind: 'alert',
     failed: { msg_id: 'blocked-1', chat_id: '4343', publisher_kind: 'trade', last_status: 403 },
   });
-  expect(alerts[0].json.failed.reason).toMatch(/Forbidden: bot was blocked by the user/);
+  expect(alerts[0].json.failed.reason).toMatch(/Forbidden: bot can't initiate conversation with a user/);
   expect(JSON.stringify(alerts[0].json)).not.toContain('to a chat that blocked the bot');
   const toOps = sb.sent(TOKEN).filter((m) => String(m.chat_id) === OPS_CHAT);
   expect(toOps).toHaveLength(1);

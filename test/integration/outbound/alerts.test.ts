@@ -1,7 +1,12 @@
-/** The alert path at the database level: one kind=alert message per failed message, loop-guarded. */
+/**
+ * The alert path at the database level: the first failure of a window is alerted at once, the
+ * others of the window held back for one summary when it closes (ALERT_COALESCE); loop-guarded.
+ * Each test starts with no window open, so its first failure gets its own alert.
+ */
 import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
-import { enqueueOutbound, outboundRaiseAlerts } from '../../../libs/outbound';
+import { enqueueOutbound, outboundAlertWindowsFlush, outboundRaiseAlerts } from '../../../libs/outbound';
+import { waitFor } from '../../support/wait-for';
 import { createMigratedDatabase } from '../../support/db';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
@@ -12,19 +17,24 @@ beforeAll(async () => {
   db = await createMigratedDatabase('ob_alert');
   boss = createBoss(db.url, { max: 1 });
 });
+beforeEach(() => db.pool.query('truncate relay.alert_windows'));
 afterAll(async () => {
   await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
   await db.drop();
 });
 
-async function failed(msgId: string, kind: 'message' | 'alert' = 'message'): Promise<string> {
+async function failed(
+  msgId: string,
+  kind: 'message' | 'alert' | 'reply' = 'message',
+  reason = 'Forbidden: bot was blocked by the user',
+): Promise<string> {
   const r = await withTransaction(db.pool, (c) =>
     enqueueOutbound(c, boss, { msg_id: msgId, chat_id: 5, text: 'secret user text', kind }, defaults),
   );
-  await db.pool.query(
-    `update relay.outbound set state = 'failed', attempts = 2, failed_reason = 'Forbidden: bot was blocked by the user' where id = $1`,
-    [r.id],
-  );
+  await db.pool.query(`update relay.outbound set state = 'failed', attempts = 2, failed_reason = $2 where id = $1`, [
+    r.id,
+    reason,
+  ]);
   return r.id;
 }
 const alertsFor = async (msgId: string) =>
@@ -98,7 +108,9 @@ describe('alert ids: a namespace of their own, one per failed message', () => {
   it('give two long msg_ids sharing their first 250 characters two alerts, each naming its own message', async () => {
     const common = 'x'.repeat(250);
     const ids = [await failed(`${common}-one`), await failed(`${common}-two`)];
-    const created = await outboundRaiseAlerts(db.pool, ids, '-100999');
+    const created = await outboundRaiseAlerts(db.pool, [ids[0]], '-100999');
+    await db.pool.query('truncate relay.alert_windows'); // the second one opens a window of its own
+    created.push(...(await outboundRaiseAlerts(db.pool, [ids[1]], '-100999')));
     expect(created).toHaveLength(2);
     const alerts = (
       await db.pool.query(`select msg_id, text from relay.outbound where id = any($1::bigint[]) order by id`, [created])
@@ -136,5 +148,93 @@ describe('alert ids: a namespace of their own, one per failed message', () => {
        values ('alert:config:outbound:1:493000', '1', '-100999', '-100999', 'misconfigured', 'alert', 'at_least_once', 'x')`,
     );
     expect(await outboundRaiseAlerts(db.pool, [id], '-100999')).toHaveLength(1);
+  });
+});
+
+describe('coalesced alerts (ALERT_COALESCE)', () => {
+  const WINDOW_MS = 400;
+  const alerts = async () =>
+    (
+      await db.pool.query<{ msg_id: string; text: string; kind: string; chat_id: string }>(
+        `select msg_id, text, kind, chat_id from relay.outbound where kind = 'alert' and msg_id like 'alert:%w-%' or msg_id like 'alert:window:%' order by id`,
+      )
+    ).rows;
+  beforeEach(() => db.pool.query(`delete from relay.outbound where kind = 'alert'`));
+
+  it('alert the first failure at once, hold back the rest of the window, and summarise them in one alert when it closes', async () => {
+    const first = await failed('w-1');
+    expect(await outboundRaiseAlerts(db.pool, [first], '-100999', WINDOW_MS)).toHaveLength(1);
+    const later: string[] = [];
+    for (let i = 2; i <= 13; i++)
+      later.push(
+        await failed(`w-${i}`, i % 4 === 0 ? 'reply' : 'message', i % 3 === 0 ? 'Bad Request: x' : 'Forbidden: y'),
+      );
+    // one settle transaction with several failures, then one at a time: none is alerted inside the window
+    expect(await outboundRaiseAlerts(db.pool, later.slice(0, 6), '-100999', WINDOW_MS)).toEqual([]);
+    for (const id of later.slice(6)) expect(await outboundRaiseAlerts(db.pool, [id], '-100999', WINDOW_MS)).toEqual([]);
+    expect(await outboundAlertWindowsFlush(db.pool, WINDOW_MS)).toEqual([]); // not over yet
+    expect((await alerts()).map((a) => a.msg_id)).toEqual(['alert:w-1']);
+
+    const summary = await waitFor(async () => {
+      const ids = await outboundAlertWindowsFlush(db.pool, WINDOW_MS);
+      return ids.length > 0 ? ids : undefined;
+    });
+    expect(summary).toHaveLength(1);
+    const all = await alerts();
+    expect(all.map((a) => a.msg_id)).toEqual(['alert:w-1', 'alert:window:1:-100999:1']);
+    const text = all[1].text;
+    // w-2..w-13: 12 held back; reasons: i%3==0 → 'Bad Request: x' (3,6,9,12), the other 8 'Forbidden: y'
+    expect(text).toContain('12 more outbound messages failed');
+    expect(text).toContain('  8 × Forbidden: y\n  4 × Bad Request: x');
+    expect(text).toContain('by kind: message 9, reply 3');
+    expect(text).toContain('first msg_ids: w-2, w-3, w-4, w-5, w-6\n');
+    expect(text).not.toContain('secret user text');
+    expect(all[1]).toMatchObject({ kind: 'alert', chat_id: '-100999' });
+    // the summary opened the next window: a failure now is held back, not alerted
+    expect(await outboundRaiseAlerts(db.pool, [await failed('w-14')], '-100999', WINDOW_MS)).toEqual([]);
+    // settled again: counted once
+    expect(await outboundRaiseAlerts(db.pool, later, '-100999', WINDOW_MS)).toEqual([]);
+    expect((await db.pool.query('select failures from relay.alert_windows')).rows).toEqual([{ failures: 1 }]);
+  });
+
+  it('a failure after the window, before any tick, closes it with the summary including itself; a window with nothing held back lapses', async () => {
+    await outboundRaiseAlerts(db.pool, [await failed('w-20')], '-100999', WINDOW_MS);
+    await outboundRaiseAlerts(db.pool, [await failed('w-21')], '-100999', WINDOW_MS);
+    await db.pool.query(`update relay.alert_windows set closes_at = now() - interval '1 second'`);
+    const created = await outboundRaiseAlerts(db.pool, [await failed('w-22')], '-100999', WINDOW_MS);
+    expect(created).toHaveLength(1);
+    const all = await alerts();
+    expect(all.map((a) => a.msg_id)).toEqual(['alert:w-20', 'alert:window:1:-100999:1']);
+    expect(all[1].text).toContain('2 more outbound messages failed');
+    expect(all[1].text).toContain('first msg_ids: w-21, w-22\n');
+    // that window closes holding nothing: it lapses without an alert, the next failure is alerted at once
+    await db.pool.query(`update relay.alert_windows set closes_at = now() - interval '1 second'`);
+    expect(await outboundAlertWindowsFlush(db.pool, WINDOW_MS)).toEqual([]);
+    expect(await outboundRaiseAlerts(db.pool, [await failed('w-23')], '-100999', WINDOW_MS)).toHaveLength(1);
+    expect((await alerts()).map((a) => a.msg_id)).toEqual(['alert:w-20', 'alert:window:1:-100999:1', 'alert:w-23']);
+  });
+
+  it('keep a summary bounded whatever the reasons: at most 10 reasons of 120 characters, the rest counted together', async () => {
+    await outboundRaiseAlerts(db.pool, [await failed('w-30')], '-100999', WINDOW_MS);
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++)
+      ids.push(await failed(`w-r${i}`, 'message', `Bad Request: reason ${i} ${'z'.repeat(300)}`));
+    await outboundRaiseAlerts(db.pool, ids, '-100999', WINDOW_MS);
+    await db.pool.query(`update relay.alert_windows set closes_at = now() - interval '1 second'`);
+    expect(await outboundAlertWindowsFlush(db.pool, WINDOW_MS)).toHaveLength(1);
+    const text = (await alerts()).at(-1)!.text;
+    expect(text).toContain('40 more outbound messages failed');
+    expect(text).toContain('  30 × (other reasons)');
+    const reasonLines = text.split('\n').filter((l) => / × /.test(l));
+    expect(reasonLines).toHaveLength(11);
+    for (const l of reasonLines) expect(l.length).toBeLessThanOrEqual(2 + 4 + 120);
+    expect(text.length).toBeLessThanOrEqual(4096);
+  });
+
+  it("a user msg_id shaped like a window summary's id cannot take it: it gets the hashed alert id", async () => {
+    const id = await failed('window:1:-100999:1');
+    const [alertId] = await outboundRaiseAlerts(db.pool, [id], '-100999', WINDOW_MS);
+    const row = (await db.pool.query('select msg_id from relay.outbound where id = $1', [alertId])).rows[0];
+    expect(row.msg_id).toMatch(/^alert:window:1:-100999:1~[0-9a-f]{64}$/);
   });
 });

@@ -56,7 +56,7 @@ afterEach(async () => {
   worker = undefined;
   sb.reset();
   await db.pool.query(
-    'truncate relay.outbound_uploads, relay.outbound, relay.attempts, relay.outbound_bot_rate, relay.outbound_chat_rate',
+    'truncate relay.outbound_uploads, relay.outbound, relay.attempts, relay.outbound_bot_rate, relay.outbound_chat_rate, relay.alert_windows, relay.chat_status',
   );
 });
 afterAll(async () => {
@@ -292,9 +292,9 @@ it('an answer to an expired query is terminal (RELAY_QUERY_EXPIRED), recorded an
   });
   expect(await alerts()).toEqual([]);
   // a failed message of a chat still raises its alert
-  sb.scriptChatError(TOKEN, 29, 'blocked');
-  await enqueue({ msg_id: 'photo-blocked', chat_id: 29, method: 'sendPhoto', params: { photo: 'https://x/y.jpg' } });
-  await settled('photo-blocked', 'failed');
+  sb.scriptChatError(TOKEN, 29, 'chat_not_found');
+  await enqueue({ msg_id: 'photo-nf', chat_id: 29, method: 'sendPhoto', params: { photo: 'https://x/y.jpg' } });
+  await settled('photo-nf', 'failed');
   await waitFor(async () => ((await alerts()).length === 1 ? true : undefined), { what: 'one alert' });
 });
 
