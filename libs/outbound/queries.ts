@@ -46,15 +46,17 @@ export async function outboundUpsertMany(
     method: m.method,
     params: m.params,
     placeholders: m.placeholders,
+    lane: m.lane,
   }));
   const { rows } = await db.query<UpsertedRow>(
     `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
        from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
               disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
-              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[])
+              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[],
+              lane text)
       cross join lateral relay.outbound_upsert(x.msg_id, x.bot_id, x.chat_id, $2, x.text, x.parse_mode, x.disable_notification,
               x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id,
-              x.method, x.params, x.placeholders) u
+              x.method, x.params, x.placeholders, x.lane) u
       order by x.n`,
     [JSON.stringify(items), defaultChatId],
   );
