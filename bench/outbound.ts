@@ -11,7 +11,8 @@
  * Target: proactive ≥ 0.95 of the cap with zero 429s.
  *
  * PostgreSQL is embedded unless DATABASE_URL is set.
- * Usage: npx tsx bench/outbound.ts [--messages 1500] [--chats 300] [--workers 3] [--modes proactive,reactive] [--cap 30] [--per-chat 1]
+ * `--lane bulk` sends the backlog as a broadcast (bulk lane), for its throughput as a share of the cap.
+ * Usage: npx tsx bench/outbound.ts [--messages 1500] [--chats 300] [--workers 3] [--modes proactive,reactive] [--cap 30] [--per-chat 1] [--lane bulk]
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
@@ -32,6 +33,8 @@ const WORKERS = Number(arg('workers', '3'));
 const MODES = arg('modes', 'proactive,reactive').split(',') as ('proactive' | 'reactive')[];
 const CAP = Number(arg('cap', '30'));
 const PER_CHAT = Number(arg('per-chat', '1'));
+/** `bulk`: the backlog is a broadcast (the bulk lane: at most one slot ahead, a bounded number in flight). */
+const LANE = arg('lane', 'interactive') as 'interactive' | 'bulk';
 const CLI = path.resolve(__dirname, '../scripts/tg-relay-dev.js');
 
 interface Result {
@@ -74,7 +77,7 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
           chat_id: 1 + (i % CHATS),
           text: `message ${i}`,
         })),
-        { botId: String(botSeq) },
+        { botId: String(botSeq), lane: LANE },
       ),
     );
     const t0 = performance.now();
@@ -142,7 +145,7 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
 
 async function main(): Promise<void> {
   console.log(
-    `outbound: ${MESSAGES} messages to ${CHATS} chats, ${WORKERS} worker processes, sandbox limits ${CAP}/s per bot and ${PER_CHAT}/s per chat`,
+    `outbound: ${MESSAGES} messages (${LANE} lane) to ${CHATS} chats, ${WORKERS} worker processes, sandbox limits ${CAP}/s per bot and ${PER_CHAT}/s per chat`,
   );
   const results: Result[] = [];
   let botSeq = 8_100_000;

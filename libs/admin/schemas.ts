@@ -161,6 +161,8 @@ const outboundSummary = {
   target_chat_id: NStr,
   kind: Type.String(),
   delivery: Type.String(),
+  /** interactive or bulk (sql/0027_outbound_lanes.sql). */
+  lane: Type.String(),
   max_attempts: NInt,
   last_status: NInt,
   failed_reason: NStr,

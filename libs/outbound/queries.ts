@@ -47,15 +47,17 @@ export async function outboundUpsertMany(
     method: m.method,
     params: m.params,
     placeholders: m.placeholders,
+    lane: m.lane,
   }));
   const { rows } = await db.query<UpsertedRow>(
     `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
        from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
               disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
-              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[])
+              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[],
+              lane text)
       cross join lateral relay.outbound_upsert(x.msg_id, x.bot_id, x.chat_id, $2, x.text, x.parse_mode, x.disable_notification,
               x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id,
-              x.method, x.params, x.placeholders) u
+              x.method, x.params, x.placeholders, x.lane) u
       order by x.n`,
     [JSON.stringify(items), defaultChatId],
   );
@@ -175,11 +177,19 @@ export interface Reservation {
 
 export async function outboundRateReserve(
   db: Queryable,
-  a: { botId: string; chatId: string; intervalMs: number; burst: number; horizonMs: number },
+  a: {
+    botId: string;
+    chatId: string;
+    intervalMs: number;
+    burst: number;
+    horizonMs: number;
+    /** Bulk lane: reserve only a slot at most this far away (null: interactive, up to the horizon). */
+    aheadMs?: number | null;
+  },
 ): Promise<Reservation> {
   const { rows } = await db.query<{ reserved: boolean | null; wait_ms: number | null }>(
-    'select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5)',
-    [a.botId, a.chatId, a.intervalMs, a.burst, a.horizonMs],
+    'select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5, $6)',
+    [a.botId, a.chatId, a.intervalMs, a.burst, a.horizonMs, a.aheadMs ?? null],
   );
   return { reserved: rows[0].reserved === true, waitMs: Math.max(0, Number(rows[0].wait_ms)) };
 }
@@ -232,16 +242,32 @@ const NOW = (n: number) => `coalesce($${n}::timestamptz, now())`;
  * ms) also: the chat's next_at has come, and the bot is not blocked beyond the horizon (429).
  * Answers (target_chat_id null) belong to no chat: null matches no FIFO or chat-rate probe, and they
  * skip the bot's limit too, so they are claimable whatever the chats' backlogs.
+ * Lanes: the FIFO is per chat and lane (an interactive reply may overtake its chat's pending bulk
+ * message, never another interactive one); one message per chat in flight holds across lanes. With
+ * `bulkMax` (a placeholder) a bulk row is claimed only while fewer than that many bulk rows of the
+ * bot are in flight, so a broadcast never fills the workers' slots that a reply needs.
  */
-export function outboundClaimable(a: string, bot: string, horizon: string | null): string {
+export function outboundClaimable(
+  a: string,
+  bot: string,
+  horizon: string | null,
+  bulkMax: string | null = null,
+): string {
   const base = `${a}.bot_id = ${bot}
      and not exists (select 1 from relay.outbound p
-                      where p.bot_id = ${a}.bot_id and p.target_chat_id = ${a}.target_chat_id
+                      where p.bot_id = ${a}.bot_id and p.target_chat_id = ${a}.target_chat_id and p.lane = ${a}.lane
                         and p.state in ('pending', 'delivering') and p.id < ${a}.id)
      and not exists (select 1 from relay.outbound d
                       where d.bot_id = ${a}.bot_id and d.target_chat_id = ${a}.target_chat_id and d.state = 'delivering')`;
-  if (horizon === null) return base;
-  return `${base}
+  const bulk =
+    bulkMax === null
+      ? ''
+      : `
+     and (${a}.lane = 'interactive'
+          or (select count(*) from relay.outbound f
+               where f.bot_id = ${bot} and f.state = 'delivering' and f.lane = 'bulk') < ${bulkMax})`;
+  if (horizon === null) return base + bulk;
+  return `${base}${bulk}
      and not exists (select 1 from relay.outbound_chat_rate r
                       where r.bot_id = ${a}.bot_id and r.chat_id = ${a}.target_chat_id and r.next_at > clock_timestamp())
      and (${a}.target_chat_id is null
@@ -344,13 +370,15 @@ export async function outboundFailStaleAtMostOnce(db: Queryable, ids: string[]):
   return rows.map((r) => r.id);
 }
 
-/** Chats (bot, target) with a pending row after the given rows: a settled head unblocks them. */
+/** Chats (bot, target) with a pending row after the given rows, or bulk rows among them: settling them unblocks claims. */
 export async function outboundHasSuccessors(db: Queryable, ids: string[]): Promise<boolean> {
   if (ids.length === 0) return false;
   const { rows } = await db.query<{ yes: boolean }>(
     `select exists (select 1 from relay.outbound h join relay.outbound n
                       on n.bot_id = h.bot_id and n.target_chat_id = h.target_chat_id and n.state = 'pending' and n.id > h.id
-                     where h.id = any($1::bigint[])) as yes`,
+                     where h.id = any($1::bigint[]))
+            -- a finished bulk row frees a place of the bot's bulk bound (outboundClaimable)
+            or exists (select 1 from relay.outbound h where h.id = any($1::bigint[]) and h.lane = 'bulk') as yes`,
     [ids],
   );
   return rows[0].yes === true;

@@ -10,13 +10,17 @@
  *   request reached Telegram) and claims skip chats whose next_at is still ahead.
  * - A 429 pushes the chat back by retry_after, and the whole bot when two chats got a 429 within
  *   that window (Telegram does not say which limit was hit).
+ * - Lanes: interactive messages take the bot's next free slot; a bulk message reserves only a slot
+ *   at most one bot interval away (relay.outbound_rate_reserve p_ahead_ms), so an interactive
+ *   message never waits for more than about one slot behind a broadcast. In one process bulk
+ *   messages try for a slot one at a time (`bulkGate`): the others wait in memory, not in the database.
  * `reactive` mode (the baseline the benchmark compares against) does none of this: it only honours
  * retry_after on the message that got the 429.
  */
 import { sleep } from '../lifecycle/timers';
 import type { Queryable } from '../db/pool';
 import type { RateLimitMetrics } from '../observability/metrics';
-import { isGroupChat } from './message';
+import { isGroupChat, type OutboundLane } from './message';
 import { outboundRateChargeChat, outboundRatePenalize, outboundRateReserve } from './queries';
 
 export interface Rate {
@@ -41,6 +45,9 @@ export const OUTBOUND_RATE_LIMITS_DEFAULT: OutboundRateLimits = {
 /** A reservation further ahead than this is not taken: the claim goes back and is re-claimed later. */
 export const RESERVE_HORIZON_MS_DEFAULT = 10_000;
 
+/** How many bot intervals a bulk message waits in the process's gate before it gives its claim back. */
+const BULK_GATE_WAIT_SLOTS = 10;
+
 export type Acquired = { ok: true; waitedMs: number } | { ok: false; retryInMs: number };
 
 export interface OutboundRateLimiter {
@@ -49,7 +56,14 @@ export interface OutboundRateLimiter {
    * Reserves `count` consecutive bot slots (an album: one per message; default 1) for a send to
    * `chatId` and waits for the first (abortable).
    */
-  acquire(db: Queryable, botId: string, chatId: string, signal?: AbortSignal, count?: number): Promise<Acquired>;
+  acquire(
+    db: Queryable,
+    botId: string,
+    chatId: string,
+    signal?: AbortSignal,
+    count?: number,
+    lane?: OutboundLane,
+  ): Promise<Acquired>;
   /**
    * After an attempt (in its settle transaction): charge the chat `count` messages (default 1), or
    * push it back after a 429.
@@ -57,6 +71,17 @@ export interface OutboundRateLimiter {
   afterAttempt(db: Queryable, botId: string, chatId: string, rateLimitedMs?: number, count?: number): Promise<void>;
   /** Milliseconds between two sends of the bot, and of one chat. */
   readonly botIntervalMs: number;
+  /** How many bulk messages of a bot may be in flight fleet-wide (the claim's bound). */
+  readonly bulkInFlightMax: number;
+}
+
+/**
+ * Bulk messages in flight per bot: enough to keep the budget busy through a send's round trip and
+ * its settle (a quarter second of sends, at least 2), few enough that the workers' slots stay free
+ * for replies and that a bulk claim holds its chat only briefly.
+ */
+export function bulkInFlightMax(botIntervalMs: number): number {
+  return Math.max(2, Math.ceil(250 / botIntervalMs));
 }
 
 const intervalOf = (r: Rate): number => r.windowMs / r.count;
@@ -71,14 +96,37 @@ export function createOutboundRateLimiter(
   const groupIntervalMs = intervalOf(limits.perGroup);
   const horizonMs = opts.horizonMs ?? RESERVE_HORIZON_MS_DEFAULT;
   const proactive = limits.mode === 'proactive';
+  // one bulk message at a time per process tries for a slot (a promise chain)
+  let bulkGate: Promise<unknown> = Promise.resolve();
+  const reserve = (db: Queryable, botId: string, chatId: string, intervalMs: number, aheadMs: number | null) =>
+    outboundRateReserve(db, { botId, chatId, intervalMs, burst: 1, horizonMs, aheadMs });
+  // a bulk message waits in the gate for a slot this close; a longer wait (the chat is not ready, or
+  // interactive traffic took many slots) gives the claim back instead of holding the gate
+  const bulkWaitMaxMs = BULK_GATE_WAIT_SLOTS * botIntervalMs;
+  /** Bulk: retry while the next slot is more than one interval away (see bulkWaitMaxMs). */
+  async function reserveBulk(db: Queryable, botId: string, chatId: string, intervalMs: number, signal?: AbortSignal) {
+    const turn = bulkGate.then(async () => {
+      for (;;) {
+        const r = await reserve(db, botId, chatId, intervalMs, botIntervalMs);
+        if (r.reserved || r.waitMs > bulkWaitMaxMs || signal?.aborted) return r;
+        await sleep(Math.max(1, r.waitMs), signal);
+      }
+    });
+    bulkGate = turn.catch(() => undefined);
+    return turn;
+  }
   return {
     limits,
     botIntervalMs,
-    async acquire(db, botId, chatId, signal, count = 1) {
+    bulkInFlightMax: bulkInFlightMax(botIntervalMs),
+    async acquire(db, botId, chatId, signal, count = 1, lane = 'interactive') {
       if (!proactive) return { ok: true, waitedMs: 0 };
       // with burst 1, reserving n intervals at once is n consecutive slots: the next send waits for all
       const intervalMs = botIntervalMs * Math.max(1, count);
-      const r = await outboundRateReserve(db, { botId, chatId, intervalMs, burst: 1, horizonMs });
+      const r =
+        lane === 'bulk'
+          ? await reserveBulk(db, botId, chatId, intervalMs, signal)
+          : await reserve(db, botId, chatId, intervalMs, null);
       if (!r.reserved) {
         metrics?.deferred.inc();
         return { ok: false, retryInMs: Math.ceil(r.waitMs) };

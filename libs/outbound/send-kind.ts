@@ -149,9 +149,16 @@ export function createOutboundClaimStore(opts: {
   const rateLimited = limiter.limits.mode === 'proactive';
   const sending = opts.sendingAtMostOnce;
   return createClaimStore<OutboundRow, OutboundEffects>(CLAIM_TABLES.outbound, {
-    // chat heads of this bot, ready for the rate limits, oldest message first (outbound_pending_bot_id_idx)
-    where: (p: Param) => outboundClaimable('c', p(botId), rateLimited ? p(horizonMs) : null),
-    order: 'c.id',
+    // chat heads (per lane) of this bot, ready for the rate limits
+    // interactive rows first ('interactive' > 'bulk'; outbound_pending_lane_idx), then oldest first
+    where: (p: Param) =>
+      outboundClaimable(
+        'c',
+        p(botId),
+        rateLimited ? p(horizonMs) : null,
+        rateLimited ? p(limiter.bulkInFlightMax) : null,
+      ),
+    order: 'c.lane desc, c.id',
     // the whole row
     columns: '*',
     nextDueInMs: (db, now) => outboundNextDueInMs(db, { botId, now, rateLimited, horizonMs }),
@@ -271,7 +278,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     const slot =
       isAnswer(row) || chatId === null
         ? ({ ok: true, waitedMs: 0 } as const)
-        : await limiter.acquire(pool, row.bot_id, chatId, ctx.signal, count);
+        : await limiter.acquire(pool, row.bot_id, chatId, ctx.signal, count, row.lane ?? 'interactive');
     if (!slot.ok) {
       return Outcome.retry(slot.retryInMs, {
         uncounted: true,

@@ -36,6 +36,8 @@ export interface OutboundRow {
   message_count?: number;
   /** Placeholder ids the handler was given (bigint[]: text from pg). */
   placeholders?: (string | number)[] | null;
+  /** Priority lane (rows before 0027: interactive). */
+  lane?: 'interactive' | 'bulk';
 }
 
 export const methodOf = (row: Pick<OutboundRow, 'method'>): string => row.method ?? 'sendMessage';

@@ -7,16 +7,19 @@ with picked as (
   select c.id from "relay"."outbound" c
    where c.state = 'pending' and c.next_attempt_at <= coalesce($3::timestamptz, now()) and c.bot_id = $5
 and not exists (select 1 from relay.outbound p
-                 where p.bot_id = c.bot_id and p.target_chat_id = c.target_chat_id
+                 where p.bot_id = c.bot_id and p.target_chat_id = c.target_chat_id and p.lane = c.lane
                    and p.state in ('pending', 'delivering') and p.id < c.id)
 and not exists (select 1 from relay.outbound d
                  where d.bot_id = c.bot_id and d.target_chat_id = c.target_chat_id and d.state = 'delivering')
+and (c.lane = 'interactive'
+     or (select count(*) from relay.outbound f
+          where f.bot_id = $5 and f.state = 'delivering' and f.lane = 'bulk') < $7)
 and not exists (select 1 from relay.outbound_chat_rate r
                  where r.bot_id = c.bot_id and r.chat_id = c.target_chat_id and r.next_at > clock_timestamp())
 and (c.target_chat_id is null
      or not exists (select 1 from relay.outbound_bot_rate b
                      where b.bot_id = $5 and b.tat > clock_timestamp() + $6 * interval '1 millisecond'))
-   order by c.id
+   order by c.lane desc, c.id
    limit $1
    for update of c skip locked
 ), claimed as (

@@ -7,11 +7,11 @@ with picked as (
   select c.id from "relay"."outbound" c
    where c.state = 'pending' and c.next_attempt_at <= coalesce($3::timestamptz, now()) and c.bot_id = $5
 and not exists (select 1 from relay.outbound p
-                 where p.bot_id = c.bot_id and p.target_chat_id = c.target_chat_id
+                 where p.bot_id = c.bot_id and p.target_chat_id = c.target_chat_id and p.lane = c.lane
                    and p.state in ('pending', 'delivering') and p.id < c.id)
 and not exists (select 1 from relay.outbound d
                  where d.bot_id = c.bot_id and d.target_chat_id = c.target_chat_id and d.state = 'delivering')
-   order by c.id
+   order by c.lane desc, c.id
    limit $1
    for update of c skip locked
 ), claimed as (

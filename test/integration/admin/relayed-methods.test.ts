@@ -123,6 +123,7 @@ describe('details', () => {
       'target_chat_id',
       'kind',
       'delivery',
+      'lane',
       'max_attempts',
       'last_status',
       'failed_reason',
