@@ -13,11 +13,6 @@ alter table relay.outbound add column if not exists lane text not null default '
 -- `order by lane desc, id` (libs/outbound/send-kind.ts) reads this index in order.
 create index if not exists outbound_pending_lane_idx on relay.outbound (bot_id, lane desc, id) where state = 'pending';
 
--- A bulk reservation first asks whether an interactive row of the bot is due (outbound_rate_reserve):
--- few rows, found without walking the bulk backlog.
-create index if not exists outbound_pending_interactive_idx on relay.outbound (bot_id, next_attempt_at)
-  where state = 'pending' and lane = 'interactive';
-
 -- The in-flight bulk rows of a bot (the claim's bound on how much of the budget bulk may hold).
 create index if not exists outbound_delivering_bulk_idx on relay.outbound (bot_id)
   where state = 'delivering' and lane = 'bulk';
