@@ -4,6 +4,8 @@ import { runCli } from '../../support/cli';
 
 const TABLES = [
   'attempts',
+  'broadcast_audiences',
+  'broadcasts',
   'captures',
   'config_problems',
   'cursor',
