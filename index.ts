@@ -25,8 +25,15 @@
 // sending messages from your services
 export { enqueueOutbound, enqueueOutboundBatch } from './libs/outbound/enqueue';
 export type { EnqueueOptions, EnqueuedOutbound, OutboundDefaults } from './libs/outbound/enqueue';
-export type { OutboundMessageInput, OutboundState, OutboundKind, ParseMode, Delivery } from './libs/outbound/message';
-export { OUTBOUND_TEXT_MAX, OUTBOUND_MSG_ID_MAX } from './libs/outbound/message';
+export type {
+  OutboundMessageInput,
+  OutboundState,
+  OutboundKind,
+  OutboundLane,
+  ParseMode,
+  Delivery,
+} from './libs/outbound/message';
+export { OUTBOUND_TEXT_MAX, OUTBOUND_MSG_ID_MAX, OUTBOUND_LANES } from './libs/outbound/message';
 export {
   OutboundValidationError,
   OutboundConflictError,

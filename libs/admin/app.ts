@@ -27,6 +27,7 @@ import { ingressHealth as ingressHealthOfCursor } from '../ingress/health';
 import { IngressHealthFn, readinessChecker } from './health';
 import { createAdminMetrics } from './metrics';
 import { readRoutes } from './routes/read';
+import { chatStatusRoutes } from './routes/chat-status';
 import { statusRoutes } from './routes/status';
 import { writeRoutes } from './routes/write';
 import { timeseriesRoutes } from './routes/timeseries';
@@ -156,6 +157,7 @@ export async function buildAdminApp(opts: BuildAdminAppOptions): Promise<Fastify
 
   await app.register(statusRoutes, { ctx });
   await app.register(readRoutes, { ctx });
+  await app.register(chatStatusRoutes, { ctx });
   await app.register(writeRoutes, { ctx });
   await app.register(timeseriesRoutes, { ctx });
   if (opts.sandbox) await app.register(sandboxRoutes, { ctx, sandbox: opts.sandbox });

@@ -16,7 +16,7 @@ const SUMMARY_COLUMNS: Record<ListKind, string> = {
     worker_id, started_at, last_status, last_error, failed_reason, created_at, updated_at, delivered_at`,
   outbound: `id, msg_id, bot_id, chat_id, target_chat_id, kind, delivery, state, attempts, max_attempts, next_attempt_at,
     worker_id, started_at, last_status, last_error, failed_reason, telegram_message_id, source_update_id, created_at, updated_at, delivered_at,
-    publisher_kind, method`,
+    publisher_kind, method, lane`,
   inbox: `id, bot_id, update_id, update_type, chat_id, authorized, state, attempts, next_attempt_at, worker_id, started_at,
     last_error, generation, received_at, handled_at, updated_at`,
   quarantine: `id, bot_id, update_id, sha256, error, json_path, state, generation, octet_length(raw) as size_bytes, transport, created_at, resolved_at`,

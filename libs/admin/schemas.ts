@@ -161,6 +161,8 @@ const outboundSummary = {
   target_chat_id: NStr,
   kind: Type.String(),
   delivery: Type.String(),
+  /** interactive or bulk (sql/0027_outbound_lanes.sql). */
+  lane: Type.String(),
   max_attempts: NInt,
   last_status: NInt,
   failed_reason: NStr,
@@ -312,6 +314,9 @@ export const StatsBody = Type.Object({
   exact_count_cap: Int,
   kinds: Type.Record(Type.String(), Type.Ref('KindStats')),
   quarantine: Type.Object({ states: Type.Record(Type.String(), Type.Ref('StateCount')) }),
+  chat_status: Type.Record(Type.String(), Int, {
+    description: 'chats the bot cannot reach (GET /v1/chats/status), per status',
+  }),
   bots: Type.Array(Type.Ref('BotStats')),
 });
 

@@ -10,6 +10,8 @@ import {
   statsEstimates,
 } from './queries';
 import type { IngressHealthFn } from './health';
+import { chatStatusCounts } from '../outbound/queries';
+import { CHAT_STATUSES } from '../outbound/classify-response';
 import type { PendingUpdatesSource } from './webhook-info';
 
 export interface StateCount {
@@ -54,6 +56,8 @@ export interface Stats {
   exact_count_cap: number;
   kinds: Record<string, KindStats>;
   quarantine: { states: Record<string, StateCount> };
+  /** Chats the bot cannot reach (relay.chat_status), per status: every status, 0 when none. */
+  chat_status: Record<string, number>;
   bots: BotStats[];
 }
 
@@ -106,10 +110,11 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
       const done = KINDS[kind].doneState;
       if (done && (estimate(est, kind, done) ?? 0) > DONE_STATE_SKIP_ABOVE) skip.add(`${kind}.${done}`);
     }
-    const [raw, recent, cursors] = await Promise.all([
+    const [raw, recent, cursors, unreachable] = await Promise.all([
       statsCounts(deps.pool, kinds, skip),
       attemptsRecent(deps.pool, new Date(now.getTime() - 60_000)),
       cursorList(deps.pool),
+      chatStatusCounts(deps.pool),
     ]);
     const counts: Record<string, Record<string, StateCount>> = {};
     for (const kind of kinds) {
@@ -136,6 +141,7 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
       exact_count_cap: EXACT_COUNT_CAP,
       kinds: {},
       quarantine: { states: counts.quarantine },
+      chat_status: Object.fromEntries(CHAT_STATUSES.map((st) => [st, unreachable[st] ?? 0])),
       bots: [],
     };
     for (const kind of ITEM_KINDS) {

@@ -15,6 +15,8 @@
  *   `{ "msg_id": "p1", "chat_id": 42, "method": "sendPhoto", "params": { "photo": "https://…", "caption": "hi" } }`
  *   (no text; params hold every parameter but chat_id). A file is a URL or a file_id: an upload
  *   ("attach://…") needs bytes a JSON message does not carry, so it is a contract violation.
+ * - `lane` (default `interactive`): `bulk` for broadcasts and other mass sends, which use only the
+ *   rate budget interactive messages leave (any other value is a contract violation naming `lane`).
  * Other fields are ignored (forward compatibility: a publisher may send more than we read).
  * Every field that reaches a text column (msg_id, text, kind) must be valid Unicode without NUL: a
  * NUL or a lone surrogate (`\ud83d` alone, half an emoji) is a contract violation of that message,
@@ -78,6 +80,7 @@ export function decodeTelegramOutbound(data: Uint8Array): Decoded {
       parse_mode: m.parse_mode,
       method: m.method,
       params: m.params,
+      lane: m.lane,
     });
   } catch (err) {
     if (!(err instanceof OutboundValidationError)) throw err;

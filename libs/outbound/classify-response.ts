@@ -11,6 +11,7 @@
  * | 400 "message is not modified" to an edit               | Delivered (it shows that content)|
  * | 5xx, 408                                               | Retry (backoff)                  |
  * | 401, 404 (token or TELEGRAM_API_ROOT wrong)            | Config (retried, budget kept)    |
+ * | 403 blocked / deactivated / kicked, 400 chat not found | Terminal(description, chatStatus)|
  * | other 4xx (400, 403, …)                                | Terminal(description)            |
  * | no answer, request not fully written (refused, DNS…)   | Retry (backoff)                  |
  * | no answer after the request was written (drop, timeout)| Ambiguous                        |
@@ -62,12 +63,18 @@ export interface Migrate {
   status: number;
   description: string;
 }
+/** What a refusal says about the chat itself, recorded in relay.chat_status (its check constraint). */
+export const CHAT_STATUSES = ['blocked', 'deactivated', 'kicked', 'chat_not_found'] as const;
+export type ChatStatus = (typeof CHAT_STATUSES)[number];
+
 /** Can never succeed as it is. */
 export interface TerminalSend {
   type: 'terminal';
   reason: string;
   status?: number;
   errorCode: string;
+  /** The chat cannot be reached at all (the user blocked the bot…): no message to it can succeed for now. */
+  chatStatus?: ChatStatus;
 }
 
 /**
@@ -144,6 +151,30 @@ function alreadyDone(method: string, code: number, description: string, repeat: 
 }
 
 /**
+ * Telegram's descriptions of a chat the bot cannot reach (Bot API error texts: "Forbidden: bot was
+ * blocked by the user", "Forbidden: user is deactivated", "Forbidden: bot was kicked from the
+ * group chat" / "supergroup chat" / "channel chat", "Bad Request: chat not found").
+ */
+const REFUSALS: { status: ChatStatus; code: number; re: RegExp }[] = [
+  { status: 'blocked', code: 403, re: /bot was blocked by the user/i },
+  { status: 'deactivated', code: 403, re: /user is deactivated/i },
+  { status: 'kicked', code: 403, re: /bot was kicked from/i },
+  { status: 'chat_not_found', code: 400, re: /chat not found/i },
+];
+
+/**
+ * The statuses that are the user's choice (blocked the bot, deleted the account, removed the bot
+ * from the group): expected in any broadcast, so never alerted. "chat not found" is alerted: a chat
+ * id that never talked to the bot is most often a caller's mistake an operator should see.
+ */
+export const UNALERTED_CHAT_STATUSES: ReadonlySet<ChatStatus> = new Set(['blocked', 'deactivated', 'kicked']);
+
+/** The chat status a Bot API refusal states, if any. */
+export function chatStatusOf(code: number, description: string): ChatStatus | undefined {
+  return REFUSALS.find((c) => c.code === code && c.re.test(description))?.status;
+}
+
+/**
  * Anything a Bot API call of an outbound row threw. `repeat`: an earlier counted attempt of the row
  * was made (it may have been taken by Telegram).
  */
@@ -180,7 +211,16 @@ export function classifySendError(err: unknown, method = 'sendMessage', opts: { 
         reason: `Bot API answered ${code} to ${method} (${description}): ${what}; messages are kept and retried with backoff`,
       };
     }
-    if (code >= 400) return { type: 'terminal', reason: description, status: code, errorCode: `TELEGRAM_${code}` };
+    if (code >= 400) {
+      const chatStatus = methodClass(method) === 'answer' ? undefined : chatStatusOf(code, description);
+      return {
+        type: 'terminal',
+        reason: description,
+        status: code,
+        errorCode: `TELEGRAM_${code}`,
+        ...(chatStatus ? { chatStatus } : {}),
+      };
+    }
     return { type: 'retry', status: code, errorCode: `HTTP_${code}`, error: description };
   }
   if (err instanceof TelegramNetworkError) {

@@ -11,7 +11,14 @@ import type { PoolClient } from 'pg';
 import { ledgerStatements, QUEUES } from '../db/boss';
 import { enqueueJobs, newJobId } from '../queue/enqueue';
 import { fromSqlError, OutboundConflictError, OutboundValidationError } from './errors';
-import { OutboundMessage, OutboundMessageInput, OutboundState, validateOutboundMessage } from './message';
+import {
+  OUTBOUND_LANES,
+  OutboundLane,
+  OutboundMessage,
+  OutboundMessageInput,
+  OutboundState,
+  validateOutboundMessage,
+} from './message';
 import { outboundSetTraceparent, outboundUploadsInsert, outboundUpsertMany } from './queries';
 
 /** What a caller does not have to say: the bot and the default chat (OPS_CHAT_ID). */
@@ -29,6 +36,11 @@ export interface EnqueueOptions extends OutboundDefaults {
    * whose ids name the update rather than the payload).
    */
   onConflict?: 'error' | 'keep';
+  /**
+   * The lane of the messages that do not name one (default `interactive`): `bulk` for broadcasts,
+   * which use only the rate budget interactive messages leave.
+   */
+  lane?: OutboundLane;
 }
 
 export interface EnqueuedOutbound {
@@ -88,7 +100,7 @@ export async function enqueueOutboundBatch(
   opts: EnqueueOptions = {},
 ): Promise<EnqueuedOutbound[]> {
   if (inputs.length === 0) return [];
-  const messages = validateAll(inputs);
+  const messages = withDefaultLane(validateAll(inputs), inputs, opts.lane);
   const withJobs = messages.map((message) => ({ message, jobId: newJobId() }));
   let rows;
   try {
@@ -124,6 +136,18 @@ export async function enqueueOutboundBatch(
     targetChatId: r.targetChatId,
     jobId: r.jobId,
   }));
+}
+
+/** Messages that name no lane take the options' one. */
+function withDefaultLane(
+  messages: OutboundMessage[],
+  inputs: OutboundMessageInput[],
+  lane: OutboundLane | undefined,
+): OutboundMessage[] {
+  if (lane === undefined) return messages;
+  if (!OUTBOUND_LANES.includes(lane))
+    throw new OutboundValidationError([{ field: 'lane', problem: `must be one of ${OUTBOUND_LANES.join(', ')}` }]);
+  return messages.map((m, i) => (inputs[i].lane == null ? { ...m, lane } : m));
 }
 
 function validateAll(inputs: OutboundMessageInput[]): OutboundMessage[] {

@@ -18,12 +18,18 @@ export const ALERT_MSG_ID_PREFIX = 'alert:';
 export const PARSE_MODES = ['MarkdownV2', 'HTML', 'Markdown'] as const;
 export const OUTBOUND_KINDS = ['message', 'reply', 'alert'] as const;
 export const DELIVERY_MODES = ['at_least_once', 'at_most_once'] as const;
+/**
+ * Priority lanes (sql/0027_outbound_lanes.sql): `interactive` messages have first claim on the bot's
+ * rate budget, `bulk` ones (broadcasts) use what is left. FIFO per chat holds within a lane.
+ */
+export const OUTBOUND_LANES = ['interactive', 'bulk'] as const;
 /** Parameters with their own field; `send_options` must not repeat them. */
 export const RESERVED_SEND_OPTIONS = ['chat_id', 'text', 'parse_mode', 'disable_notification', 'reply_markup'] as const;
 
 export type ParseMode = (typeof PARSE_MODES)[number];
 export type OutboundKind = (typeof OUTBOUND_KINDS)[number];
 export type Delivery = (typeof DELIVERY_MODES)[number];
+export type OutboundLane = (typeof OUTBOUND_LANES)[number];
 export type OutboundState = 'pending' | 'delivering' | 'delivered' | 'failed';
 
 export interface OutboundMessageInput {
@@ -64,6 +70,12 @@ export interface OutboundMessageInput {
   uploads?: UploadedFile[] | null;
   /** Handler replies: the placeholder message ids the call resolved with, in order. */
   placeholders?: number[] | null;
+  /**
+   * Default `interactive`; `bulk` for broadcasts and other mass sends: they use only the rate budget
+   * interactive messages leave, and a chat's interactive message may overtake its pending bulk one.
+   * Not part of the payload (a retry from another lane returns the existing message).
+   */
+  lane?: OutboundLane | null;
 }
 
 /** A validated message. `chatId` null means "the default chat". */
@@ -88,6 +100,7 @@ export interface OutboundMessage {
   params: Record<string, unknown> | null;
   uploads: UploadedFile[];
   placeholders: number[] | null;
+  lane: OutboundLane;
 }
 
 const INT_CHAT = /^-?\d{1,18}$/;
@@ -206,6 +219,9 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
   const delivery = m.delivery ?? 'at_least_once';
   if (!DELIVERY_MODES.includes(delivery as Delivery)) bad('delivery', `must be one of ${DELIVERY_MODES.join(', ')}`);
 
+  const lane = m.lane ?? 'interactive';
+  if (!OUTBOUND_LANES.includes(lane as OutboundLane)) bad('lane', `must be one of ${OUTBOUND_LANES.join(', ')}`);
+
   let sendOptions: Record<string, unknown> | null = null;
   const so = m.send_options;
   if (so !== undefined && so !== null) {
@@ -273,5 +289,6 @@ export function validateOutboundMessage(input: unknown): OutboundMessage {
     params,
     uploads: (m.uploads as UploadedFile[] | null | undefined) ?? [],
     placeholders: (m.placeholders as number[] | null | undefined) ?? null,
+    lane: lane as OutboundLane,
   };
 }

@@ -46,15 +46,17 @@ export async function outboundUpsertMany(
     method: m.method,
     params: m.params,
     placeholders: m.placeholders,
+    lane: m.lane,
   }));
   const { rows } = await db.query<UpsertedRow>(
     `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
        from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
               disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
-              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[])
+              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[],
+              lane text)
       cross join lateral relay.outbound_upsert(x.msg_id, x.bot_id, x.chat_id, $2, x.text, x.parse_mode, x.disable_notification,
               x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id,
-              x.method, x.params, x.placeholders) u
+              x.method, x.params, x.placeholders, x.lane) u
       order by x.n`,
     [JSON.stringify(items), defaultChatId],
   );
@@ -349,4 +351,92 @@ export async function outboundPlaceholderOwners(
     [botId, placeholders],
   );
   return rows;
+}
+
+// ---- relay.chat_status: chats the bot cannot reach ------------------------------------------------
+
+/** A chat the bot cannot reach, as relay.chat_status holds it. */
+export interface ChatStatusRow {
+  bot_id: string;
+  chat_id: string;
+  status: string;
+  reason: string;
+  since: Date;
+  updated_at: Date;
+  /** `since` to the microsecond (a Date keeps milliseconds), for the next page's keyset. */
+  since_key: string;
+}
+
+/**
+ * Records refusals that say the chat cannot be reached. The same status again keeps `since` (the
+ * chat has been unreachable since then) and refreshes the reason; another status starts anew.
+ */
+export async function chatStatusRecord(
+  db: Queryable,
+  items: { botId: string; chatId: string; status: string; reason: string }[],
+): Promise<void> {
+  if (items.length === 0) return;
+  // one row per chat: a batch naming a chat twice would make "on conflict do update" touch it twice
+  const last = new Map(items.map((i) => [`${i.botId}\u0000${i.chatId}`, i]));
+  const rows = [...last.values()];
+  await db.query(
+    `insert into relay.chat_status as s (bot_id, chat_id, status, reason)
+     select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
+     on conflict (bot_id, chat_id) do update
+        set since = case when s.status = excluded.status then s.since else now() end,
+            status = excluded.status, reason = excluded.reason, updated_at = now()`,
+    [rows.map((r) => r.botId), rows.map((r) => r.chatId), rows.map((r) => r.status), rows.map((r) => r.reason)],
+  );
+}
+
+/** Chats a message was just delivered to are reachable again: their status is forgotten. */
+export async function chatStatusClear(db: Queryable, chats: { botId: string; chatId: string }[]): Promise<number> {
+  if (chats.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `delete from relay.chat_status s using unnest($1::text[], $2::text[]) as c(bot_id, chat_id)
+      where s.bot_id = c.bot_id and s.chat_id = c.chat_id`,
+    [chats.map((c) => c.botId), chats.map((c) => c.chatId)],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * A page of unreachable chats, newest first (since desc, then bot and chat), after `after` (the
+ * last row of the previous page). Filters combine with AND.
+ */
+export async function chatStatusList(
+  db: Queryable,
+  f: {
+    status?: string;
+    botId?: string;
+    limit: number;
+    after?: { since: string; botId: string; chatId: string };
+  },
+): Promise<ChatStatusRow[]> {
+  const { rows } = await db.query<ChatStatusRow>(
+    `select bot_id, chat_id, status, reason, since, updated_at,
+            to_char(since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as since_key
+       from relay.chat_status
+      where ($1::text is null or status = $1) and ($2::text is null or bot_id = $2)
+        and ($3::timestamptz is null or (since, bot_id, chat_id) < ($3, $4, $5))
+      order by since desc, bot_id desc, chat_id desc
+      limit $6`,
+    [
+      f.status ?? null,
+      f.botId ?? null,
+      f.after?.since ?? null,
+      f.after?.botId ?? null,
+      f.after?.chatId ?? null,
+      f.limit,
+    ],
+  );
+  return rows;
+}
+
+/** How many chats are unreachable, per status. */
+export async function chatStatusCounts(db: Queryable): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ status: string; n: number }>(
+    'select status, count(*)::int as n from relay.chat_status group by status',
+  );
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }

@@ -18,8 +18,10 @@ import { inJobSpan } from '../queue/job-span';
 import { SpanKind } from '../observability/tracing';
 import { Outcome } from '../queue/outcome';
 import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
-import type { SendOutcome } from './classify-response';
+import { type ChatStatus, type SendOutcome, UNALERTED_CHAT_STATUSES } from './classify-response';
 import {
+  chatStatusClear,
+  chatStatusRecord,
   outboundClaimable,
   outboundCount429,
   outboundFailStaleAtMostOnce,
@@ -53,6 +55,8 @@ export interface OutboundEffects {
   retargetTo?: string;
   /** The Bot API answered 401/404: recorded in relay.config_problems (never alerted through Telegram). */
   configProblem?: { code: string; status: number; reason: string };
+  /** The chat cannot be reached (blocked, deactivated…): recorded in relay.chat_status (see UNALERTED_CHAT_STATUSES). */
+  chatStatus?: { status: ChatStatus; reason: string };
 }
 
 export interface OutboundKindOptions {
@@ -101,13 +105,17 @@ export function outboundAfterRecover(opts: { opsChatId: string | null; alertsEna
   };
 }
 
-/** Alerts for rows that just failed; a NOTIFY when a finished head lets its chat's next row go. */
+/**
+ * Alerts for rows that just failed (but those in `quiet`: failures that only say the chat cannot be
+ * reached); a NOTIFY when a finished head lets its chat's next row go.
+ */
 async function outboundAfterFinal(
   db: Queryable,
   rows: Pick<SettledRow, 'id' | 'state'>[],
   opts: { opsChatId: string | null; alertsEnabled?: boolean },
+  quiet: ReadonlySet<string> = new Set(),
 ): Promise<void> {
-  const failed = rows.filter((r) => r.state === 'failed').map((r) => r.id);
+  const failed = rows.filter((r) => r.state === 'failed' && !quiet.has(r.id)).map((r) => r.id);
   if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opts.opsChatId);
   const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
   if (await outboundHasSuccessors(db, finished)) await notifyWork(db, QUEUES.outbound);
@@ -137,10 +145,18 @@ export function createOutboundClaimStore(opts: {
       const messageIds: { id: string; messageId: number; messageIds: number[] }[] = [];
       let problem: OutboundEffects['configProblem'];
       let delivered = false;
+      const reached: { botId: string; chatId: string }[] = [];
+      const unreachable: { botId: string; chatId: string; status: ChatStatus; reason: string }[] = [];
+      const quiet = new Set<string>();
       for (const { settlement: item } of landed) {
         const fx = item.effects;
         if (!fx) continue;
         if (item.state === 'delivered') delivered = true;
+        if (item.state === 'delivered' && fx.chatId !== null) reached.push({ botId: fx.botId, chatId: fx.chatId });
+        if (item.state === 'failed' && fx.chatStatus && fx.chatId !== null) {
+          unreachable.push({ botId: fx.botId, chatId: fx.chatId, ...fx.chatStatus });
+          if (UNALERTED_CHAT_STATUSES.has(fx.chatStatus.status)) quiet.add(item.id);
+        }
         if (fx.configProblem) problem = fx.configProblem;
         if (fx.messageId !== undefined)
           messageIds.push({ id: item.id, messageId: fx.messageId, messageIds: fx.messageIds ?? [fx.messageId] });
@@ -150,6 +166,9 @@ export function createOutboundClaimStore(opts: {
         if (fx.retargetTo) await outboundRetarget(db, { id: item.id, fromChatId: fx.chatId, toChatId: fx.retargetTo });
       }
       await outboundSetTelegramMessageIds(db, messageIds);
+      // a delivery shows the chat reachable again (the user unblocked the bot); then this batch's refusals
+      await chatStatusClear(db, reached);
+      await chatStatusRecord(db, unreachable);
       // the Bot API works again / answers as if misconfigured (no alert: it would go through the same Bot API)
       if (delivered) await configProblemClear(db, 'outbound', botId);
       else if (problem) await configProblemRecord(db, { component: 'outbound', botId, ...problem });
@@ -157,6 +176,7 @@ export function createOutboundClaimStore(opts: {
         db,
         landed.map((l) => l.row),
         opts,
+        quiet,
       );
     },
     /**
@@ -370,8 +390,14 @@ export function toEngineOutcome(
         status: sent.status,
         errorCode: sent.errorCode,
         error: sent.reason,
-        details,
-        effects: { ...fx, charge: true },
+        details: sent.chatStatus ? { ...details, chatStatus: sent.chatStatus } : details,
+        effects: {
+          ...fx,
+          charge: true,
+          ...(sent.chatStatus && fx.chatId !== null
+            ? { chatStatus: { status: sent.chatStatus, reason: sent.reason } }
+            : {}),
+        },
       });
   }
 }

@@ -1,5 +1,5 @@
 -- relay.enqueue_outbound: repeatable (re-applied by `tg-relay migrate` whenever this file's sha256 changes;
--- libs/db/migrate.ts). Latest definition, first created by 0004_outbound.sql; `traceparent` added by 0014_traceparent.sql, `method` and `params` with 0025_relayed_methods.sql. Edit here, never in a numbered file.
+-- libs/db/migrate.ts). Latest definition, first created by 0004_outbound.sql; `traceparent` added by 0014_traceparent.sql, `method` and `params` with 0025_relayed_methods.sql, `lane` with 0027_outbound_lanes.sql. Edit here, never in a numbered file.
 /*
  * Public: enqueue one Telegram message inside the caller's transaction. Idempotent by msg_id for
  * good: the same msg_id with the same payload returns the existing row (created = false); with a
@@ -13,12 +13,16 @@
  * `params` and text is null, e.g.
  *   select * from relay.enqueue_outbound('photo:1', '42', null, method => 'sendPhoto',
  *                                        params => '{"photo": "https://example.com/a.jpg", "caption": "hi"}');
+ * `lane` (default interactive) is the priority lane: 'bulk' for broadcasts and other mass sends, which
+ * use only the part of the bot's rate budget that interactive messages leave, e.g.
+ *   select relay.enqueue_outbound('news:7:' || id, id, 'Our news', lane => 'bulk') from subscribers;
  */
--- The 11-argument (before 0014) and 12-argument (before 0025) signatures: a parameter with a default
+-- The 11-argument (before 0014), 12-argument (before 0025) and 14-argument (before 0027) signatures: a parameter with a default
 -- cannot be added by CREATE OR REPLACE, and a second overload would make every existing call
 -- ambiguous, so they are dropped first. Every call that worked before works unchanged.
 drop function if exists relay.enqueue_outbound(text, text, text, text, boolean, jsonb, text, text, text, integer, jsonb);
 drop function if exists relay.enqueue_outbound(text, text, text, text, boolean, jsonb, text, text, text, integer, jsonb, text);
+drop function if exists relay.enqueue_outbound(text, text, text, text, boolean, jsonb, text, text, text, integer, jsonb, text, text, jsonb);
 create or replace function relay.enqueue_outbound(
   msg_id               text,
   chat_id              text,
@@ -33,7 +37,8 @@ create or replace function relay.enqueue_outbound(
   send_options         jsonb default null,
   traceparent          text default null,
   method               text default 'sendMessage',
-  params               jsonb default null
+  params               jsonb default null,
+  lane                 text default 'interactive'
 ) returns table (id bigint, created boolean, state text, target_chat_id text, job_id uuid)
 language plpgsql as $$
 declare
@@ -48,7 +53,7 @@ begin
   select * into r from relay.outbound_upsert(enqueue_outbound.msg_id, enqueue_outbound.bot_id, enqueue_outbound.chat_id, null,
     enqueue_outbound.text, enqueue_outbound.parse_mode, enqueue_outbound.disable_notification, enqueue_outbound.reply_markup,
     enqueue_outbound.send_options, enqueue_outbound.kind, enqueue_outbound.delivery, null, enqueue_outbound.max_attempts, v_job,
-    enqueue_outbound.method, enqueue_outbound.params);
+    enqueue_outbound.method, enqueue_outbound.params, null, enqueue_outbound.lane);
   if r.conflict then
     raise exception using errcode = 'TR409',
       message = format('RELAY_OUTBOUND_CONFLICT: msg_id "%s" already exists with a different payload', left(enqueue_outbound.msg_id, 100)),

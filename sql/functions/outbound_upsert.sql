@@ -1,6 +1,7 @@
 -- relay.outbound_upsert: repeatable (re-applied by `tg-relay migrate` whenever this file's sha256 changes;
 -- libs/db/migrate.ts). Latest definition, first created by 0004_outbound.sql; p_method, p_params and
--- p_placeholders added with 0025_relayed_methods.sql. Edit here, never in a numbered file.
+-- p_placeholders added with 0025_relayed_methods.sql, p_lane with 0027_outbound_lanes.sql. Edit here, never in a
+-- numbered file.
 /*
  * The idempotent insert behind every way in. Does not create the pg-boss job (the caller does:
  * relay.enqueue_outbound below, or the TypeScript library through pg-boss's own insert).
@@ -16,10 +17,17 @@
  * fields. Answers (answer*) go to no chat; an edit of an inline message (inline_message_id) is keyed
  * 'inline:' || inline_message_id. The hash of a sendMessage is the one it always was (so rows
  * enqueued before stay idempotent); other methods hash method and params instead of the text fields.
+ *
+ * p_lane (null: interactive) is the row's priority lane. It is not part of the payload: it says when
+ * the message goes, not what it is, so a retry of a request from another lane returns the existing
+ * row (in the lane it was created in) instead of a conflict, and the hashes of rows enqueued before
+ * lanes existed stay what they were.
  */
--- The 14-argument signature (before 0025): a parameter with a default cannot be added by CREATE OR
--- REPLACE, and a second overload would make every existing call ambiguous, so it is dropped first.
+-- The 14-argument (before 0025) and 17-argument (before 0027) signatures: a parameter with a default
+-- cannot be added by CREATE OR REPLACE, and a second overload would make every existing call
+-- ambiguous, so they are dropped first.
 drop function if exists relay.outbound_upsert(text, text, text, text, text, text, boolean, jsonb, jsonb, text, text, bigint, integer, uuid);
+drop function if exists relay.outbound_upsert(text, text, text, text, text, text, boolean, jsonb, jsonb, text, text, bigint, integer, uuid, text, jsonb, bigint[]);
 create or replace function relay.outbound_upsert(
   p_msg_id               text,
   p_bot_id               text,
@@ -37,7 +45,8 @@ create or replace function relay.outbound_upsert(
   p_job_id               uuid,
   p_method               text default 'sendMessage',
   p_params               jsonb default null,
-  p_placeholders         bigint[] default null
+  p_placeholders         bigint[] default null,
+  p_lane                 text default null
 ) returns table (outbound_id bigint, msg_id text, created boolean, conflict boolean, state text, job_id uuid, target_chat_id text)
 language plpgsql as $$
 #variable_conflict use_column
@@ -48,6 +57,7 @@ declare
   v_parse_mode text;
   v_kind text := coalesce(p_kind, 'message');
   v_delivery text := coalesce(p_delivery, 'at_least_once');
+  v_lane text := coalesce(p_lane, 'interactive');
   v_options jsonb := p_send_options;
   v_method text := coalesce(nullif(btrim(p_method), ''), 'sendMessage');
   v_answer boolean;
@@ -120,6 +130,9 @@ begin
   if v_delivery not in ('at_least_once', 'at_most_once') then
     raise exception using errcode = 'TR422', message = format('RELAY_OUTBOUND_INVALID: delivery must be at_least_once or at_most_once, got "%s"', left(v_delivery, 40));
   end if;
+  if v_lane not in ('interactive', 'bulk') then
+    raise exception using errcode = 'TR422', message = format('RELAY_OUTBOUND_INVALID: lane must be interactive or bulk, got "%s"', left(v_lane, 40));
+  end if;
   if p_reply_markup is not null and jsonb_typeof(p_reply_markup) <> 'object' then
     raise exception using errcode = 'TR422', message = 'RELAY_OUTBOUND_INVALID: reply_markup must be a JSON object';
   end if;
@@ -184,10 +197,10 @@ begin
 
   insert into relay.outbound as o (msg_id, bot_id, chat_id, target_chat_id, text, parse_mode, disable_notification, reply_markup,
                                    send_options, kind, delivery, payload_sha256, source_update_id, max_attempts, job_id,
-                                   method, params, message_count, placeholders)
+                                   method, params, message_count, placeholders, lane)
   values (p_msg_id, v_bot, v_target, v_target, p_text, v_parse_mode, coalesce(p_disable_notification, false), p_reply_markup,
           v_options, v_kind, v_delivery, v_sha, p_source_update_id, p_max_attempts, p_job_id,
-          v_method, case when v_method = 'sendMessage' then null else p_params end, v_count, p_placeholders)
+          v_method, case when v_method = 'sendMessage' then null else p_params end, v_count, p_placeholders, v_lane)
   on conflict (msg_id) do nothing
   returning o.id into v_id;
 

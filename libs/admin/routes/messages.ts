@@ -52,6 +52,14 @@ const MessageBody = Type.Object(
       Type.Object({}, { additionalProperties: true, description: 'other sendMessage parameters, verbatim' }),
     ),
     delivery: Type.Optional(Type.Union([Type.Literal('at_least_once'), Type.Literal('at_most_once')])),
+    lane: Type.Optional(
+      Type.Union([Type.Literal('interactive'), Type.Literal('bulk')], {
+        default: 'interactive',
+        description:
+          "priority lane: bulk (broadcasts, mass sends) uses only the bot's rate budget interactive messages leave; " +
+          "a chat's interactive message may overtake its own pending bulk one. Not part of the payload msg_id pins",
+      }),
+    ),
     max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
     bot_id: Type.Optional(BotIdFilter),
     traceparent: Type.Optional(

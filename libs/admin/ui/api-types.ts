@@ -88,6 +88,8 @@ export interface Stats {
   exact_count_cap: number;
   kinds: Record<string, KindStats>;
   quarantine: { states: Record<string, StateCount> };
+  /** Chats the bot cannot reach, per status. */
+  chat_status: Record<string, number>;
   bots: BotStats[];
 }
 

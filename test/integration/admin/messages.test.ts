@@ -87,10 +87,25 @@ describe('POST /v1/messages', () => {
     ['a chat name', { msg_id: 'a', chat_id: 'general', text: 'x' }, 'body.chat_id'],
     ['an unknown parse mode', { msg_id: 'a', chat_id: 1, text: 'x', parse_mode: 'markdown2' }, 'body.parse_mode'],
     ['an unknown field', { msg_id: 'a', chat_id: 1, text: 'x', colour: 'red' }, 'body.colour'],
+    ['an unknown lane', { msg_id: 'a', chat_id: 1, text: 'x', lane: 'express' }, 'body.lane'],
   ])('%s is 400 naming the field', async (_label, body, field) => {
     const res = await call(app, 'POST', '/v1/messages', { body });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'RELAY_ADMIN_VALIDATION', field });
+  });
+
+  test('lane: interactive by default, bulk when asked, shown by the read API', async () => {
+    const plain = (
+      await call(app, 'POST', '/v1/messages', { body: { msg_id: 'lane-api-1', chat_id: 5, text: 'x' } })
+    ).json();
+    const bulk = (
+      await call(app, 'POST', '/v1/messages', { body: { msg_id: 'lane-api-2', chat_id: 5, text: 'x', lane: 'bulk' } })
+    ).json();
+    const lanes = await db.pool.query('select id, lane from relay.outbound where id = any($1::bigint[]) order by id', [
+      [plain.id, bulk.id],
+    ]);
+    expect(lanes.rows.map((r) => r.lane)).toEqual(['interactive', 'bulk']);
+    expect((await call(app, 'GET', `/v1/outbound/${bulk.id}`)).json()).toMatchObject({ lane: 'bulk' });
   });
 
   test('a body that is not JSON is 400 with a stable code', async () => {

@@ -3,10 +3,12 @@ import { createTestDatabase } from '../../support/db';
 import { runCli } from '../../support/cli';
 
 const TABLES = [
+  'alert_windows',
   'attempts',
   'broadcast_audiences',
   'broadcasts',
   'captures',
+  'chat_status',
   'config_problems',
   'cursor',
   'inbox',

@@ -89,6 +89,7 @@ describe('sendMessage classification against the sandbox', () => {
       reason: 'Bad Request: chat not found',
       status: 400,
       errorCode: 'TELEGRAM_400',
+      chatStatus: 'chat_not_found',
     });
     sb.scriptChatError(TOKEN, 105, 'blocked');
     expect(await send(row(105))).toEqual({
@@ -96,6 +97,7 @@ describe('sendMessage classification against the sandbox', () => {
       reason: 'Forbidden: bot was blocked by the user',
       status: 403,
       errorCode: 'TELEGRAM_403',
+      chatStatus: 'blocked',
     });
     expect(await send(row(106, { text: 'x'.repeat(5000) }))).toMatchObject({
       type: 'terminal',

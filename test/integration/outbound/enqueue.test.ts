@@ -201,6 +201,67 @@ describe('enqueue through the library (way in #1)', () => {
   });
 });
 
+describe('priority lanes (sql/0027_outbound_lanes.sql)', () => {
+  const laneOf = async (msgId: string) => (await rowOf(msgId))?.lane;
+
+  it('stores interactive by default and bulk when asked, through the library, its default option and SQL', async () => {
+    await withTransaction(db.pool, async (c) => {
+      await enqueueOutbound(c, { msg_id: 'lane-default', chat_id: 7, text: 'x' }, defaults);
+      await enqueueOutbound(c, { msg_id: 'lane-bulk', chat_id: 7, text: 'x', lane: 'bulk' }, defaults);
+      await enqueueOutboundBatch(
+        c,
+        boss,
+        [
+          { msg_id: 'lane-opt-1', chat_id: 8, text: 'x' },
+          { msg_id: 'lane-opt-2', chat_id: 8, text: 'x', lane: 'interactive' },
+        ],
+        { ...defaults, lane: 'bulk' },
+      );
+    });
+    await outboundSettingsSave(db.pool, { botId: BOT, defaultChatId: '-100777' });
+    // the old positional call still works, and lane is a named argument at the end
+    await db.pool.query(`select relay.enqueue_outbound('lane-sql-old', '9', 'x', 'HTML', false, null)`);
+    await db.pool.query(`select relay.enqueue_outbound('lane-sql-bulk', '9', 'x', lane => 'bulk')`);
+    expect(
+      await Promise.all(
+        ['lane-default', 'lane-bulk', 'lane-opt-1', 'lane-opt-2', 'lane-sql-old', 'lane-sql-bulk'].map(laneOf),
+      ),
+    ).toEqual(['interactive', 'bulk', 'bulk', 'interactive', 'interactive', 'bulk']);
+  });
+
+  it('refuses another lane naming the field (library, option and SQL), writing nothing', async () => {
+    const err = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, { msg_id: 'lane-bad', chat_id: 7, text: 'x', lane: 'urgent' as never }, defaults),
+    ).catch((e) => e);
+    expect(err).toBeInstanceOf(OutboundValidationError);
+    expect((err as OutboundValidationError).problems).toEqual([
+      { field: 'lane', problem: 'must be one of interactive, bulk' },
+    ]);
+    const optErr = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, { msg_id: 'lane-bad', chat_id: 7, text: 'x' }, { ...defaults, lane: 'fast' as never }),
+    ).catch((e) => e);
+    expect((optErr as OutboundValidationError).problems[0].field).toBe('lane');
+    await expect(
+      db.pool.query(`select relay.enqueue_outbound('lane-bad', '7', 'x', lane => 'Bulk')`),
+    ).rejects.toMatchObject({
+      code: 'TR422',
+      message: expect.stringMatching(/lane must be interactive or bulk, got "Bulk"/),
+    });
+    expect(await rowOf('lane-bad')).toBeUndefined();
+  });
+
+  it('keeps the lane out of the payload: the same message from another lane is the existing row', async () => {
+    const first = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, { msg_id: 'lane-idem', chat_id: 7, text: 'x', lane: 'bulk' }, defaults),
+    );
+    const again = await withTransaction(db.pool, (c) =>
+      enqueueOutbound(c, { msg_id: 'lane-idem', chat_id: 7, text: 'x' }, defaults),
+    );
+    expect(again).toMatchObject({ id: first.id, created: false });
+    expect(await laneOf('lane-idem')).toBe('bulk');
+  });
+});
+
 describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', () => {
   beforeAll(async () => {
     await outboundSettingsSave(db.pool, { botId: BOT, defaultChatId: '-100777' });

@@ -55,7 +55,7 @@ afterEach(async () => {
   worker = undefined;
   sb.reset();
   await db.pool.query(
-    'truncate relay.outbound_uploads, relay.outbound, relay.attempts, relay.outbound_bot_rate, relay.outbound_chat_rate',
+    'truncate relay.outbound_uploads, relay.outbound, relay.attempts, relay.outbound_bot_rate, relay.outbound_chat_rate, relay.chat_status, relay.alert_windows',
   );
 });
 afterAll(async () => {
@@ -205,7 +205,7 @@ describe('outbound.send', () => {
     expect(await row('alert:budget-1')).toMatchObject({ kind: 'alert', target_chat_id: OPS });
   });
 
-  it("403: failed at once with Telegram's reason, and one alert reaches the operators' chat", async () => {
+  it("403 blocked: failed at once with Telegram's reason, the chat recorded as blocked, and no alert", async () => {
     sb.scriptChatError(TOKEN, 15, 'blocked');
     await enqueue({ msg_id: 'blocked-1', chat_id: 15, text: 'private user text' });
     worker = startWorker();
@@ -216,13 +216,33 @@ describe('outbound.send', () => {
     expect((await audit('blocked-1')).map((x) => [x.outcome, x.http_status, x.error_code])).toEqual([
       ['failed', 403, 'TELEGRAM_403'],
     ]);
-    const alert = await settled('alert:blocked-1');
+    // an alert would have been enqueued in the transaction that failed the message
+    const status = await db.pool.query('select bot_id, chat_id, status, reason from relay.chat_status');
+    expect(status.rows).toEqual([
+      { bot_id: BOT, chat_id: '15', status: 'blocked', reason: 'Forbidden: bot was blocked by the user' },
+    ]);
+    expect((await db.pool.query(`select count(*)::int as n from relay.outbound where kind = 'alert'`)).rows[0].n).toBe(
+      0,
+    );
+    expect(sentTo(Number(OPS))).toHaveLength(0);
+  });
+
+  it("400 chat not found: failed, recorded as chat_not_found, and alerted (most often a caller's wrong chat id)", async () => {
+    sb.scriptChatError(TOKEN, 18, 'chat_not_found');
+    await enqueue({ msg_id: 'nf-1', chat_id: 18, text: 'private user text' });
+    worker = startWorker();
+    await worker.start();
+    await settled('nf-1', 'failed');
+    const alert = await settled('alert:nf-1');
     expect(alert).toMatchObject({ kind: 'alert', target_chat_id: OPS });
     const opsSent = sentTo(Number(OPS));
     expect(opsSent).toHaveLength(1);
-    expect(opsSent[0].text).toContain('msg_id: blocked-1');
-    expect(opsSent[0].text).toContain('Forbidden: bot was blocked by the user');
+    expect(opsSent[0].text).toContain('msg_id: nf-1');
+    expect(opsSent[0].text).toContain('Bad Request: chat not found');
     expect(opsSent[0].text).not.toContain('private user text');
+    expect((await db.pool.query('select chat_id, status from relay.chat_status')).rows).toEqual([
+      { chat_id: '18', status: 'chat_not_found' },
+    ]);
   });
 
   it('loop guard: an alert that fails raises no alert; each failed message raises exactly one', async () => {

@@ -18,6 +18,17 @@ describe('decodeTelegramOutbound', () => {
     });
   });
 
+  it('takes lane (default interactive, or bulk); another value is a violation naming lane', () => {
+    const lane = (v: unknown) => decodeTelegramOutbound(enc({ msg_id: 'l', chat_id: 1, text: 't', lane: v }));
+    expect(lane(undefined)).toMatchObject({ ok: true, message: { lane: 'interactive' } });
+    expect(lane('bulk')).toMatchObject({ ok: true, message: { lane: 'bulk' } });
+    expect(lane('express')).toMatchObject({
+      ok: false,
+      reason: 'invalid',
+      error: 'lane: must be one of interactive, bulk',
+    });
+  });
+
   it('reads the seed example: chat null → default chat, parse_mode passed on, kind kept as publisher kind', () => {
     const d = decodeTelegramOutbound(
       enc({

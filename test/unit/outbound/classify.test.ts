@@ -154,6 +154,7 @@ describe('sendMessage classification', () => {
       reason: 'Bad Request: chat not found',
       status: 400,
       errorCode: 'TELEGRAM_400',
+      chatStatus: 'chat_not_found',
     });
     expect(classifySendError(api(401, 'Unauthorized'))).toMatchObject({
       type: 'config',
@@ -172,6 +173,31 @@ describe('sendMessage classification', () => {
       errorCode: 'TELEGRAM_404',
       reason: expect.stringContaining('TELEGRAM_API_ROOT'),
     });
+  });
+
+  it('a refusal saying the chat cannot be reached names its status; the same words elsewhere do not', () => {
+    const cases: [number, string, string | undefined][] = [
+      [403, 'Forbidden: bot was blocked by the user', 'blocked'],
+      [403, 'Forbidden: user is deactivated', 'deactivated'],
+      [403, 'Forbidden: bot was kicked from the group chat', 'kicked'],
+      [403, 'Forbidden: bot was kicked from the supergroup chat', 'kicked'],
+      [403, 'Forbidden: bot was kicked from the channel chat', 'kicked'],
+      [400, 'Bad Request: chat not found', 'chat_not_found'],
+      [403, "Forbidden: bot can't initiate conversation with a user", undefined],
+      [400, 'Bad Request: bot was blocked by the user', undefined], // the status code must match too
+      [400, 'Bad Request: message is too long', undefined],
+    ];
+    for (const [code, description, status] of cases)
+      expect([description, (classifySendError(api(code, description)) as { chatStatus?: string }).chatStatus]).toEqual([
+        description,
+        status,
+      ]);
+    // an answer to a query belongs to no chat
+    const answer = new TelegramApiError('answerCallbackQuery', {
+      errorCode: 400,
+      description: 'Bad Request: chat not found',
+    });
+    expect(classifySendError(answer, 'answerCallbackQuery')).not.toHaveProperty('chatStatus');
   });
 
   it('5xx → Retry with backoff', () => {

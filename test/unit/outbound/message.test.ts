@@ -33,7 +33,15 @@ describe('outbound message validation', () => {
       params: null,
       uploads: [],
       placeholders: null,
+      lane: 'interactive',
     });
+  });
+
+  it('takes the lane interactive (default) or bulk, and names the field otherwise', () => {
+    expect(validateOutboundMessage({ ...base, lane: 'bulk' }).lane).toBe('bulk');
+    expect(validateOutboundMessage({ ...base, lane: null }).lane).toBe('interactive');
+    for (const lane of ['Bulk', '', 'broadcast', 1, {}])
+      expect(problems({ ...base, lane }).lane).toMatch(/interactive, bulk/);
   });
 
   it('takes text of 1..4096 characters, counted as code points like PostgreSQL', () => {
