@@ -103,8 +103,11 @@ export async function broadcastSetState(db: Queryable, id: string, state: Stored
   await db.query('update relay.broadcasts set state = $2, updated_at = now() where id = $1::bigint', [id, state]);
 }
 
-/** A 403 that says the user blocked the bot or is gone: the chat, not the message, is the problem. */
-const BLOCKED = `(o.last_status = 403 and coalesce(o.failed_reason, o.last_error, '') ~* '(blocked by the user|user is deactivated)')`;
+/**
+ * A 403 that says the user blocked the bot, is gone or removed it (classify-response.ts chatStatusOf):
+ * the chat, not the message, is the problem; relay.chat_status records it.
+ */
+const BLOCKED = `(o.last_status = 403 and coalesce(o.failed_reason, o.last_error, '') ~* '(bot was blocked by the user|user is deactivated|bot was kicked from)')`;
 
 export interface BroadcastCountsRow {
   pending: number;

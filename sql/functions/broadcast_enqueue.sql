@@ -5,9 +5,9 @@
  * registered audience query returns), set-based: one insert into relay.outbound and one into the
  * job ledger, whatever the audience size. Each row's msg_id is `bcast:{id}:{chat}`, inserted with
  * `on conflict (msg_id) do nothing`, so calling it again (a retried request, chunks that overlap)
- * enqueues nothing twice. Chats that are not an integer chat id or @channelusername, and chats
- * relay.chat_status marks blocked or deactivated (unless the broadcast has include_blocked), are
- * skipped and counted in relay.broadcasts.skipped. Returns what this call added.
+ * enqueues nothing twice. Rows are in the bulk lane. Chats that are not an integer chat id or
+ * @channelusername, and chats relay.chat_status marks blocked, deactivated or kicked (the user's
+ * choices; unless the broadcast has include_blocked), are skipped and counted in relay.broadcasts.skipped. Returns what this call added.
  *
  * Ordering: relay.outbound_upsert locks each chat so a chat's ids follow commit order; a broadcast
  * cannot take one lock per chat (100,000 advisory locks exceed the lock table), so broadcasts of a
@@ -30,7 +30,6 @@ declare
   v_ids bigint[];
   v_msg_ids text[];
   v_jobs uuid[];
-  v_has_status boolean := to_regclass('relay.chat_status') is not null;
 begin
   select * into b from relay.broadcasts x where x.id = p_broadcast_id for update;
   if not found then
@@ -67,19 +66,19 @@ begin
   on conflict do nothing;
   get diagnostics v_valid = row_count;
   select count(distinct c) into v_total from unnest(v_chats) as u(c);
-  if v_has_status and not b.include_blocked then
-    execute 'delete from broadcast_chats c using relay.chat_status s
-              where s.bot_id = $1 and s.chat_id = c.chat and s.status in (''blocked'', ''deactivated'')' using b.bot_id;
+  if not b.include_blocked then
+    delete from broadcast_chats c using relay.chat_status s
+     where s.bot_id = b.bot_id and s.chat_id = c.chat and s.status in ('blocked', 'deactivated', 'kicked');
   end if;
   select count(*) into v_eligible from broadcast_chats;
 
   with ins as (
     insert into relay.outbound as o (msg_id, bot_id, chat_id, target_chat_id, text, parse_mode, disable_notification,
                                      reply_markup, send_options, kind, delivery, payload_sha256, method, params,
-                                     message_count, job_id, broadcast_id, state)
+                                     message_count, job_id, broadcast_id, state, lane)
     select 'bcast:' || b.id || ':' || c.chat, b.bot_id, c.chat, c.chat, b.text, b.parse_mode, b.disable_notification,
            b.reply_markup, b.send_options, 'message', 'at_least_once', v_sha, b.method, b.params,
-           v_count, gen_random_uuid(), b.id, case when b.state = 'paused' then 'paused' else 'pending' end
+           v_count, gen_random_uuid(), b.id, case when b.state = 'paused' then 'paused' else 'pending' end, 'bulk'
       from broadcast_chats c
      order by c.chat
     on conflict (msg_id) do nothing

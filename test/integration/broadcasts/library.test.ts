@@ -23,8 +23,15 @@ afterAll(async () => {
 
 const rowsOf = async (id: string) =>
   (
-    await db.pool.query<{ msg_id: string; state: string; job_id: string; chat_id: string; send_options: unknown }>(
-      'select msg_id, state, job_id::text, chat_id, send_options from relay.outbound where broadcast_id = $1 order by id',
+    await db.pool.query<{
+      msg_id: string;
+      state: string;
+      job_id: string;
+      chat_id: string;
+      send_options: unknown;
+      lane: string;
+    }>(
+      'select msg_id, state, job_id::text, chat_id, send_options, lane from relay.outbound where broadcast_id = $1 order by id',
       [id],
     )
   ).rows;
@@ -44,6 +51,7 @@ describe('broadcast(): set-based, idempotent enqueue', () => {
     expect(rows).toHaveLength(500);
     expect(new Set(rows.map((x) => x.msg_id)).size).toBe(500);
     expect(rows.every((x) => x.msg_id === `bcast:${r.id}:${x.chat_id}` && x.state === 'pending')).toBe(true);
+    expect(new Set(rows.map((x) => x.lane))).toEqual(new Set(['bulk']));
     const jobs = await jobsOf(r.id);
     expect(jobs).toHaveLength(500);
     expect(new Set(jobs.map((j) => j.id))).toEqual(new Set(rows.map((x) => x.job_id)));
@@ -93,18 +101,16 @@ describe('broadcast(): set-based, idempotent enqueue', () => {
   });
 
   it('skips chats marked blocked or deactivated in relay.chat_status unless include_blocked', async () => {
-    // TEMP until alerts-status (0028) is merged
-    await db.pool
-      .query(`create table if not exists relay.chat_status (bot_id text, chat_id text, status text, reason text,
-      updated_at timestamptz default now(), primary key (bot_id, chat_id))`);
     await db.pool.query(
-      `insert into relay.chat_status (bot_id, chat_id, status, reason) values ($1, '3', 'blocked', 'test'), ($1, '4', 'deactivated', 'test')
+      `insert into relay.chat_status (bot_id, chat_id, status, reason) values ($1, '3', 'blocked', 'test'), ($1, '4', 'deactivated', 'test'), ($1, '5', 'chat_not_found', 'test')
        on conflict do nothing`,
       [BOT],
     );
     const r = await broadcast(db.pool, { chat_ids: chats(10), text: 'skip' }, { botId: BOT });
     expect(r).toMatchObject({ recipients: 8, skipped: 2 });
     expect((await rowsOf(r.id)).map((x) => x.chat_id)).not.toContain('3');
+    // "chat not found" is most often a caller's mistake, not the user's choice: not skipped
+    expect((await rowsOf(r.id)).map((x) => x.chat_id)).toContain('5');
     const s = await broadcastStatus(db.pool, r.id);
     expect(s?.counts.skipped).toBe(2);
     const all = await broadcast(db.pool, { chat_ids: chats(10), text: 'skip', include_blocked: true }, { botId: BOT });
