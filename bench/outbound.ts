@@ -11,6 +11,8 @@
  * Target: proactive ≥ 0.95 of the cap with zero 429s.
  *
  * PostgreSQL is embedded unless DATABASE_URL is set.
+ * Section broadcast-enqueue (bench/broadcast-enqueue.ts): `--section broadcast-enqueue [--recipients 100000]`.
+ *
  * Usage: npx tsx bench/outbound.ts [--messages 1500] [--chats 300] [--workers 3] [--modes proactive,reactive] [--cap 30] [--per-chat 1]
  */
 import type { ChildProcess } from 'node:child_process';
@@ -20,6 +22,7 @@ import { createBoss, withTransaction } from '../libs/db';
 import { enqueueOutboundBatch } from '../libs/outbound';
 import { createBotApiSandbox } from '../libs/sandbox';
 import { benchDatabase } from './support/database';
+import { benchBroadcastEnqueue } from './broadcast-enqueue';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -141,6 +144,10 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
 }
 
 async function main(): Promise<void> {
+  if (arg('section', '') === 'broadcast-enqueue') {
+    process.exitCode = (await benchBroadcastEnqueue(Number(arg('recipients', '100000')))) ? 0 : 1;
+    return;
+  }
   console.log(
     `outbound: ${MESSAGES} messages to ${CHATS} chats, ${WORKERS} worker processes, sandbox limits ${CAP}/s per bot and ${PER_CHAT}/s per chat`,
   );
