@@ -47,6 +47,27 @@ export type { JobLedger } from './libs/db/boss';
 /** @deprecated the name before the job ledger adapter: what `createBoss` returns (still a pg-boss instance). */
 export type { BossLedger as PgBoss } from './libs/db/boss';
 
+// broadcasts: one message to many chats, durable, with progress and pause/resume/cancel
+export {
+  broadcast,
+  broadcastStatus,
+  broadcastsList,
+  broadcastControl,
+  registerAudience,
+  planBroadcast,
+  BroadcastValidationError,
+  BroadcastNotFoundError,
+  BroadcastStateError,
+  BroadcastKeyConflictError,
+} from './libs/broadcasts';
+export type {
+  BroadcastInput,
+  BroadcastOptions,
+  CreatedBroadcast,
+  BroadcastStatus,
+  BroadcastPlan,
+} from './libs/broadcasts';
+
 // BOT_HANDLERS modules: `export default defineBot((bot, dispatch) => { … })`
 export { defineBot } from './libs/dispatch/handlers-module';
 export type { RegisterHandlers, DispatchApi, DispatchBot } from './libs/dispatch/handlers-module';

@@ -12,6 +12,8 @@
  *
  * PostgreSQL is embedded unless DATABASE_URL is set.
  * `--lane bulk` sends the backlog as a broadcast (bulk lane), for its throughput as a share of the cap.
+ * Section broadcast-enqueue (bench/broadcast-enqueue.ts): `--section broadcast-enqueue [--recipients 100000]`.
+ *
  * Usage: npx tsx bench/outbound.ts [--messages 1500] [--chats 300] [--workers 3] [--modes proactive,reactive] [--cap 30] [--per-chat 1] [--lane bulk]
  */
 import type { ChildProcess } from 'node:child_process';
@@ -21,6 +23,7 @@ import { createBoss, withTransaction } from '../libs/db';
 import { enqueueOutboundBatch } from '../libs/outbound';
 import { createBotApiSandbox } from '../libs/sandbox';
 import { benchDatabase } from './support/database';
+import { benchBroadcastEnqueue } from './broadcast-enqueue';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -144,6 +147,10 @@ async function run(mode: 'proactive' | 'reactive', botSeq: number): Promise<Resu
 }
 
 async function main(): Promise<void> {
+  if (arg('section', '') === 'broadcast-enqueue') {
+    process.exitCode = (await benchBroadcastEnqueue(Number(arg('recipients', '100000')))) ? 0 : 1;
+    return;
+  }
   console.log(
     `outbound: ${MESSAGES} messages (${LANE} lane) to ${CHATS} chats, ${WORKERS} worker processes, sandbox limits ${CAP}/s per bot and ${PER_CHAT}/s per chat`,
   );

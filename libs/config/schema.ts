@@ -421,6 +421,11 @@ export const configSchema = z.object({
   OUTBOUND_MAX_RETRY_AFTER: duration('the longest wait honoured for one 429 retry_after', { min: 1_000 }).default(
     '60s',
   ),
+  // paid broadcasts (allow_paid_broadcast): the bulk rate Telegram granted this bot; 0 = off. Telegram
+  // decides eligibility and the real ceiling (up to 1,000/s today), so this is only the operator's word.
+  PAID_BROADCAST_RATE: int('the messages per second of paid broadcasts (0 = paid broadcasts off)', 0, 1000).default(
+    '0',
+  ),
   OUTBOUND_MAX_429: int(
     'how many 429 answers one message may take before it fails (0 = unlimited)',
     0,

@@ -84,6 +84,17 @@ export const RELAY_CODES = {
   RELAY_TELEGRAF_REFUSED: { meaning: 'the Telegraf adapter refused a call it cannot relay' },
   // admin API
   RELAY_ADMIN_INSECURE_BINDING: { meaning: 'the admin API refused to listen on a public address without a token' },
+  // broadcasts (libs/broadcasts)
+  RELAY_BROADCAST_INVALID: {
+    meaning: 'a broadcast request failed validation (message, audience or options)',
+    http: 400,
+  },
+  RELAY_BROADCAST_NOT_FOUND: { meaning: 'no broadcast has this id', http: 404 },
+  RELAY_BROADCAST_STATE: { meaning: 'pause, resume or cancel of a broadcast whose state does not allow it', http: 409 },
+  RELAY_BROADCAST_KEY_CONFLICT: {
+    meaning: 'a broadcast idempotency key is taken by a broadcast created with another request',
+    http: 409,
+  },
   RELAY_ADMIN_UNAUTHORIZED: { meaning: 'missing or wrong admin bearer token', http: 401 },
   RELAY_ADMIN_VALIDATION: { meaning: 'a request field failed its schema', http: 400 },
   RELAY_ADMIN_BAD_REQUEST: {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminContext } from '../context';
 import { ITEM_KINDS } from '../kinds';
+import { registerBroadcasts } from './broadcasts';
 import { registerItemActions } from './item-actions';
 import { registerMessages } from './messages';
 import { registerQuarantineActions } from './quarantine-actions';
@@ -25,4 +26,5 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
   registerQuarantineActions(app, ctx, kit);
   registerMessages(app, ctx, kit);
   registerSessions(app, ctx, kit);
+  registerBroadcasts(app, ctx, kit);
 };

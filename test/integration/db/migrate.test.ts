@@ -5,6 +5,8 @@ import { runCli } from '../../support/cli';
 const TABLES = [
   'alert_windows',
   'attempts',
+  'broadcast_audiences',
+  'broadcasts',
   'captures',
   'chat_status',
   'config_problems',
