@@ -73,8 +73,10 @@ export { defineBot } from './libs/dispatch/handlers-module';
 export type { RegisterHandlers, DispatchApi, DispatchBot } from './libs/dispatch/handlers-module';
 export { DispatchContext, callApiDirect, dispatchSignal } from './libs/dispatch/context';
 export type { ErrorClass, ErrorHandler, ErrorHandlerResult } from './libs/dispatch/error-handlers';
-// sessions and the handler's own SQL, committed with the update: `bot.use(session({ store: sessionStore() }))`,
-// `const db = await transaction(ctx)` (the same as dispatch.sessionStore() / dispatch.transaction(ctx))
+// sessions and the handler's own SQL, committed with the update: `bot.use(session())` (tg-relay's, not
+// telegraf's), `const db = await transaction(ctx)` (the same as dispatch.session() / dispatch.transaction(ctx))
+export { session } from './libs/dispatch/session-middleware';
+export type { DispatchSessionOptions } from './libs/dispatch/session-middleware';
 export { sessionStore, SESSION_TTL_MS_DEFAULT } from './libs/dispatch/session-store';
 export type { DispatchSessionStore, SessionStoreOptions, SessionValueOptions } from './libs/dispatch/session-store';
 export { transaction } from './libs/dispatch/handler-transaction';

@@ -11,7 +11,8 @@ import { ErrorHandlerRegistry } from './error-handlers';
 import type { DispatchApi } from './handlers-module';
 import { bindContextWork, transaction } from './handler-transaction';
 import { markRouteHandlers } from './route-errors';
-import { sessionStore } from './session-store';
+import { sessionStore, type SessionValueOptions } from './session-store';
+import { session, type DispatchSessionOptions } from './session-middleware';
 
 export interface DispatchBotSetup {
   bot: Telegraf<DispatchContext>;
@@ -45,13 +46,15 @@ export function createDispatchBot(token: string, apiRoot: string, database?: Dis
 
   const errorHandlers = new ErrorHandlerRegistry<DispatchContext>();
   let autoAnswer: { text?: string } | undefined;
+  const store = <T>(o: SessionValueOptions<T> = {}) =>
+    sessionStore<T>({ ...o, pool: database?.pool, botId: database?.botId, ttlMs: database?.sessionTtlMs });
   const api: DispatchApi = {
     onError: (errorClass, handler) => errorHandlers.register(errorClass, handler),
     autoAnswerCallbacks: (o = {}) => {
       autoAnswer = { ...o };
     },
-    sessionStore: (o = {}) =>
-      sessionStore({ ...o, pool: database?.pool, botId: database?.botId, ttlMs: database?.sessionTtlMs }),
+    sessionStore: store,
+    session: <S>(o: DispatchSessionOptions<S, DispatchContext> = {}) => session({ ...o, store: o.store ?? store<S>() }),
     transaction: (ctx) => transaction(ctx),
   };
 

@@ -3,7 +3,7 @@
  * this order:
  *
  * 1. `export function register(bot, dispatch) {…}`: a function that receives the `Telegraf`
- *    instance (and the dispatch API: `onError`, `autoAnswerCallbacks`, `sessionStore`, `transaction`)
+ *    instance (and the dispatch API: `onError`, `autoAnswerCallbacks`, `session`, `sessionStore`, `transaction`)
  *    and registers handlers.
  * 2. `export const handlers = composer`: a `Composer` / any middleware object, or a middleware
  *    function `(ctx, next) => …`.
@@ -20,11 +20,12 @@ import { errorCode, errorMessage } from '../errors';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Middleware, Telegraf } from 'telegraf';
+import type { Middleware, MiddlewareFn, Telegraf } from 'telegraf';
 import { ConfigError } from '../config/errors';
 import type { DispatchClient } from './attempt-work';
 import type { DispatchContext } from './context';
 import type { DispatchSessionStore, SessionValueOptions } from './session-store';
+import type { DispatchSessionOptions } from './session-middleware';
 import type { ErrorClass, ErrorHandler } from './error-handlers';
 
 /** The second argument of a register function. */
@@ -51,6 +52,13 @@ export interface DispatchApi<C extends DispatchContext = DispatchContext> {
    * written from several chats (docs/dispatch.md).
    */
   sessionStore<T = unknown>(opts?: SessionValueOptions<T>): DispatchSessionStore<T>;
+  /**
+   * telegraf's `session()` without its shared in-process cache, on `sessionStore()` unless given a
+   * `store`: `bot.use(dispatch.session({ defaultSession: () => ({}) }))`. Same options and
+   * `ctx.session` as telegraf's; each update reads its own copy, and it is written only when the
+   * chain succeeded. Prefer it to telegraf's session(): two updates of one key never share an object.
+   */
+  session<S = unknown>(opts?: DispatchSessionOptions<S, C>): MiddlewareFn<C>;
   /**
    * A client (`query` only) inside the transaction that will mark this update handled: the
    * handler's writes commit with its replies, its session and the handled mark, or not at all. It

@@ -9,6 +9,8 @@ export * from './dispatch-kind';
 export * from './worker-kind';
 export { sessionStore, SESSION_TTL_MS_DEFAULT } from './session-store';
 export type { DispatchSessionStore, SessionStoreOptions, SessionValueOptions } from './session-store';
+export { session, defaultSessionKey } from './session-middleware';
+export type { DispatchSessionOptions } from './session-middleware';
 export { transaction } from './handler-transaction';
 export type { DispatchClient } from './attempt-work';
 export * from './session-errors';

@@ -49,6 +49,7 @@ function plainDispatch(): DispatchApi {
     onError: only('onError'),
     autoAnswerCallbacks: only('autoAnswerCallbacks'),
     sessionStore: only('sessionStore'),
+    session: only('session'),
     transaction: only('transaction'),
   };
 }

@@ -5,7 +5,13 @@
  */
 import { MemorySessionStore, Telegraf } from 'telegraf';
 import type { Update } from 'telegraf/types';
-import { DispatchContext, type DispatchApi, type RegisterHandlers } from 'tg-relay';
+import {
+  DispatchContext,
+  session,
+  type DispatchApi,
+  type DispatchSessionOptions,
+  type RegisterHandlers,
+} from 'tg-relay';
 import { createBotApiSandbox, type BotApiSandbox, type CallRecord, type TgUpdate } from '../../../libs/sandbox';
 
 export const TOKEN = '5150000001:examples-test-token';
@@ -40,6 +46,9 @@ function plainDispatch(bot: Telegraf<DispatchContext>): DispatchApi {
         delete: (key: string) => Promise.resolve(void memory.delete(key)),
       };
     },
+    // tg-relay's session middleware on a memory store (one update at a time here)
+    session: <S>(o: DispatchSessionOptions<S, DispatchContext> = {}) =>
+      session<S, DispatchContext>({ ...o, store: o.store ?? new MemorySessionStore<S>() }),
     transaction: () => {
       throw new Error('transaction needs tg-relay dispatch: not available on plain telegraf');
     },
