@@ -7,6 +7,7 @@ import { errorMessage } from '../errors';
 import { Config, workPollIntervalMs } from '../config';
 import { assertBossSchemaVersion, createBoss, createPool, migrationStatus, timeoutsFromConfig } from '../db';
 import type { Registry } from 'prom-client';
+import type { Pool } from 'pg';
 import type { Logger } from '../observability/logger';
 import { observeWorker, rateLimitMetrics } from '../observability/metrics';
 import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
@@ -62,41 +63,8 @@ export async function startWorkerRuntime(opts: {
     await assertBossSchemaVersion(pool);
     const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker', timeouts, poolMode });
 
-    if (config.CAPTURE_URL) {
-      kinds.push(
-        createCaptureKind({
-          url: config.CAPTURE_URL,
-          timeoutMs: config.CAPTURE_TIMEOUT,
-          opsChatId: config.OPS_CHAT_ID ?? null,
-        }),
-      );
-    } else {
-      logger.warn(
-        'CAPTURE_URL is not set: capture delivery is DISABLED; captures stay pending until a worker with CAPTURE_URL runs',
-      );
-    }
-    if (config.TELEGRAM_BOT_TOKEN) {
-      kinds.push(
-        await createOutboundKindFromConfig(config, {
-          pool,
-          logger,
-          token: config.TELEGRAM_BOT_TOKEN,
-          rateLimitMetrics: opts.metrics && rateLimitMetrics(opts.metrics),
-        }),
-      );
-    } else {
-      logger.warn(
-        { unset: 'TELEGRAM_BOT_TOKEN' },
-        'no bot token: outbound delivery is DISABLED; outbound messages stay pending until a worker with a token runs',
-      );
-    }
-    if (config.BOT_HANDLERS) {
-      kinds.push(await createDispatchKindFromConfig(config, { boss, logger, pool }));
-    } else {
-      logger.warn(
-        'BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs',
-      );
-    }
+    // pushed one by one: a kind that fails to start leaves the earlier ones in `kinds`, closed by closeAll
+    await addJobKindsFromConfig(kinds, config, { pool, boss, logger, metrics: opts.metrics });
 
     let resolveDied!: (why: string) => void;
     const died = new Promise<string>((r) => (resolveDied = r));
@@ -181,5 +149,49 @@ export async function startWorkerRuntime(opts: {
     // a bad BOT_HANDLERS or an unmigrated database stops the worker now (open pools would keep the process alive)
     await closeAll();
     throw err;
+  }
+}
+
+/** Adds the job kinds this worker's configuration enables to `kinds`; a disabled one is named in a warning. */
+async function addJobKindsFromConfig(
+  kinds: AnyJobKind[],
+  config: Config,
+  deps: { pool: Pool; boss: ReturnType<typeof createBoss>; logger: Logger; metrics?: Registry },
+): Promise<void> {
+  const { pool, boss, logger } = deps;
+  if (config.CAPTURE_URL) {
+    kinds.push(
+      createCaptureKind({
+        url: config.CAPTURE_URL,
+        timeoutMs: config.CAPTURE_TIMEOUT,
+        opsChatId: config.OPS_CHAT_ID ?? null,
+      }),
+    );
+  } else {
+    logger.warn(
+      'CAPTURE_URL is not set: capture delivery is DISABLED; captures stay pending until a worker with CAPTURE_URL runs',
+    );
+  }
+  if (config.TELEGRAM_BOT_TOKEN) {
+    kinds.push(
+      await createOutboundKindFromConfig(config, {
+        pool,
+        logger,
+        token: config.TELEGRAM_BOT_TOKEN,
+        rateLimitMetrics: deps.metrics && rateLimitMetrics(deps.metrics),
+      }),
+    );
+  } else {
+    logger.warn(
+      { unset: 'TELEGRAM_BOT_TOKEN' },
+      'no bot token: outbound delivery is DISABLED; outbound messages stay pending until a worker with a token runs',
+    );
+  }
+  if (config.BOT_HANDLERS) {
+    kinds.push(await createDispatchKindFromConfig(config, { boss, logger, pool }));
+  } else {
+    logger.warn(
+      'BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs',
+    );
   }
 }
