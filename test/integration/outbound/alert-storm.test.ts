@@ -5,13 +5,11 @@
  * whose counts add up to exactly the 500 failures per reason, with no message text; the blocked
  * users raise none and are recorded in relay.chat_status.
  */
-import type { BossLedger } from '../../../libs/db/boss';
-import { createBoss, withTransaction } from '../../../libs/db';
+import { withTransaction } from '../../../libs/db';
 import { enqueueOutboundBatch } from '../../../libs/outbound';
-import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
-import { createMigratedDatabase } from '../../support/db';
+import { useOutboundFleet } from '../../support/outbound-fleet';
 import { waitFor } from '../../support/wait-for';
-import { killWorker, startWorkerProcess, workerStarted, WorkerProcess } from '../../support/worker-process';
+import { startWorkerProcess, workerStarted } from '../../support/worker-process';
 
 const TOKEN = '6161:alert-storm-token-not-a-secret';
 const BOT = '6161';
@@ -21,25 +19,9 @@ const BLOCKED = 50;
 const WINDOW_MS = 3_000;
 const REASONS = ['Bad Request: message is too long', "Forbidden: bot can't initiate conversation with a user"];
 
-let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: BossLedger;
-let sb: BotApiSandbox;
-const workers: WorkerProcess[] = [];
-
-beforeAll(async () => {
-  db = await createMigratedDatabase('ob_alert_storm');
-  boss = createBoss(db.url, { max: 1 });
-  sb = createBotApiSandbox({
-    seed: 7,
-    limits: { perBot: { count: 400, windowMs: 1000 }, privateChat: { count: 10, windowMs: 1000, burst: 1 } },
-  });
-  await sb.start();
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => killWorker(w)));
-  await sb.stop();
-  await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-  await db.drop();
+const fleet = useOutboundFleet('ob_alert_storm', {
+  seed: 7,
+  limits: { perBot: { count: 400, windowMs: 1000 }, privateChat: { count: 10, windowMs: 1000, burst: 1 } },
 });
 
 interface AlertRow {
@@ -61,6 +43,7 @@ function countsOf(a: AlertRow): Map<string, number> {
 }
 
 it('500 failures raise at most 10 alerts, one per ALERT_COALESCE window, whose counts add up to the failures', async () => {
+  const { db, boss, sb, workers } = fleet;
   for (let i = 0; i < FAILURES; i++)
     sb.scriptChatError(undefined, 8_000 + i, {
       kind: 'custom',

@@ -5,39 +5,22 @@
  * delivered within a few seconds of its enqueue (not behind the broadcast), the broadcast completes,
  * and nothing is sent twice.
  */
-import type { BossLedger } from '../../../libs/db/boss';
-import { createBoss, withTransaction } from '../../../libs/db';
+import { withTransaction } from '../../../libs/db';
 import { enqueueOutbound, enqueueOutboundBatch } from '../../../libs/outbound';
-import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
 import { sleep } from '../../../libs/lifecycle/timers';
-import { createMigratedDatabase } from '../../support/db';
+import { useOutboundFleet } from '../../support/outbound-fleet';
 import { waitFor } from '../../support/wait-for';
-import { killWorker, startWorkerProcess, workerStarted, WorkerProcess } from '../../support/worker-process';
+import { startWorkerProcess, workerStarted } from '../../support/worker-process';
 
 const TOKEN = '5252:lanes-test-token-not-a-secret';
 const BULK = 3_000;
 const REPLIES = 20;
 const PER_BOT = 30;
 
-let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: BossLedger;
-let sb: BotApiSandbox;
-const workers: WorkerProcess[] = [];
-
-beforeAll(async () => {
-  db = await createMigratedDatabase('ob_lanes');
-  boss = createBoss(db.url, { max: 1 });
-  sb = createBotApiSandbox({ seed: 7, limits: { perBot: { count: PER_BOT, windowMs: 1000 } } });
-  await sb.start();
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => killWorker(w)));
-  await sb.stop();
-  await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-  await db.drop();
-});
+const fleet = useOutboundFleet('ob_lanes', { seed: 7, limits: { perBot: { count: PER_BOT, windowMs: 1000 } } });
 
 it('20 replies during a 3,000-chat bulk broadcast at 30/s are each delivered within seconds; the broadcast completes once per chat', async () => {
+  const { db, boss, sb, workers } = fleet;
   await withTransaction(db.pool, (c) =>
     enqueueOutboundBatch(
       c,
