@@ -1,12 +1,14 @@
 /**
- * Session example: a per-user counter kept in telegraf's `session()`. `BOT_HANDLERS=examples/session-bot.ts
- * npm start`, then `/count` (adds one and says the total) and `/reset`.
+ * Session example: a per-user counter in `ctx.session`. `BOT_HANDLERS=examples/session-bot.ts npm start`,
+ * then `/count` (adds one and says the total) and `/reset`.
  *
- * The store defaults to `dispatch.sessionStore()`: sessions kept in PostgreSQL (relay.sessions),
- * shared by every worker, whose writes commit with the update's handled mark (a failed attempt's
- * count is discarded with it). Any telegraf `SessionStore` can be given instead.
+ * `dispatch.session()` is telegraf's `session()` (same options, same `ctx.session`) without its
+ * in-process cache, which would hand one object to two updates of a key running at once. Its store
+ * defaults to `dispatch.sessionStore()`: sessions kept in PostgreSQL (relay.sessions), shared by
+ * every worker, whose writes commit with the update's handled mark (a failed attempt's count is
+ * discarded with it). Any telegraf `SessionStore` can be given instead.
  */
-import { Composer, session, type Middleware, type SessionStore } from 'telegraf';
+import { Composer, type Middleware, type SessionStore } from 'telegraf';
 import { defineBot, type DispatchContext, type RegisterHandlers } from 'tg-relay';
 
 export interface CounterSession {
@@ -25,11 +27,7 @@ export interface SessionBotOptions {
 export function createSessionBot(options: SessionBotOptions = {}): RegisterHandlers {
   return (bot, dispatch) => {
     const app = new Composer<CounterContext>();
-    const defaultSession = () => ({ count: 0 });
-    // the default given to the store, not to session(): see docs/dispatch.md (sessions)
-    app.use(
-      session({ store: options.store ?? dispatch.sessionStore<CounterSession>({ defaultSession }), defaultSession }),
-    );
+    app.use(dispatch.session<CounterSession>({ store: options.store, defaultSession: () => ({ count: 0 }) }));
     app.command('count', (ctx) => {
       ctx.session.count += 1;
       return ctx.reply(`Count: ${ctx.session.count}`);

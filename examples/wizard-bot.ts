@@ -6,7 +6,7 @@
  * a restart or moves between workers: by default `dispatch.sessionStore()` (PostgreSQL, committed
  * with each update), as in session-bot.ts.
  */
-import { Composer, Scenes, session, type Middleware, type SessionStore } from 'telegraf';
+import { Composer, Scenes, type Middleware, type SessionStore } from 'telegraf';
 import { defineBot, type DispatchContext, type RegisterHandlers } from 'tg-relay';
 
 export interface SignupState extends Scenes.WizardSessionData {
@@ -52,7 +52,7 @@ signupWizard.command('cancel', async (ctx) => {
 export function createWizardBot(options: { store?: SessionStore<SignupSession> } = {}): RegisterHandlers {
   return (bot, dispatch) => {
     const app = new Composer<SignupContext>();
-    app.use(session({ store: options.store ?? dispatch.sessionStore<SignupSession>() }));
+    app.use(dispatch.session<SignupSession>({ store: options.store }));
     app.use(new Scenes.Stage<SignupContext>([signupWizard]).middleware());
     app.command('signup', (ctx) => ctx.scene.enter('signup'));
     // session() and the stage give every context `session`, `scene` and `wizard` at run time
