@@ -166,6 +166,31 @@ export const COMMANDS: Record<string, Command> = {
     ],
     load: () => loaded(require('../jetstream/main')),
   },
+  bots: {
+    describe: 'the bot registry of a fleet: add (token from TELEGRAM_BOT_TOKEN), list, enable, disable, remove',
+    usage: [
+      'add [--handlers MODULE] [--capture-url URL] [--allowed-chat-ids ID,ID] [--ops-chat-id ID] [--setting NAME=VALUE]... [--disabled]',
+      'list',
+      'enable ID | disable ID | remove ID',
+    ],
+    options: {
+      handlers: { type: 'string' },
+      'capture-url': { type: 'string' },
+      'allowed-chat-ids': { type: 'string' },
+      'ops-chat-id': { type: 'string' },
+      setting: { type: 'string', multiple: true },
+      disabled: { type: 'boolean' },
+    },
+    positionals: true,
+    variables: [
+      ...DB_VARS,
+      'TELEGRAM_BOT_TOKEN  add: the token of the bot to add (checked with getMe; stored encrypted, never printed)',
+      'TOKEN_ENCRYPTION_KEY add: the AES-256-GCM key tokens are stored under (32 bytes, hex or base64)',
+      'TELEGRAM_API_ROOT   Bot API root for the getMe check (default https://api.telegram.org)',
+      ...LOG_VARS,
+    ],
+    load: () => loaded(require('../bots/main')),
+  },
   prune: {
     describe: 'one retention pass (RETENTION, RETENTION_FAILED), then exit; --dry-run counts only',
     options: { 'dry-run': { type: 'boolean' } },

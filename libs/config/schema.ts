@@ -272,6 +272,14 @@ export const configSchema = z.object({
   OPS_CHAT_ID: chatId.optional(),
   BOT_HANDLERS: z.string().min(1).optional(),
   ADMIN_TOKEN: z.string().min(16, 'expected at least 16 characters').optional(),
+  // the bot registry (relay.bots): the AES-256-GCM key its tokens are encrypted with; 32 bytes, hex or base64
+  TOKEN_ENCRYPTION_KEY: z
+    .string()
+    .regex(
+      /^\s*(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)\s*$/,
+      'expected 32 bytes as 64 hex digits or 44 base64 characters (e.g. `openssl rand -hex 32`)',
+    )
+    .optional(),
   ADMIN_PORT: int('a TCP port', 0, 65535).default(String(ADMIN_PORT_DEFAULT)),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   // admin API: more tokens with labels for the audit trail, `label:token,label:token` (ADMIN_TOKEN is labelled "admin")
@@ -459,6 +467,7 @@ export const SECRET_VARIABLES = [
   'DATABASE_URL',
   'DATABASE_DIRECT_URL',
   'NATS_NKEY_SEED',
+  'TOKEN_ENCRYPTION_KEY',
 ] as const;
 
 /** The effective WORK_POLL_INTERVAL: the variable, or the default of the pool mode. */

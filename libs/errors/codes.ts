@@ -95,6 +95,14 @@ export const RELAY_CODES = {
     meaning: 'a broadcast idempotency key is taken by a broadcast created with another request',
     http: 409,
   },
+  // the bot registry (libs/bots)
+  RELAY_TOKEN_KEY: {
+    meaning: 'TOKEN_ENCRYPTION_KEY is missing or malformed, or a registered bot token does not decrypt with it',
+    http: 503,
+  },
+  RELAY_BOT_INVALID: { meaning: 'a bot registration failed validation (token, chat ids, URLs, settings)', http: 400 },
+  RELAY_BOT_TOKEN_REJECTED: { meaning: "Telegram's getMe refused the token of a bot being registered", http: 422 },
+  RELAY_BOT_NOT_FOUND: { meaning: 'no registered bot has this id', http: 404 },
   RELAY_ADMIN_UNAUTHORIZED: { meaning: 'missing or wrong admin bearer token', http: 401 },
   RELAY_ADMIN_VALIDATION: { meaning: 'a request field failed its schema', http: 400 },
   RELAY_ADMIN_BAD_REQUEST: {

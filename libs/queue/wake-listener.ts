@@ -5,7 +5,10 @@ import { WORK_CHANNEL } from './enqueue';
 import { errorMessage } from '../errors';
 
 export interface WakeListener {
-  /** Calls `fn` on every NOTIFY for `queue`, and after every (re)connect (notifications may have been missed). */
+  /**
+   * Calls `fn` on every NOTIFY for `queue` (`*`: every NOTIFY on the channel), and after every
+   * (re)connect (notifications may have been missed).
+   */
   subscribe(queue: string, fn: () => void): () => void;
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -42,7 +45,7 @@ export function createWakeListener(opts: {
   let failures = 0;
 
   const fire = (queue?: string) => {
-    for (const [q, fns] of subscribers) if (queue === undefined || q === queue) for (const fn of fns) fn();
+    for (const [q, fns] of subscribers) if (queue === undefined || q === queue || q === '*') for (const fn of fns) fn();
   };
 
   const scheduleReconnect = () => {

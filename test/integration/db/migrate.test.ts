@@ -5,6 +5,7 @@ import { runCli } from '../../support/cli';
 const TABLES = [
   'alert_windows',
   'attempts',
+  'bots',
   'broadcast_audiences',
   'broadcasts',
   'captures',
