@@ -1,7 +1,7 @@
 /**
  * Update dispatch benchmark:
  * `npx tsx bench/dispatch.ts [--quick] [--per-chat=N] [--concurrency=N] [--rounds=N] [--handler-concurrency=N]
- *  [--latency-rate=N] [--only=ordering,claim,handlers,media]`.
+ *  [--latency-rate=N] [--max-load=X] [--latency-only] [--only=ordering,claim,handlers,media]`.
  *
  * Updates/s dispatched through a no-op handler (test/fixtures/noop-bot.ts) by 1 and by 3
  * `tg-relay worker` processes, over 1,000 chats, with per-chat ordering (DISPATCH_ORDERING=chat, the
@@ -187,6 +187,8 @@ async function main(): Promise<void> {
         intervalMs: 1000 / LATENCY_RATE,
         concurrency: HANDLER_CONCURRENCY,
         poolMax: HANDLER_CONCURRENCY + 8,
+        maxLoad: Number(arg('max-load') ?? 1.5),
+        latencyOnly: args.includes('--latency-only'),
       });
     if (only.includes('media'))
       await mediaReplies({

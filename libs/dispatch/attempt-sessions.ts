@@ -5,17 +5,20 @@
  * (SessionConflictError) and is run again. A failed attempt's writes are simply never applied.
  *
  * telegraf's `session()` shares one in-memory object between updates of the same key that run at
- * the same time in one process (its cache). So that such an update cannot commit another one's
- * changes, an object read here is handed out behind a proxy that notes any access from another
- * attempt: both attempts then conflict and run again, one after the other. An object it did not hand
- * out (telegraf's own `defaultSession`, a new object assigned to `ctx.session`) cannot be watched,
- * which is why the store takes `defaultSession` itself.
+ * the same time in one process (its cache), and writes it in `finally`. So that no attempt commits
+ * another's changes (committed or not, a failed one's included), a write conflicts — the attempt runs
+ * again, its replies unsent — when its value, or any object it read or assigned through its
+ * context's session accessor, was also held by another attempt (session-holders.ts), or
+ * when it writes a key it never read with a value that reached it through its accessors (it joined
+ * another update's cached object, based on a version it does not know). An object read here is also
+ * handed out behind a proxy that notes access from another attempt.
  */
 import type { Pool } from 'pg';
 import { unicodeProblem } from '../outbound/message';
 import { dispatchStorage } from './context';
 import { DispatchClosedError } from './errors';
 import { SessionConflictError, SessionValueError } from './session-errors';
+import { heldBy, noteHeld, sharedWithAnother } from './session-holders';
 import { sessionDeleteIfVersion, sessionRead, sessionWritesIfVersion, type SessionWrite } from './session-queries';
 import type { Queryable } from '../db/pool';
 
@@ -39,7 +42,15 @@ export class AttemptSessions {
   private readonly entries = new Map<string, Entry>();
   private closed = false;
 
-  constructor(private readonly db: { pool: Pool; botId: string; ttlMs: number }) {}
+  /** Who this attempt is to session-holders.ts (its AttemptWork; itself when used alone). */
+  private readonly attempt: object;
+
+  constructor(
+    private readonly db: { pool: Pool; botId: string; ttlMs: number },
+    attempt?: object,
+  ) {
+    this.attempt = attempt ?? this;
+  }
 
   /** The attempt is over: later reads and writes (a handler still running after its timeout) are refused. */
   close(): void {
@@ -59,6 +70,7 @@ export class AttemptSessions {
     const entry: Entry = { version, read: undefined };
     entry.read = this.track(entry, value === undefined && fallback ? fallback() : value);
     this.entries.set(key, entry);
+    noteHeld(entry.read, this.attempt);
     return entry.read;
   }
 
@@ -67,6 +79,7 @@ export class AttemptSessions {
     const json = sessionJson(key, value);
     const entry = await this.entryToWrite(key, value);
     entry.write = { json };
+    noteHeld(value, this.attempt); // another attempt writing this object later conflicts
   }
 
   async delete(key: string): Promise<void> {
@@ -106,9 +119,10 @@ export class AttemptSessions {
   private async entryToWrite(key: string, value: unknown): Promise<Entry> {
     const owner = typeof value === 'object' && value !== null ? owners.get(value) : undefined;
     let entry = this.entries.get(key);
-    if (owner && owner.sessions !== this) {
-      // telegraf's cache gave this attempt another attempt's object: neither can tell whose changes it holds
-      owner.entry.conflict = true;
+    if (owner && owner.sessions !== this) owner.entry.conflict = true; // it may hold this attempt's changes too
+    const shared = (owner !== undefined && owner.sessions !== this) || sharedWithAnother(value, this.attempt);
+    if (shared || (!entry && value !== undefined && heldBy(value, this.attempt))) {
+      // another attempt's object, or telegraf's cached one this attempt joined without reading the key
       entry ??= { version: 0, read: undefined };
       entry.conflict = true;
     }
@@ -125,7 +139,8 @@ export class AttemptSessions {
   private track(entry: Entry, value: unknown): unknown {
     if (typeof value !== 'object' || value === null) return value;
     const noteAccess = () => {
-      if (dispatchStorage.getStore()?.work?.sessionsIfUsed !== this) entry.conflict = true;
+      const work = dispatchStorage.getStore()?.work;
+      if (work !== this.attempt && work?.sessionsIfUsed !== this) entry.conflict = true;
     };
     const handler: ProxyHandler<object> = {
       get(t, p): unknown {

@@ -52,7 +52,10 @@ export class AttemptWork {
   /** This attempt's sessions (created on first use). */
   get sessions(): AttemptSessions {
     if (!this.pool) throw new DispatchDatabaseUnavailableError('a session store');
-    this.sessionsOf ??= new AttemptSessions({ pool: this.pool, botId: this.botId, ttlMs: this.opts.sessionTtlMs });
+    this.sessionsOf ??= new AttemptSessions(
+      { pool: this.pool, botId: this.botId, ttlMs: this.opts.sessionTtlMs },
+      this,
+    );
     return this.sessionsOf;
   }
 

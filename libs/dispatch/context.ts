@@ -4,6 +4,7 @@ import type { Telegram } from 'telegraf';
 import type { Update, UserFromGetMe } from 'telegraf/types';
 import { abortReason, DispatchClosedError } from './errors';
 import type { AttemptWork } from './attempt-work';
+import { watchAccessors } from './session-holders';
 import type { DirectCall, ReplySession } from './reply-sink';
 
 /** Per-attempt state, carried to the context constructor and to `bot.telegram` through async context. */
@@ -120,7 +121,10 @@ export class DispatchContext<U extends Update = Update> extends Context<U> {
     super(update, telegram, botInfo);
     const state = dispatchStorage.getStore();
     this.signal = state?.signal ?? NEVER;
-    if (state) routeTelegram(telegram, () => state);
+    if (!state) return;
+    routeTelegram(telegram, () => state);
+    // session accessors defined on the context note which attempt held each value (session-holders.ts)
+    return watchAccessors(this, () => state.work);
   }
 }
 

@@ -34,9 +34,9 @@ export interface SessionStoreOptions {
 /** What the store itself may be told about the sessions it serves. */
 export interface SessionValueOptions<T> {
   /**
-   * The value of a session that does not exist yet, as telegraf's `defaultSession` — but given to
-   * the store, so that two updates of one key that share telegraf's in-memory object in one process
-   * are noticed from their first write (see attempt-sessions.ts). Prefer it to session()'s own.
+   * The value of a session that does not exist yet, as telegraf's `defaultSession` but given to the
+   * store (whose reads then never come back empty). Either works: a default object that telegraf's
+   * cache shares between updates is followed through the context's accessor (session-holders.ts).
    */
   defaultSession?: () => T;
 }
