@@ -113,6 +113,12 @@ export function outboundAfterRecover(opts: AlertOptions) {
       state: failedNow.has(r.id) ? 'failed' : r.state,
       label: 'ambiguous',
     }));
+    // a broadcast paused or cancelled while the dead worker held the claim holds the row too (its
+    // state stays `pending` here, so the rescuer reschedules the job as for any paused row)
+    await holdForBroadcast(
+      db,
+      out.filter((r) => r.state === 'pending').map((r) => r.id),
+    );
     await outboundAfterFinal(db, out, opts);
     return out;
   };

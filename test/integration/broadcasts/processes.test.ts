@@ -3,7 +3,8 @@
  * against the sandbox Bot API, which enforces 30 msg/s per bot (429 above it). Every broadcast is
  * created with POST /v1/broadcasts and followed with GET /v1/broadcasts/{id}; what reached Telegram
  * is read from the sandbox, final states from relay.outbound. In order (they share the fleet):
- * a 3,000-chat broadcast while 20 users get replies; SIGKILL of every worker mid-broadcast;
+ * a 3,000-chat broadcast while 20 users get replies; SIGKILL of every worker mid-broadcast (and a
+ * pause while they are down);
  * pause/resume and cancel, with sends in flight that end retryable; chats that blocked the bot.
  */
 import { withTransaction } from '../../../libs/db';
@@ -198,26 +199,50 @@ it('a 3,000-chat broadcast while 20 users get replies: every reply within 2 s, t
   expect(rated).toBeLessThan((CHATS + REPLIES) / 100);
 }, 300_000);
 
-it('SIGKILL of every worker mid-broadcast, then new workers: it completes, one send per chat (a second only after a recorded ambiguous attempt)', async () => {
+it('SIGKILL of every worker mid-broadcast, paused while they are down, new workers: the dead claims wait paused; resumed, it completes, one send per chat (a second only after a recorded ambiguous attempt)', async () => {
   const CHATS = 400;
+  const text = 'broadcast two';
   const chats = range(20_000, CHATS);
-  const { id } = await create({ chat_ids: chats.map(String), text: 'broadcast two' });
+  const { id } = await create({ chat_ids: chats.map(String), text });
   await until(id, (s) => s.counts.delivered >= 200, 'some hundreds delivered');
   await Promise.all(fleet.workers.map((w) => killWorker(w)));
-  const atKill = receipts('broadcast two').size;
+  const atKill = receipts(text).size;
   expect(atKill).toBeLessThan(CHATS);
+  // the dead workers' claims are still `delivering`: pause leaves them to stale recovery
+  expect((await control(id, 'pause')).state).toBe('paused');
   await startWorkers(3);
 
+  const recovered = await waitFor(
+    async () => {
+      const { rows } = await fleet.db.pool.query<{ chat: string }>(
+        `select distinct split_part(subject_key, ':', 3) as chat from relay.attempts
+          where subject = 'outbound' and error_code = 'RELAY_STALE_CLAIM' and subject_key like $1`,
+        [`bcast:${id}:%`],
+      );
+      return rows.length ? new Set(rows.map((r) => Number(r.chat))) : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 250, what: "the dead workers' claims recovered" },
+  );
+  await until(id, (s) => s.counts.delivering === 0, 'nothing in flight', 15_000);
+  const paused = receipts(text).size;
+  await sleep(1_500);
+  expect(receipts(text).size).toBe(paused);
+  expect(new Set(await statesOf(id, recovered))).toEqual(new Set(['paused']));
+  expect((await status(id)).counts).toMatchObject({ pending: 0, delivering: 0 });
+
+  expect((await control(id, 'resume')).state).toBe('running');
   const done = await until(id, (s) => s.state === 'completed', 'the broadcast completes after the restart', 90_000);
   expect(done.counts).toMatchObject({ delivered: CHATS, pending: 0, delivering: 0, failed: 0 });
   await expectCountsMatchSql(done);
-  const times = receipts('broadcast two');
+  const times = receipts(text);
   expect(chats.filter((c) => !times.has(c))).toEqual([]);
   const ambiguous = await ambiguousByChat(id);
   const unexplained = [...times].filter(([chat, n]) => n > 1 + (ambiguous.get(chat) ?? 0));
   expect(unexplained).toEqual([]);
   console.log(
-    `SIGKILL at ${atKill}/${CHATS} received; ${[...times.values()].filter((n) => n > 1).length} chats got a second copy, ${ambiguous.size} ambiguous`,
+    `SIGKILL at ${atKill}/${CHATS} received, ${recovered.size} claims recovered; ${
+      [...times.values()].filter((n) => n > 1).length
+    } chats got a second copy, ${ambiguous.size} ambiguous`,
   );
 }, 150_000);
 
