@@ -247,13 +247,13 @@ it('SIGKILL of every worker mid-broadcast, paused while they are down, new worke
 }, 150_000);
 
 /**
- * Makes the next sends hang in the sandbox and answer 502 (retryable) after 1.5 s, runs `act`
+ * Makes the next sends hang in the sandbox and answer 502 (retryable) after 2.5 s, runs `act`
  * while they are on the wire, then lets later sends through. Returns when `act` returned and the
  * chats whose 502 came after it.
  */
 async function whileSendsHang(act: () => Promise<unknown>): Promise<{ actedAt: number; chats: Set<number> }> {
   const { sb } = fleet;
-  const HANG_MS = 1_500;
+  const HANG_MS = 2_500;
   sb.setFaults({ latencyMs: HANG_MS, serverErrorRate: 1, serverErrorStatus: 502, methods: ['sendMessage'] }, TOKEN);
   const hungFrom = Date.now();
   await sleep(400);
