@@ -384,6 +384,39 @@ export async function outboundHasSuccessors(db: Queryable, ids: string[]): Promi
   return rows[0].yes === true;
 }
 
+/**
+ * Rows just settled back to `pending` whose broadcast was paused or cancelled while their attempt
+ * ran: pause and cancel move only rows that were not in flight, so these become `paused`, or
+ * `failed` 'cancelled', here. The broadcast row is read under FOR KEY SHARE: that waits for a
+ * pause/resume/cancel holding it FOR UPDATE (and makes a later one wait for this transaction), so
+ * the state read here and the action's own update cannot both miss a row. Returns the rows moved
+ * and their state, with the job ids of the cancelled ones (to cancel in the ledger).
+ */
+export async function outboundHoldForBroadcast(
+  db: Queryable,
+  ids: string[],
+): Promise<{ id: string; state: 'paused' | 'failed'; job_id: string | null }[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{ id: string; state: 'paused' | 'failed'; job_id: string | null }>(
+    `with b as (
+       select b.id, b.state from relay.broadcasts b
+        where b.id in (select o.broadcast_id from relay.outbound o
+                        where o.id = any($1::bigint[]) and o.state = 'pending' and o.broadcast_id is not null)
+        order by b.id
+        for key share of b)
+     update relay.outbound o
+        set state = case b.state when 'paused' then 'paused' else 'failed' end,
+            failed_reason = case when b.state = 'cancelled' then 'cancelled' end,
+            updated_at = now()
+       from b
+      where o.broadcast_id = b.id and o.id = any($1::bigint[]) and o.state = 'pending'
+        and b.state in ('paused', 'cancelled')
+     returning o.id::text as id, o.state, o.job_id::text as job_id`,
+    [ids],
+  );
+  return rows;
+}
+
 /** How many 429 answers a message got (its audit rows), for OUTBOUND_MAX_429. */
 export async function outboundCount429(db: Queryable, id: string | number): Promise<number> {
   const { rows } = await db.query<{ n: number }>(

@@ -7,7 +7,7 @@
  * transaction, so they land exactly when the outcome does.
  */
 import type { Pool } from 'pg';
-import { QUEUES } from '../db/boss';
+import { ledgerStatements, QUEUES } from '../db/boss';
 import type { Queryable } from '../db/pool';
 import type { BotApiClient } from '../telegram/client';
 import { notifyWork } from '../queue/enqueue';
@@ -26,6 +26,7 @@ import {
   outboundCount429,
   outboundFailStaleAtMostOnce,
   outboundHasSuccessors,
+  outboundHoldForBroadcast,
   outboundNextDueInMs,
   outboundRaiseAlerts,
   outboundRetarget,
@@ -112,6 +113,12 @@ export function outboundAfterRecover(opts: AlertOptions) {
       state: failedNow.has(r.id) ? 'failed' : r.state,
       label: 'ambiguous',
     }));
+    // a broadcast paused or cancelled while the dead worker held the claim holds the row too (its
+    // state stays `pending` here, so the rescuer reschedules the job as for any paused row)
+    await holdForBroadcast(
+      db,
+      out.filter((r) => r.state === 'pending').map((r) => r.id),
+    );
     await outboundAfterFinal(db, out, opts);
     return out;
   };
@@ -131,6 +138,19 @@ async function outboundAfterFinal(
   if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opts.opsChatId, opts.alertCoalesceMs);
   const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
   if (await outboundHasSuccessors(db, finished)) await notifyWork(db, QUEUES.outbound);
+}
+
+/**
+ * A retry of a broadcast row paused or cancelled during its attempt waits `paused` or ends
+ * cancelled (its ledger job with it: the engine's reschedule leaves finished jobs alone) instead
+ * of going back to `pending`, where it would be sent while the broadcast is held.
+ */
+async function holdForBroadcast(db: Queryable, retried: string[]): Promise<void> {
+  const moved = await outboundHoldForBroadcast(db, retried);
+  const cancelled = moved.flatMap((r) => (r.state === 'failed' && r.job_id ? [r.job_id] : []));
+  if (cancelled.length) await ledgerStatements.cancelJobs(db, QUEUES.outbound, cancelled);
+  // a cancelled chat head lets the chat's next message go
+  if (moved.some((r) => r.state === 'failed')) await notifyWork(db, QUEUES.outbound);
 }
 
 export function createOutboundClaimStore(opts: {
@@ -186,6 +206,10 @@ export function createOutboundClaimStore(opts: {
         else if (fx.charge) await limiter.afterAttempt(db, fx.botId, fx.chatId, undefined, fx.count);
         if (fx.retargetTo) await outboundRetarget(db, { id: item.id, fromChatId: fx.chatId, toChatId: fx.retargetTo });
       }
+      await holdForBroadcast(
+        db,
+        landed.filter((l) => l.row.state === 'pending').map((l) => l.row.id),
+      );
       await outboundSetTelegramMessageIds(db, messageIds);
       // a delivery shows the chat reachable again (the user unblocked the bot); then this batch's refusals
       await chatStatusClear(db, reached);

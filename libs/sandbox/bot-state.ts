@@ -274,6 +274,8 @@ export function scriptedToError(err: ScriptedChatError): BotApiError {
       return new BotApiError(400, TG_DESCRIPTIONS.chatNotFound);
     case 'blocked':
       return new BotApiError(403, TG_DESCRIPTIONS.blocked);
+    case 'deactivated':
+      return new BotApiError(403, TG_DESCRIPTIONS.deactivated);
     case 'migrated':
       return new BotApiError(400, TG_DESCRIPTIONS.migrated, { migrate_to_chat_id: err.migrateToChatId });
     case 'custom':
@@ -291,6 +293,7 @@ export function validateScriptedError(err: unknown): ScriptedChatError {
   switch (e.kind) {
     case 'chat_not_found':
     case 'blocked':
+    case 'deactivated':
       return { ...e } as ScriptedChatError;
     case 'migrated':
       if (!Number.isInteger(e.migrateToChatId)) throw new Error('migrated error needs an integer migrateToChatId');
@@ -301,7 +304,9 @@ export function validateScriptedError(err: unknown): ScriptedChatError {
       }
       return { ...e } as ScriptedChatError;
     default:
-      throw new Error(`unknown scripted error kind "${String(e.kind)}" (chat_not_found, blocked, migrated, custom)`);
+      throw new Error(
+        `unknown scripted error kind "${String(e.kind)}" (chat_not_found, blocked, deactivated, migrated, custom)`,
+      );
   }
 }
 

@@ -23,6 +23,7 @@ export const TG_DESCRIPTIONS = {
   chatNotFound: 'Bad Request: chat not found',
   chatIdEmpty: 'Bad Request: chat_id is empty',
   blocked: 'Forbidden: bot was blocked by the user',
+  deactivated: 'Forbidden: user is deactivated',
   migrated: 'Bad Request: group chat was upgraded to a supergroup chat',
   replyNotFound: 'Bad Request: message to be replied not found',
   messageToEditNotFound: 'Bad Request: message to edit not found',

@@ -228,6 +228,7 @@ export interface RateLimitConfig {
 export type ScriptedChatError =
   | { kind: 'chat_not_found'; times?: number }
   | { kind: 'blocked'; times?: number }
+  | { kind: 'deactivated'; times?: number }
   | { kind: 'migrated'; migrateToChatId: number; times?: number }
   | { kind: 'custom'; error_code: number; description: string; parameters?: ResponseParameters; times?: number };
 

@@ -105,7 +105,7 @@ describe('sandbox messaging', () => {
     sb.scriptChatError(TOKEN, 100, { kind: 'chat_not_found' });
     sb.scriptChatError(TOKEN, 200, 'blocked');
     sb.scriptChatError(TOKEN, -300, { kind: 'migrated', migrateToChatId: -1001234567890 });
-    sb.scriptChatError(TOKEN, 400, { kind: 'custom', error_code: 403, description: 'Forbidden: user is deactivated' });
+    sb.scriptChatError(TOKEN, 400, 'deactivated');
     sb.scriptChatError(undefined, 500, {
       kind: 'custom',
       error_code: 400,
