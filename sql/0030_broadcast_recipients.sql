@@ -10,13 +10,17 @@
 -- transaction that deletes those recipients and inserts their rows (msg_id `bcast:{id}:{chat}`,
 -- `on conflict do nothing`), under the broadcast's row lock. A recipient row exists only until it is
 -- fed (or its broadcast is cancelled), so the table holds only what is still to send.
+--
+-- Recipients are stored 1,000 to a row (recipient seq = chunk * 1000 + its position, 1-based): a
+-- row and an index entry per recipient cost more than the rest of staging together (measured
+-- 100,000 recipients: 0.85-1.25 s as rows vs 0.46 s as 100 chunk rows, load average 15).
 
 create table if not exists relay.broadcast_recipients (
   broadcast_id bigint  not null,
-  -- 1..relay.broadcasts.staged, dense: a chunk is a range of the primary key
-  seq          integer not null,
-  chat_id      text    not null,
-  primary key (broadcast_id, seq)
+  chunk        integer not null check (chunk >= 0),
+  -- distinct chats, at most 1,000; every chunk but the last is full
+  chat_ids     text[]  not null check (cardinality(chat_ids) between 1 and 1000),
+  primary key (broadcast_id, chunk)
 );
 
 -- staged: recipients stored at creation (0 for broadcasts enqueued whole, before this migration);

@@ -143,8 +143,12 @@ export async function broadcastsToFeed(db: Queryable, limit: number): Promise<{ 
 
 /** A cancelled broadcast's staged recipients are dropped: it is never fed again. Returns how many. */
 export async function broadcastDropRecipients(db: Queryable, id: string): Promise<number> {
-  const r = await db.query('delete from relay.broadcast_recipients where broadcast_id = $1::bigint', [id]);
-  return r.rowCount ?? 0;
+  const { rows } = await db.query<{ n: number }>(
+    `with d as (delete from relay.broadcast_recipients where broadcast_id = $1::bigint returning cardinality(chat_ids) as n)
+     select coalesce(sum(n), 0)::int as n from d`,
+    [id],
+  );
+  return rows[0].n;
 }
 
 export async function broadcastSetPlan(db: Queryable, id: string, plan: object): Promise<void> {

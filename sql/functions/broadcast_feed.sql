@@ -3,8 +3,8 @@
 /*
  * Feeds broadcast p_broadcast_id: turns its next staged recipients (relay.broadcast_recipients,
  * from the cursor relay.broadcasts.fed on) into outbound rows `bcast:{id}:{chat}` in the bulk lane
- * and their ledger jobs, deletes those recipients and advances the cursor, all in the caller's
- * transaction. So a crash or rollback anywhere feeds nothing, and a commit feeds each recipient once.
+ * and their ledger jobs, deletes the chunks fed to their end and advances the cursor, all in the
+ * caller's transaction. So a crash or rollback anywhere feeds nothing, and a commit feeds each recipient once.
  *
  * Pacing: p_ahead is how many of its rows the broadcast should have waiting (about a minute of
  * sending). Nothing is fed while its pending rows exceed half of it; else up to p_ahead minus them,
@@ -55,9 +55,15 @@ begin
 
   f := relay.broadcast_row_fields(b);
   with taken as (
+    select r.chunk * 1000 + u.ord as seq, u.chat_id
+      from relay.broadcast_recipients r, unnest(r.chat_ids) with ordinality as u(chat_id, ord)
+     where r.broadcast_id = b.id and r.chunk between b.fed / 1000 and (b.fed + v_n - 1) / 1000
+       and r.chunk * 1000 + u.ord > b.fed and r.chunk * 1000 + u.ord <= b.fed + v_n
+  ), used_up as (
+    -- chunks fed to their end (a data-modifying WITH runs whether read or not): what is left is still to feed
     delete from relay.broadcast_recipients r
-     where r.broadcast_id = b.id and r.seq > b.fed and r.seq <= b.fed + v_n
-    returning r.seq, r.chat_id
+     where r.broadcast_id = b.id and r.chunk <= (b.fed + v_n - 1) / 1000
+       and r.chunk * 1000 + cardinality(r.chat_ids) <= b.fed + v_n
   ), ok as (
     select t.seq, t.chat_id from taken t
      where b.include_blocked or not exists (
