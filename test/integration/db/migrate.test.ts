@@ -6,6 +6,7 @@ const TABLES = [
   'alert_windows',
   'attempts',
   'broadcast_audiences',
+  'broadcast_recipients',
   'broadcasts',
   'captures',
   'chat_status',
