@@ -1,7 +1,9 @@
 /**
- * Broadcasts: one message to many chats, enqueued durably in one transaction (the broadcast row,
- * every outbound row `bcast:{id}:{chat}` and their ledger jobs commit together, so a crash enqueues
- * nothing or everything), idempotent by the client's key, and steered as a whole.
+ * Broadcasts: one message to many chats, stored durably in one transaction (the broadcast row and
+ * its whole audience, staged in relay.broadcast_recipients, commit together, so a crash stores
+ * nothing or everything), idempotent by the client's key, and steered as a whole. Outbound rows
+ * `bcast:{id}:{chat}` are made from the staged recipients at the pace of sending (feeder.ts): the
+ * first chunk in the creating transaction, the rest by workers when the bot's bulk lane runs low.
  */
 import crypto from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
@@ -15,6 +17,7 @@ import {
   BroadcastStateError,
   BroadcastValidationError,
 } from './errors';
+import { feedAhead } from './pace';
 import { validateBroadcast, type BroadcastInput, type BroadcastRequest } from './input';
 import { planBroadcast, FREE_BROADCAST_RATE, type BroadcastPlan } from './plan';
 import * as q from './queries';
@@ -72,7 +75,8 @@ const inTransaction = <T>(db: Db, fn: (c: PoolClient) => Promise<T>): Promise<T>
   isClient(db) ? fn(db) : withTransaction(db, fn);
 
 /**
- * Creates a broadcast and enqueues its message to every chat of its audience. On a pool it runs
+ * Creates a broadcast, stages every chat of its audience and feeds the first chunk (about a minute
+ * of sending at the broadcast's rate) into relay.outbound. On a pool it runs
  * its own transaction; on a client, the caller's (the broadcast exists when the caller commits).
  * Throws BroadcastValidationError (bad request, unknown audience, paid without PAID_BROADCAST_RATE)
  * or BroadcastKeyConflictError (the key was used for another request).
@@ -101,17 +105,21 @@ export async function broadcast(db: Db, input: BroadcastInput, opts: BroadcastOp
     const row = rowOf(req, botId, paid);
     const inserted = await q.broadcastInsert(c, row);
     if (!inserted) return existing(c, req.key as string, row.requestSha256);
-    const { enqueued, skipped } = await q.broadcastEnqueue(c, inserted.id, req.chatIds);
+    const { staged, skipped } = await q.broadcastStage(c, inserted.id, req.chatIds);
     const m = req.message;
+    const freeRate = opts.freeRate ?? FREE_BROADCAST_RATE;
     const plan = planBroadcast({
-      recipients: enqueued,
+      recipients: staged,
       skipped,
       messageCount: messageCount(m.method, m.params ?? {}),
-      freeRate: opts.freeRate ?? FREE_BROADCAST_RATE,
+      freeRate,
       paidRate: paid ? paidRate : null,
     });
     await q.broadcastSetPlan(c, inserted.id, plan);
-    return { id: inserted.id, created: true, recipients: enqueued, skipped, plan };
+    // the first chunk now: sending starts without waiting for a worker's feeder tick
+    const ahead = feedAhead(paid && paidRate !== null ? Math.max(paidRate, freeRate) : freeRate);
+    await q.broadcastFeed(c, inserted.id, ahead.rows, ahead.chunk);
+    return { id: inserted.id, created: true, recipients: staged, skipped, plan };
   });
 }
 
@@ -154,7 +162,11 @@ async function existing(c: PoolClient, key: string, sha: string): Promise<Create
   };
 }
 
-/** The broadcast's state, counts from its rows, rate and ETA; null when there is none with this id. */
+/**
+ * The broadcast's state, counts from its rows, rate and ETA; null when there is none with this id.
+ * Recipients not fed yet count as pending (paused when it is paused, cancelled when cancelled), so
+ * the counts other than skipped add up to recipients.
+ */
 export async function broadcastStatus(db: Db, id: string): Promise<BroadcastStatus | null> {
   if (!/^\d{1,18}$/.test(id)) return null;
   const b = await q.broadcastById(db, id);
@@ -162,12 +174,13 @@ export async function broadcastStatus(db: Db, id: string): Promise<BroadcastStat
   return statusOf(b, await q.broadcastCounts(db, id));
 }
 
-function statusOf(b: q.BroadcastRow, n: q.BroadcastCountsRow): BroadcastStatus {
+function statusOf(b: q.BroadcastRow, rows: q.BroadcastCountsRow): BroadcastStatus {
+  const n = withUnfed(rows);
   const unfinished = n.pending + n.paused + n.delivering;
   const finished = n.delivered + n.failed + n.cancelled + n.blocked;
   const state: BroadcastState =
-    b.state !== 'running'
-      ? b.state
+    n.state !== 'running'
+      ? n.state
       : unfinished === 0
         ? 'completed'
         : finished === 0 && n.delivering === 0
@@ -182,7 +195,7 @@ function statusOf(b: q.BroadcastRow, n: q.BroadcastCountsRow): BroadcastStatus {
     state,
     method: b.method,
     audience: b.audience,
-    recipients: b.recipients,
+    recipients: n.recipients,
     counts: {
       pending: n.pending,
       paused: n.paused,
@@ -190,7 +203,7 @@ function statusOf(b: q.BroadcastRow, n: q.BroadcastCountsRow): BroadcastStatus {
       delivered: n.delivered,
       failed: n.failed,
       cancelled: n.cancelled,
-      skipped: b.skipped,
+      skipped: n.skipped,
       blocked: n.blocked,
     },
     rate: Math.round(rate * 100) / 100,
@@ -199,6 +212,14 @@ function statusOf(b: q.BroadcastRow, n: q.BroadcastCountsRow): BroadcastStatus {
     paid: b.paid,
     created_at: new Date(b.created_at).toISOString(),
   };
+}
+
+/** The unfed recipients counted where the broadcast's state puts them. */
+function withUnfed(n: q.BroadcastCountsRow): q.BroadcastCountsRow {
+  const u = n.unfed;
+  if (n.state === 'paused') return { ...n, paused: n.paused + u };
+  if (n.state === 'cancelled') return { ...n, cancelled: n.cancelled + u };
+  return { ...n, pending: n.pending + u };
 }
 
 /** Newest first; `beforeId` continues a page. */
@@ -220,9 +241,11 @@ const ALLOWED: Record<BroadcastAction, BroadcastState[]> = {
 };
 
 /**
- * pause: the unsent rows become `paused` (no worker claims them); resume: they are pending again,
- * due now; cancel: pending and paused rows fail as 'cancelled' and their jobs are cancelled. A row
- * in flight finishes its attempt. Returns the status after the action and how many rows it moved.
+ * pause: the unsent rows become `paused` (no worker claims them) and no recipient is fed; resume:
+ * they are pending again, due now, and feeding goes on; cancel: pending and paused rows fail as
+ * 'cancelled', their jobs are cancelled and the unfed recipients are dropped. A row in flight
+ * finishes its attempt. Returns the status after the action and how many messages it moved (rows
+ * and unfed recipients).
  */
 export async function broadcastControl(
   db: Db,
@@ -233,23 +256,26 @@ export async function broadcastControl(
   return inTransaction(db, async (c) => {
     const b = /^\d{1,18}$/.test(id) ? await q.broadcastById(c, id, true) : null;
     if (!b) throw new BroadcastNotFoundError(id);
-    const before = statusOf(b, await q.broadcastCounts(c, id));
+    const counts = await q.broadcastCounts(c, id);
+    const before = statusOf(b, counts);
     if (!ALLOWED[action].includes(before.state)) throw new BroadcastStateError(id, action, before.state);
     let moved: number;
     if (action === 'pause') {
       await q.broadcastSetState(c, id, 'paused');
-      moved = await q.broadcastPauseRows(c, id);
+      moved = (await q.broadcastPauseRows(c, id)) + counts.unfed;
     } else if (action === 'resume') {
       await q.broadcastSetState(c, id, 'running');
-      moved = await q.broadcastResumeRows(c, id);
-      if (moved) await notifyWork(c, QUEUES.outbound);
+      const rows = await q.broadcastResumeRows(c, id);
+      if (rows) await notifyWork(c, QUEUES.outbound);
+      moved = rows + counts.unfed;
     } else {
       await q.broadcastSetState(c, id, 'cancelled');
       const jobs = await q.broadcastCancelRows(c, id);
       if (jobs.length) await ledger.cancelJobs(c, QUEUES.outbound, jobs);
-      moved = jobs.length;
+      await q.broadcastDropRecipients(c, id);
+      moved = jobs.length + counts.unfed;
       // a cancelled chat head lets the chat's next message go
-      if (moved) await notifyWork(c, QUEUES.outbound);
+      if (jobs.length) await notifyWork(c, QUEUES.outbound);
     }
     const after = await q.broadcastById(c, id);
     return { status: statusOf(after as q.BroadcastRow, await q.broadcastCounts(c, id)), moved };

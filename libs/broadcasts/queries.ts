@@ -20,6 +20,10 @@ export interface BroadcastRow {
   plan: Record<string, unknown>;
   request_sha256: string;
   created_at: Date;
+  /** Recipients staged at creation (relay.broadcast_recipients); 0 for a broadcast enqueued whole. */
+  staged: number;
+  /** The feed cursor: recipients 1..fed are fed. */
+  fed: number;
 }
 
 export interface BroadcastInsert {
@@ -39,7 +43,7 @@ export interface BroadcastInsert {
 }
 
 const COLUMNS = `id::text as id, bot_id, key, state, method, audience, include_blocked, recipients, skipped, paid, plan,
-                 request_sha256, created_at`;
+                 request_sha256, created_at, staged, fed`;
 
 /** Inserts the broadcast; null when its key is taken (the caller reads that one). */
 export async function broadcastInsert(db: Queryable, b: BroadcastInsert): Promise<BroadcastRow | null> {
@@ -95,6 +99,58 @@ export async function broadcastEnqueue(
   return rows[0];
 }
 
+/** Stages the broadcast's recipients (chat ids, or its registered audience when null): no outbound row yet. */
+export async function broadcastStage(
+  db: Queryable,
+  id: string,
+  chatIds: string[] | null,
+): Promise<{ staged: number; skipped: number }> {
+  const { rows } = await db.query<{ staged: number; skipped: number }>(
+    'select staged, skipped from relay.broadcast_stage($1::bigint, $2::text[])',
+    [id, chatIds],
+  );
+  return rows[0];
+}
+
+export interface FeedResult {
+  /** Outbound rows (and ledger jobs) inserted. */
+  fed: number;
+  /** Chats blocked since the broadcast was created: not fed, counted as skipped. */
+  skipped: number;
+  /** Recipients still unfed; null when the broadcast is gone or busy. */
+  unfed: number | null;
+  /** Another transaction (a feeder, a pause, a cancel) holds the broadcast. */
+  busy: boolean;
+}
+
+/** Feeds the broadcast's next recipients while fewer than `ahead` / 2 of its rows are pending. */
+export async function broadcastFeed(db: Queryable, id: string, ahead: number, max: number): Promise<FeedResult> {
+  const { rows } = await db.query<FeedResult>(
+    'select fed, skipped, unfed, busy from relay.broadcast_feed($1::bigint, $2::int, $3::int)',
+    [id, ahead, max],
+  );
+  return rows[0];
+}
+
+/** Running broadcasts with recipients left to feed, oldest first (broadcasts_feeding_idx). */
+export async function broadcastsToFeed(db: Queryable, limit: number): Promise<{ id: string; paid: boolean }[]> {
+  const { rows } = await db.query<{ id: string; paid: boolean }>(
+    `select id::text as id, paid from relay.broadcasts where state = 'running' and fed < staged order by id limit $1`,
+    [limit],
+  );
+  return rows;
+}
+
+/** A cancelled broadcast's staged recipients are dropped: it is never fed again. Returns how many. */
+export async function broadcastDropRecipients(db: Queryable, id: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `with d as (delete from relay.broadcast_recipients where broadcast_id = $1::bigint returning cardinality(chat_ids) as n)
+     select coalesce(sum(n), 0)::int as n from d`,
+    [id],
+  );
+  return rows[0].n;
+}
+
 export async function broadcastSetPlan(db: Queryable, id: string, plan: object): Promise<void> {
   await db.query('update relay.broadcasts set plan = $2, updated_at = now() where id = $1::bigint', [id, plan]);
 }
@@ -120,9 +176,20 @@ export interface BroadcastCountsRow {
   /** Delivered in the last minute, and how long that window really is (seconds since the first delivery, ≤ 60). */
   recent: number;
   window_s: number;
+  /**
+   * The broadcast as of the same snapshot as the counts (a feed between two statements would count
+   * its recipients twice): its state, recipients, skipped, and the recipients not yet fed.
+   */
+  state: StoredBroadcastState;
+  recipients: number;
+  skipped: number;
+  unfed: number;
 }
 
-/** Counts by state from the broadcast's rows (outbound_broadcast_idx), and the last minute's deliveries. */
+/**
+ * Counts by state from the broadcast's rows (outbound_broadcast_idx), the last minute's deliveries,
+ * and the recipients not yet fed, in one statement. Undefined when there is no such broadcast.
+ */
 export async function broadcastCounts(db: Queryable, id: string): Promise<BroadcastCountsRow> {
   const { rows } = await db.query<BroadcastCountsRow>(
     `select count(*) filter (where o.state = 'pending')::int as pending,
@@ -134,9 +201,12 @@ export async function broadcastCounts(db: Queryable, id: string): Promise<Broadc
             count(*) filter (where o.state = 'failed' and o.failed_reason is distinct from 'cancelled' and not ${BLOCKED})::int as failed,
             count(*) filter (where o.state = 'delivered' and o.delivered_at > now() - interval '60 seconds')::int as recent,
             coalesce(least(60, extract(epoch from now() - min(o.delivered_at)
-                                       filter (where o.state = 'delivered' and o.delivered_at > now() - interval '60 seconds'))), 0)::float8 as window_s
-       from relay.outbound o
-      where o.broadcast_id = $1::bigint`,
+                                       filter (where o.state = 'delivered' and o.delivered_at > now() - interval '60 seconds'))), 0)::float8 as window_s,
+            b.state, b.recipients, b.skipped, (b.staged - b.fed) as unfed
+       from relay.broadcasts b
+       left join relay.outbound o on o.broadcast_id = b.id
+      where b.id = $1::bigint
+      group by b.id`,
     [id],
   );
   return rows[0];

@@ -17,6 +17,7 @@ import { createOutboundKindFromConfig } from '../outbound/worker-kind';
 import { createAlertFlusher } from '../outbound/alert-flush';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 import { createPeriodicPrune } from '../retention/periodic';
+import { createBroadcastFeederFromConfig } from '../broadcasts/feeder';
 
 export interface WorkerRuntime {
   workerId: string;
@@ -104,6 +105,9 @@ export async function startWorkerRuntime(opts: {
         ? createAlertFlusher({ pool, logger, windowMs: config.ALERT_COALESCE })
         : undefined;
     alertFlush?.start();
+    // staged broadcast recipients into relay.outbound at the pace of sending (libs/broadcasts/feeder.ts)
+    const feeder = config.TELEGRAM_BOT_TOKEN ? createBroadcastFeederFromConfig(config, { pool, logger }) : undefined;
+    feeder?.start();
     const queues = kinds.map((k) => k.queue);
     logger.info(
       { workerId, queues, concurrency: config.WORKER_CONCURRENCY, staleAfterMs: config.STALE_AFTER },
@@ -141,7 +145,7 @@ export async function startWorkerRuntime(opts: {
       ready,
       stop: (timeoutMs) =>
         (stopping ??= (async () => {
-          await Promise.all([worker.stop({ timeoutMs }), prune?.stop(), alertFlush?.stop()]);
+          await Promise.all([worker.stop({ timeoutMs }), prune?.stop(), alertFlush?.stop(), feeder?.stop()]);
           await closeAll();
         })()),
     };

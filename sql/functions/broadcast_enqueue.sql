@@ -2,8 +2,9 @@
 -- libs/db/migrate.ts). Latest definition, first created with 0029_broadcasts.sql. Edit here, never in a numbered file.
 /*
  * Enqueues the message of broadcast p_broadcast_id to p_chat_ids (or, when null, to the chats its
- * registered audience query returns), set-based: one insert into relay.outbound and one into the
- * job ledger, whatever the audience size. Each row's msg_id is `bcast:{id}:{chat}`, inserted with
+ * registered audience query returns) at once, set-based (the library stages recipients instead:
+ * relay.broadcast_stage, relay.broadcast_feed; this stays for callers that add chats directly):
+ * one insert into relay.outbound and one into the job ledger, whatever the audience size. Each row's msg_id is `bcast:{id}:{chat}`, inserted with
  * `on conflict (msg_id) do nothing`, so calling it again (a retried request, chunks that overlap)
  * enqueues nothing twice. Rows are in the bulk lane. Chats that are not an integer chat id or
  * @channelusername, and chats relay.chat_status marks blocked, deactivated or kicked (the user's
@@ -46,14 +47,7 @@ begin
     v_chats := coalesce(v_chats, '{}');
   end if;
 
-  v_sha := encode(sha256(convert_to(jsonb_build_object('broadcast', b.id, 'bot_id', b.bot_id, 'method', b.method,
-    'text', b.text, 'parse_mode', b.parse_mode, 'disable_notification', b.disable_notification,
-    'reply_markup', b.reply_markup, 'send_options', b.send_options, 'params', b.params)::text, 'UTF8')), 'hex');
-  v_count := case when b.method = 'sendMediaGroup' and jsonb_typeof(b.params->'media') = 'array'
-                    then greatest(1, jsonb_array_length(b.params->'media'))
-                  when b.method in ('forwardMessages', 'copyMessages') and jsonb_typeof(b.params->'message_ids') = 'array'
-                    then greatest(1, jsonb_array_length(b.params->'message_ids'))
-                  else 1 end;
+  select f.payload_sha256, f.message_count into v_sha, v_count from relay.broadcast_row_fields(b) f;
 
   create temporary table if not exists broadcast_chats (chat text primary key) on commit drop;
   truncate broadcast_chats;

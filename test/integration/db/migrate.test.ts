@@ -7,6 +7,7 @@ const TABLES = [
   'attempts',
   'bots',
   'broadcast_audiences',
+  'broadcast_recipients',
   'broadcasts',
   'captures',
   'chat_status',
