@@ -246,7 +246,8 @@ export async function outboundRatePenalize(
  * `true`, as a broadcast writes it); carriesPaidBroadcast (rate-limit.ts) is the same test on a row.
  */
 export function carriesPaidBroadcastSql(a: string): string {
-  return `(${a}.send_options->>'allow_paid_broadcast' = 'true' or ${a}.params->>'allow_paid_broadcast' = 'true')`;
+  // coalesce: a row without send_options or params would make it null, and `not null` excludes the row
+  return `coalesce(${a}.send_options->>'allow_paid_broadcast' = 'true' or ${a}.params->>'allow_paid_broadcast' = 'true', false)`;
 }
 
 const NOW = (n: number) => `coalesce($${n}::timestamptz, now())`;

@@ -170,7 +170,17 @@ describe('outbound next due and claim, by lane', () => {
     await t.enqueue([{ chat: 401, lane: 'bulk' }]);
     expect(await t.due()).toBe(0);
     expect((await t.claim()).map((r) => r.id)).toEqual(paid);
-    expect(t.limiter.paid!.inFlightMax).toBe(25); // a quarter second at 100/s
+    expect(t.limiter.paid!.inFlightMax).toBe(100); // a second at 100/s
+  });
+
+  it('with PAID_BROADCAST_RATE on, plain bulk rows are due and claimed on the free budget as before', async () => {
+    const t = setup({ paidBroadcast: { count: 100, windowMs: 1000 } });
+    const plain = await t.enqueue([
+      { chat: 60, lane: 'bulk' },
+      { chat: 61, lane: 'bulk' },
+    ]);
+    expect(await t.due()).toBe(0);
+    expect((await t.claim()).map((r) => r.id).sort()).toEqual([...plain].sort());
   });
 
   it('without PAID_BROADCAST_RATE a row with allow_paid_broadcast is plain bulk: held back by the free budget', async () => {
