@@ -194,6 +194,18 @@ export async function outboundRateReserve(
   return { reserved: rows[0].reserved === true, waitMs: Math.max(0, Number(rows[0].wait_ms)) };
 }
 
+/** A slot of the bot's paid-broadcast budget (relay.outbound_rate_reserve_paid), for a paid bulk row. */
+export async function outboundRateReservePaid(
+  db: Queryable,
+  a: { botId: string; chatId: string; intervalMs: number; horizonMs: number },
+): Promise<Reservation> {
+  const { rows } = await db.query<{ reserved: boolean | null; wait_ms: number | null }>(
+    'select reserved, wait_ms from relay.outbound_rate_reserve_paid($1, $2, $3, $4)',
+    [a.botId, a.chatId, a.intervalMs, a.horizonMs],
+  );
+  return { reserved: rows[0].reserved === true, waitMs: Math.max(0, Number(rows[0].wait_ms)) };
+}
+
 export async function outboundRateChargeChat(
   db: Queryable,
   a: {
@@ -229,6 +241,15 @@ export async function outboundRatePenalize(
 
 // ---- the outbound.send job kind (claim store of the worker engine) -------------------------------
 
+/**
+ * True when the row aliased `a` asks Telegram for a paid broadcast (allow_paid_broadcast: jsonb
+ * `true`, as a broadcast writes it); carriesPaidBroadcast (rate-limit.ts) is the same test on a row.
+ */
+export function carriesPaidBroadcastSql(a: string): string {
+  // coalesce: a row without send_options or params would make it null, and `not null` excludes the row
+  return `coalesce(${a}.send_options->>'allow_paid_broadcast' = 'true' or ${a}.params->>'allow_paid_broadcast' = 'true', false)`;
+}
+
 const NOW = (n: number) => `coalesce($${n}::timestamptz, now())`;
 
 /**
@@ -244,14 +265,18 @@ const NOW = (n: number) => `coalesce($${n}::timestamptz, now())`;
  * skip the bot's limit too, so they are claimable whatever the chats' backlogs.
  * Lanes: the FIFO is per chat and lane (an interactive reply may overtake its chat's pending bulk
  * message, never another interactive one); one message per chat in flight holds across lanes. With
- * `bulkMax` (a placeholder) a bulk row is claimed only while fewer than that many bulk rows of the
- * bot are in flight, so a broadcast never fills the workers' slots that a reply needs.
+ * `bulk` (placeholders) a bulk row is claimed only while fewer than `max` bulk rows of the bot are in
+ * flight, so a broadcast never fills the workers' slots that a reply needs, and only when the bot's
+ * free budget is booked at most `aheadMs` ahead (the wait of the process's bulk gate: a bulk row
+ * claimed earlier would only be given back). With `paidMax` (PAID_BROADCAST_RATE on) bulk rows that
+ * carry allow_paid_broadcast have a bound of their own and are held back by the paid budget
+ * (paid_tat, up to the horizon) instead of the free one.
  */
 export function outboundClaimable(
   a: string,
   bot: string,
   horizon: string | null,
-  bulkMax: string | null = null,
+  bulk: { max: string; aheadMs: string; paidMax?: string | null } | null = null,
 ): string {
   const base = `${a}.bot_id = ${bot}
      and not exists (select 1 from relay.outbound p
@@ -259,55 +284,128 @@ export function outboundClaimable(
                         and p.state in ('pending', 'delivering') and p.id < ${a}.id)
      and not exists (select 1 from relay.outbound d
                       where d.bot_id = ${a}.bot_id and d.target_chat_id = ${a}.target_chat_id and d.state = 'delivering')`;
-  const bulk =
-    bulkMax === null
+  const paid = bulk?.paidMax ? carriesPaidBroadcastSql(a) : null;
+  const inFlight = (cond: string) =>
+    `(select count(*) from relay.outbound f
+               where f.bot_id = ${bot} and f.state = 'delivering' and f.lane = 'bulk'${cond})`;
+  const bound =
+    bulk === null
       ? ''
-      : `
+      : paid === null
+        ? `
      and (${a}.lane = 'interactive'
-          or (select count(*) from relay.outbound f
-               where f.bot_id = ${bot} and f.state = 'delivering' and f.lane = 'bulk') < ${bulkMax})`;
-  if (horizon === null) return base + bulk;
-  return `${base}${bulk}
+          or ${inFlight('')} < ${bulk.max})`
+        : `
+     and (${a}.lane = 'interactive'
+          or (${paid} and ${inFlight(` and ${carriesPaidBroadcastSql('f')}`)} < ${bulk.paidMax})
+          or (not ${paid} and ${inFlight(` and not ${carriesPaidBroadcastSql('f')}`)} < ${bulk.max}))`;
+  if (horizon === null) return base + bound;
+  const ahead = (lim: string) => `clock_timestamp() + ${lim} * interval '1 millisecond'`;
+  const freeBlocked =
+    bulk === null
+      ? `b.tat > ${ahead(horizon)}`
+      : `b.tat > ${ahead(`(case when ${a}.lane = 'bulk' then ${bulk.aheadMs}::float8 else ${horizon}::float8 end)`)}`;
+  const botBlocked =
+    paid === null
+      ? freeBlocked
+      : `(case when ${a}.lane = 'bulk' and ${paid} then b.paid_tat > ${ahead(horizon)} else ${freeBlocked} end)`;
+  return `${base}${bound}
      and not exists (select 1 from relay.outbound_chat_rate r
                       where r.bot_id = ${a}.bot_id and r.chat_id = ${a}.target_chat_id and r.next_at > clock_timestamp())
      and (${a}.target_chat_id is null
           or not exists (select 1 from relay.outbound_bot_rate b
-                          where b.bot_id = ${bot} and b.tat > clock_timestamp() + ${horizon} * interval '1 millisecond'))`;
+                          where b.bot_id = ${bot} and ${botBlocked}))`;
 }
 
 /** A claimed outbound row: the whole relay.outbound row (id as text) under its new claim. */
 export type OutboundClaimedRow = OutboundRow & { job_id: string | null; claim_id: string };
 
+/** How many of the oldest pending bulk rows outboundNextDueInMs looks at for the bulk lane's next due. */
+export const NEXT_DUE_BULK_WINDOW = 100;
+
+export interface NextDueArgs {
+  botId: string;
+  now: Date | null;
+  rateLimited: boolean;
+  horizonMs: number;
+  /** The claim's bulk bounds (outboundClaimable); absent: bulk rows are due like interactive ones. */
+  bulk?: { max: number; aheadMs: number; paidMax?: number | null } | null;
+}
+
 /**
- * Milliseconds until a chat head of the bot becomes claimable (its next_attempt_at, its chat's
- * next_at, the bot's release from a 429), 0 when one is claimable now, null when none is pending.
- * Finds each chat's head with a skip scan of outbound_chat_fifo_idx (one probe per chat, not per
- * pending row): 20 ms for 100,000 pending rows over 1,000 chats, against 360 ms for an anti-join.
+ * Milliseconds until a row of the bot becomes claimable, 0 when one is claimable now, null when
+ * none will be without something else happening first (nothing pending, or only bulk rows held by
+ * the in-flight bound, which a settling bulk row's NOTIFY lifts). The same conditions as the claim,
+ * lane by lane, so that a worker neither sleeps past an interactive row's due time nor spins on
+ * claims that cannot take a rate-limited bulk row:
+ * - interactive chat heads: every one, by a skip scan of outbound_interactive_fifo_idx (one probe
+ *   per chat with interactive rows, however many chats a broadcast has pending); ready at the latest
+ *   of its next_attempt_at, its chat's next_at and the bot's free budget minus the horizon;
+ * - bulk chat heads among the oldest NEXT_DUE_BULK_WINDOW pending bulk rows (bounded work during a
+ *   broadcast of any size; a later head is found once these are sent, and bulk may wait that long),
+ *   only while its in-flight bound has room; ready when the free budget is at most the bulk gate's
+ *   wait away (a paid row: the paid budget within the horizon);
+ * - answers (no chat), at their next_attempt_at.
  */
-export async function outboundNextDueInMs(
-  db: Queryable,
-  a: { botId: string; now: Date | null; rateLimited: boolean; horizonMs: number },
-): Promise<number | null> {
-  const ready = a.rateLimited
-    ? `greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'),
-                coalesce((select b.tat - $3 * interval '1 millisecond' from relay.outbound_bot_rate b where b.bot_id = $1), '-infinity'))`
-    : 'h.next_attempt_at';
+export async function outboundNextDueInMs(db: Queryable, a: NextDueArgs): Promise<number | null> {
+  const bulk = a.rateLimited ? (a.bulk ?? null) : null;
+  const paidOn = !!bulk?.paidMax;
+  const paid = (x: string) => (paidOn ? carriesPaidBroadcastSql(x) : 'false');
+  // $1 bot, $2 now, $3 horizon ms, $4 bulk ahead ms, $5 bulk max, $6 paid max
+  const botFree = (lim: string) =>
+    a.rateLimited
+      ? `coalesce((select b.tat - ${lim}::float8 * interval '1 millisecond' from bot b), '-infinity')`
+      : `'-infinity'`;
+  const botPaid = a.rateLimited
+    ? `coalesce((select b.paid_tat - $3::float8 * interval '1 millisecond' from bot b), '-infinity')`
+    : `'-infinity'`;
+  const chatNext = a.rateLimited ? `coalesce(r.next_at, '-infinity')` : `'-infinity'`;
+  const bulkReady = bulk === null ? `'-infinity'` : `case when h.paid then ${botPaid} else ${botFree('$4')} end`;
+  const bulkRoom =
+    bulk === null
+      ? ''
+      : `and (case when h.paid then (select n from flying where paid) < $6::int else (select n from flying where not paid) < $5::int end)`;
+  const values: unknown[] = [a.botId, a.now, a.horizonMs];
+  if (bulk !== null) values.push(bulk.aheadMs, bulk.max, bulk.paidMax ?? 0);
   const { rows } = await db.query<{ ms: number | null }>(
     `with recursive heads as (
        (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
-         where o.bot_id = $1 and o.state in ('pending', 'delivering') order by o.target_chat_id, o.id limit 1)
+         where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.lane = 'interactive'
+         order by o.target_chat_id, o.id limit 1)
        union all
        select x.* from heads h cross join lateral
          (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
-           where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.target_chat_id > h.target_chat_id
+           where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.lane = 'interactive'
+             and o.target_chat_id > h.target_chat_id
            order by o.target_chat_id, o.id limit 1) x
      )
+     , bot as (select tat, paid_tat from relay.outbound_bot_rate where bot_id = $1)
+     , flying as (
+       select p.paid, (select count(*) from relay.outbound f
+                        where f.bot_id = $1 and f.state = 'delivering' and f.lane = 'bulk' and ${paid('f')} = p.paid) as n
+         from (values (true), (false)) as p(paid)
+     )
+     , bulk_heads as (
+       select w.target_chat_id, w.next_attempt_at, ${paid('w')} as paid
+         from (select o.* from relay.outbound o where o.bot_id = $1 and o.state = 'pending' and o.lane = 'bulk'
+                order by o.id limit ${NEXT_DUE_BULK_WINDOW}) w
+        where w.target_chat_id is not null
+          and not exists (select 1 from relay.outbound p
+                           where p.bot_id = $1 and p.target_chat_id = w.target_chat_id and p.lane = 'bulk'
+                             and p.state in ('pending', 'delivering') and p.id < w.id)
+     )
      , due as (
-       select min(${ready}) as at
+       select min(greatest(h.next_attempt_at, ${chatNext}, ${botFree('$3')})) as at
          from heads h
          left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
         where h.state = 'pending' and h.target_chat_id is not null
           and not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')
+       union all
+       select min(greatest(h.next_attempt_at, ${chatNext}, ${bulkReady}))
+         from bulk_heads h
+         left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
+        where not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')
+          ${bulkRoom}
        union all
        -- answers are in no chat's heads (outbound_pending_answers_idx)
        select min(o.next_attempt_at) from relay.outbound o
@@ -316,7 +414,7 @@ export async function outboundNextDueInMs(
      select case when min(at) is null then null  -- greatest() ignores nulls: no head must not read as "due now"
                  else greatest(0, extract(epoch from (min(at) - ${NOW(2)})) * 1000)::float8 end as ms
        from due`,
-    a.rateLimited ? [a.botId, a.now, a.horizonMs] : [a.botId, a.now],
+    values,
   );
   const ms = rows[0]?.ms;
   return ms === null || ms === undefined ? null : Math.ceil(Number(ms));

@@ -33,7 +33,7 @@ import {
   outboundSetTelegramMessageIds,
   outboundUploadsOf,
 } from './queries';
-import { OutboundRateLimiter, RESERVE_HORIZON_MS_DEFAULT } from './rate-limit';
+import { carriesPaidBroadcast, OutboundRateLimiter, RESERVE_HORIZON_MS_DEFAULT } from './rate-limit';
 import { isAnswer, methodOf, OutboundRow, sendOutbound } from './send-message';
 import { DEPENDENCY_RETRY_MS, resolveDependencies } from './dependencies';
 import { attachedParts } from './method-params';
@@ -168,6 +168,11 @@ export function createOutboundClaimStore(opts: {
   const { botId, limiter, opsChatId, horizonMs } = opts;
   const rateLimited = limiter.limits.mode === 'proactive';
   const sending = opts.sendingAtMostOnce;
+  const bulkBounds = {
+    max: limiter.bulkInFlightMax,
+    aheadMs: limiter.bulkAheadMs,
+    paidMax: limiter.paid?.inFlightMax ?? null,
+  };
   return createClaimStore<OutboundRow, OutboundEffects>(CLAIM_TABLES.outbound, {
     // chat heads (per lane) of this bot, ready for the rate limits
     // interactive rows first ('interactive' > 'bulk'; outbound_pending_lane_idx), then oldest first
@@ -176,12 +181,18 @@ export function createOutboundClaimStore(opts: {
         'c',
         p(botId),
         rateLimited ? p(horizonMs) : null,
-        rateLimited ? p(limiter.bulkInFlightMax) : null,
+        rateLimited
+          ? {
+              max: p(limiter.bulkInFlightMax),
+              aheadMs: p(limiter.bulkAheadMs),
+              paidMax: limiter.paid ? p(limiter.paid.inFlightMax) : null,
+            }
+          : null,
       ),
     order: 'c.lane desc, c.id',
     // the whole row
     columns: '*',
-    nextDueInMs: (db, now) => outboundNextDueInMs(db, { botId, now, rateLimited, horizonMs }),
+    nextDueInMs: (db, now) => outboundNextDueInMs(db, { botId, now, rateLimited, horizonMs, bulk: bulkBounds }),
     async effects(db, landed) {
       const messageIds: { id: string; messageId: number; messageIds: number[] }[] = [];
       let problem: OutboundEffects['configProblem'];
@@ -302,7 +313,15 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     const slot =
       isAnswer(row) || chatId === null
         ? ({ ok: true, waitedMs: 0 } as const)
-        : await limiter.acquire(pool, row.bot_id, chatId, ctx.signal, count, row.lane ?? 'interactive');
+        : await limiter.acquire(
+            pool,
+            row.bot_id,
+            chatId,
+            ctx.signal,
+            count,
+            row.lane ?? 'interactive',
+            carriesPaidBroadcast(row),
+          );
     if (!slot.ok) {
       return Outcome.retry(slot.retryInMs, {
         uncounted: true,

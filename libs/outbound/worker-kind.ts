@@ -37,6 +37,7 @@ export async function createOutboundKindFromConfig(
       perBot: config.OUTBOUND_RATE_PER_BOT,
       perChat: config.OUTBOUND_RATE_PER_CHAT,
       perGroup: config.OUTBOUND_RATE_PER_GROUP,
+      paidBroadcast: config.PAID_BROADCAST_RATE > 0 ? { count: config.PAID_BROADCAST_RATE, windowMs: 1000 } : null,
     },
     { metrics: deps.rateLimitMetrics },
   );

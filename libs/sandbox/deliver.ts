@@ -63,7 +63,7 @@ export function preflight(
 ): Preflight {
   const replyMarkup = replyMarkupParam(params.reply_markup);
   const replyTo = replyToOf(bot, target.chat, params);
-  enforceRateLimit(bot, target.chatId, env);
+  enforceRateLimit(bot, target.chatId, env, boolParam(params.allow_paid_broadcast));
   return { replyMarkup, replyTo };
 }
 
@@ -97,6 +97,7 @@ export function postMessage(
     text: summary.text,
     time: Date.now(),
   };
+  if (boolParam(params.allow_paid_broadcast)) record.paid = true;
   if (summary.media !== undefined) record.media = summary.media;
   if (summary.caption !== undefined) record.caption = summary.caption;
   if (summary.file_id !== undefined) record.file_id = summary.file_id;

@@ -68,8 +68,9 @@ export function replyTarget(params: Record<string, unknown>): { id?: number; all
   };
 }
 
-export function enforceRateLimit(bot: BotState, chatId: number | string, env: MessagingEnv): void {
-  const retryAfter = env.limiter.take(bot.id, chatId);
+/** `paid`: the send carries allow_paid_broadcast (paced by the paid bucket when one is configured). */
+export function enforceRateLimit(bot: BotState, chatId: number | string, env: MessagingEnv, paid = false): void {
+  const retryAfter = env.limiter.take(bot.id, chatId, Date.now(), paid);
   if (retryAfter > 0) {
     env.onRateLimited();
     throw new BotApiError(429, TG_DESCRIPTIONS.tooManyRequests(retryAfter), { retry_after: retryAfter });
@@ -89,7 +90,8 @@ export function sendMessage(bot: BotState, params: Record<string, unknown>, env:
     if (reply.id <= bot.lastMessageIdOf(chat.id)) replyTo = { message_id: reply.id, date: nowSeconds(), chat };
     else if (!reply.allowMissing) throw new BotApiError(400, TG_DESCRIPTIONS.replyNotFound);
   }
-  enforceRateLimit(bot, chatId, env);
+  const paid = boolParam(params.allow_paid_broadcast);
+  enforceRateLimit(bot, chatId, env, paid);
 
   const message: TgMessage = { message_id: bot.nextMessageId(chat.id), from: bot.user, chat, date: nowSeconds(), text };
   if (replyMarkup !== undefined) message.reply_markup = replyMarkup;
@@ -104,6 +106,7 @@ export function sendMessage(bot: BotState, params: Record<string, unknown>, env:
     text,
     time: Date.now(),
   };
+  if (paid) record.paid = true;
   if (parseMode) record.parse_mode = parseMode;
   if (replyMarkup !== undefined) record.reply_markup = replyMarkup;
   if (replyTo) record.reply_to_message_id = replyTo.message_id;

@@ -13,6 +13,8 @@
  * Buckets: per bot (default 30/s), per private chat (chat_id > 0, default 1/s, burst 1), per group
  * or channel (chat_id < 0 or @username, default 20/min). A send must conform to the bot bucket and
  * its chat bucket; retry_after is the larger wait, rounded up to whole seconds (at least 1).
+ * With `paidBroadcast` set, a send with allow_paid_broadcast is paced by that bucket (bot-wide)
+ * instead of the per-bot one; its chat bucket applies as to any send.
  */
 import type { BucketLimit, RateLimitConfig } from './types';
 
@@ -24,20 +26,31 @@ export const DEFAULT_RATE_LIMITS: RateLimitConfig = {
   toleranceMs: 100,
 };
 
-export type RateLimitsInput = Partial<Omit<RateLimitConfig, 'perBot' | 'privateChat' | 'groupChat'>> & {
+export type RateLimitsInput = Partial<
+  Omit<RateLimitConfig, 'perBot' | 'privateChat' | 'groupChat' | 'paidBroadcast'>
+> & {
   perBot?: Partial<BucketLimit>;
   privateChat?: Partial<BucketLimit>;
   groupChat?: Partial<BucketLimit>;
+  /** null turns paid broadcasts off again. */
+  paidBroadcast?: BucketLimit | null;
 };
 
 export function mergeRateLimits(base: RateLimitConfig, patch: RateLimitsInput | undefined): RateLimitConfig {
   if (!patch) return cloneLimits(base);
+  const paid =
+    patch.paidBroadcast === null
+      ? undefined
+      : patch.paidBroadcast !== undefined
+        ? mergeBucket({ count: patch.paidBroadcast.count, windowMs: patch.paidBroadcast.windowMs }, patch.paidBroadcast)
+        : base.paidBroadcast && { ...base.paidBroadcast };
   return {
     enabled: patch.enabled ?? base.enabled,
     toleranceMs: patch.toleranceMs ?? base.toleranceMs,
     perBot: mergeBucket(base.perBot, patch.perBot),
     privateChat: mergeBucket(base.privateChat, patch.privateChat),
     groupChat: mergeBucket(base.groupChat, patch.groupChat),
+    ...(paid ? { paidBroadcast: paid } : {}),
   };
 }
 
@@ -53,7 +66,9 @@ function mergeBucket(base: BucketLimit, patch: Partial<BucketLimit> | undefined)
 }
 
 function cloneLimits(l: RateLimitConfig): RateLimitConfig {
-  return { ...l, perBot: { ...l.perBot }, privateChat: { ...l.privateChat }, groupChat: { ...l.groupChat } };
+  const c = { ...l, perBot: { ...l.perBot }, privateChat: { ...l.privateChat }, groupChat: { ...l.groupChat } };
+  if (l.paidBroadcast) c.paidBroadcast = { ...l.paidBroadcast };
+  return c;
 }
 
 export class RateLimiter {
@@ -77,13 +92,14 @@ export class RateLimiter {
 
   /**
    * Try to take one send for (bot, chat). Returns 0 when accepted (and charged), otherwise the
-   * retry_after in whole seconds (nothing charged).
+   * retry_after in whole seconds (nothing charged). `paid`: the send carries allow_paid_broadcast.
    */
-  take(botId: number, chat: number | string, now = Date.now()): number {
+  take(botId: number, chat: number | string, now = Date.now(), paid = false): number {
     if (!this.config.enabled) return 0;
     const isPrivate = typeof chat === 'number' && chat > 0;
+    const paidBucket = paid ? this.config.paidBroadcast : undefined;
     const buckets: Array<[string, BucketLimit]> = [
-      [`bot:${botId}`, this.config.perBot],
+      paidBucket ? [`paid:${botId}`, paidBucket] : [`bot:${botId}`, this.config.perBot],
       [`chat:${botId}:${chat}`, isPrivate ? this.config.privateChat : this.config.groupChat],
     ];
     let waitMs = 0;

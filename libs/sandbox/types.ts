@@ -117,6 +117,8 @@ export interface SentMessage {
   reply_markup?: unknown;
   reply_to_message_id?: number;
   disable_notification?: boolean;
+  /** Sent with allow_paid_broadcast. */
+  paid?: boolean;
   /**
    * A media message: its kind (`photo`, `document`, `media_group` item kinds, `location`, …). Its
    * `text` is then what a chat list shows: `[photo]`, or `[photo] caption` with a caption.
@@ -221,6 +223,12 @@ export interface RateLimitConfig {
   privateChat: BucketLimit;
   /** chat_id < 0 or @channel */
   groupChat: BucketLimit;
+  /**
+   * Paid broadcasts: a send with `allow_paid_broadcast: true` is paced by this bucket instead of
+   * `perBot` (Telegram lets such sends exceed the free rate, for a fee); per-chat limits still apply.
+   * Absent (the default): the flag changes nothing, as for a bot Telegram has not enabled.
+   */
+  paidBroadcast?: BucketLimit;
   /** Arrival jitter tolerated on every bucket, ms (network and timer jitter of a well-paced client). */
   toleranceMs: number;
 }

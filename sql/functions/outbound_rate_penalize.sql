@@ -4,7 +4,8 @@
  * A 429 for a send to p_chat_id: the chat may not send before now + retry_after. Telegram does not
  * say which limit was hit; when a 429 for another chat of the same bot came within the last
  * max(retry_after, 1 s), the limit is taken to be the bot's and the whole bot waits too.
- * Returns true when the bot was pushed back.
+ * Returns true when the bot was pushed back; a bot-level push holds the paid-broadcast budget
+ * (paid_tat, 0031) as well.
  */
 create or replace function relay.outbound_rate_penalize(
   p_bot_id text, p_chat_id text, p_retry_after_ms float8, p_bot_burst_tolerance_ms float8
@@ -24,7 +25,8 @@ begin
   v_bot_level := b.last_429_at is not null and b.last_429_at > v_now - v_window and b.last_429_chat_id is distinct from p_chat_id;
   update relay.outbound_bot_rate r
      set last_429_at = v_now, last_429_chat_id = p_chat_id, updated_at = v_now,
-         tat = case when v_bot_level then greatest(r.tat, v_until + p_bot_burst_tolerance_ms * interval '1 millisecond') else r.tat end
+         tat = case when v_bot_level then greatest(r.tat, v_until + p_bot_burst_tolerance_ms * interval '1 millisecond') else r.tat end,
+         paid_tat = case when v_bot_level then greatest(r.paid_tat, v_until) else r.paid_tat end
    where r.bot_id = p_bot_id;
   return v_bot_level;
 end $$;

@@ -18,7 +18,7 @@ and not exists (select 1 from relay.outbound_chat_rate r
                  where r.bot_id = c.bot_id and r.chat_id = c.target_chat_id and r.next_at > clock_timestamp())
 and (c.target_chat_id is null
      or not exists (select 1 from relay.outbound_bot_rate b
-                     where b.bot_id = $5 and b.tat > clock_timestamp() + $6 * interval '1 millisecond'))
+                     where b.bot_id = $5 and b.tat > clock_timestamp() + (case when c.lane = 'bulk' then $8::float8 else $6::float8 end) * interval '1 millisecond'))
    order by c.lane desc, c.id
    limit $1
    for update of c skip locked
@@ -42,20 +42,42 @@ select claimed.*, claimed.id::text as id, (select count(*) from activated)::int 
 -- next due ($1 now or null, then the variant values)
 with recursive heads as (
   (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
-    where o.bot_id = $1 and o.state in ('pending', 'delivering') order by o.target_chat_id, o.id limit 1)
+    where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.lane = 'interactive'
+    order by o.target_chat_id, o.id limit 1)
   union all
   select x.* from heads h cross join lateral
     (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
-      where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.target_chat_id > h.target_chat_id
+      where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.lane = 'interactive'
+        and o.target_chat_id > h.target_chat_id
       order by o.target_chat_id, o.id limit 1) x
 )
+, bot as (select tat, paid_tat from relay.outbound_bot_rate where bot_id = $1)
+, flying as (
+  select p.paid, (select count(*) from relay.outbound f
+                   where f.bot_id = $1 and f.state = 'delivering' and f.lane = 'bulk' and false = p.paid) as n
+    from (values (true), (false)) as p(paid)
+)
+, bulk_heads as (
+  select w.target_chat_id, w.next_attempt_at, false as paid
+    from (select o.* from relay.outbound o where o.bot_id = $1 and o.state = 'pending' and o.lane = 'bulk'
+           order by o.id limit 100) w
+   where w.target_chat_id is not null
+     and not exists (select 1 from relay.outbound p
+                      where p.bot_id = $1 and p.target_chat_id = w.target_chat_id and p.lane = 'bulk'
+                        and p.state in ('pending', 'delivering') and p.id < w.id)
+)
 , due as (
-  select min(greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'),
-           coalesce((select b.tat - $3 * interval '1 millisecond' from relay.outbound_bot_rate b where b.bot_id = $1), '-infinity'))) as at
+  select min(greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'), coalesce((select b.tat - $3::float8 * interval '1 millisecond' from bot b), '-infinity'))) as at
     from heads h
     left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
    where h.state = 'pending' and h.target_chat_id is not null
      and not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')
+  union all
+  select min(greatest(h.next_attempt_at, coalesce(r.next_at, '-infinity'), case when h.paid then coalesce((select b.paid_tat - $3::float8 * interval '1 millisecond' from bot b), '-infinity') else coalesce((select b.tat - $4::float8 * interval '1 millisecond' from bot b), '-infinity') end))
+    from bulk_heads h
+    left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
+   where not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')
+     and (case when h.paid then (select n from flying where paid) < $6::int else (select n from flying where not paid) < $5::int end)
   union all
   -- answers are in no chat's heads (outbound_pending_answers_idx)
   select min(o.next_attempt_at) from relay.outbound o

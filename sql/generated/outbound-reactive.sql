@@ -34,19 +34,42 @@ select claimed.*, claimed.id::text as id, (select count(*) from activated)::int 
 -- next due ($1 now or null, then the variant values)
 with recursive heads as (
   (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
-    where o.bot_id = $1 and o.state in ('pending', 'delivering') order by o.target_chat_id, o.id limit 1)
+    where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.lane = 'interactive'
+    order by o.target_chat_id, o.id limit 1)
   union all
   select x.* from heads h cross join lateral
     (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
-      where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.target_chat_id > h.target_chat_id
+      where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.lane = 'interactive'
+        and o.target_chat_id > h.target_chat_id
       order by o.target_chat_id, o.id limit 1) x
 )
+, bot as (select tat, paid_tat from relay.outbound_bot_rate where bot_id = $1)
+, flying as (
+  select p.paid, (select count(*) from relay.outbound f
+                   where f.bot_id = $1 and f.state = 'delivering' and f.lane = 'bulk' and false = p.paid) as n
+    from (values (true), (false)) as p(paid)
+)
+, bulk_heads as (
+  select w.target_chat_id, w.next_attempt_at, false as paid
+    from (select o.* from relay.outbound o where o.bot_id = $1 and o.state = 'pending' and o.lane = 'bulk'
+           order by o.id limit 100) w
+   where w.target_chat_id is not null
+     and not exists (select 1 from relay.outbound p
+                      where p.bot_id = $1 and p.target_chat_id = w.target_chat_id and p.lane = 'bulk'
+                        and p.state in ('pending', 'delivering') and p.id < w.id)
+)
 , due as (
-  select min(h.next_attempt_at) as at
+  select min(greatest(h.next_attempt_at, '-infinity', '-infinity')) as at
     from heads h
     left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
    where h.state = 'pending' and h.target_chat_id is not null
      and not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')
+  union all
+  select min(greatest(h.next_attempt_at, '-infinity', '-infinity'))
+    from bulk_heads h
+    left join relay.outbound_chat_rate r on r.bot_id = $1 and r.chat_id = h.target_chat_id
+   where not exists (select 1 from relay.outbound d where d.bot_id = $1 and d.target_chat_id = h.target_chat_id and d.state = 'delivering')
+     
   union all
   -- answers are in no chat's heads (outbound_pending_answers_idx)
   select min(o.next_attempt_at) from relay.outbound o

@@ -68,6 +68,57 @@ describe('fleet-wide rate limits in PostgreSQL', () => {
     expect(rows).toHaveLength(1);
   });
 
+  it('paces paid bulk sends by their own budget (PAID_BROADCAST_RATE), leaving the free one to interactive sends', async () => {
+    const paidRate = 90;
+    const l = createOutboundRateLimiter({
+      ...OUTBOUND_RATE_LIMITS_DEFAULT,
+      perBot: { count: 30, windowMs: 1000 },
+      paidBroadcast: { count: paidRate, windowMs: 1000 },
+    });
+    const pools: Pool[] = Array.from({ length: 3 }, () => createPool(db.url, { max: 4 }));
+    const paid: number[] = [];
+    const replyWaits: number[] = [];
+    const t0 = performance.now();
+    try {
+      const senders = pools.flatMap((pool, p) =>
+        Array.from({ length: 4 }, async (_, k) => {
+          let n = 0;
+          while (performance.now() - t0 < 1_500) {
+            const chat = String(10_000 + p * 1000 + k * 100 + (n++ % 100));
+            const r = await l.acquire(pool, 'bot-paid', chat, undefined, 1, 'bulk', true);
+            if (r.ok) paid.push(performance.now() - t0);
+          }
+        }),
+      );
+      // interactive sends meanwhile, 5/s: each takes the next free slot (nothing else uses the free budget)
+      const replies = (async () => {
+        for (let i = 0; i < 6; i++) {
+          const r = await l.acquire(pools[0], 'bot-paid', String(50 + i));
+          if (r.ok) replyWaits.push(r.waitedMs);
+          await new Promise((res) => setTimeout(res, 200));
+        }
+      })();
+      await Promise.all([...senders, replies]);
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+    paid.sort((a, b) => a - b);
+    const achieved = (paid.length - 1) / ((paid[paid.length - 1] - paid[0]) / 1000);
+    // well above the free 30/s, not above the paid rate
+    expect(achieved).toBeGreaterThan(paidRate * 0.8);
+    expect(achieved).toBeLessThanOrEqual(paidRate * 1.05);
+    expect(replyWaits).toHaveLength(6);
+    for (const w of replyWaits) expect(w).toBeLessThanOrEqual(1000 / 30 + 1);
+    // a plain bulk row, or any row with the paid budget off, still takes the free budget
+    const free = createOutboundRateLimiter({ ...OUTBOUND_RATE_LIMITS_DEFAULT, perBot: { count: 1, windowMs: 1000 } });
+    const never = AbortSignal.abort();
+    expect(await free.acquire(db.pool, 'bot-paid-off', '1', never, 1, 'bulk', true)).toMatchObject({ ok: true });
+    // the next free slot is a second away: too far for a bulk row, which gives its claim back
+    const second = await free.acquire(db.pool, 'bot-paid-off', '2', never, 1, 'bulk', true);
+    expect(second).toMatchObject({ ok: false });
+    expect(!second.ok && second.retryInMs).toBeGreaterThan(500);
+  });
+
   it('makes a chat wait its interval after an attempt ends, other chats not', async () => {
     const l = limiter();
     await l.afterAttempt(db.pool, 'bot-b', '42');

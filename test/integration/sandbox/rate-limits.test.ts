@@ -116,4 +116,30 @@ describe('sandbox rate limits', () => {
     for (let i = 0; i < 4; i++) statuses.push((await tg(api, TOKEN, 'sendMessage', { chat_id: 8, text: 'y' })).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
   });
+
+  it('paces sends with allow_paid_broadcast by the paid bucket when one is set (per-chat limits still apply), else by the bot bucket', async () => {
+    // minute-long windows: nothing refills while the sends arrive, however loaded the machine
+    await start({ perBot: { count: 5, windowMs: 60_000 } });
+    const send = (chat: number, paid: boolean) =>
+      tg(api, TOKEN, 'sendMessage', { chat_id: chat, text: 'p', ...(paid ? { allow_paid_broadcast: true } : {}) });
+    const burst = async (from: number, n: number, paid: boolean) => {
+      const statuses = [];
+      for (let i = 0; i < n; i++) statuses.push((await send(from + i, paid)).status);
+      return statuses.filter((s) => s === 200).length;
+    };
+    // no paid bucket: the flag changes nothing (a bot Telegram has not enabled)
+    expect(await burst(100, 8, true)).toBe(5);
+    sb.setLimits({ paidBroadcast: { count: 20, windowMs: 60_000 } });
+    expect(sb.limits().paidBroadcast).toEqual({ count: 20, windowMs: 60_000, burst: 20 });
+    expect(await burst(200, 25, true)).toBe(20);
+    // the free bucket is its own: unpaid sends still get their 5
+    expect(await burst(300, 8, false)).toBe(5);
+    expect(sb.sent(TOKEN).filter((m) => m.paid)).toHaveLength(25);
+    // a paid send to a chat just written to is still limited per chat
+    sb.setLimits({ paidBroadcast: { count: 100, windowMs: 60_000 } });
+    expect((await send(400, true)).status).toBe(200);
+    expect((await send(400, true)).status).toBe(429);
+    sb.setLimits({ paidBroadcast: null });
+    expect(sb.limits().paidBroadcast).toBeUndefined();
+  });
 });
