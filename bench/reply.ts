@@ -167,7 +167,7 @@ async function runRelay(sb: BotApiSandbox, watch: Watch, mode: 'split' | 'start'
   try {
     await untilPolling(watch, token, procs);
     const run = await drive(sb, watch, token);
-    return { ...run, breakdown: await breakdown(db.pool, watch, token, run) };
+    return { ...run, breakdown: await breakdown(db.pool, watch, token, run), units: await unitCosts(db.pool) };
   } finally {
     for (const p of procs) p.kill('SIGTERM');
     await Promise.all(procs.map((p) => exited(p)));
@@ -239,6 +239,42 @@ async function breakdown(pool: Pool, watch: Watch, token: string, run: Run): Pro
   return hops;
 }
 
+/**
+ * This server's unit costs, measured in the run: a bare round trip, and a durable commit (BEGIN, a
+ * one-row insert, COMMIT: the WAL flush every committed write waits for with synchronous_commit=on).
+ */
+async function unitCosts(pool: Pool): Promise<{ roundTripMs: number; commitMs: number }> {
+  const c = await pool.connect();
+  try {
+    await c.query('create table if not exists bench_reply_floor (x int)');
+    const rt: number[] = [];
+    const commit: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      let t = performance.now();
+      await c.query('select 1');
+      rt.push(performance.now() - t);
+      t = performance.now();
+      await c.query('begin');
+      await c.query('insert into bench_reply_floor values (1)');
+      await c.query('commit');
+      commit.push(performance.now() - t);
+    }
+    await c.query('drop table bench_reply_floor');
+    return { roundTripMs: median(rt), commitMs: median(commit) };
+  } finally {
+    c.release();
+  }
+}
+
+/** The durable commits a relayed reply waits for before its sendMessage leaves (docs/dispatch.md). */
+const COMMITS_BEFORE_SEND = [
+  'ingress batch',
+  'dispatch claim',
+  'outcome (handled mark + reply rows)',
+  'outbound claim',
+  'rate-limit reservation',
+];
+
 const verdict = (ok: boolean) => (ok ? 'met' : 'NOT MET');
 const line = (name: string, xs: number[]) =>
   `${name.padEnd(28)} p50 ${fmt(pct(xs, 50), 1).padStart(6)} ms   p90 ${fmt(pct(xs, 90), 1).padStart(6)} ms   p99 ${fmt(pct(xs, 99), 1).padStart(6)} ms   max ${fmt(Math.max(...xs), 1).padStart(6)} ms`;
@@ -269,6 +305,12 @@ async function main(): Promise<void> {
       log(`  where a reply's time goes (${name}, median / p90 of ${r.breakdown[0].ms.length} replies):`);
       for (const h of r.breakdown)
         log(`    ${h.name.padEnd(50)} ${fmt(median(h.ms), 1).padStart(6)} ms ${fmt(pct(h.ms, 90), 1).padStart(6)} ms`);
+      const { roundTripMs, commitMs } = r.units;
+      log(
+        `  floor: ${COMMITS_BEFORE_SEND.length} durable commits before the send (${COMMITS_BEFORE_SEND.join(', ')}) × ` +
+          `${fmt(commitMs, 2)} ms per commit on this server (round trip ${fmt(roundTripMs, 2)} ms) = ` +
+          `${fmt(COMMITS_BEFORE_SEND.length * commitMs, 1)} ms, against a p50 target of ${fmt(RATIO_TARGET * pct(telegraf.latencies, 50), 1)} ms`,
+      );
     }
     log(`\n${summary.join('\n')}\nload average: ${loadStart} at the start, ${loadAverage()} at the end`);
   } finally {
