@@ -5,7 +5,7 @@
  */
 import { resolveAdminTokens } from '../../libs/admin/auth';
 import { Config, describeConfig, loadConfig } from '../../libs/config';
-import { createPool, Database, migrateAll, migrationDatabaseUrl, resolveDatabase } from '../../libs/db';
+import { createPool, Database, QUEUES, migrateAll, migrationDatabaseUrl, resolveDatabase } from '../../libs/db';
 import { startIngress, IngressRuntime } from '../../libs/ingress/runtime';
 import { JetStreamRuntime, startJetStreamRuntime } from '../../libs/jetstream/runtime';
 import { EXIT_COMPONENT_DIED, EXIT_CONFIG, EXIT_STALLED } from '../../libs/lifecycle/exit-codes';
@@ -75,6 +75,9 @@ export async function run(): Promise<number> {
     metrics?.server.addCheck('poller', ingress.ready);
     worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
     metrics?.server.addCheck('worker', worker.ready);
+    // the poller and the dispatch loop share this process: a committed batch wakes dispatch directly
+    const w = worker;
+    ingress.onStored(() => w.wake(QUEUES.dispatch));
     if (config.NATS_URL) {
       jetstream = await startJetStreamRuntime({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
       metrics?.server.addCheck('jetstream', jetstream.ready);

@@ -64,6 +64,8 @@ export interface IngressRuntime {
    * the webhook is not ready.
    */
   readonly ready: () => Promise<ReadyCheck>;
+  /** Calls `fn` after every batch transaction that committed new updates (an in-process wake of dispatch). */
+  onStored(fn: () => void): () => void;
 }
 
 /** A unique lease owner id for this process: host, pid and a random suffix. */
@@ -140,6 +142,7 @@ function createIngress(opts: IngressOptions): IngressRuntime {
   };
 
   let component: IngressComponent | null = null;
+  const onStored = new Set<() => void>();
   let resolveDone!: (e: IngressExit) => void;
   const done = new Promise<IngressExit>((r) => (resolveDone = r));
   let health: { stop(): void } | null = null;
@@ -187,6 +190,9 @@ function createIngress(opts: IngressOptions): IngressRuntime {
     });
     const c = createIngressComponent(config, common);
     if (opts.metrics) observeIngress(opts.metrics, botId, c);
+    c.events.on('batch', (e) => {
+      if (e.result === 'committed' && e.stored > 0) for (const fn of onStored) fn();
+    });
     component = c;
     await c.start();
     void c.done.then(resolveDone);
@@ -207,6 +213,10 @@ function createIngress(opts: IngressOptions): IngressRuntime {
     owner,
     done,
     webhookAddress: () => component?.address() ?? null,
+    onStored(fn) {
+      onStored.add(fn);
+      return () => void onStored.delete(fn);
+    },
     ready: () =>
       ingressReady({
         status: component?.status() ?? STARTING,

@@ -18,6 +18,7 @@ import { createAlertFlusher } from '../outbound/alert-flush';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 import { createPeriodicPrune } from '../retention/periodic';
 import { createBroadcastFeederFromConfig } from '../broadcasts/feeder';
+import { wakeOutboundOnDispatch, wakeQueue } from './local-wake';
 
 export interface WorkerRuntime {
   workerId: string;
@@ -28,6 +29,8 @@ export interface WorkerRuntime {
   stop(timeoutMs: number): Promise<void>;
   /** Ready: every claim loop runs, the database answers, heartbeats are fresh (METRICS_PORT /health/ready). */
   readonly ready: () => Promise<ReadyCheck>;
+  /** Claim `queue` now (as its NOTIFY would): a component of the same process committed work for it. */
+  wake(queue: string): void;
 }
 
 export async function startWorkerRuntime(opts: {
@@ -88,6 +91,7 @@ export async function startWorkerRuntime(opts: {
       },
     });
     if (opts.metrics) observeWorker(opts.metrics, worker);
+    wakeOutboundOnDispatch(worker);
     await worker.start();
     // retention (docs/retention.md): one replica at a time prunes every PRUNE_EVERY
     const prune = config.PRUNE_EVERY
@@ -143,6 +147,7 @@ export async function startWorkerRuntime(opts: {
       queues,
       died,
       ready,
+      wake: (queue) => wakeQueue(worker, queue),
       stop: (timeoutMs) =>
         (stopping ??= (async () => {
           await Promise.all([worker.stop({ timeoutMs }), prune?.stop(), alertFlush?.stop(), feeder?.stop()]);
