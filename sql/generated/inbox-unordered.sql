@@ -36,8 +36,9 @@ where c.state = 'pending' and c.claim_id is null and c.bot_id = $2;
 
 -- settle ($1 the outcomes as a JSON array, $2 now or null)
 with locked as (
-  select x.* from "relay"."inbox" t join json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean) on t.id = x.id and t.claim_id = x.claim_id
-   where t.state = 'pending' order by t.id for update of t)
+  select x.* from "relay"."inbox" t join json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean, ledger_output jsonb) on t.id = x.id and t.claim_id = x.claim_id
+   where t.state = 'pending' order by t.id for update of t),
+settled as (
 update "relay"."inbox" t
    set state = case x.state when 'delivered' then 'handled' else x.state end,
        next_attempt_at = case when x.state = 'pending' then coalesce($2::timestamptz, now()) + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
@@ -49,7 +50,9 @@ update "relay"."inbox" t
  where t.id = x.id
 returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", x.state as state, t.next_attempt_at as "nextAttemptAt", (t.chat_id is not null and exists (
              select 1 from relay.inbox n
-              where n.bot_id = t.bot_id and n.chat_id = t.chat_id and n.state = 'pending' and n.id <> t.id)) as "hasFollowers";
+              where n.bot_id = t.bot_id and n.chat_id = t.chat_id and n.state = 'pending' and n.id <> t.id)) as "hasFollowers"
+)
+select * from settled;
 
 -- heartbeat ($1 ids, $2 claim ids, $3 now or null)
 with input as (select * from unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)),

@@ -58,8 +58,9 @@ select case when min(at) is null then null  -- greatest() ignores nulls: no head
 
 -- settle ($1 the outcomes as a JSON array, $2 now or null)
 with locked as (
-  select x.* from "relay"."outbound" t join json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean) on t.id = x.id and t.claim_id = x.claim_id
-   where t.state = 'delivering' order by t.id for update of t)
+  select x.* from "relay"."outbound" t join json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean, ledger_output jsonb) on t.id = x.id and t.claim_id = x.claim_id
+   where t.state = 'delivering' order by t.id for update of t),
+settled as (
 update "relay"."outbound" t
    set state = x.state,
        next_attempt_at = case when x.state = 'pending' then coalesce($2::timestamptz, now()) + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
@@ -71,7 +72,9 @@ update "relay"."outbound" t
        claim_id = null, heartbeat_at = null, updated_at = now()
   from locked x
  where t.id = x.id
-returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", x.state as state, t.next_attempt_at as "nextAttemptAt";
+returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", x.state as state, t.next_attempt_at as "nextAttemptAt"
+)
+select * from settled;
 
 -- heartbeat ($1 ids, $2 claim ids, $3 now or null)
 with input as (select * from unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)),
