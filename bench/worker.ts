@@ -505,8 +505,11 @@ function statementKind(text: string): string {
 }
 
 /** Counts every query any pg client of this process sends while `fn` runs. */
-async function countQueries<T>(fn: () => Promise<T>): Promise<{ result: T; counts: Map<string, number> }> {
+async function countQueries<T>(
+  fn: () => Promise<T>,
+): Promise<{ result: T; counts: Map<string, number>; times: Map<string, number> }> {
   const counts = new Map<string, number>();
+  const times = new Map<string, number>();
   const proto = PgClient.prototype as unknown as { query: (...a: unknown[]) => unknown };
   const original = proto.query;
   proto.query = function (this: unknown, ...a: unknown[]) {
@@ -514,10 +517,21 @@ async function countQueries<T>(fn: () => Promise<T>): Promise<{ result: T; count
     const text = typeof q === 'string' ? q : ((q as { text?: string })?.text ?? '');
     const k = statementKind(text);
     counts.set(k, (counts.get(k) ?? 0) + 1);
-    return original.apply(this, a);
+    const t0 = performance.now();
+    const add = () => times.set(k, (times.get(k) ?? 0) + performance.now() - t0);
+    // pg.Pool#query hands the client a callback; a client's own query returns a promise
+    const cb = a[a.length - 1];
+    if (typeof cb === 'function')
+      a[a.length - 1] = (...r: unknown[]) => {
+        add();
+        return (cb as (...r: unknown[]) => unknown)(...r);
+      };
+    const r = original.apply(this, a);
+    if (r instanceof Promise) void r.then(add, () => undefined);
+    return r;
   };
   try {
-    return { result: await fn(), counts };
+    return { result: await fn(), counts, times };
   } finally {
     proto.query = original;
   }
@@ -586,16 +600,23 @@ async function partG(url: string, pool: Pool): Promise<void> {
         `(target >= ${targets[c]}x: ${ratio >= targets[c] ? 'met' : 'NOT MET'})`,
     );
   }
-  const { result: rate, counts } = await countQueries(() => ourLoop(url, pool, n, 16));
+  const { result: rate, counts, times } = await countQueries(() => ourLoop(url, pool, n, 16));
   // ourLoop's own setup and check statements run before and after the worker: not the engine's
   counts.delete('other');
   let total = 0;
   log(`  census at concurrency 16 (${fmt(rate)} jobs/s while counted), client statements = round trips per job:`);
   for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) {
     total += v;
-    log(`    ${k.padEnd(42)} ${fmt(v / n, 3)}`);
+    const ms = (times.get(k) ?? 0) / v;
+    log(
+      `    ${k.padEnd(42)} ${fmt(v / n, 3)}   (${fmt(ms, 2)} ms each as the client waits, ${fmt(((times.get(k) ?? 0) / n) * 1000, 0)} µs per job)`,
+    );
   }
   log(`    ${'total'.padEnd(42)} ${fmt(total / n, 3)}  (load ${loadAverage()})`);
+  log(
+    `  floor at 16: a claim takes 8 (half the slots) and each batch of 8 costs its claim and its outcome statement; ` +
+      `with both on the wire at once that is about 8 / max(claim, settle) ms jobs per ms, the rest is PostgreSQL's own work on a loaded host`,
+  );
 }
 
 async function main(): Promise<void> {
