@@ -18,6 +18,11 @@
  *     a local receiver). First the per-job cost of the span wrapper every attempt runs through, with
  *     tracing off, next to a direct call; then real `tg-relay worker` processes delivering the same
  *     backlog of captures (rows carrying a traceparent, as ingress writes them) off and on, alternated.
+ * (g) the engine at WORKER_CONCURRENCY=16 and 200 next to graphile-worker 0.17 at the same
+ *     concurrency (`--only=g`): 20,000 no-op jobs each, ours and graphile's interleaved on the same
+ *     database server, jobs/s, ratios and the targets (>= 1.5x at 16, >= 3x at 200); then a census of
+ *     our statements and round trips per job at concurrency 16 (every client query of the process
+ *     counted by kind).
  * Runs on DATABASE_URL if set, else on an embedded PostgreSQL in a temp dir.
  */
 import { performance } from 'node:perf_hooks';
@@ -31,10 +36,12 @@ import type { Registry } from 'prom-client';
 import { createCollector } from '../libs/sandbox';
 import { insertCaptures } from '../test/support/capture-fixtures';
 import { benchDatabase } from './support/database';
-import { fmt, median, pct, startBenchWorker } from './support/worker-process';
+import { fmt, loadAverage, median, pct, startBenchWorker } from './support/worker-process';
 import { inJobSpan } from '../libs/queue/job-span';
 import { SpanKind, tracingEnabled } from '../libs/observability/tracing';
 import { startOtlpReceiver } from '../test/support/otlp-receiver';
+import { run as runGraphile, makeWorkerUtils, Logger as GraphileLogger } from 'graphile-worker';
+import { Client as PgClient } from 'pg';
 
 const args = process.argv.slice(2);
 const QUICK = args.includes('--quick');
@@ -476,6 +483,142 @@ async function partD(url: string, pool: Pool): Promise<void> {
   );
 }
 
+// ---- (g) concurrency 16 and 200 vs graphile-worker, and the statement census ---------------------------
+
+/** What each client query of the engine is, by its text (the census's rows). */
+function statementKind(text: string): string {
+  const t = text.trim().toLowerCase();
+  if (t === 'begin' || t.startsWith('begin')) return 'BEGIN';
+  if (t === 'commit') return 'COMMIT';
+  if (t === 'rollback') return 'ROLLBACK';
+  if (t.includes('picked as')) return 'claim + ledger activation';
+  if (t.includes('min(c.next_attempt_at)')) return 'next-due query';
+  if (t.includes('settled as') && t.includes('insert into relay.attempts'))
+    return 'settle + ledger + audit (one statement)';
+  if (t.includes('json_to_recordset($1::json) as x(id bigint, claim_id uuid')) return 'settle';
+  if (t.includes("state = 'completed'")) return 'ledger completion';
+  if (t.includes("state = 'retry', start_after")) return 'ledger reschedule';
+  if (t.includes('insert into relay.attempts')) return 'audit rows';
+  if (t.includes('relay.config_problems')) return 'config-problem clear (capture effects)';
+  if (t.includes('heartbeat_at = ')) return 'heartbeat / stale sweep';
+  return 'other';
+}
+
+/** Counts every query any pg client of this process sends while `fn` runs. */
+async function countQueries<T>(
+  fn: () => Promise<T>,
+): Promise<{ result: T; counts: Map<string, number>; times: Map<string, number> }> {
+  const counts = new Map<string, number>();
+  const times = new Map<string, number>();
+  const proto = PgClient.prototype as unknown as { query: (...a: unknown[]) => unknown };
+  const original = proto.query;
+  proto.query = function (this: unknown, ...a: unknown[]) {
+    const q = a[0];
+    const text = typeof q === 'string' ? q : ((q as { text?: string })?.text ?? '');
+    const k = statementKind(text);
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+    const t0 = performance.now();
+    const add = () => times.set(k, (times.get(k) ?? 0) + performance.now() - t0);
+    // pg.Pool#query hands the client a callback; a client's own query returns a promise
+    const cb = a[a.length - 1];
+    if (typeof cb === 'function')
+      a[a.length - 1] = (...r: unknown[]) => {
+        add();
+        return (cb as (...r: unknown[]) => unknown)(...r);
+      };
+    const r = original.apply(this, a);
+    if (r instanceof Promise) void r.then(add, () => undefined);
+    return r;
+  };
+  try {
+    return { result: await fn(), counts, times };
+  } finally {
+    proto.query = original;
+  }
+}
+
+/** graphile-worker 0.17 draining `n` no-op jobs at `concurrency`; jobs/s from the runner's start. */
+async function graphileLoop(url: string, n: number, concurrency: number): Promise<number> {
+  const utils = await makeWorkerUtils({ connectionString: url, logger: new GraphileLogger(() => () => undefined) });
+  try {
+    await utils.migrate();
+    await utils.withPgClient((c) => c.query('delete from graphile_worker._private_jobs'));
+    for (let done = 0; done < n; done += 5_000) {
+      const size = Math.min(5_000, n - done);
+      await utils.addJobs(Array.from({ length: size }, () => ({ identifier: 'noop', payload: {} })));
+    }
+    await utils.withPgClient((c) => c.query('analyze graphile_worker._private_jobs'));
+  } finally {
+    await utils.release();
+  }
+  let count = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  const t0 = performance.now();
+  const runner = await runGraphile({
+    connectionString: url,
+    concurrency,
+    // the same pool size as ours (the bench pool holds 10); graphile's default is 10 as well
+    maxPoolSize: 10,
+    noHandleSignals: true,
+    logger: new GraphileLogger(() => () => undefined),
+    taskList: {
+      noop: () => {
+        if (++count >= n) done();
+      },
+    },
+  });
+  await finished;
+  const secs = (performance.now() - t0) / 1000;
+  await runner.stop();
+  return n / secs;
+}
+
+async function partG(url: string, pool: Pool): Promise<void> {
+  const n = SIZES.throughputJobs;
+  const levels = [16, 200];
+  const targets: Record<number, number> = { 16: 1.5, 200: 3 };
+  log(
+    `\n(g) no-op jobs/s at WORKER_CONCURRENCY 16 and 200 vs graphile-worker 0.17, ${fmt(n)} jobs per run, ${ROUNDS} interleaved rounds (load ${loadAverage()})`,
+  );
+  const ours: Record<number, number[]> = { 16: [], 200: [] };
+  const theirs: Record<number, number[]> = { 16: [], 200: [] };
+  await graphileLoop(url, 500, 16); // installs graphile's schema and warms both sides' plans
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const c of levels) {
+      ours[c].push(await ourLoop(url, pool, n, c));
+      theirs[c].push(await graphileLoop(url, n, c));
+      log(
+        `  round ${round + 1}, concurrency ${c}: ours ${fmt(ours[c][round])} jobs/s | graphile-worker ${fmt(theirs[c][round])} jobs/s`,
+      );
+    }
+  }
+  for (const c of levels) {
+    const ratio = median(ours[c]) / median(theirs[c]);
+    log(
+      `  concurrency ${c}: median ours ${fmt(median(ours[c]))} vs graphile-worker ${fmt(median(theirs[c]))} jobs/s = ${fmt(ratio, 2)}x ` +
+        `(target >= ${targets[c]}x: ${ratio >= targets[c] ? 'met' : 'NOT MET'})`,
+    );
+  }
+  const { result: rate, counts, times } = await countQueries(() => ourLoop(url, pool, n, 16));
+  // ourLoop's own setup and check statements run before and after the worker: not the engine's
+  counts.delete('other');
+  let total = 0;
+  log(`  census at concurrency 16 (${fmt(rate)} jobs/s while counted), client statements = round trips per job:`);
+  for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) {
+    total += v;
+    const ms = (times.get(k) ?? 0) / v;
+    log(
+      `    ${k.padEnd(42)} ${fmt(v / n, 3)}   (${fmt(ms, 2)} ms each as the client waits, ${fmt(((times.get(k) ?? 0) / n) * 1000, 0)} µs per job)`,
+    );
+  }
+  log(`    ${'total'.padEnd(42)} ${fmt(total / n, 3)}  (load ${loadAverage()})`);
+  log(
+    `  floor at 16: a claim takes 8 (half the slots) and each batch of 8 costs its claim and its outcome statement; ` +
+      `with both on the wire at once that is about 8 / max(claim, settle) ms jobs per ms, the rest is PostgreSQL's own work on a loaded host`,
+  );
+}
+
 async function main(): Promise<void> {
   log(`tg-relay worker benchmark${QUICK ? ' (--quick: smaller sizes)' : ''}; node ${process.version}`);
   const db = await benchDatabase();
@@ -485,6 +628,7 @@ async function main(): Promise<void> {
     if (ONLY.includes('c')) await partC(db.url, db.pool);
     if (ONLY.includes('m')) await partM(db.url, db.pool);
     if (ONLY.includes('d')) await partD(db.url, db.pool);
+    if (ONLY.includes('g')) await partG(db.url, db.pool);
   } finally {
     await db.close();
   }

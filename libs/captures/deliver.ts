@@ -6,7 +6,7 @@ import { inJobSpan } from '../queue/job-span';
 import { SpanKind } from '../observability/tracing';
 import { QUEUES } from '../db/boss';
 import { Clock, jsNow } from '../queue/clock';
-import { configProblemClear, configProblemRecord, ConfigStreak } from '../queue/config-problems';
+import { configProblemClearSql, configProblemRecord, ConfigStreak } from '../queue/config-problems';
 import {
   CAPTURE_CONFIG_STATUSES,
   CaptureConfigEffect,
@@ -52,8 +52,10 @@ function isCaptureEffects(fx: unknown): fx is CaptureEffects {
 export function createCaptureStore(opts: { opsChatId?: string | null } = {}): ClaimStore<CaptureJobRow> {
   return createClaimStore<CaptureJobRow>(CLAIM_TABLES.captures, {
     columns: 't.capture_key, t.payload, t.payload_raw, t.update_id, t.chat_id, t.traceparent',
-    // in the outcome transaction: a configuration problem is recorded (a new episode alerts once),
-    // a delivery ends the episode
+    // in the outcome statement: a delivery ends a configuration problem's episode; in the outcome
+    // transaction, only when some attempt found one: it is recorded (a new episode alerts once)
+    settledStep: (p) => configProblemClearSql(p, 'capture', ''),
+    effectsIdle: (items) => !items.some((s) => isCaptureEffects(s.effects)),
     async effects(db, landed) {
       let problem: CaptureConfigEffect['configProblem'] | undefined;
       let delivered = false;
@@ -61,8 +63,7 @@ export function createCaptureStore(opts: { opsChatId?: string | null } = {}): Cl
         if (settlement.state === 'delivered') delivered = true;
         if (isCaptureEffects(settlement.effects)) problem = settlement.effects.configProblem;
       }
-      if (delivered) await configProblemClear(db, 'capture', '');
-      else if (problem)
+      if (!delivered && problem)
         await configProblemRecord(db, { component: 'capture', botId: '', ...problem }, { opsChatId: opts.opsChatId });
     },
   });

@@ -141,33 +141,61 @@ export function jobsInsertSql(source: string): string {
   returning name`;
 }
 
-/** plans.js completeJobs (output null: our jobs complete without data). */
-const COMPLETE_SQL = (schema: string) => `
+/**
+ * plans.js completeJobs (output null: our jobs complete without data), as a fragment (an UPDATE):
+ * `queueParam` a `$n` holding the queue, `idsExpr` a parenthesised uuid set. The engine's outcome
+ * statement embeds it as a data-modifying CTE.
+ */
+export function completeJobsSql(queueParam: string, idsExpr: string, schema: string = BOSS_SCHEMA): string {
+  return `
   update ${schema}.job set completed_on = now(), state = 'completed', output = null
-   where name = $1 and id in (select unnest($2::uuid[])) and state = 'active'`;
+   where name = ${queueParam} and id in ${idsExpr} and state = 'active'`;
+}
+const COMPLETE_SQL = (schema: string) => completeJobsSql('$1', '(select unnest($2::uuid[]))', schema);
 
 /**
  * plans.js failJobsById as an UPDATE: pg-boss deletes the unfinished jobs and re-inserts them with
  * these values (retry while retry_count < retry_limit, else failed). Its dead-letter insert is left
- * out: our queues have no dead letter (ensureQueues; the contract test checks it).
+ * out: our queues have no dead letter (ensureQueues; the contract test checks it). As a fragment:
+ * `source` is a parenthesised query yielding `id uuid, output jsonb` (each job's own output).
  */
-const FAIL_SQL = (schema: string) => `
-  update ${schema}.job
-     set state = case when retry_count < retry_limit then 'retry'::${schema}.job_state else 'failed'::${schema}.job_state end,
-         start_after = case
-           when retry_count = retry_limit then start_after
-           when not retry_backoff then now() + retry_delay * interval '1'
-           else now() + (retry_delay * 2 ^ least(16, retry_count + 1) / 2 + retry_delay * 2 ^ least(16, retry_count + 1) / 2 * random()) * interval '1'
-         end,
-         completed_on = case when retry_count < retry_limit then null else now() end,
-         output = $3::jsonb
-   where name = $1 and id in (select unnest($2::uuid[])) and state < 'completed'`;
-
-const RESCHEDULE_SQL = (schema: string) => `
+export function failJobsSql(queueParam: string, source: string, schema: string = BOSS_SCHEMA): string {
+  return `
   update ${schema}.job j
-     set state = 'retry', start_after = v.start_after, output = $4::jsonb
-    from unnest($2::uuid[], $3::timestamptz[]) as v(id, start_after)
-   where j.name = $1 and j.id = v.id and j.state < 'completed'`;
+     set state = case when j.retry_count < j.retry_limit then 'retry'::${schema}.job_state else 'failed'::${schema}.job_state end,
+         start_after = case
+           when j.retry_count = j.retry_limit then j.start_after
+           when not j.retry_backoff then now() + j.retry_delay * interval '1'
+           else now() + (j.retry_delay * 2 ^ least(16, j.retry_count + 1) / 2 + j.retry_delay * 2 ^ least(16, j.retry_count + 1) / 2 * random()) * interval '1'
+         end,
+         completed_on = case when j.retry_count < j.retry_limit then null else now() end,
+         output = v.output
+    from ${source} v
+   where j.name = ${queueParam} and j.id = v.id and j.state < 'completed'`;
+}
+const FAIL_SQL = (schema: string) =>
+  failJobsSql('$1', '(select unnest($2::uuid[]) as id, $3::jsonb as output)', schema);
+
+/** Back to `retry`, due at the row's next attempt; `source` is a parenthesised query yielding `id uuid, start_after timestamptz`. */
+export function rescheduleJobsSql(
+  queueParam: string,
+  source: string,
+  outputExpr: string,
+  schema: string = BOSS_SCHEMA,
+): string {
+  return `
+  update ${schema}.job j
+     set state = 'retry', start_after = v.start_after, output = ${outputExpr}
+    from ${source} v
+   where j.name = ${queueParam} and j.id = v.id and j.state < 'completed'`;
+}
+const RESCHEDULE_SQL = (schema: string) =>
+  rescheduleJobsSql(
+    '$1',
+    '(select * from unnest($2::uuid[], $3::timestamptz[]) as x(id, start_after))',
+    '$4::jsonb',
+    schema,
+  );
 
 /** plans.js cancelJobs. */
 const CANCEL_SQL = (schema: string) => `

@@ -12,9 +12,10 @@ import type { Queryable } from '../db/pool';
 import { query, statement } from '../db/query';
 import type { ClaimTableDescription } from './claim-tables';
 import { safeText } from './errors';
-import type { ClaimedJob, ClaimRef, ClaimStore, RecoveredRow, SettledRow, Settlement } from './job-kind';
-import { activateJobsSql } from '../db/boss';
-import { STORED_ERROR_MAX } from './queries';
+import type { ClaimedJob, ClaimRef, ClaimStore, RecoveredRow, SettledRow, Settlement, SettleMirror } from './job-kind';
+import { activateJobsSql, completeJobsSql, failJobsSql, rescheduleJobsSql } from '../db/boss';
+import { ATTEMPT_COLUMNS, ATTEMPT_RECORD_TYPES, attemptJson, STORED_ERROR_MAX } from './queries';
+import { safeJson } from './errors';
 
 const now = (n: number) => `coalesce($${n}::timestamptz, now())`;
 const safeError = (s: string | null | undefined): string | null =>
@@ -40,6 +41,12 @@ export interface ClaimVariant {
   columns?: string;
   /** Extra columns of settled rows (alias `t`) for the effects step, e.g. whether a chat has followers. */
   settledColumns?: string;
+  /**
+   * A data-modifying statement run inside the settle statement, over the CTE `settled` (columns
+   * `id`, `state`, …), e.g. the end of a configuration problem when anything was delivered. Values
+   * through `p`.
+   */
+  settledStep?: (p: Param) => string;
 }
 
 /** A claimed row as a kind receives it by default: the standard claim columns, then the variant's. */
@@ -126,11 +133,9 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
     `with locked as (
        select x.* from ${t.table} t join ${input} on t.id = x.id and t.claim_id = x.claim_id
         where t.state = ${claimed} order by t.id for update of t)`;
-  const settle = statement<SettledTableRow>(
-    `${lockInOrder(
-      'json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean)',
-    )}
-     update ${t.table} t
+  const settleInput =
+    'x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean, ledger_output jsonb)';
+  const settleUpdate = `update ${t.table} t
         set state = ${m.done === 'delivered' ? 'x.state' : `case x.state when 'delivered' then '${m.done}' else x.state end`},
             next_attempt_at = case when x.state = 'pending' then ${now(2)} + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
             ${t.doneAtColumn} = case when x.state = 'delivered' then ${now(2)} else t.${t.doneAtColumn} end,
@@ -141,7 +146,55 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
       where t.id = x.id
      returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", x.state as state, t.next_attempt_at as "nextAttemptAt"${
        v.settledColumns ? `, ${v.settledColumns}` : ''
-     }`,
+     }`;
+  const settleParams = params(3);
+  const settleStep = v.settledStep?.(settleParams.p);
+  const settle = statement<SettledTableRow>(
+    `${lockInOrder(`json_to_recordset($1::json) as ${settleInput}`)},
+     settled as (
+     ${settleUpdate}
+     )${settleStep ? `, step as (${settleStep})` : ''}
+     select * from settled`,
+  );
+
+  // The same settle with the ledger mirror and the audit rows in the one statement (one round trip,
+  // atomic without a transaction of its own): $3 the queue, $4 the reschedule output, $5 the audit
+  // rows, each with the variants for a claim that held and one that was lost; a held retry's row
+  // gets its next attempt time (as JSON would write a Date, so the row reads as before).
+  const mirroredParams = params(6);
+  const mirroredStep = v.settledStep?.(mirroredParams.p);
+  const settledJobs = (state: string, cols: string) =>
+    `(select ${cols} from settled s where s.state = '${state}' and s."jobId" is not null)`;
+  const nextAttemptJson = `to_char(s."nextAttemptAt" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+  const settleMirrored = statement<SettledTableRow & { ledger_output?: unknown }>(
+    `${lockInOrder(`json_to_recordset($1::json) as ${settleInput}`)},
+     settled as (
+     ${settleUpdate}, x.ledger_output
+     ),
+     completed as (${completeJobsSql('$3', settledJobs('delivered', 's."jobId"::uuid'))} returning 1),
+     rescheduled as (${rescheduleJobsSql(
+       '$3',
+       settledJobs('pending', 's."jobId"::uuid as id, s."nextAttemptAt" as start_after'),
+       '$4::jsonb',
+     )} returning 1),
+     failed as (${failJobsSql('$3', settledJobs('failed', 's."jobId"::uuid as id, s.ledger_output as output'))} returning 1),
+     audit as (
+       insert into relay.attempts (${ATTEMPT_COLUMNS})
+       select a.subject, a.subject_id, a.subject_key, a.attempt, a.worker_id, a.started_at, a.finished_at, a.duration_ms,
+              a.outcome, a.http_status,
+              case when s.id is null then a.fenced_error_code else a.error_code end,
+              case when s.id is null then a.fenced_error else a.error end,
+              case when s.id is null then a.fenced_details
+                   when s.state = 'pending' and s."nextAttemptAt" is not null
+                     then coalesce(a.details, '{}'::jsonb) || jsonb_build_object('nextAttemptAt', ${nextAttemptJson})
+                   else a.details end
+         from json_to_recordset($5::json) as a(${ATTEMPT_RECORD_TYPES}, fenced_error_code text, fenced_error text,
+              fenced_details jsonb, claim_id text, n integer)
+         left join settled s on s."claimId" = a.claim_id
+        order by a.n
+       returning 1
+     )${mirroredStep ? `, step as (${mirroredStep})` : ''}
+     select * from settled`,
   );
 
   // The heartbeat skips rows another session holds (an operator's open transaction): waiting on one
@@ -208,6 +261,9 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
     nextDue,
     nextDueValues: dueParams.values,
     settle,
+    settleValues: settleParams.values,
+    settleMirrored,
+    settleMirroredValues: mirroredParams.values,
     heartbeat,
     recoverStale,
     release,
@@ -234,6 +290,37 @@ export interface ClaimStoreOptions<Row, Effects> extends ClaimVariant {
   afterRecover?: (db: Queryable, rows: RecoveredRow[]) => Promise<RecoveredRow[]>;
   /** Claims `release` may give back (default all); the others stay for stale recovery. */
   releasable?: (claim: ClaimRef) => boolean;
+  /**
+   * True when the effects step has nothing to do for these outcomes, whatever settles (then an
+   * outcome batch is its settle statement alone, committed without a transaction around it).
+   * Without it, a store with an effects step always settles in a transaction.
+   */
+  effectsIdle?: (items: Settlement<Effects>[]) => boolean;
+}
+
+const STANDALONE = Symbol('settle is one statement');
+
+/**
+ * True when `store.settle(items)` sends one statement and nothing else (the generated settle with the
+ * ledger mirror, no effects to apply): the engine then sends it without BEGIN/COMMIT around it, as a
+ * single statement is atomic. A store whose `settle` was replaced (a test wrapping it) answers false.
+ */
+export function settlesInOneStatement<E>(store: ClaimStore<unknown, E>, items: Settlement<E>[]): boolean {
+  const mark = (store.settle as unknown as { [STANDALONE]?: (items: Settlement<E>[]) => boolean })[STANDALONE];
+  return mark?.(items) === true;
+}
+
+/** One audit row of the settle statement: the row if the claim held, and what differs if it was lost. */
+function auditPair(claimId: string, m: SettleMirror, n: number): Record<string, unknown> {
+  const fenced = attemptJson(m.fenced);
+  return {
+    ...attemptJson(m.landed),
+    fenced_error_code: fenced.error_code,
+    fenced_error: fenced.error,
+    fenced_details: fenced.details,
+    claim_id: claimId,
+    n,
+  };
 }
 
 const rowOf = ({ claimKey: _k, ...row }: ClaimedTableRow): ClaimedColumns => row;
@@ -249,6 +336,7 @@ export function createClaimStore<Row, Effects = unknown>(
   const store: ClaimStore<Row, Effects> = {
     subject: t.workType.subject,
     activatesJobs: true,
+    mirrorsInSettle: true,
     async claim(db, args) {
       const rows = await query(db, sql.claim, [args.limit, args.workerId, args.now, args.queue, ...sql.claimValues]);
       const activated = rows.length ? (rows[0].activatedJobs ?? 0) : 0;
@@ -275,10 +363,13 @@ export function createClaimStore<Row, Effects = unknown>(
         const ms = r?.ms;
         return ms === null || ms === undefined ? null : Math.ceil(Number(ms));
       }),
-    async settle(db, items, at) {
-      if (items.length === 0) return [];
-      const rows = await query(db, sql.settle, [
-        JSON.stringify(
+    settle: Object.assign(
+      async (db: Queryable, items: Settlement<Effects>[], at: Date | null): Promise<SettledRow[]> => {
+        if (items.length === 0) return [];
+        const mirror = items[0].mirror;
+        if (items.some((s) => (s.mirror === undefined) !== (mirror === undefined)))
+          throw new Error('settle: either every item carries its mirror or none does');
+        const input = JSON.stringify(
           items.map((s) => ({
             id: s.id,
             claim_id: s.claimId,
@@ -289,25 +380,40 @@ export function createClaimStore<Row, Effects = unknown>(
             error: safeError(t.outcomeColumns || s.state !== 'failed' ? s.error : (s.failedReason ?? s.error)),
             failed_reason: safeError(s.failedReason),
             uncounted: s.uncounted === true && s.state === 'pending',
+            ledger_output: s.mirror ? safeJson(s.mirror.failOutput) : null,
           })),
-        ),
-        at,
-      ]);
-      if (opts.effects) {
-        const byClaim = new Map(items.map((s) => [s.claimId, s]));
-        await opts.effects(
-          db,
-          rows.map((row) => ({ settlement: byClaim.get(row.claimId)!, row })),
         );
-      }
-      return rows.map((r): SettledRow => ({
-        id: r.id,
-        claimId: r.claimId,
-        jobId: r.jobId,
-        state: r.state,
-        nextAttemptAt: r.nextAttemptAt,
-      }));
-    },
+        const rows = mirror
+          ? await query(db, sql.settleMirrored, [
+              input,
+              at,
+              mirror.queue,
+              JSON.stringify(safeJson({ outcome: 'retry' })),
+              JSON.stringify(items.map((s, n) => auditPair(s.claimId, s.mirror!, n))),
+              ...sql.settleMirroredValues,
+            ])
+          : await query(db, sql.settle, [input, at, ...sql.settleValues]);
+        for (const r of rows) delete r.ledger_output;
+        if (opts.effects) {
+          const byClaim = new Map(items.map((s) => [s.claimId, s]));
+          await opts.effects(
+            db,
+            rows.map((row) => ({ settlement: byClaim.get(row.claimId)!, row })),
+          );
+        }
+        return rows.map((r): SettledRow => ({
+          id: r.id,
+          claimId: r.claimId,
+          jobId: r.jobId,
+          state: r.state,
+          nextAttemptAt: r.nextAttemptAt,
+        }));
+      },
+      {
+        [STANDALONE]: (items: Settlement<Effects>[]) =>
+          items.length > 0 && items[0].mirror !== undefined && (!opts.effects || opts.effectsIdle?.(items) === true),
+      },
+    ),
     async heartbeat(db, claims, at) {
       if (claims.length === 0) return { renewed: [], held: [] };
       const rows = await query(db, sql.heartbeat, [claims.map((c) => c.id), claims.map((c) => c.claimId), at]);

@@ -74,6 +74,15 @@ export async function configProblemRecord(
 }
 
 /** The component works again: the episode ends. Returns whether one was open. */
+/**
+ * The same delete as a step of a settle statement (ClaimVariant.settledStep): the component's problem
+ * ends when anything in the CTE `settled` was delivered.
+ */
+export function configProblemClearSql(p: (v: unknown) => string, component: ConfigComponent, botId: string): string {
+  return `delete from relay.config_problems
+           where component = ${p(component)} and bot_id = ${p(botId)} and exists (select 1 from settled where state = 'delivered')`;
+}
+
 export async function configProblemClear(db: Queryable, component: ConfigComponent, botId: string): Promise<boolean> {
   const { rowCount } = await db.query('delete from relay.config_problems where component = $1 and bot_id = $2', [
     component,

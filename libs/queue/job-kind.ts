@@ -2,6 +2,7 @@ import type { Logger } from '../observability/logger';
 import type { Queryable } from '../db/pool';
 import type { QueueName } from '../db/boss';
 import type { Outcome } from './outcome';
+import type { AttemptRow } from './queries';
 
 import type { WorkSubject } from './work-types';
 
@@ -48,6 +49,19 @@ export interface Settlement<Effects = unknown> {
   uncounted?: boolean;
   /** The outcome's kind-specific `effects`, for the kind's effects step to apply (see AttemptInfo). */
   effects?: Effects;
+  /** Set by the engine for a store that `mirrorsInSettle`: what the settle statement writes beside the row. */
+  mirror?: SettleMirror;
+}
+
+/** The ledger job's move and the audit row of one outcome, written by the settle statement itself. */
+export interface SettleMirror {
+  queue: QueueName;
+  /** The ledger job's output if the item fails. */
+  failOutput: Record<string, unknown>;
+  /** The audit row if the claim still holds (the statement adds `details.nextAttemptAt` for a retry)… */
+  landed: AttemptRow;
+  /** …and if it was lost (fenced). */
+  fenced: AttemptRow;
 }
 
 export interface SettledRow {
@@ -106,6 +120,11 @@ export interface ClaimStore<Row = Record<string, unknown>, Effects = unknown> {
   ): Promise<ClaimedJob<Row>[]>;
   /** Milliseconds until the earliest pending row is due (0 if due now), or null if none is pending. */
   nextDueInMs(db: Queryable, now: Date | null): Promise<number | null>;
+  /**
+   * True when `settle`, given items that carry a `mirror`, also moves their ledger jobs and appends
+   * their audit rows (fenced ones included) in its statement; the engine then writes neither.
+   */
+  readonly mirrorsInSettle?: boolean;
   /**
    * Applies outcomes, then the kind's effects step for those whose claim still held; a row whose
    * claim was lost (fenced) is left alone and not returned.

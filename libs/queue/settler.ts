@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import type { Queryable } from '../db/pool';
 import type { JobLedger } from '../db/boss';
 import { withTransaction } from '../db/pool';
 import type { Logger } from '../observability/logger';
@@ -8,7 +9,8 @@ import { bossJobsComplete, bossJobsFail, bossJobsReschedule } from './boss-jobs'
 import { Clock, sqlNow } from './clock';
 import type { WorkerEvents } from './events';
 import type { Finished } from './held-claims';
-import type { JobKind, SettledRow } from './job-kind';
+import type { JobKind, SettledRow, Settlement } from './job-kind';
+import { settlesInOneStatement } from './claim-sql';
 import { attemptsInsert } from './queries';
 
 /** The counters the settler keeps (a part of the worker's stats). */
@@ -89,18 +91,34 @@ export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
     }
   }
 
+  /** The batch's settlements; for a store that mirrors in its settle, with the ledger move and audit rows. */
+  function settlements(batch: Finished<Row, Effects>[]): Settlement<Effects>[] {
+    if (!kind.store.mirrorsInSettle) return batch.map((f) => f.decision.settlement);
+    return batch.map((f) => ({
+      ...f.decision.settlement,
+      mirror: {
+        queue: kind.queue,
+        failOutput: { reason: f.decision.settlement.failedReason ?? 'failed' },
+        landed: auditRow(kind.store.subject, workerId, f.job, settledEntry(f, true, undefined)),
+        fenced: auditRow(kind.store.subject, workerId, f.job, settledEntry(f, false, undefined)),
+      },
+    }));
+  }
+
   /** The outcome transaction's body: settle, ledger mirror, audit rows (and the kind's effects, in settle). */
-  async function writeIn(db: PoolClient, batch: Finished<Row, Effects>[]): Promise<SettledRow[]> {
-    const settled = await kind.store.settle(
-      db,
-      batch.map((f) => f.decision.settlement),
-      sqlNow(clock),
-    );
-    await mirrorJobs(db, settled, batch);
+  async function writeIn(
+    db: Queryable,
+    batch: Finished<Row, Effects>[],
+    items = settlements(batch),
+  ): Promise<SettledRow[]> {
+    const settled = await kind.store.settle(db, items, sqlNow(clock));
+    if (kind.store.mirrorsInSettle) return settled;
+    const client = db as PoolClient;
+    await mirrorJobs(client, settled, batch);
     const landed = new Set(settled.map((s) => s.claimId));
     const byClaim = new Map(settled.map((s) => [s.claimId, s]));
     await attemptsInsert(
-      db,
+      client,
       batch.map((f) =>
         auditRow(
           kind.store.subject,
@@ -120,7 +138,11 @@ export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
   }
 
   async function write(batch: Finished<Row, Effects>[]): Promise<void> {
-    const settled = await withTransaction(pool, (db) => writeIn(db, batch));
+    const items = settlements(batch);
+    // one statement (settle + ledger + audit) is atomic by itself: no BEGIN/COMMIT round trips
+    const settled = settlesInOneStatement(kind.store, items)
+      ? await writeIn(pool, batch, items)
+      : await withTransaction(pool, (db) => writeIn(db, batch, items));
     after(batch, settled);
   }
 

@@ -48,8 +48,9 @@ and (c.chat_id is null or not exists (
 
 -- settle ($1 the outcomes as a JSON array, $2 now or null)
 with locked as (
-  select x.* from "relay"."inbox" t join json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean) on t.id = x.id and t.claim_id = x.claim_id
-   where t.state = 'pending' order by t.id for update of t)
+  select x.* from "relay"."inbox" t join json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean, ledger_output jsonb) on t.id = x.id and t.claim_id = x.claim_id
+   where t.state = 'pending' order by t.id for update of t),
+settled as (
 update "relay"."inbox" t
    set state = case x.state when 'delivered' then 'handled' else x.state end,
        next_attempt_at = case when x.state = 'pending' then coalesce($2::timestamptz, now()) + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
@@ -61,7 +62,67 @@ update "relay"."inbox" t
  where t.id = x.id
 returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", x.state as state, t.next_attempt_at as "nextAttemptAt", (t.chat_id is not null and exists (
              select 1 from relay.inbox n
-              where n.bot_id = t.bot_id and n.chat_id = t.chat_id and n.state = 'pending' and n.id <> t.id)) as "hasFollowers";
+              where n.bot_id = t.bot_id and n.chat_id = t.chat_id and n.state = 'pending' and n.id <> t.id)) as "hasFollowers"
+)
+select * from settled;
+
+-- settle with the ledger mirror and audit rows, as the engine sends it ($1 the outcomes, $2 now or null, $3 queue, $4 reschedule output, $5 audit rows)
+with locked as (
+     select x.* from "relay"."inbox" t join json_to_recordset($1::json) as x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean, ledger_output jsonb) on t.id = x.id and t.claim_id = x.claim_id
+      where t.state = 'pending' order by t.id for update of t),
+   settled as (
+   update "relay"."inbox" t
+      set state = case x.state when 'delivered' then 'handled' else x.state end,
+          next_attempt_at = case when x.state = 'pending' then coalesce($2::timestamptz, now()) + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
+          handled_at = case when x.state = 'delivered' then coalesce($2::timestamptz, now()) else t.handled_at end,
+          last_error = case when x.state = 'delivered' then t.last_error else x.error end,
+          attempts = case when x.uncounted then greatest(t.attempts - 1, 0) else t.attempts end,
+          claim_id = null, heartbeat_at = null, updated_at = now()
+     from locked x
+    where t.id = x.id
+   returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", x.state as state, t.next_attempt_at as "nextAttemptAt", (t.chat_id is not null and exists (
+                select 1 from relay.inbox n
+                 where n.bot_id = t.bot_id and n.chat_id = t.chat_id and n.state = 'pending' and n.id <> t.id)) as "hasFollowers", x.ledger_output
+   ),
+   completed as (
+update tg_relay_boss.job set completed_on = now(), state = 'completed', output = null
+ where name = $3 and id in (select s."jobId"::uuid from settled s where s.state = 'delivered' and s."jobId" is not null) and state = 'active' returning 1),
+   rescheduled as (
+update tg_relay_boss.job j
+   set state = 'retry', start_after = v.start_after, output = $4::jsonb
+  from (select s."jobId"::uuid as id, s."nextAttemptAt" as start_after from settled s where s.state = 'pending' and s."jobId" is not null) v
+ where j.name = $3 and j.id = v.id and j.state < 'completed' returning 1),
+   failed as (
+update tg_relay_boss.job j
+   set state = case when j.retry_count < j.retry_limit then 'retry'::tg_relay_boss.job_state else 'failed'::tg_relay_boss.job_state end,
+       start_after = case
+         when j.retry_count = j.retry_limit then j.start_after
+         when not j.retry_backoff then now() + j.retry_delay * interval '1'
+         else now() + (j.retry_delay * 2 ^ least(16, j.retry_count + 1) / 2 + j.retry_delay * 2 ^ least(16, j.retry_count + 1) / 2 * random()) * interval '1'
+       end,
+       completed_on = case when j.retry_count < j.retry_limit then null else now() end,
+       output = v.output
+  from (select s."jobId"::uuid as id, s.ledger_output as output from settled s where s.state = 'failed' and s."jobId" is not null) v
+ where j.name = $3 and j.id = v.id and j.state < 'completed' returning 1),
+   audit as (
+     insert into relay.attempts (subject, subject_id, subject_key, attempt, worker_id, started_at, finished_at, duration_ms, outcome, http_status, error_code, error, details)
+     select a.subject, a.subject_id, a.subject_key, a.attempt, a.worker_id, a.started_at, a.finished_at, a.duration_ms,
+            a.outcome, a.http_status,
+            case when s.id is null then a.fenced_error_code else a.error_code end,
+            case when s.id is null then a.fenced_error else a.error end,
+            case when s.id is null then a.fenced_details
+                 when s.state = 'pending' and s."nextAttemptAt" is not null
+                   then coalesce(a.details, '{}'::jsonb) || jsonb_build_object('nextAttemptAt', to_char(s."nextAttemptAt" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                 else a.details end
+       from json_to_recordset($5::json) as a(subject text, subject_id bigint, subject_key text, attempt integer, worker_id text,
+          started_at timestamptz, finished_at timestamptz, duration_ms integer, outcome text, http_status integer,
+          error_code text, error text, details jsonb, fenced_error_code text, fenced_error text,
+            fenced_details jsonb, claim_id text, n integer)
+       left join settled s on s."claimId" = a.claim_id
+      order by a.n
+     returning 1
+   )
+   select * from settled;
 
 -- heartbeat ($1 ids, $2 claim ids, $3 now or null)
 with input as (select * from unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)),

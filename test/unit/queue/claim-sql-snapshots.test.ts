@@ -22,7 +22,7 @@ import { createCaptureStore } from '../../../libs/captures/deliver';
 import { createInboxClaimStore } from '../../../libs/dispatch/dispatch-kind';
 import { createOutboundClaimStore } from '../../../libs/outbound/send-kind';
 import { createOutboundRateLimiter, OUTBOUND_RATE_LIMITS_DEFAULT } from '../../../libs/outbound/rate-limit';
-import type { ClaimStore } from '../../../libs/queue/job-kind';
+import type { ClaimStore, SettleMirror } from '../../../libs/queue/job-kind';
 import { QUEUES, type QueueName } from '../../../libs/db/boss';
 import { prepareBatchWrite } from '../../../libs/ingress/batch-statement';
 
@@ -51,6 +51,16 @@ async function firstStatement(call: (db: Queryable) => Promise<unknown>): Promis
 
 const claimRef = { id: '1', claimId: '00000000-0000-0000-0000-000000000000' };
 
+function snapshotMirror(queue: QueueName): SettleMirror {
+  const at = new Date(0);
+  const row = {
+    ...{ subject: 'capture', subject_id: '1', subject_key: 'k', attempt: 1, worker_id: 'w' },
+    ...{ started_at: at, finished_at: at, duration_ms: 0, outcome: 'delivered', http_status: null },
+    ...{ error_code: null, error: null, details: null },
+  };
+  return { queue, failOutput: { reason: 'failed' }, landed: row, fenced: row };
+}
+
 /** Every statement of a store, in the order a claim's life uses them. */
 async function storeStatements<R, E>(store: ClaimStore<R, E>, queue: QueueName): Promise<[string, string][]> {
   return [
@@ -64,6 +74,12 @@ async function storeStatements<R, E>(store: ClaimStore<R, E>, queue: QueueName):
     [
       'settle ($1 the outcomes as a JSON array, $2 now or null)',
       await firstStatement((db) => store.settle(db, [{ ...claimRef, state: 'delivered' }], null)),
+    ],
+    [
+      'settle with the ledger mirror and audit rows, as the engine sends it ($1 the outcomes, $2 now or null, $3 queue, $4 reschedule output, $5 audit rows)',
+      await firstStatement((db) =>
+        store.settle(db, [{ ...claimRef, state: 'delivered', mirror: snapshotMirror(queue) }], null),
+      ),
     ],
     [
       'heartbeat ($1 ids, $2 claim ids, $3 now or null)',
