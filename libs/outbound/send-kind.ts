@@ -241,6 +241,12 @@ export function createOutboundClaimStore(opts: {
      * `delivering`; stale recovery then fails it as `ambiguous` (see outboundAfterRecover).
      */
     releasable: sending ? (c) => !sending(c.claimId) : undefined,
+    // a claim given back while its broadcast is paused or cancelled must not become claimable
+    afterRelease: (db, rows) =>
+      holdForBroadcast(
+        db,
+        rows.filter((r) => r.state === 'pending').map((r) => r.id),
+      ),
     afterRecover: outboundAfterRecover({
       opsChatId,
       alertsEnabled: opts.alertsEnabled,

@@ -290,6 +290,8 @@ export interface ClaimStoreOptions<Row, Effects> extends ClaimVariant {
   afterRecover?: (db: Queryable, rows: RecoveredRow[]) => Promise<RecoveredRow[]>;
   /** Claims `release` may give back (default all); the others stay for stale recovery. */
   releasable?: (claim: ClaimRef) => boolean;
+  /** After claims were given back at shutdown, in the same transaction (as afterRecover). */
+  afterRelease?: (db: Queryable, rows: SettledRow[]) => Promise<void>;
   /**
    * True when the effects step has nothing to do for these outcomes, whatever settles (then an
    * outcome batch is its settle statement alone, committed without a transaction around it).
@@ -429,7 +431,9 @@ export function createClaimStore<Row, Effects = unknown>(
     async release(db, claims, at) {
       const mine = opts.releasable ? claims.filter(opts.releasable) : claims;
       if (mine.length === 0) return [];
-      return query(db, sql.release, [mine.map((c) => c.id), mine.map((c) => c.claimId), at]);
+      const rows = await query(db, sql.release, [mine.map((c) => c.id), mine.map((c) => c.claimId), at]);
+      if (opts.afterRelease) await opts.afterRelease(db, rows);
+      return rows;
     },
   };
   return store;
