@@ -40,6 +40,11 @@ function cliEnv(extra: Record<string, string> = {}) {
   return { LOG_LEVEL: 'info', ...extra };
 }
 
+/** The clone's own CLI, so its embedded PostgreSQL binaries are the ones inside the closed folder. */
+function inClone() {
+  return { cwd: clone.dir, cli: path.join(clone.dir, 'scripts', 'tg-relay-dev.js') };
+}
+
 describe('embedded PostgreSQL from a chmod 700 folder', () => {
   it('the folder really is closed to the postgres user (the premise)', () => {
     expect(fs.statSync(clone.outer).mode & 0o777).toBe(0o700);
@@ -49,7 +54,7 @@ describe('embedded PostgreSQL from a chmod 700 folder', () => {
   });
 
   it('tg-relay migrate works from there with the default DATA_DIR, twice (data kept)', async () => {
-    const first = await runCli(['migrate'], cliEnv(), { cwd: clone.dir, timeoutMs: 120_000 });
+    const first = await runCli(['migrate'], cliEnv(), { ...inClone(), timeoutMs: 120_000 });
     expect([first.code, first.stderr]).toEqual([0, '']);
     expect(first.stdout).toContain('"migrations applied"');
     expect(first.stdout).not.toContain('EACCES');
@@ -65,7 +70,7 @@ describe('embedded PostgreSQL from a chmod 700 folder', () => {
     expect(fs.existsSync(path.join(expected, 'PG_VERSION'))).toBe(true);
     expect(first.stdout).toContain(`"dataDir":"${expected}"`);
 
-    const second = await runCli(['migrate'], cliEnv(), { cwd: clone.dir, timeoutMs: 120_000 });
+    const second = await runCli(['migrate'], cliEnv(), { ...inClone(), timeoutMs: 120_000 });
     expect(second.code).toBe(0);
     expect(second.stdout).toContain('"schema is current"');
   });
@@ -74,7 +79,7 @@ describe('embedded PostgreSQL from a chmod 700 folder', () => {
     const proc = startCli(
       ['start'],
       { ADMIN_PORT: '0', SANDBOX_PORT: '0', SANDBOX_COLLECTOR_PORT: '0', POLL_TIMEOUT: '1s', LOG_LEVEL: 'warn' },
-      { cwd: clone.dir },
+      inClone(),
     );
     try {
       const banner = await waitFor(() => (/Ctrl-C stops everything/.test(proc.output()) ? proc.output() : null), {
@@ -94,7 +99,7 @@ describe('embedded PostgreSQL from a chmod 700 folder', () => {
 
   it('an explicit DATA_DIR the postgres user cannot reach fails at once, naming the folder and the fix', async () => {
     const explicit = path.join(clone.dir, 'explicit-data');
-    const r = await runCli(['migrate'], cliEnv({ DATA_DIR: explicit }), { cwd: clone.dir, timeoutMs: 60_000 });
+    const r = await runCli(['migrate'], cliEnv({ DATA_DIR: explicit }), { ...inClone(), timeoutMs: 60_000 });
     if (asRoot) {
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('[RELAY_EMBEDDED_POSTGRES]');
