@@ -64,7 +64,7 @@ export interface BroadcastStatus {
   rate: number;
   /** Seconds until what is left is sent at that rate; null when nothing moves (paused, not started). */
   eta_seconds: number | null;
-  plan: Record<string, unknown>;
+  plan: BroadcastPlan;
   paid: boolean;
   created_at: string;
 }
@@ -158,7 +158,7 @@ async function existing(c: PoolClient, key: string, sha: string): Promise<Create
     created: false,
     recipients: b.recipients,
     skipped: b.skipped,
-    plan: b.plan as unknown as BroadcastPlan,
+    plan: b.plan,
   };
 }
 
@@ -207,7 +207,8 @@ function statusOf(b: q.BroadcastRow, rows: q.BroadcastCountsRow): BroadcastStatu
       blocked: n.blocked,
     },
     rate: Math.round(rate * 100) / 100,
-    eta_seconds: left === 0 ? 0 : rate > 0 && state === 'running' ? Math.ceil(left / rate) : null,
+    // held rows are not left to send until resumed: a paused broadcast has no ETA, not 0
+    eta_seconds: left === 0 && n.paused === 0 ? 0 : rate > 0 && state === 'running' ? Math.ceil(left / rate) : null,
     plan: b.plan,
     paid: b.paid,
     created_at: new Date(b.created_at).toISOString(),

@@ -3,6 +3,7 @@
  * sql/functions/broadcast_enqueue.sql), one function per statement. Values only as $n parameters.
  */
 import type { Queryable } from '../db/pool';
+import type { BroadcastPlan } from './plan';
 
 export type StoredBroadcastState = 'running' | 'paused' | 'cancelled';
 
@@ -17,7 +18,7 @@ export interface BroadcastRow {
   recipients: number;
   skipped: number;
   paid: boolean;
-  plan: Record<string, unknown>;
+  plan: BroadcastPlan;
   request_sha256: string;
   created_at: Date;
   /** Recipients staged at creation (relay.broadcast_recipients); 0 for a broadcast enqueued whole. */

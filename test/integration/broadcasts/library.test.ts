@@ -184,6 +184,10 @@ describe('pause, resume, cancel act on the rows not yet sent', () => {
     );
     expect(claimable.rows[0].n).toBe(0);
     await expect(broadcastControl(db.pool, r.id, 'pause')).rejects.toBeInstanceOf(BroadcastStateError);
+    // once the send in flight ends nothing moves, but 28 are held: no ETA, not "0 s left"
+    await db.pool.query(`update relay.outbound set state = 'delivered' where id = $1`, [ids[1].id]);
+    expect((await broadcastStatus(db.pool, r.id))?.eta_seconds).toBeNull();
+    await db.pool.query(`update relay.outbound set state = 'delivering' where id = $1`, [ids[1].id]);
 
     const q = await broadcastControl(db.pool, r.id, 'resume');
     expect(q.status).toMatchObject({ state: 'running', counts: { paused: 0, pending: 28 } });
