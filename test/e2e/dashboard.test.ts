@@ -6,7 +6,6 @@
  * (docs/dashboard.md shows them).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -17,17 +16,13 @@ import { startIngress } from '../../libs/ingress/runtime';
 import { createBotApiSandbox, createCollector, Collector, SANDBOX_DEFAULT_TOKEN } from '../../libs/sandbox';
 import type { Worker } from '../../libs/queue';
 import { countByState, insertCaptures, makeCapture } from '../support/capture-fixtures';
-import { CHROMIUM, CHROMIUM_ARGS } from '../support/chromium';
+import { CHROMIUM, CHROMIUM_ARGS, expectText, screenshotFolder } from '../support/chromium';
 import { createMigratedDatabase } from '../support/db';
 import { waitFor } from '../support/wait-for';
 import { startCaptureWorker, testLogger } from '../support/worker-harness';
 import { buildTestApp, startBoss, testConfig, TOKEN } from '../integration/admin/support';
 
-// the last run's screenshots stay for inspection (one folder, overwritten by the next run)
-const SHOTS = process.env.UPDATE_SCREENSHOTS
-  ? path.resolve(__dirname, '../../docs')
-  : path.join(os.tmpdir(), 'tg-relay-dashboard-screenshots');
-fs.mkdirSync(SHOTS, { recursive: true });
+const SHOTS = screenshotFolder();
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let boss: BossLedger;
@@ -389,16 +384,3 @@ describe('sandbox mode', () => {
     }
   });
 });
-
-async function expectText(locator: ReturnType<Page['locator']>, re: RegExp): Promise<void> {
-  let last: string | null = null;
-  await waitFor(
-    async () => {
-      last = await locator.first().textContent({ timeout: 500 });
-      return re.test(last ?? '');
-    },
-    { timeoutMs: 10_000, what: `text ${re}` },
-  ).catch((err: Error) => {
-    throw new Error(`${err.message} (last text: ${JSON.stringify(last)})`);
-  });
-}

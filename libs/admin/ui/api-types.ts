@@ -136,3 +136,43 @@ export interface SandboxInfo {
   bot_id: string;
   chat_id: number;
 }
+
+/** GET /v1/broadcasts/:id: what the broadcast will take and cost, stated when it was created. */
+export interface BroadcastPlan {
+  recipients: number;
+  skipped: number;
+  messages: number;
+  paid: boolean;
+  rate_per_second: number;
+  estimated_seconds: number;
+  paid_messages: number;
+  cost_stars: number;
+}
+
+export type BroadcastState = 'pending' | 'running' | 'paused' | 'cancelled' | 'completed';
+
+/** GET /v1/broadcasts/:id and the items of GET /v1/broadcasts; POST …/pause|resume|cancel (with moved, audit_id). */
+export interface BroadcastStatus {
+  id: string;
+  bot_id: string;
+  key: string | null;
+  state: BroadcastState;
+  method: string;
+  audience: Record<string, unknown>;
+  recipients: number;
+  counts: {
+    pending: number;
+    paused: number;
+    delivering: number;
+    delivered: number;
+    failed: number;
+    cancelled: number;
+    skipped: number;
+    blocked: number;
+  };
+  rate: number;
+  eta_seconds: number | null;
+  plan: BroadcastPlan;
+  paid: boolean;
+  created_at: string;
+}

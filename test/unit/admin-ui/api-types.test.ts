@@ -8,8 +8,10 @@ import type {
   KindStats as ServerKindStats,
   Stats as ServerStats,
 } from '../../../libs/admin/stats';
+import type { BroadcastStatus as ServerBroadcastStatus } from '../../../libs/broadcasts';
 import type {
   AttemptTimeseries,
+  BroadcastStatus,
   BotStats,
   ItemKind,
   KindStats,
@@ -25,18 +27,20 @@ const sameKindStats: Same<KindStats, ServerKindStats> = true;
 const sameBotStats: Same<BotStats, ServerBotStats> = true;
 const sameItemKind: Same<ItemKind, ServerItemKind> = true;
 const sameListKind: Same<ListKind, ServerListKind> = true;
+const sameBroadcast: Same<BroadcastStatus, ServerBroadcastStatus> = true;
 const timeseriesKinds: Same<keyof AttemptTimeseries['kinds'], ServerItemKind> = true;
 
 describe('the dashboard API types', () => {
   test('match the server types (checked by tsc) and the kinds the API serves', () => {
-    expect([sameStats, sameKindStats, sameBotStats, sameItemKind, sameListKind, timeseriesKinds]).toEqual([
-      true,
-      true,
-      true,
-      true,
-      true,
-      true,
-    ]);
+    expect([
+      sameStats,
+      sameKindStats,
+      sameBotStats,
+      sameItemKind,
+      sameListKind,
+      timeseriesKinds,
+      sameBroadcast,
+    ]).toEqual([true, true, true, true, true, true, true]);
     const kinds: ListKind[] = ['captures', 'outbound', 'inbox', 'quarantine'];
     expect(Object.keys(KINDS).sort()).toEqual([...kinds].sort());
   });

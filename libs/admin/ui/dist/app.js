@@ -366,6 +366,9 @@
     if (kind && parts.length === 1) return { name: "list", kind, params };
     if (kind && parts.length === 2 && /^[1-9][0-9]{0,15}$/.test(parts[1]))
       return { name: "detail", kind, id: Number(parts[1]) };
+    if (parts[0] === "broadcasts" && parts.length === 1) return { name: "broadcasts", params };
+    if (parts[0] === "broadcasts" && parts.length === 2 && /^[1-9][0-9]{0,17}$/.test(parts[1]))
+      return { name: "broadcast", id: parts[1] };
     if (parts[0] === "audit" && parts.length === 1) return { name: "audit", params };
     if (parts[0] === "sandbox" && parts.length === 1) return { name: "sandbox" };
     return { name: "unknown", path };
@@ -376,6 +379,7 @@
     return `#/${kind}${q ? `?${q}` : ""}`;
   }
   var detailHash = (kind, id) => `#/${kind}/${id}`;
+  var broadcastHash = (id) => `#/broadcasts/${id}`;
 
   // libs/admin/ui/src/views/audit.ts
   function subject(a) {
@@ -458,6 +462,277 @@
         );
       }
     };
+  }
+
+  // libs/admin/ui/src/views/broadcasts.ts
+  var PAGE = 25;
+  var SEGMENTS = [
+    { key: "delivered", label: "delivered" },
+    { key: "failed", label: "failed" },
+    { key: "blocked", label: "blocked or deactivated" },
+    { key: "cancelled", label: "cancelled" },
+    { key: "delivering", label: "being sent" }
+  ];
+  var finished = (c) => c.delivered + c.failed + c.blocked + c.cancelled;
+  function progressText(b) {
+    const done = finished(b.counts);
+    const pct = b.recipients === 0 ? 100 : Math.floor(done * 100 / b.recipients);
+    return `${fmtCount(done)} of ${fmtCount(b.recipients)} done (${pct}%)`;
+  }
+  function progressBar(b, large = false) {
+    const total = Math.max(1, b.recipients);
+    const label = progressText(b);
+    return h(
+      "span",
+      { class: `progress${large ? " large" : ""}` },
+      h(
+        "span",
+        {
+          class: "bar",
+          role: "progressbar",
+          "aria-label": `Broadcast #${b.id}`,
+          "aria-valuemin": 0,
+          "aria-valuemax": b.recipients,
+          "aria-valuenow": finished(b.counts),
+          "aria-valuetext": label
+        },
+        SEGMENTS.filter((s) => b.counts[s.key] > 0).map((s) => {
+          const seg = h("span", { class: `seg seg-${s.key}`, title: `${fmtCount(b.counts[s.key])} ${s.label}` });
+          seg.style.width = `${b.counts[s.key] * 100 / total}%`;
+          return seg;
+        })
+      ),
+      h("span", { class: "small" }, label)
+    );
+  }
+  function eta(b) {
+    if (b.state === "completed" || b.state === "cancelled") return "—";
+    if (b.state === "paused") return "paused";
+    if (b.eta_seconds === null) return "not moving yet";
+    return fmtAge(b.eta_seconds);
+  }
+  function audience(b) {
+    const a = b.audience;
+    if (typeof a.name === "string") return `audience "${a.name}"`;
+    if (typeof a.chat_ids === "number") return `a list of ${fmtCount(a.chat_ids)} chats`;
+    return text(a);
+  }
+  var rate = (b) => `${b.rate.toLocaleString("en-US")}/s`;
+  var stars = (n) => `${n.toLocaleString("en-US", { maximumFractionDigits: 1 })} Stars`;
+  function broadcastsView(ctx, params) {
+    const before = params.get("before") ?? void 0;
+    const box = h("div", { class: "table-box" });
+    const pager = h("nav", { class: "pager", "aria-label": "Pages" });
+    const el = h(
+      "div",
+      null,
+      h(
+        "div",
+        { class: "page-head" },
+        h("h1", { tabindex: -1 }, "Broadcasts"),
+        h("p", { class: "muted small" }, "One message to many chats (POST /v1/broadcasts), newest first.")
+      ),
+      box,
+      pager
+    );
+    return {
+      title: "Broadcasts",
+      el,
+      async refresh() {
+        let items;
+        try {
+          ({ items } = await ctx.api.get("v1/broadcasts", { limit: PAGE, before }));
+        } catch (err2) {
+          replaceKeepingFocus(box, h("p", { role: "alert", class: "error" }, describeError(err2)));
+          return;
+        }
+        const rows = items.map(
+          (b) => h(
+            "tr",
+            { "data-broadcast": b.id },
+            h("td", null, h("a", { href: broadcastHash(b.id), "data-focus-key": `b-${b.id}` }, `#${b.id}`)),
+            h("td", null, h("time", { datetime: b.created_at, title: b.created_at }, fmtTime(b.created_at))),
+            h("td", null, stateBadge(b.state)),
+            h("td", null, b.method, h("br"), h("span", { class: "muted small" }, audience(b))),
+            h("td", null, progressBar(b)),
+            h("td", { class: "num" }, fmtCount(b.counts.failed)),
+            h("td", { class: "num" }, fmtCount(b.counts.blocked)),
+            h("td", { class: "num" }, rate(b)),
+            h("td", null, eta(b))
+          )
+        );
+        replaceKeepingFocus(
+          box,
+          rows.length === 0 ? h("p", { class: "empty" }, "No broadcast yet: POST /v1/broadcasts starts one (docs/broadcasts.md).") : h(
+            "table",
+            { class: "grid" },
+            h("caption", { class: "visually-hidden" }, "Broadcasts, newest first"),
+            h(
+              "thead",
+              null,
+              h(
+                "tr",
+                null,
+                ["Broadcast", "Created", "State", "Message", "Progress", "Failed", "Blocked", "Rate", "ETA"].map(
+                  (t) => h("th", { scope: "col" }, t)
+                )
+              )
+            ),
+            h("tbody", null, rows)
+          )
+        );
+        const last = items.at(-1);
+        replaceKeepingFocus(
+          pager,
+          before ? h("a", { href: "#/broadcasts", "data-focus-key": "first" }, "« Newest") : null,
+          last && items.length === PAGE ? h("a", { href: `#/broadcasts?before=${last.id}`, "data-focus-key": "next" }, "Older »") : null
+        );
+      }
+    };
+  }
+  var ACTIONS = {
+    pause: {
+      from: ["pending", "running"],
+      label: "Pause",
+      text: "Messages not yet sent are held; the ones already on their way finish.",
+      danger: false,
+      done: "held"
+    },
+    resume: {
+      from: ["paused"],
+      label: "Resume",
+      text: "The held messages are sent again, at the bulk rate, behind interactive traffic.",
+      danger: false,
+      done: "released"
+    },
+    cancel: {
+      from: ["pending", "running", "paused"],
+      label: "Cancel",
+      text: "Messages not yet sent fail as cancelled and are never sent. This cannot be undone.",
+      danger: true,
+      done: "cancelled"
+    }
+  };
+  function figures(rows) {
+    return h(
+      "dl",
+      { class: "meta" },
+      rows.map(([label, v, key]) => [h("dt", null, label), h("dd", key ? { "data-count": key } : null, v)])
+    );
+  }
+  function broadcastView(ctx, id) {
+    const badge = h("span");
+    const bar = h("div", { class: "broadcast-progress" });
+    const actions = h("div", { class: "toolbar", role: "group", "aria-label": "Actions" });
+    const status = statusRegion();
+    const progress = h("section", { "aria-label": "Progress" });
+    const plan = h("section", { "aria-label": "Plan" });
+    async function act(action) {
+      const copy = ACTIONS[action];
+      const { confirmed } = await confirmDialog({
+        title: `${copy.label} broadcast #${id}?`,
+        body: [h("p", null, copy.text)],
+        // "Cancel" alone would read like the button that closes the dialog
+        confirmLabel: `${copy.label} broadcast`,
+        danger: copy.danger
+      });
+      if (!confirmed) return;
+      try {
+        const r = await ctx.api.post(
+          `v1/broadcasts/${id}/${action}`,
+          {}
+        );
+        setStatus(
+          status,
+          "ok",
+          `${copy.label}: done — now ${r.state}, ${fmtCount(r.moved)} messages ${copy.done}, audit #${r.audit_id}`
+        );
+      } catch (err2) {
+        setStatus(status, "error", `${copy.label} refused: ${describeError(err2)}`);
+      }
+      await view.refresh();
+    }
+    function render(b) {
+      const c = b.counts;
+      replaceKeepingFocus(badge, stateBadge(b.state));
+      replaceKeepingFocus(bar, progressBar(b, true));
+      const buttons = Object.keys(ACTIONS).filter((a) => ACTIONS[a].from.includes(b.state)).map(
+        (a) => h(
+          "button",
+          {
+            type: "button",
+            class: ACTIONS[a].danger ? "danger" : "primary",
+            "data-focus-key": a,
+            onclick: () => void act(a)
+          },
+          `${ACTIONS[a].label}…`
+        )
+      );
+      replaceKeepingFocus(
+        actions,
+        buttons.length ? buttons : h("span", { class: "muted" }, `No action applies to a ${b.state} broadcast.`)
+      );
+      replaceKeepingFocus(
+        progress,
+        h("h2", null, "Progress"),
+        figures([
+          ["delivered", fmtCount(c.delivered), "delivered"],
+          ["failed", fmtCount(c.failed), "failed"],
+          ["blocked or deactivated (403, recorded in relay.chat_status)", fmtCount(c.blocked), "blocked"],
+          ["cancelled", fmtCount(c.cancelled), "cancelled"],
+          ["being sent", fmtCount(c.delivering), "delivering"],
+          ["waiting", fmtCount(c.pending), "pending"],
+          ["held (paused)", fmtCount(c.paused), "paused"],
+          ["skipped (known blocked, not sent)", fmtCount(c.skipped), "skipped"],
+          ["rate, last minute", rate(b)],
+          ["time left", eta(b)]
+        ])
+      );
+      const p = b.plan;
+      replaceKeepingFocus(
+        plan,
+        h("h2", null, "Message and plan"),
+        figures([
+          ["method", b.method],
+          ["audience", audience(b)],
+          ["key", b.key ?? h("span", { class: "muted" }, "—")],
+          ["bot", b.bot_id],
+          ["created", h("time", { datetime: b.created_at, title: b.created_at }, fmtTime(b.created_at))],
+          ["messages planned", fmtCount(p.messages)],
+          ["planned rate", `${p.rate_per_second.toLocaleString("en-US")}/s${p.paid ? " (paid broadcast)" : ""}`],
+          ["planned duration", fmtAge(p.estimated_seconds)],
+          ["paid messages (above 30/s)", fmtCount(p.paid_messages)],
+          ["cost", stars(p.cost_stars), "cost"]
+        ])
+      );
+    }
+    const heading = h("h1", { tabindex: -1 }, `Broadcast #${id}`);
+    const el = h(
+      "div",
+      { class: "detail" },
+      h("p", { class: "crumbs" }, h("a", { href: "#/broadcasts" }, "← Broadcasts")),
+      h("div", { class: "page-head" }, heading, badge),
+      bar,
+      actions,
+      status,
+      h("div", { class: "detail-grid" }, progress, plan)
+    );
+    const view = {
+      title: `Broadcast #${id}`,
+      el,
+      async refresh() {
+        let b;
+        try {
+          b = await ctx.api.get(`v1/broadcasts/${id}`);
+        } catch (err2) {
+          const msg = err2 instanceof ApiError && err2.status === 404 ? `Broadcast #${id} does not exist.` : describeError(err2);
+          replaceKeepingFocus(progress, h("p", { role: "alert", class: "error" }, msg));
+          return;
+        }
+        render(b);
+      }
+    };
+    return view;
   }
 
   // libs/admin/ui/src/views/detail.ts
@@ -1799,6 +2074,7 @@
       const links = [
         ["#/overview", "Overview"],
         ...LIST_KINDS.map((k) => [`#/${k}`, KIND_VIEWS[k].title]),
+        ["#/broadcasts", "Broadcasts"],
         ["#/audit", "Audit"]
       ];
       if (sandbox) links.push(["#/sandbox", "Sandbox chat"]);
@@ -1834,6 +2110,10 @@
           return detailView(ctx, r.kind, r.id);
         case "audit":
           return auditView(ctx, r.params);
+        case "broadcasts":
+          return broadcastsView(ctx, r.params);
+        case "broadcast":
+          return broadcastView(ctx, r.id);
         case "sandbox":
           if (ctx.sandbox) return sandboxView(ctx);
           break;

@@ -7,10 +7,15 @@ export type Route =
   | { name: 'list'; kind: ListKind; params: URLSearchParams }
   | { name: 'detail'; kind: ListKind; id: number }
   | { name: 'audit'; params: URLSearchParams }
+  | { name: 'broadcasts'; params: URLSearchParams }
+  | { name: 'broadcast'; id: string }
   | { name: 'sandbox' }
   | { name: 'unknown'; path: string };
 
-/** `#/captures?state=failed`, `#/captures/12`, `#/audit`, `#/sandbox`; anything else is the overview. */
+/**
+ * `#/captures?state=failed`, `#/captures/12`, `#/broadcasts`, `#/broadcasts/7`, `#/audit`,
+ * `#/sandbox`; anything else is the overview.
+ */
 export function parseHash(hash: string): Route {
   const raw = hash.replace(/^#/, '');
   const [path, query = ''] = raw.split('?', 2);
@@ -21,6 +26,10 @@ export function parseHash(hash: string): Route {
   if (kind && parts.length === 1) return { name: 'list', kind, params };
   if (kind && parts.length === 2 && /^[1-9][0-9]{0,15}$/.test(parts[1]))
     return { name: 'detail', kind, id: Number(parts[1]) };
+  if (parts[0] === 'broadcasts' && parts.length === 1) return { name: 'broadcasts', params };
+  // broadcast ids are bigints: kept as the digits the API gave
+  if (parts[0] === 'broadcasts' && parts.length === 2 && /^[1-9][0-9]{0,17}$/.test(parts[1]))
+    return { name: 'broadcast', id: parts[1] };
   if (parts[0] === 'audit' && parts.length === 1) return { name: 'audit', params };
   if (parts[0] === 'sandbox' && parts.length === 1) return { name: 'sandbox' };
   return { name: 'unknown', path };
@@ -36,3 +45,5 @@ export function listHash(kind: ListKind, params: Record<string, string | undefin
 }
 
 export const detailHash = (kind: ListKind, id: number) => `#/${kind}/${id}`;
+
+export const broadcastHash = (id: string) => `#/broadcasts/${id}`;

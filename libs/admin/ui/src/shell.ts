@@ -7,6 +7,7 @@ import { LIST_KINDS, parseHash, Route } from './router';
 import type { SandboxInfo } from '../api-types';
 import type { View, ViewContext } from './view';
 import { auditView } from './views/audit';
+import { broadcastView, broadcastsView } from './views/broadcasts';
 import { detailView } from './views/detail';
 import { listView } from './views/list';
 import { loginView } from './views/login';
@@ -88,6 +89,7 @@ export function startApp(root: HTMLElement): void {
     const links: [string, string][] = [
       ['#/overview', 'Overview'],
       ...LIST_KINDS.map((k): [string, string] => [`#/${k}`, KIND_VIEWS[k].title]),
+      ['#/broadcasts', 'Broadcasts'],
       ['#/audit', 'Audit'],
     ];
     if (sandbox) links.push(['#/sandbox', 'Sandbox chat']);
@@ -124,6 +126,10 @@ export function startApp(root: HTMLElement): void {
         return detailView(ctx, r.kind, r.id);
       case 'audit':
         return auditView(ctx, r.params);
+      case 'broadcasts':
+        return broadcastsView(ctx, r.params);
+      case 'broadcast':
+        return broadcastView(ctx, r.id);
       case 'sandbox':
         if (ctx.sandbox) return sandboxView(ctx);
         break;
