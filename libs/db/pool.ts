@@ -137,6 +137,9 @@ function sendStatementsUnnamed(client: PoolClient): void {
  * which is how operators tell a stuck worker from a stuck poller. `poolMode` (DB_POOL_MODE, default
  * session): see PoolMode.
  */
+/** How long a pool connect may wait (for the server, or for a free client) before it fails. */
+export const DB_CONNECT_TIMEOUT_MS = 10_000;
+
 export function createPool(
   connectionString: string,
   opts: {
@@ -152,7 +155,7 @@ export function createPool(
     connectionString,
     max: opts.max ?? 10,
     application_name: applicationName ?? 'tg-relay',
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: DB_CONNECT_TIMEOUT_MS,
     ...sessionOptions(timeouts, mode),
     ...rest,
   });

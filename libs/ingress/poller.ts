@@ -9,6 +9,7 @@
  */
 import { errorMessage } from '../errors';
 import type { JobLedger } from '../db/boss';
+import { DB_CONNECT_TIMEOUT_MS } from '../db/pool';
 import type { Pool } from 'pg';
 import { Lifecycle } from '../lifecycle/lifecycle';
 import { waitAtMost } from '../lifecycle/timers';
@@ -48,7 +49,7 @@ export interface PollerOptions {
   random?: () => number;
   /** On acquiring the lease, remove a webhook left from INGRESS=webhook (default true). */
   deleteWebhookOnAcquire?: boolean;
-  /** Watchdog threshold (default 2 × pollTimeoutMs); `false` turns the watchdog off. */
+  /** Watchdog threshold (default 2 × pollTimeoutMs, at least WATCHDOG_MIN_MS); `false` turns it off. */
   watchdogMs?: number | false;
   /** Injectable clock for the watchdog (default Date.now). */
   now?: () => number;
@@ -56,6 +57,12 @@ export interface PollerOptions {
 
 /** How long the watchdog waits for the lease release of a stalled poller before giving up on it. */
 const WATCHDOG_RELEASE_TIMEOUT_MS = 2_000;
+/**
+ * The shortest stall window: one database call may wait a pool connect's timeout before it fails
+ * (a database restarting, a pool waiting for a client), and that is a backoff, not a stall. Below
+ * it, a short POLL_TIMEOUT made a restart of a few seconds exit the poller.
+ */
+export const WATCHDOG_MIN_MS = DB_CONNECT_TIMEOUT_MS + 2_000;
 
 export interface Poller {
   start(): void;
@@ -91,7 +98,8 @@ export function createPoller(opts: PollerOptions): Poller {
     onLost: () => loop.leaseLost(),
   });
   const watchdog: Watchdog = new Watchdog({
-    watchdogMs: opts.watchdogMs === false ? null : (opts.watchdogMs ?? 2 * opts.pollTimeoutMs),
+    watchdogMs:
+      opts.watchdogMs === false ? null : (opts.watchdogMs ?? Math.max(2 * opts.pollTimeoutMs, WATCHDOG_MIN_MS)),
     now: opts.now ?? Date.now,
     logger,
     watching: () => !lifecycle.signal.aborted && loop.state === 'polling',

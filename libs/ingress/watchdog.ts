@@ -92,7 +92,7 @@ export class Watchdog {
     const { generation, offset } = this.o.where();
     const message =
       `poller watchdog: generation ${generation ?? '?'} made no progress for ${idleMs} ms ` +
-      `(limit ${watchdogMs} ms = 2 × POLL_TIMEOUT) while Telegram holds updates; exiting so the supervisor restarts it`;
+      `(limit ${watchdogMs} ms: 2 × POLL_TIMEOUT, at least the database connect timeout + 2 s) while Telegram holds updates; exiting so the supervisor restarts it`;
     this.o.logger.fatal({ idleMs, watchdogMs, offset, updatesWaitingMs: now() - this.updatesWaitingSince }, message);
     this.stop();
     this.o.onStall(message);

@@ -97,9 +97,42 @@ describe('poller watchdog', () => {
     }
   });
 
+  it('a database path silent for a few seconds with a short POLL_TIMEOUT is a backoff, not a stall (the window is at least 12 s)', async () => {
+    const { token, botId } = newBotToken();
+    const pool = createPool(proxy.url, { max: 3 });
+    const p = startTestPoller({ pool, url: proxy.url, apiRoot: sandbox.url, token, botId, pollTimeoutMs: 1_000 });
+    let ended: unknown = null;
+    void p.poller.done.then((e) => (ended = e));
+    try {
+      await waitFor(() => p.poller.status().state === 'polling', { what: 'owner' });
+      await waitFor(() => sandbox.botState(token).long_poll_open, { what: 'inside a long poll', intervalMs: 1 });
+      proxy.freeze();
+      sandbox.injectMessages(token, 2, { chats: 1, chatBase: Number(botId) });
+      // 5 s without an answer: over twice the 2 × POLL_TIMEOUT window, under the floor
+      await new Promise((r) => setTimeout(r, 5_000));
+      expect(ended).toBeNull();
+      proxy.thaw();
+      await waitFor(async () => (await inboxCount(db.pool, botId)) === 2, { what: 'stored after the outage' });
+      expect(ended).toBeNull();
+      expect(p.poller.status().state).toBe('polling');
+    } finally {
+      proxy.thaw();
+      await p.stop();
+      await pool.end();
+    }
+  });
+
   it('does not trip while Telegram fails (5xx) or has nothing: that is a healthy backoff, not a stall', async () => {
     const { token, botId } = newBotToken();
-    const p = startTestPoller({ pool: db.pool, url: db.url, apiRoot: sandbox.url, token, botId, pollTimeoutMs: 500 });
+    const p = startTestPoller({
+      pool: db.pool,
+      url: db.url,
+      apiRoot: sandbox.url,
+      token,
+      botId,
+      pollTimeoutMs: 500,
+      watchdogMs: 1_000, // several windows pass during the failures below
+    });
     let ended: unknown = null;
     void p.poller.done.then((e) => (ended = e));
     try {
