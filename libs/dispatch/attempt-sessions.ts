@@ -19,7 +19,14 @@ import { dispatchStorage } from './context';
 import { DispatchClosedError } from './errors';
 import { SessionConflictError, SessionValueError } from './session-errors';
 import { heldBy, noteHeld, sharedWithAnother } from './session-holders';
-import { sessionDeleteIfVersion, sessionRead, sessionWritesIfVersion, type SessionWrite } from './session-queries';
+import {
+  sessionDeleteIfVersion,
+  sessionRead,
+  sessionWritesIfVersion,
+  type PrefetchedSession,
+  type SessionRead,
+  type SessionWrite,
+} from './session-queries';
 import type { Queryable } from '../db/pool';
 
 /** Longest session key accepted (keys are ids, not text). */
@@ -48,6 +55,8 @@ export class AttemptSessions {
   constructor(
     private readonly db: { pool: Pool; botId: string; ttlMs: number },
     attempt?: object,
+    /** The session the claim read for this update (session-queries.ts), used instead of reading its key. */
+    private prefetched?: PrefetchedSession,
   ) {
     this.attempt = attempt ?? this;
   }
@@ -65,7 +74,7 @@ export class AttemptSessions {
       if (!known.write) return known.read;
       return 'deleted' in known.write ? undefined : this.track(known, JSON.parse(known.write.json));
     }
-    const { value, version } = await sessionRead(this.db.pool, this.db.botId, key);
+    const { value, version } = await this.read(key);
     this.check(key, 'get');
     const entry: Entry = { version, read: undefined };
     entry.read = this.track(entry, value === undefined && fallback ? fallback() : value);
@@ -115,6 +124,16 @@ export class AttemptSessions {
       );
   }
 
+  /** The committed session of `key`: the claim's read of it if it has one (once: later reads are of entries), else a query. */
+  private async read(key: string): Promise<SessionRead> {
+    const prefetched = this.prefetched;
+    if (prefetched?.key === key) {
+      this.prefetched = undefined;
+      return prefetched;
+    }
+    return sessionRead(this.db.pool, this.db.botId, key);
+  }
+
   /** The entry a write goes to; a key this attempt never read is read now (or conflicts, see the file comment). */
   private async entryToWrite(key: string, value: unknown): Promise<Entry> {
     const owner = typeof value === 'object' && value !== null ? owners.get(value) : undefined;
@@ -128,7 +147,7 @@ export class AttemptSessions {
     }
     if (!entry) {
       // a write without a read in this attempt (the store used directly): conditioned on the version now
-      const { version } = await sessionRead(this.db.pool, this.db.botId, key);
+      const { version } = await this.read(key);
       entry = { version, read: undefined };
     }
     this.entries.set(key, entry);

@@ -14,6 +14,7 @@ import type { AttemptTransaction } from '../queue/attempt-transaction';
 import { AttemptSessions } from './attempt-sessions';
 import { DispatchClosedError } from './errors';
 import { DispatchDatabaseUnavailableError } from './session-errors';
+import type { PrefetchedSession } from './session-queries';
 
 /** The client `dispatch.transaction(ctx)` resolves with: queries only (no release, no commit: the relay does those). */
 export interface DispatchClient {
@@ -26,6 +27,8 @@ export interface AttemptWorkOptions {
   botId: string;
   /** SESSION_TTL. */
   sessionTtlMs: number;
+  /** The update's session as the claim read it (see AttemptSessions). */
+  prefetched?: PrefetchedSession;
 }
 
 export class AttemptWork {
@@ -55,6 +58,7 @@ export class AttemptWork {
     this.sessionsOf ??= new AttemptSessions(
       { pool: this.pool, botId: this.botId, ttlMs: this.opts.sessionTtlMs },
       this,
+      this.opts.prefetched,
     );
     return this.sessionsOf;
   }

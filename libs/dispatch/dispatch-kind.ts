@@ -119,6 +119,7 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
       signal: ctx.signal,
       timeoutMs: opts.handlerTimeoutMs,
       updateEpoch: job.row.update_epoch,
+      session: job.row.session,
     });
     if (outcome.kind === 'handled') {
       const details: Record<string, unknown> = { via: outcome.via, updateType: job.row.update_type };

@@ -14,6 +14,7 @@ import type { Queryable } from '../db/pool';
 import { query } from '../db/query';
 import { claimStatements, type ClaimedColumns, type ClaimVariant } from '../queue/claim-sql';
 import { CLAIM_TABLES } from '../queue/claim-tables';
+import { prefetchedSession, SESSION_PREFETCH_COLUMNS, type PrefetchedSession } from './session-queries';
 
 /** The inbox rows bot `bot` (a placeholder) may claim, alias `a`: chat heads only when `ordered`. */
 export function inboxClaimable(a: string, bot: string, ordered: boolean): string {
@@ -31,7 +32,7 @@ export function inboxClaimable(a: string, bot: string, ordered: boolean): string
 /** The kind's columns of a claimed inbox row (after the engine's id, job_id, claim_id, attempts). */
 export const INBOX_CLAIMED_COLUMNS = `t.bot_id, t.update_id::text as update_id, t.update_epoch, t.update_type, t.chat_id::text as chat_id,
                  coalesce(t.raw, t.payload::json) as payload, -- raw: the exact update (0007)
-                 t.started_at, t.traceparent`;
+                 t.started_at, t.traceparent, ${SESSION_PREFETCH_COLUMNS}`;
 
 /** Whether a settled row's chat has another pending update (it waited for this one; a retried earlier one too). */
 export const INBOX_SETTLED_COLUMNS = `(t.chat_id is not null and exists (
@@ -62,6 +63,8 @@ export interface InboxClaimedRow {
   started_at: Date;
   /** W3C trace context stored by ingress; null without tracing. */
   traceparent?: string | null;
+  /** Its session under telegraf's default key, read by the claim (undefined: no sender or no chat). */
+  session?: PrefetchedSession;
 }
 
 /**
@@ -118,6 +121,7 @@ export function inboxRowOf(r: ClaimedColumns): InboxClaimedRow {
     claim_id: r.claim_id,
     started_at: r.started_at instanceof Date ? r.started_at : new Date(text(r.started_at)),
     traceparent: typeof r.traceparent === 'string' ? r.traceparent : null,
+    session: prefetchedSession(r.session),
   };
 }
 

@@ -25,6 +25,32 @@ export async function sessionRead(q: Queryable, botId: string, key: string): Pro
   return { value: row.live ? row.value : undefined, version: Number(row.version) };
 }
 
+/**
+ * A claimed inbox row's session under telegraf's default key (`${from.id}:${chat.id}`), read in the
+ * claim statement (alias `t`) so a handler using `session()` does not pay a round trip to read it:
+ * json `{key, version, live, value}`, null when the update has no sender or no chat. It is a snapshot
+ * of the claim: a write based on it is still conditioned on its version at commit.
+ */
+export const SESSION_PREFETCH_COLUMNS = `(select json_build_object('key', k.key, 'version', coalesce(s.version, 0)::text,
+                    'live', coalesce(s.expires_at > now(), false), 'value', s.value)
+                   from (select (t.payload->t.update_type->'from'->>'id') || ':' || t.chat_id::text as key) k
+                   left join relay.sessions s on s.bot_id = t.bot_id and s.key = k.key
+                  where k.key is not null) as session`;
+
+/** A session read in the claim (SESSION_PREFETCH_COLUMNS): the key it was read under, and the read. */
+export interface PrefetchedSession extends SessionRead {
+  key: string;
+}
+
+/** The claim's `session` column as a PrefetchedSession; undefined when absent or not of that shape. */
+export function prefetchedSession(column: unknown): PrefetchedSession | undefined {
+  if (typeof column !== 'object' || column === null) return undefined;
+  const c = column as { key?: unknown; version?: unknown; live?: unknown; value?: unknown };
+  const version = Number(c.version);
+  if (typeof c.key !== 'string' || !Number.isSafeInteger(version) || version < 0) return undefined;
+  return { key: c.key, version, value: c.live === true ? c.value : undefined };
+}
+
 const TTL = `now() + $4::bigint * interval '1 millisecond'`;
 
 /** One version-conditioned write of a batch (sessionWritesIfVersion). */

@@ -11,6 +11,7 @@ import type { Logger } from '../observability/logger';
 import { runAttempt } from './attempt';
 import { AttemptWork } from './attempt-work';
 import { SessionValueError } from './session-errors';
+import type { PrefetchedSession } from './session-queries';
 import { SESSION_TTL_MS_DEFAULT } from './session-store';
 import { createDispatchBot } from './dispatch-bot';
 import { DispatchAbortedError, fromTelegraf, InvalidReplyError, TelegrafRefusedError } from './errors';
@@ -50,6 +51,8 @@ export interface RunOptions {
   timeoutMs?: number;
   /** relay.inbox.update_epoch: above 0 for an update stored under an update_id Telegram reused. */
   updateEpoch?: number;
+  /** The update's session as its claim read it (relay.inbox rows): spares the handler's session() a read. */
+  session?: PrefetchedSession;
 }
 
 export interface UpdateRunner {
@@ -143,7 +146,7 @@ export function createUpdateRunner(opts: UpdateRunnerOptions): UpdateRunner {
       updateEpoch: o.updateEpoch,
       chatId: chatIdOf(update),
     });
-    const work = new AttemptWork({ pool: opts.pool, botId: opts.botId, sessionTtlMs });
+    const work = new AttemptWork({ pool: opts.pool, botId: opts.botId, sessionTtlMs, prefetched: o.session });
     const result = await runAttempt(bot, update, session, o, work);
     if (!result.ok) {
       work.discard();
