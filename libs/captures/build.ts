@@ -1,13 +1,21 @@
 /**
  * A capture is the collector's copy of one authorized user message: the original text and the raw
- * Telegram message, under a stable identity `telegram:{update_id}:{chat_id}:{message_id}`. Its
- * sha256 (over the exact JSON document POSTed to the collector) is how a re-enqueue tells "the same
- * capture again" (no-op) from "different data under the same key" (RELAY_CAPTURE_KEY_CONFLICT).
+ * Telegram message, under a stable identity `telegram:{bot_id}:{update_id}:{chat_id}:{message_id}`.
+ * Its sha256 (over the exact JSON document POSTed to the collector) is how a re-enqueue tells "the
+ * same capture again" (no-op) from "different data under the same key" (RELAY_CAPTURE_KEY_CONFLICT).
+ *
+ * The bot is in the key because chat ids are the same for every bot (a private chat's id is the
+ * user's) and message and update ids are only a bot's own: without it, one user writing to two bots
+ * of one database made the second bot's capture a conflict. Captures stored before keep their key
+ * `telegram:{update_id}:{chat_id}:{message_id}` (legacy): ingress recognises an update captured
+ * under it, so a redelivery across the upgrade is not captured twice.
  */
 import crypto from 'node:crypto';
 import { jsonbTextOfStringified, storableText } from '../db/storable-json';
 
 export interface CaptureSource {
+  /** The bot whose update it is (relay.inbox.bot_id). */
+  botId: string;
   updateId: number;
   /** message, edited_message, channel_post, … */
   type: string;
@@ -31,6 +39,9 @@ export interface CapturePayload {
 
 export interface CaptureRecord {
   key: string;
+  /** The key this capture had before keys named the bot, and the sha256 its document had under it. */
+  legacyKey: string;
+  legacySha256: string;
   updateId: number;
   chatId: number;
   messageId: number;
@@ -51,9 +62,18 @@ export interface CaptureRecord {
   sha256: string;
 }
 
-export function captureKey(updateId: number | bigint, chatId: number | bigint, messageId: number | bigint): string {
+type Id = number | bigint;
+
+export function captureKey(botId: string, updateId: Id, chatId: Id, messageId: Id): string {
+  return `telegram:${botId}:${updateId}:${chatId}:${messageId}`;
+}
+
+/** The key of captures stored before keys named the bot. */
+export function legacyCaptureKey(updateId: Id, chatId: Id, messageId: Id): string {
   return `telegram:${updateId}:${chatId}:${messageId}`;
 }
+
+const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
 
 /** Builds the capture of a message update (the caller decides whether it is authorized). */
 export function buildCapture(src: CaptureSource): CaptureRecord {
@@ -63,7 +83,8 @@ export function buildCapture(src: CaptureSource): CaptureRecord {
   const messageId = m.message_id as number;
   const from = (m.from as Record<string, unknown> | undefined) ?? null;
   const text = typeof m.text === 'string' ? m.text : typeof m.caption === 'string' ? m.caption : null;
-  const key = captureKey(src.updateId, chatId, messageId);
+  const key = captureKey(src.botId, src.updateId, chatId, messageId);
+  const legacyKey = legacyCaptureKey(src.updateId, chatId, messageId);
   const payload: CapturePayload = {
     key,
     update_id: src.updateId,
@@ -75,8 +96,13 @@ export function buildCapture(src: CaptureSource): CaptureRecord {
     message: m,
   };
   const payloadJson = JSON.stringify(payload);
+  // the same document under the legacy key: `key` is its first field, so only that prefix differs
+  const keyPrefix = `{"key":${JSON.stringify(key)}`;
+  const legacyJson = `{"key":${JSON.stringify(legacyKey)}${payloadJson.slice(keyPrefix.length)}`;
   return {
     key,
+    legacyKey,
+    legacySha256: sha256(legacyJson),
     updateId: src.updateId,
     chatId,
     messageId,
@@ -87,6 +113,6 @@ export function buildCapture(src: CaptureSource): CaptureRecord {
     payload,
     payloadJson,
     storedPayloadJson: jsonbTextOfStringified(payload, payloadJson),
-    sha256: crypto.createHash('sha256').update(payloadJson).digest('hex'),
+    sha256: sha256(payloadJson),
   };
 }

@@ -185,6 +185,8 @@ const CAPTURE_COLUMNS = [
   column('payload_raw', 'text[]', (x: BatchCaptureRow) => x.payloadJson),
   column('job_id', 'uuid[]', () => newJobId()),
   column('traceparent', 'text[]', (x: BatchCaptureRow) => x.traceparent ?? null),
+  column('legacy_key', 'text[]', (x: BatchCaptureRow) => x.legacyKey),
+  column('legacy_sha256', 'text[]', (x: BatchCaptureRow) => x.legacySha256),
 ] as const;
 
 type Placeholders<P extends readonly Param<never, string>[]> = Record<P[number]['name'], string>;
@@ -262,7 +264,8 @@ function cursorCte(b: Base, c: Cursor): string {
  *         every other step reads `exists (select from cur)` as false and writes nothing),
  *   ins   inbox rows if absent; a dispatched row carries its ledger job id (made here, in node),
  *   cin   the captures of the batch's authorized messages,
- *   cins  captures if absent (by capture_key), each with its job id,
+ *   legacy this bot's captures stored under their keys from before keys named the bot,
+ *   cins  captures if absent (by capture_key, and not stored under a legacy key), each with its job id,
  *   jobs  update.dispatch and capture.deliver job rows for the new inbox rows and captures, in one
  *         INSERT produced by the job ledger adapter (libs/db/boss.ts jobsInsertSql, the same row as insertJobs),
  * then one NOTIFY per queue that got work, and the keys of captures that collided with different
@@ -310,10 +313,14 @@ function batchStatement(withCursor: boolean): string {
     ), cin as (
       select * from ${x}
        ${guard}
+    ), legacy as ( -- this bot's captures stored under the key without the bot (build.ts)
+      select l.capture_key, l.payload_sha256 from relay.captures l
+       where l.capture_key in (select legacy_key from cin) and l.bot_id = ${bot}
     ), cins as (
       insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_raw, payload_sha256, job_id, traceparent)
       select capture_key, ${bot}, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), coalesce(payload, payload_raw)::jsonb, payload_raw::json, payload_sha256, job_id, traceparent
         from cin
+       where not exists (select from legacy where legacy.capture_key = cin.legacy_key)
       on conflict (capture_key) do nothing
       returning id, capture_key, job_id
     ), jobs as (
@@ -321,10 +328,12 @@ function batchStatement(withCursor: boolean): string {
     ), conf as (
       -- neither written nor found identical: a row with other data, or one a concurrent transaction
       -- committed after this statement's snapshot (ON CONFLICT waited for it): never a silent no-op
-      select cin.capture_key, cin.update_id, exists (select from ins where ins.update_id = cin.update_id) as inbox_stored
-        from cin
+      select coalesce(legacy.capture_key, cin.capture_key) as capture_key, cin.update_id,
+             exists (select from ins where ins.update_id = cin.update_id) as inbox_stored
+        from cin left join legacy on legacy.capture_key = cin.legacy_key
        where not exists (select from cins where cins.capture_key = cin.capture_key)
          and not exists (select from relay.captures c where c.capture_key = cin.capture_key and c.payload_sha256 = cin.payload_sha256)
+         and legacy.payload_sha256 is distinct from cin.legacy_sha256
     )
     select ${fenced} as fenced,
            (select count(*) from ins)::int as stored,

@@ -253,7 +253,10 @@ function prepareWrite(o: {
       traceparent, // the update's trace continues in dispatch and capture delivery (null: tracing off)
     });
     if (authorized && u.message)
-      captures.push({ ...buildCapture({ updateId: u.updateId, type: u.type, message: u.message }), traceparent });
+      captures.push({
+        ...buildCapture({ botId: o.botId, updateId: u.updateId, type: u.type, message: u.message }),
+        traceparent,
+      });
   }
   const statement = prepareBatchWrite({
     botId: o.botId,

@@ -61,13 +61,17 @@ with cur as (
     on conflict (bot_id, update_id, update_epoch) do nothing
     returning id, job_id, update_id, update_epoch
   ), cin as (
-    select * from unnest($19::text[], $20::bigint[], $21::bigint[], $22::bigint[], $23::bigint[], $24::text[], $25::bigint[], $26::text[], $27::text[], $28::text[], $29::uuid[], $30::text[])
-      as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, payload_raw, job_id, traceparent)
+    select * from unnest($19::text[], $20::bigint[], $21::bigint[], $22::bigint[], $23::bigint[], $24::text[], $25::bigint[], $26::text[], $27::text[], $28::text[], $29::uuid[], $30::text[], $31::text[], $32::text[])
+      as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, payload_raw, job_id, traceparent, legacy_key, legacy_sha256)
      where exists (select from cur)
+  ), legacy as ( -- this bot's captures stored under the key without the bot (build.ts)
+    select l.capture_key, l.payload_sha256 from relay.captures l
+     where l.capture_key in (select legacy_key from cin) and l.bot_id = $1::text
   ), cins as (
     insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_raw, payload_sha256, job_id, traceparent)
     select capture_key, $1::text, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), coalesce(payload, payload_raw)::jsonb, payload_raw::json, payload_sha256, job_id, traceparent
       from cin
+     where not exists (select from legacy where legacy.capture_key = cin.legacy_key)
     on conflict (capture_key) do nothing
     returning id, capture_key, job_id
   ), jobs as (
@@ -90,10 +94,12 @@ returning name
   ), conf as (
     -- neither written nor found identical: a row with other data, or one a concurrent transaction
     -- committed after this statement's snapshot (ON CONFLICT waited for it): never a silent no-op
-    select cin.capture_key, cin.update_id, exists (select from ins where ins.update_id = cin.update_id) as inbox_stored
-      from cin
+    select coalesce(legacy.capture_key, cin.capture_key) as capture_key, cin.update_id,
+           exists (select from ins where ins.update_id = cin.update_id) as inbox_stored
+      from cin left join legacy on legacy.capture_key = cin.legacy_key
      where not exists (select from cins where cins.capture_key = cin.capture_key)
        and not exists (select from relay.captures c where c.capture_key = cin.capture_key and c.payload_sha256 = cin.payload_sha256)
+       and legacy.payload_sha256 is distinct from cin.legacy_sha256
   )
   select (select count(*) from cur)::int as fenced,
          (select count(*) from ins)::int as stored,
@@ -124,13 +130,17 @@ with ins as (
     on conflict (bot_id, update_id, update_epoch) do nothing
     returning id, job_id, update_id, update_epoch
   ), cin as (
-    select * from unnest($11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[], $17::bigint[], $18::text[], $19::text[], $20::text[], $21::uuid[], $22::text[])
-      as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, payload_raw, job_id, traceparent)
+    select * from unnest($11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[], $17::bigint[], $18::text[], $19::text[], $20::text[], $21::uuid[], $22::text[], $23::text[], $24::text[])
+      as x(capture_key, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_sha256, payload_raw, job_id, traceparent, legacy_key, legacy_sha256)
      
+  ), legacy as ( -- this bot's captures stored under the key without the bot (build.ts)
+    select l.capture_key, l.payload_sha256 from relay.captures l
+     where l.capture_key in (select legacy_key from cin) and l.bot_id = $1::text
   ), cins as (
     insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, message_date, payload, payload_raw, payload_sha256, job_id, traceparent)
     select capture_key, $1::text, update_id, chat_id, message_id, from_id, text, to_timestamp(message_date), coalesce(payload, payload_raw)::jsonb, payload_raw::json, payload_sha256, job_id, traceparent
       from cin
+     where not exists (select from legacy where legacy.capture_key = cin.legacy_key)
     on conflict (capture_key) do nothing
     returning id, capture_key, job_id
   ), jobs as (
@@ -153,10 +163,12 @@ returning name
   ), conf as (
     -- neither written nor found identical: a row with other data, or one a concurrent transaction
     -- committed after this statement's snapshot (ON CONFLICT waited for it): never a silent no-op
-    select cin.capture_key, cin.update_id, exists (select from ins where ins.update_id = cin.update_id) as inbox_stored
-      from cin
+    select coalesce(legacy.capture_key, cin.capture_key) as capture_key, cin.update_id,
+           exists (select from ins where ins.update_id = cin.update_id) as inbox_stored
+      from cin left join legacy on legacy.capture_key = cin.legacy_key
      where not exists (select from cins where cins.capture_key = cin.capture_key)
        and not exists (select from relay.captures c where c.capture_key = cin.capture_key and c.payload_sha256 = cin.payload_sha256)
+       and legacy.payload_sha256 is distinct from cin.legacy_sha256
   )
   select 1 as fenced,
          (select count(*) from ins)::int as stored,

@@ -60,7 +60,7 @@ describe('release', () => {
         `select c.capture_key, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.update_id = 7001`,
       )
     ).rows;
-    expect(cap).toEqual([{ capture_key: 'telegram:7001:4242:3', name: 'capture.deliver' }]);
+    expect(cap).toEqual([{ capture_key: 'telegram:1000000001:7001:4242:3', name: 'capture.deliver' }]);
     const q = (
       await db.pool.query(
         `select state, resolved_at is not null as resolved, octet_length(raw) > 0 as kept from relay.quarantine where id = $1`,
@@ -102,10 +102,10 @@ describe('release', () => {
     ]);
   });
   test('an update kept for a capture key conflict is refused (409) while another capture holds its key, and nothing of it is written', async () => {
-    // as ingress keeps it: its capture key telegram:7004:4242:3 is stored with different data
+    // as ingress keeps it: its capture key is stored with different data (an earlier update of the bot under a reused id)
     await db.pool.query(
       `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_raw, payload_sha256)
-       values ('telegram:7004:4242:3', 'another-bot', 7004, 4242, 3, '{}', '{}', 'another-sha')`,
+       values ('telegram:1000000001:7004:4242:3', '1000000001', 7004, 4242, 3, '{}', '{}', 'another-sha')`,
     );
     const id = await quarantine(message(7004), 7004);
     const res = await call(app, 'POST', `/v1/quarantine/${id}/release`);
@@ -122,8 +122,11 @@ describe('release', () => {
       0,
     );
     expect(
-      (await db.pool.query(`select payload_sha256 from relay.captures where capture_key = 'telegram:7004:4242:3'`))
-        .rows,
+      (
+        await db.pool.query(
+          `select payload_sha256 from relay.captures where capture_key = 'telegram:1000000001:7004:4242:3'`,
+        )
+      ).rows,
     ).toEqual([{ payload_sha256: 'another-sha' }]);
   });
 });

@@ -204,7 +204,7 @@ describe('round trips per batch', () => {
       ),
       opts(botId, fence),
     );
-    expect(r).toMatchObject({ captureConflicts: [`telegram:1:${C}:1`], conflictsQuarantined: 1 });
+    expect(r).toMatchObject({ captureConflicts: [`telegram:${botId}:1:${C}:1`], conflictsQuarantined: 1 });
     expect(log).toEqual(['begin', 'batch', 'with q as', 'commit']);
     // update_id 1 with other bytes is another update: stored and dispatched, its capture refused
     expect(await inboxCount(db.pool, botId)).toBe(3);

@@ -289,7 +289,7 @@ describe('ingress boundary: hostile user content', () => {
         for (const u of withMessage) {
           const kind = Object.keys(u).find((k) => k !== 'update_id')!;
           const m = u[kind] as { message_id: number; chat: { id: number }; text?: string; caption?: string };
-          const receipts = byKey.get(`telegram:${String(u.update_id)}:${m.chat.id}:${m.message_id}`);
+          const receipts = byKey.get(`telegram:${BOT_ID}:${String(u.update_id)}:${m.chat.id}:${m.message_id}`);
           expect(receipts).toHaveLength(1);
           const body = receipts![0].body as { text: string; message: unknown };
           expect(body.text).toBe(m.text ?? m.caption);

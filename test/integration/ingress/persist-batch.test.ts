@@ -3,6 +3,7 @@ import { createBoss, Pool } from '../../../libs/db';
 import { LeaseLostError } from '../../../libs/ingress/errors';
 import { ingressHealth } from '../../../libs/ingress/health';
 import { persistBatch } from '../../../libs/ingress/persist-batch';
+import { buildCapture } from '../../../libs/captures/build';
 import { planBatch } from '../../../libs/ingress/plan-batch';
 import { cursorRecordProgress, cursorRelease } from '../../../libs/ingress/queries';
 import { createMigratedDatabase } from '../../support/db';
@@ -43,7 +44,7 @@ const plan = (items: unknown[], offset: number, policy: 'stop' | 'quarantine' = 
 describe('persistBatch', () => {
   it('writes inbox rows, captures, their pg-boss jobs and the cursor in one transaction', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
+    const C = Number(botId); // chats unique to this test
     const fence = await acquire(botId);
     const r = await persistBatch(
       { pool, boss },
@@ -75,10 +76,13 @@ describe('persistBatch', () => {
       `select c.id, c.capture_key, c.text, c.payload, c.payload_sha256, j.data, j.name from relay.captures c join tg_relay_boss.job j on j.id = c.job_id where c.bot_id = $1 order by c.update_id`,
       [botId],
     );
-    expect(caps.map((c) => c.capture_key)).toEqual([`telegram:10:${C}:10`, `telegram:12:${C + 1}:12`]);
+    expect(caps.map((c) => c.capture_key)).toEqual([
+      `telegram:${botId}:10:${C}:10`,
+      `telegram:${botId}:12:${C + 1}:12`,
+    ]);
     expect(caps[1].text).toBe('bye');
     expect(caps[1].payload).toMatchObject({
-      key: `telegram:12:${C + 1}:12`,
+      key: `telegram:${botId}:12:${C + 1}:12`,
       update_id: 12,
       text: 'bye',
       chat: { id: C + 1 },
@@ -89,7 +93,7 @@ describe('persistBatch', () => {
 
   it('re-persisting the same updates is a no-op: no new rows, no new jobs', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
+    const C = Number(botId); // chats unique to this test
     const fence = await acquire(botId);
     const items = [makeMessageUpdate({ updateId: 1, chatId: C }), makeMessageUpdate({ updateId: 2, chatId: C })];
     await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence));
@@ -107,16 +111,17 @@ describe('persistBatch', () => {
     expect(rows[0].n).toBe(2);
   });
 
-  it('a capture key stored with different data fails only its update: kept in relay.quarantine, the stored capture never overwritten, the rest of the batch committed', async () => {
+  it("a capture key stored with different data fails only its update: kept in relay.quarantine, the stored capture never overwritten, the rest of the batch committed; another bot's same ids are its own capture", async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
+    const C = Number(botId); // chats unique to this test
     const fence = await acquire(botId);
     await persistBatch(
       { pool, boss },
       plan([makeMessageUpdate({ updateId: 1, chatId: C, text: 'original' })], 1),
       opts(botId, fence),
     );
-    // another bot of the same database already captured telegram:3:C:3 (the key has no bot id)
+    // another bot of the same database captured the same update, chat and message ids (a user
+    // writing to both bots): the keys name the bot, so that is no conflict
     const other = newBotToken().botId;
     const otherFence = await acquire(other);
     await persistBatch(
@@ -138,27 +143,28 @@ describe('persistBatch', () => {
       stored: 3,
       duplicates: 0,
       reused: 1,
-      captures: 1,
+      captures: 2,
       captureRepeats: 0,
-      captureConflicts: [`telegram:1:${C}:1`, `telegram:3:${C}:3`],
-      conflictsQuarantined: 2,
+      captureConflicts: [`telegram:${botId}:1:${C}:1`],
+      conflictsQuarantined: 1,
       quarantined: 0,
       nextOffset: 4,
     });
-    // ingress goes on: the cursor is past the batch, update 2 is stored with its capture, update 3 is stored and dispatched
+    // ingress goes on: the cursor is past the batch, updates 2 and 3 are stored with their captures
     expect(await inboxUpdateIds(pool, botId)).toEqual([1, 1, 2, 3]);
     expect((await cursorOf(pool, botId))?.nextOffset).toBe(4);
-    expect(await jobCounts(pool, botId)).toEqual({ dispatch: 4, capture: 2 });
+    expect(await jobCounts(pool, botId)).toEqual({ dispatch: 4, capture: 3 });
     const caps = await pool.query(
-      'select capture_key, bot_id, text from relay.captures where chat_id = $1 order by update_id',
-      [C],
+      'select capture_key, bot_id, text from relay.captures where chat_id = $1 order by update_id, bot_id = $2',
+      [C, botId],
     );
     expect(caps.rows).toEqual([
-      { capture_key: `telegram:1:${C}:1`, bot_id: botId, text: 'original' },
-      { capture_key: `telegram:2:${C}:2`, bot_id: botId, text: 'hello 2' },
-      { capture_key: `telegram:3:${C}:3`, bot_id: other, text: "the other bot's message" },
+      { capture_key: `telegram:${botId}:1:${C}:1`, bot_id: botId, text: 'original' },
+      { capture_key: `telegram:${botId}:2:${C}:2`, bot_id: botId, text: 'hello 2' },
+      { capture_key: `telegram:${other}:3:${C}:3`, bot_id: other, text: "the other bot's message" },
+      { capture_key: `telegram:${botId}:3:${C}:3`, bot_id: botId, text: 'mine' },
     ]);
-    // nothing lost: both refused versions are kept byte for byte, with why (ids, never the content)
+    // nothing lost: the refused version is kept byte for byte, with why (ids, never the content)
     const q = await pool.query(
       `select update_id::int as id, convert_from(raw, 'UTF8') as raw, error, json_path, transport, state from relay.quarantine where bot_id = $1 order by update_id`,
       [botId],
@@ -167,37 +173,75 @@ describe('persistBatch', () => {
       {
         id: 1,
         raw: raw(tampered),
-        error: `RELAY_CAPTURE_KEY_CONFLICT: capture key telegram:1:${C}:1 is already stored with different data and is not overwritten; the update is stored in relay.inbox and dispatched; its capture was not created`,
-        json_path: '$.message',
-        transport: 'polling',
-        state: 'quarantined',
-      },
-      {
-        id: 3,
-        raw: raw(items[2]),
-        error: `RELAY_CAPTURE_KEY_CONFLICT: capture key telegram:3:${C}:3 is already stored with different data and is not overwritten; the update is stored in relay.inbox and dispatched; its capture was not created`,
+        error: `RELAY_CAPTURE_KEY_CONFLICT: capture key telegram:${botId}:1:${C}:1 is already stored with different data and is not overwritten; the update is stored in relay.inbox and dispatched; its capture was not created`,
         json_path: '$.message',
         transport: 'polling',
         state: 'quarantined',
       },
     ]);
     const audit = await pool.query(
-      `select count(*)::int as n from relay.attempts where subject = 'quarantine' and outcome = 'quarantined' and subject_key in ('1', '3') and details->>'generation' = $1`,
+      `select count(*)::int as n from relay.attempts where subject = 'quarantine' and outcome = 'quarantined' and subject_key = '1' and details->>'generation' = $1`,
       [String(fence.generation)],
     );
-    expect(audit.rows[0].n).toBe(2);
+    expect(audit.rows[0].n).toBe(1);
 
     // a redelivery of the same batch adds nothing (quarantine is idempotent by bot + update_id)
     const again = await persistBatch({ pool, boss }, plan(items, 1), opts(botId, fence));
-    expect(again).toMatchObject({ stored: 0, duplicates: 3, captures: 0, captureRepeats: 1, conflictsQuarantined: 0 });
-    expect(again.captureConflicts).toHaveLength(2);
+    expect(again).toMatchObject({ stored: 0, duplicates: 3, captures: 0, captureRepeats: 2, conflictsQuarantined: 0 });
+    expect(again.captureConflicts).toHaveLength(1);
+  });
+
+  it('a capture stored under the key from before keys named the bot: its redelivery is a repeat, other data under it a conflict', async () => {
+    const { botId } = newBotToken();
+    const C = Number(botId);
+    const fence = await acquire(botId);
+    const same = makeMessageUpdate({ updateId: 1, chatId: C, text: 'before the upgrade' });
+    const legacy = buildCapture({ botId, updateId: 1, type: 'message', message: same.message });
+    const other = buildCapture({
+      botId,
+      updateId: 2,
+      type: 'message',
+      message: makeMessageUpdate({ updateId: 2, chatId: C, text: 'stored then' }).message,
+    });
+    for (const c of [legacy, other])
+      await pool.query(
+        `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_raw, payload_sha256)
+         values ($1, $2, $3, $4, $5, $6::jsonb, $6::json, $7)`,
+        [
+          c.legacyKey,
+          botId,
+          c.updateId,
+          C,
+          c.messageId,
+          JSON.stringify({ ...c.payload, key: c.legacyKey }),
+          c.legacySha256,
+        ],
+      );
+    // the same update 1 again; update 2 now with other content (the same ids, as a reused update_id)
+    const changed = makeMessageUpdate({ updateId: 2, chatId: C, text: 'not what was stored' });
+    const r = await persistBatch({ pool, boss }, plan([same, changed], 1), opts(botId, fence));
+    expect(r).toMatchObject({
+      captures: 0,
+      captureRepeats: 1,
+      captureConflicts: [`telegram:2:${C}:2`],
+      conflictsQuarantined: 1,
+    });
+    const caps = await pool.query('select capture_key from relay.captures where bot_id = $1 order by update_id', [
+      botId,
+    ]);
+    expect(caps.rows.map((c) => c.capture_key)).toEqual([`telegram:1:${C}:1`, `telegram:2:${C}:2`]);
+    // a legacy key held by another bot is not this bot's capture: this bot's is stored under its own key
+    const third = newBotToken().botId;
+    const thirdFence = await acquire(third);
+    const t = await persistBatch({ pool, boss }, plan([same], 1), opts(third, thirdFence));
+    expect(t).toMatchObject({ captures: 1, captureConflicts: [] });
   });
 
   it('a capture key committed by a concurrent transaction while the batch waited for it is a conflict too, never a silent no-op', async () => {
     const { botId } = newBotToken();
     const C = Number(botId);
     const fence = await acquire(botId);
-    const key = `telegram:1:${C}:1`;
+    const key = `telegram:${botId}:1:${C}:1`;
     const other = await pool.connect();
     try {
       await other.query('begin');
@@ -243,7 +287,7 @@ describe('persistBatch', () => {
 
   it('unauthorized updates are stored and advance the cursor, with no capture and no dispatch job', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
+    const C = Number(botId); // chats unique to this test
     const fence = await acquire(botId);
     const items = [
       makeMessageUpdate({ updateId: 1, chatId: C }),
@@ -270,7 +314,7 @@ describe('persistBatch', () => {
 
   it('DISPATCH_UNAUTHORIZED dispatches unauthorized updates but still never captures them', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
+    const C = Number(botId); // chats unique to this test
     const fence = await acquire(botId);
     const r = await persistBatch(
       { pool, boss },
@@ -283,7 +327,7 @@ describe('persistBatch', () => {
 
   it('a stale generation is fenced: LeaseLostError and nothing written', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
+    const C = Number(botId); // chats unique to this test
     const old = await acquire(botId, 'owner-a', 1);
     await new Promise((r) => setTimeout(r, 20)); // lease expired
     const taken = await acquire(botId, 'owner-b');
@@ -307,7 +351,7 @@ describe('persistBatch', () => {
 
   it('the batch holds the cursor row lock: a takeover waits for the commit, then the next old-generation batch is fenced', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
+    const C = Number(botId); // chats unique to this test
     const old = await acquire(botId, 'owner-a', 300);
     const client = await pool.connect();
     try {
@@ -344,7 +388,7 @@ describe('persistBatch', () => {
 
   it('quarantine rows are idempotent by (bot, update_id) and by sha256 without an id, and audited once', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
+    const C = Number(botId); // chats unique to this test
     const fence = await acquire(botId);
     const items = [
       makeMessageUpdate({ updateId: 1, chatId: C }),
@@ -388,7 +432,7 @@ describe('persistBatch', () => {
 
   it('DECODE_POLICY=stop stores what precedes the bad update, records why, and does not pass it', async () => {
     const { botId } = newBotToken();
-    const C = Number(botId); // chats unique to this test: capture keys are global
+    const C = Number(botId); // chats unique to this test
     const fence = await acquire(botId);
     const p = plan(
       [

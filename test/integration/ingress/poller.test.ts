@@ -363,20 +363,20 @@ describe('durable poller', () => {
     expect(q.logs.text()).not.toContain('secret user text');
   });
 
-  it('a capture key already stored with different data (another bot of the database) never halts ingress: that update waits in quarantine, the ones after it flow', async () => {
+  it('a capture key already stored with different data (an earlier update under a reused id) never halts ingress: that update waits in quarantine, the ones after it flow', async () => {
     const { token, botId } = newBotToken();
     const chat = Number(botId);
     const a = sandbox.injectMessage(token, { chatId: chat, text: 'a' });
-    // the key has no bot id: another bot's capture already holds the one the next message will have
+    // a capture of this bot with other data already holds the key the next message will have
     const next = { updateId: a.update_id + 1, messageId: a.message!.message_id + 1 };
-    const key = `telegram:${next.updateId}:${chat}:${next.messageId}`;
+    const key = `telegram:${botId}:${next.updateId}:${chat}:${next.messageId}`;
     await db.pool.query(
       `insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, payload, payload_raw, payload_sha256)
-       values ($1, 'another-bot', $2, $3, $4, '{"other":true}', '{"other":true}', 'not-this-one')`,
-      [key, next.updateId, chat, next.messageId],
+       values ($1, $5, $2, $3, $4, '{"other":true}', '{"other":true}', 'not-this-one')`,
+      [key, next.updateId, chat, next.messageId, botId],
     );
     const b = sandbox.injectMessage(token, { chatId: chat, text: 'secret user text' });
-    expect(`telegram:${b.update_id}:${chat}:${b.message!.message_id}`).toBe(key);
+    expect(`telegram:${botId}:${b.update_id}:${chat}:${b.message!.message_id}`).toBe(key);
     const c = sandbox.injectMessage(token, { chatId: chat, text: 'c' });
 
     const p = start({ token, botId });
@@ -401,7 +401,7 @@ describe('durable poller', () => {
     );
     expect(caps.rows.map((r) => [r.bot_id, r.id])).toEqual([
       [botId, a.update_id],
-      ['another-bot', b.update_id],
+      [botId, b.update_id],
       [botId, c.update_id],
     ]);
     expect(caps.rows[1].payload_sha256).toBe('not-this-one'); // never overwritten

@@ -1,6 +1,8 @@
+import crypto from 'node:crypto';
+import fc from 'fast-check';
 import { backoffDelay } from '../../../libs/ingress/backoff';
 import { sleep } from '../../../libs/lifecycle/timers';
-import { buildCapture, captureKey } from '../../../libs/captures/build';
+import { buildCapture, captureKey, legacyCaptureKey } from '../../../libs/captures/build';
 import { makeMessageUpdate } from '../../support/ingress-fixtures';
 
 describe('backoffDelay', () => {
@@ -24,11 +26,13 @@ describe('backoffDelay', () => {
 });
 
 describe('buildCapture', () => {
-  it('keys the capture telegram:{update_id}:{chat_id}:{message_id} and keeps the original text and message', () => {
+  it('keys the capture telegram:{bot_id}:{update_id}:{chat_id}:{message_id} and keeps the original text and message', () => {
     const upd = makeMessageUpdate({ updateId: 77, chatId: -100, messageId: 5, fromId: 3, text: '  Original *text*  ' });
-    const c = buildCapture({ updateId: 77, type: 'message', message: upd.message });
-    expect(c.key).toBe('telegram:77:-100:5');
-    expect(captureKey(77, -100, 5)).toBe(c.key);
+    const c = buildCapture({ botId: '9', updateId: 77, type: 'message', message: upd.message });
+    expect(c.key).toBe('telegram:9:77:-100:5');
+    expect(captureKey('9', 77, -100, 5)).toBe(c.key);
+    expect(c.legacyKey).toBe('telegram:77:-100:5');
+    expect(legacyCaptureKey(77, -100, 5)).toBe(c.legacyKey);
     expect(c.payload).toMatchObject({
       key: c.key,
       update_id: 77,
@@ -43,16 +47,19 @@ describe('buildCapture', () => {
   });
   it('hashes the payload deterministically and differently for different data', () => {
     const a = buildCapture({
+      botId: '9',
       updateId: 1,
       type: 'message',
       message: makeMessageUpdate({ updateId: 1, text: 'x' }).message,
     });
     const b = buildCapture({
+      botId: '9',
       updateId: 1,
       type: 'message',
       message: makeMessageUpdate({ updateId: 1, text: 'x' }).message,
     });
     const c = buildCapture({
+      botId: '9',
       updateId: 1,
       type: 'message',
       message: makeMessageUpdate({ updateId: 1, text: 'y' }).message,
@@ -63,9 +70,10 @@ describe('buildCapture', () => {
   });
   it('uses the caption of a media message as text, and null without either', () => {
     const m = { message_id: 1, date: 1, chat: { id: 1, type: 'private' }, caption: 'photo caption' };
-    expect(buildCapture({ updateId: 1, type: 'message', message: m }).text).toBe('photo caption');
+    expect(buildCapture({ botId: '9', updateId: 1, type: 'message', message: m }).text).toBe('photo caption');
     expect(
       buildCapture({
+        botId: '9',
         updateId: 1,
         type: 'channel_post',
         message: { message_id: 1, date: 1, chat: { id: -1, type: 'channel' } },
@@ -74,5 +82,16 @@ describe('buildCapture', () => {
       text: null,
       fromId: null,
     });
+  });
+  it('the legacy sha256 is that of the same document under the legacy key, for any text', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.integer({ min: 1, max: 2 ** 31 }), fc.integer(), (text, updateId, chatId) => {
+        const m = { message_id: 3, date: 1, chat: { id: chatId, type: 'group' }, text };
+        const c = buildCapture({ botId: '9', updateId, type: 'message', message: m });
+        const legacyDoc = JSON.stringify({ ...c.payload, key: c.legacyKey });
+        expect(c.legacySha256).toBe(crypto.createHash('sha256').update(legacyDoc).digest('hex'));
+        expect(c.legacySha256).not.toBe(c.sha256);
+      }),
+    );
   });
 });
