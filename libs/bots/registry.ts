@@ -9,7 +9,7 @@ import { RelayError } from '../errors';
 import { normalizeChatId } from '../outbound/message';
 import { createBotApiClient } from '../telegram';
 import { isTelegramApiError } from '../telegram/errors';
-import { botUpsert, type BotRow } from './queries';
+import { botUpsert, type BotRow, type BotUpsert } from './queries';
 import { encryptToken, type TokenKey } from './token-crypto';
 
 /** The configuration variables a bot may set for itself, validated as the configuration does. */
@@ -107,15 +107,14 @@ export function validateRegistration(r: BotRegistration): ValidRegistration {
 }
 
 /**
- * Registers a bot, or updates its registration: the token is checked with getMe first (a token
- * Telegram refuses is a BotTokenRejectedError; Telegram unreachable is its network error, nothing
- * stored), then stored encrypted under `key`.
+ * A registration ready to store: validated, the token checked with getMe (a token Telegram refuses is
+ * a BotTokenRejectedError; Telegram unreachable is its network error) and encrypted under `key`.
+ * Nothing is written, so a caller can store it in a transaction of its own (the admin API's audit).
  */
-export async function addBot(
-  pool: Pool,
+export async function prepareBot(
   r: BotRegistration,
   opts: { key: TokenKey; apiRoot?: string; timeoutMs?: number },
-): Promise<{ bot: BotRow; created: boolean }> {
+): Promise<BotUpsert> {
   const v = validateRegistration(r);
   const client = createBotApiClient({ token: v.token, apiRoot: opts.apiRoot, timeoutMs: opts.timeoutMs ?? 10_000 });
   let me: { id: number; username?: string };
@@ -130,7 +129,7 @@ export async function addBot(
   }
   if (String(me.id) !== v.botId)
     throw new BotTokenRejectedError(`getMe answered bot ${me.id}, but the token is of bot ${v.botId}`);
-  return botUpsert(pool, {
+  return {
     id: v.botId,
     username: me.username ?? null,
     tokenEncrypted: encryptToken(opts.key, v.botId, v.token),
@@ -141,5 +140,14 @@ export async function addBot(
     opsChatId: v.opsChatId,
     enabled: v.enabled,
     settings: v.settings,
-  });
+  };
+}
+
+/** Registers a bot, or updates its registration (prepareBot, then stored). */
+export async function addBot(
+  pool: Pool,
+  r: BotRegistration,
+  opts: { key: TokenKey; apiRoot?: string; timeoutMs?: number },
+): Promise<{ bot: BotRow; created: boolean }> {
+  return botUpsert(pool, await prepareBot(r, opts));
 }

@@ -103,6 +103,10 @@ export const RELAY_CODES = {
   RELAY_BOT_INVALID: { meaning: 'a bot registration failed validation (token, chat ids, URLs, settings)', http: 400 },
   RELAY_BOT_TOKEN_REJECTED: { meaning: "Telegram's getMe refused the token of a bot being registered", http: 422 },
   RELAY_BOT_NOT_FOUND: { meaning: 'no registered bot has this id', http: 404 },
+  RELAY_BOT_API_UNREACHABLE: {
+    meaning: "the Bot API did not answer the getMe that checks a bot's token: nothing was registered",
+    http: 503,
+  },
   RELAY_ADMIN_UNAUTHORIZED: { meaning: 'missing or wrong admin bearer token', http: 401 },
   RELAY_ADMIN_VALIDATION: { meaning: 'a request field failed its schema', http: 400 },
   RELAY_ADMIN_BAD_REQUEST: {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminContext } from '../context';
 import { ITEM_KINDS } from '../kinds';
+import { registerBots } from './bots';
 import { registerBroadcasts } from './broadcasts';
 import { registerItemActions } from './item-actions';
 import { registerMessages } from './messages';
@@ -27,4 +28,5 @@ export const writeRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asy
   registerMessages(app, ctx, kit);
   registerSessions(app, ctx, kit);
   registerBroadcasts(app, ctx, kit);
+  registerBots(app, ctx, kit);
 };
