@@ -150,7 +150,9 @@ async function measure(db: Awaited<ReturnType<typeof benchDatabase>>): Promise<v
       t0 = performance.now(); // building the captures counts, as in persistBatch
       const caps =
         bot === 'captures'
-          ? u.map((x) => buildCapture({ botId: bots.captures, updateId: x.updateId, type: x.type, message: x.message! }))
+          ? u.map((x) =>
+              buildCapture({ botId: bots.captures, updateId: x.updateId, type: x.type, message: x.message! }),
+            )
           : [];
       await client.query('begin');
       await client.query({
