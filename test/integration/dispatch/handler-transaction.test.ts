@@ -6,43 +6,26 @@ import { session } from 'telegraf';
 import { createBoss } from '../../../libs/db';
 import { transaction, type DispatchClient, type RegisterHandlers } from '../../../libs/dispatch';
 import { errorCode } from '../../../libs/errors';
-import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
-import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
-import { attemptsOf, inboxRows, makeUpdate, storeUpdates, type DispatchHarness } from './helpers';
-import { sessionValue, startSessionWorker } from './session-helpers';
+import { attemptsOf, inboxRows, makeUpdate, storeUpdates } from './helpers';
+import { sessionSuite, sessionValue } from './session-helpers';
 
-let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let sandbox: BotApiSandbox;
-const harnesses: DispatchHarness[] = [];
-
-beforeAll(async () => {
-  db = await createMigratedDatabase('dsp_tx');
-  await db.pool.query(`create table handler_rows (update_id bigint not null, attempt int not null, note text)`);
-  sandbox = createBotApiSandbox({ limits: { enabled: false } });
-  await sandbox.start();
-});
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.stop()));
-  await db.pool.query('truncate relay.inbox, relay.attempts, relay.sessions, relay.outbound, handler_rows cascade');
-});
-afterAll(async () => {
-  await sandbox?.stop();
-  await db?.drop();
+const suite = sessionSuite('dsp_tx', {
+  setup: async (db) => {
+    await db.pool.query(`create table handler_rows (update_id bigint not null, attempt int not null, note text)`);
+  },
+  truncate: ['handler_rows'],
 });
 
-const start = async (register: RegisterHandlers, more: Partial<Parameters<typeof startSessionWorker>[0]> = {}) => {
-  const h = await startSessionWorker({ url: db.url, pool: db.pool, apiRoot: sandbox.url, register, ...more });
-  harnesses.push(h);
-  return h;
-};
-const boss = () => createBoss(db.url, { max: 1 });
+const start = suite.start;
+const boss = () => createBoss(suite.db.url, { max: 1 });
 const rowsOf = async () =>
-  (await db.pool.query(`select update_id::int as u, attempt, note from handler_rows order by update_id, attempt`)).rows;
+  (await suite.db.pool.query(`select update_id::int as u, attempt, note from handler_rows order by update_id, attempt`))
+    .rows;
 const openTransactions = async () =>
   Number(
     (
-      await db.pool.query(
+      await suite.db.pool.query(
         `select count(*) from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`,
       )
     ).rows[0].count,
@@ -76,16 +59,18 @@ describe('dispatch.transaction(ctx)', () => {
       },
       { replyMode: 'outbound' },
     );
-    await storeUpdates(db.pool, boss(), [makeUpdate(1, 9801), makeUpdate(2, 9802)]);
-    await waitFor(async () => (await inboxRows(db.pool)).every((r) => r.state === 'handled'), { what: 'handled' });
+    await storeUpdates(suite.db.pool, boss(), [makeUpdate(1, 9801), makeUpdate(2, 9802)]);
+    await waitFor(async () => (await inboxRows(suite.db.pool)).every((r) => r.state === 'handled'), {
+      what: 'handled',
+    });
     expect(await rowsOf()).toEqual([
       { u: 1, attempt: 1, note: 'mine' },
       { u: 2, attempt: 1, note: 'mine' },
     ]);
-    expect((await db.pool.query(`select count(*)::int as n from relay.outbound`)).rows[0].n).toBe(2);
-    expect(await sessionValue(db.pool, '9801:9801')).toEqual({ n: 1 });
-    const [row] = await inboxRows(db.pool);
-    expect((await attemptsOf(db.pool, row.id)).map((a) => a.outcome)).toEqual(['handled']);
+    expect((await suite.db.pool.query(`select count(*)::int as n from relay.outbound`)).rows[0].n).toBe(2);
+    expect(await sessionValue(suite.db.pool, '9801:9801')).toEqual({ n: 1 });
+    const [row] = await inboxRows(suite.db.pool);
+    expect((await attemptsOf(suite.db.pool, row.id)).map((a) => a.outcome)).toEqual(['handled']);
     await waitFor(async () => (await openTransactions()) === 0, { what: 'the connections given back' });
   });
 
@@ -101,12 +86,12 @@ describe('dispatch.transaction(ctx)', () => {
         await released;
       });
     });
-    await storeUpdates(db.pool, boss(), [makeUpdate(1, 9811)]);
+    await storeUpdates(suite.db.pool, boss(), [makeUpdate(1, 9811)]);
     await waitFor(() => inserted, { what: 'the handler inserted' });
     expect(await rowsOf()).toEqual([]);
-    expect((await inboxRows(db.pool))[0].state).toBe('pending');
+    expect((await inboxRows(suite.db.pool))[0].state).toBe('pending');
     release();
-    await waitFor(async () => (await inboxRows(db.pool))[0].state === 'handled', { what: 'handled' });
+    await waitFor(async () => (await inboxRows(suite.db.pool))[0].state === 'handled', { what: 'handled' });
     expect(await rowsOf()).toEqual([{ u: 1, attempt: 1, note: null }]);
   });
 
@@ -120,11 +105,11 @@ describe('dispatch.transaction(ctx)', () => {
         if (n === 1) throw new Error('fails after its insert');
       });
     });
-    await storeUpdates(db.pool, boss(), [makeUpdate(1, 9821)]);
-    await waitFor(async () => (await inboxRows(db.pool))[0].state === 'handled', { what: 'handled' });
+    await storeUpdates(suite.db.pool, boss(), [makeUpdate(1, 9821)]);
+    await waitFor(async () => (await inboxRows(suite.db.pool))[0].state === 'handled', { what: 'handled' });
     expect(await rowsOf()).toEqual([{ u: 1, attempt: 2, note: null }]);
-    const [row] = await inboxRows(db.pool);
-    expect((await attemptsOf(db.pool, row.id)).map((a) => a.outcome)).toEqual(['retry', 'handled']);
+    const [row] = await inboxRows(suite.db.pool);
+    expect((await attemptsOf(suite.db.pool, row.id)).map((a) => a.outcome)).toEqual(['retry', 'handled']);
     await waitFor(async () => (await openTransactions()) === 0, { what: 'the rolled-back connection given back' });
   });
 
@@ -149,13 +134,13 @@ describe('dispatch.transaction(ctx)', () => {
       },
       { handlerTimeoutMs: 200 },
     );
-    await storeUpdates(db.pool, boss(), [makeUpdate(1, 9831)]);
-    await waitFor(async () => (await inboxRows(db.pool))[0].state === 'handled', { what: 'handled' });
+    await storeUpdates(suite.db.pool, boss(), [makeUpdate(1, 9831)]);
+    await waitFor(async () => (await inboxRows(suite.db.pool))[0].state === 'handled', { what: 'handled' });
     await waitFor(() => late.length === 1, { what: 'the late query' });
     expect(late).toEqual(['RELAY_DISPATCH_CLOSED']);
     expect(await rowsOf()).toEqual([{ u: 1, attempt: 2, note: null }]);
-    const [row] = await inboxRows(db.pool);
-    const audit = await attemptsOf(db.pool, row.id);
+    const [row] = await inboxRows(suite.db.pool);
+    const audit = await attemptsOf(suite.db.pool, row.id);
     expect(audit.map((a) => [a.outcome, a.details?.timedOut ?? null])).toEqual([
       ['retry', true],
       ['handled', null],
@@ -196,10 +181,12 @@ describe('dispatch.transaction(ctx)', () => {
         text: 'x',
       },
     });
-    await storeUpdates(db.pool, boss(), [from(1, -9841), from(2, -9842)]);
-    await waitFor(async () => (await inboxRows(db.pool)).every((r) => r.state === 'handled'), { what: 'handled' });
-    expect(await sessionValue(db.pool, 'user:77')).toEqual({ n: 2 });
-    const conflicts = await db.pool.query(
+    await storeUpdates(suite.db.pool, boss(), [from(1, -9841), from(2, -9842)]);
+    await waitFor(async () => (await inboxRows(suite.db.pool)).every((r) => r.state === 'handled'), {
+      what: 'handled',
+    });
+    expect(await sessionValue(suite.db.pool, 'user:77')).toEqual({ n: 2 });
+    const conflicts = await suite.db.pool.query(
       `select subject_key::int as u from relay.attempts where error_code = 'RELAY_SESSION_CONFLICT'`,
     );
     expect(conflicts.rows).toHaveLength(1);
@@ -223,11 +210,11 @@ describe('dispatch.transaction(ctx)', () => {
       },
       { replyMode: 'outbound' },
     );
-    await storeUpdates(db.pool, boss(), [makeUpdate(1, 9851)]);
-    await waitFor(async () => (await inboxRows(db.pool))[0].state === 'handled', { what: 'handled' });
-    const [row] = await inboxRows(db.pool);
+    await storeUpdates(suite.db.pool, boss(), [makeUpdate(1, 9851)]);
+    await waitFor(async () => (await inboxRows(suite.db.pool))[0].state === 'handled', { what: 'handled' });
+    const [row] = await inboxRows(suite.db.pool);
     expect(row.attempts).toBe(2);
-    const audit = await attemptsOf(db.pool, row.id);
+    const audit = await attemptsOf(suite.db.pool, row.id);
     expect(audit.map((a) => [a.outcome, a.error_code])).toEqual([
       ['retry', '25P02'],
       ['handled', null],

@@ -10,7 +10,10 @@ import {
 } from '../../../libs/dispatch';
 import { createOutboundReplyWriter } from '../../../libs/outbound/replies';
 import { createWorker, type EngineConfig } from '../../../libs/queue';
-import { BOT_ID, TEST_DISPATCH_ENGINE, testLogger, TOKEN, type DispatchHarness } from './helpers';
+import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
+import { createMigratedDatabase } from '../../support/db';
+import { waitFor } from '../../support/wait-for';
+import { BOT_ID, inboxRows, TEST_DISPATCH_ENGINE, testLogger, TOKEN, type DispatchHarness } from './helpers';
 
 export async function startSessionWorker(opts: {
   url: string;
@@ -54,6 +57,76 @@ export async function startSessionWorker(opts: {
   await worker.start();
   return { worker, runner, boss, stop: () => worker.stop({ timeoutMs: 2_000 }) };
 }
+
+type SessionWorkerOptions = Parameters<typeof startSessionWorker>[0];
+type TestDatabase = Awaited<ReturnType<typeof createMigratedDatabase>>;
+
+export interface SessionSuite {
+  readonly db: TestDatabase;
+  readonly sandbox: BotApiSandbox;
+  /** A session worker on the suite's database and sandbox, stopped after the test. */
+  readonly start: (register: RegisterHandlers, more?: Partial<SessionWorkerOptions>) => Promise<DispatchHarness>;
+}
+
+/**
+ * The hooks a session test file shares: a migrated database and a Bot API sandbox for the file; after
+ * each test its workers are stopped and the dispatch tables (and `truncate`, a test's own) emptied.
+ * `setup` runs once the database exists; `defaults` apply to every `start`.
+ */
+export function sessionSuite(
+  name: string,
+  opts: {
+    setup?: (db: TestDatabase) => Promise<void>;
+    truncate?: string[];
+    defaults?: Partial<SessionWorkerOptions>;
+  } = {},
+): SessionSuite {
+  let db: TestDatabase | undefined;
+  let sandbox: BotApiSandbox | undefined;
+  const harnesses: DispatchHarness[] = [];
+  beforeAll(async () => {
+    db = await createMigratedDatabase(name);
+    await opts.setup?.(db);
+    sandbox = createBotApiSandbox({ limits: { enabled: false } });
+    await sandbox.start();
+  });
+  afterEach(async () => {
+    await Promise.all(harnesses.splice(0).map((h) => h.stop()));
+    const tables = ['relay.inbox', 'relay.attempts', 'relay.sessions', 'relay.outbound', ...(opts.truncate ?? [])];
+    await db!.pool.query(`truncate ${tables.join(', ')} cascade`);
+  });
+  afterAll(async () => {
+    await sandbox?.stop();
+    await db?.drop();
+  });
+  return {
+    get db() {
+      return db!;
+    },
+    get sandbox() {
+      return sandbox!;
+    },
+    start: async (register, more = {}) => {
+      const h = await startSessionWorker({
+        url: db!.url,
+        pool: db!.pool,
+        apiRoot: sandbox!.url,
+        register,
+        ...opts.defaults,
+        ...more,
+      });
+      harnesses.push(h);
+      return h;
+    },
+  };
+}
+
+/** Waits until `n` updates are handled. */
+export const allHandled = (pool: Pool, n: number, timeoutMs = 20_000) =>
+  waitFor(async () => (await inboxRows(pool)).filter((r) => r.state === 'handled').length === n, {
+    what: `${n} updates handled`,
+    timeoutMs,
+  });
 
 export async function sessionValue(pool: Pool, key: string): Promise<unknown> {
   const { rows } = await pool.query(`select value from relay.sessions where key = $1`, [key]);

@@ -5,47 +5,12 @@
 import { Scenes } from 'telegraf';
 import { createBoss } from '../../../libs/db';
 import type { RegisterHandlers } from '../../../libs/dispatch';
-import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
-import { createMigratedDatabase } from '../../support/db';
-import { waitFor } from '../../support/wait-for';
-import { inboxRows, storeUpdates, type DispatchHarness } from './helpers';
-import { barrier, messageFrom, sessionValue, startSessionWorker } from './session-helpers';
+import { storeUpdates } from './helpers';
+import { allHandled, barrier, messageFrom, sessionSuite, sessionValue } from './session-helpers';
 
-let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let sandbox: BotApiSandbox;
-const harnesses: DispatchHarness[] = [];
+const suite = sessionSuite('dsp_sess_mw', { defaults: { replyMode: 'outbound', config: { concurrency: 4 } } });
 
-beforeAll(async () => {
-  db = await createMigratedDatabase('dsp_sess_mw');
-  sandbox = createBotApiSandbox({ limits: { enabled: false } });
-  await sandbox.start();
-});
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.stop()));
-  await db.pool.query('truncate relay.inbox, relay.attempts, relay.sessions, relay.outbound cascade');
-});
-afterAll(async () => {
-  await sandbox?.stop();
-  await db?.drop();
-});
-
-const start = async (register: RegisterHandlers) => {
-  const h = await startSessionWorker({
-    url: db.url,
-    pool: db.pool,
-    apiRoot: sandbox.url,
-    register,
-    replyMode: 'outbound',
-    config: { concurrency: 4 },
-  });
-  harnesses.push(h);
-  return h;
-};
-const allHandled = (n: number) =>
-  waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.state === 'handled').length === n, {
-    what: `${n} updates handled`,
-    timeoutMs: 60_000,
-  });
+const start = suite.start;
 
 type N = { n?: number } | undefined;
 
@@ -64,11 +29,11 @@ it('a per-user key reassigned from 6 chats under two engines of 4 slots: n equal
   await start(register);
   const chats = [-1, -2, -3, -4, -5, -6].map((c) => c - 9800);
   const updates = Array.from({ length: 24 }, (_, i) => messageFrom(i + 1, chats[i % chats.length], 77));
-  await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), updates);
-  await allHandled(updates.length);
-  expect(await sessionValue(db.pool, '77')).toEqual({ n: updates.length });
+  await storeUpdates(suite.db.pool, createBoss(suite.db.url, { max: 1 }), updates);
+  await allHandled(suite.db.pool, updates.length, 60_000);
+  expect(await sessionValue(suite.db.pool, '77')).toEqual({ n: updates.length });
   // each handled attempt's reply committed with it: n 1 … n 24, each once
-  const replies = await db.pool.query<{ text: string }>(`select text from relay.outbound`);
+  const replies = await suite.db.pool.query<{ text: string }>(`select text from relay.outbound`);
   expect(replies.rows.map((r) => Number(r.text.slice(2))).sort((a, b) => a - b)).toEqual(updates.map((_, i) => i + 1));
 });
 
@@ -104,15 +69,15 @@ it('a WizardScene runs on dispatch.session() across updates dispatched by two en
   const cmd = { entities: [{ type: 'bot_command', offset: 0, length: 7 }] };
   const signup = messageFrom(1, 5160, 5160, '/signup');
   Object.assign(signup.message, cmd);
-  await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), [
+  await storeUpdates(suite.db.pool, createBoss(suite.db.url, { max: 1 }), [
     signup,
     messageFrom(2, 5160, 5160, 'Ada'),
     messageFrom(3, 5160, 5160, '36'),
   ]);
-  await allHandled(3);
-  const s = (await sessionValue(db.pool, '5160:5160')) as { profile?: unknown; __scenes?: object };
+  await allHandled(suite.db.pool, 3, 60_000);
+  const s = (await sessionValue(suite.db.pool, '5160:5160')) as { profile?: unknown; __scenes?: object };
   expect(s.profile).toEqual({ name: 'Ada', age: 36 });
   expect(s.__scenes ?? {}).not.toHaveProperty('current');
-  const replies = await db.pool.query(`select text from relay.outbound order by id`);
+  const replies = await suite.db.pool.query(`select text from relay.outbound order by id`);
   expect(replies.rows.map((r) => r.text)).toEqual(['name?', 'age?', 'saved Ada']);
 });

@@ -7,15 +7,10 @@
 import { session } from 'telegraf';
 import { createBoss } from '../../../libs/db';
 import type { DispatchContext, RegisterHandlers } from '../../../libs/dispatch';
-import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
-import { createMigratedDatabase } from '../../support/db';
-import { waitFor } from '../../support/wait-for';
-import { attemptsOf, BOT_ID, inboxRows, makeUpdate, storeUpdates, type DispatchHarness } from './helpers';
-import { sessionValue, startSessionWorker } from './session-helpers';
+import { attemptsOf, BOT_ID, inboxRows, makeUpdate, storeUpdates } from './helpers';
+import { allHandled, sessionSuite, sessionValue } from './session-helpers';
 
-let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let sandbox: BotApiSandbox;
-const harnesses: DispatchHarness[] = [];
+const suite = sessionSuite('dsp_sess_pre');
 let sessionReads = 0;
 
 type Counter = { count: number };
@@ -23,12 +18,9 @@ type Ctx = DispatchContext & { session: Counter };
 
 const SESSION_READ = /^select value, version::text, expires_at > now\(\) as live from relay\.sessions/;
 
-beforeAll(async () => {
-  db = await createMigratedDatabase('dsp_sess_pre');
-  sandbox = createBotApiSandbox({ limits: { enabled: false } });
-  await sandbox.start();
-  const query = db.pool.query.bind(db.pool) as (...args: unknown[]) => unknown;
-  (db.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+beforeAll(() => {
+  const query = suite.db.pool.query.bind(suite.db.pool) as (...args: unknown[]) => unknown;
+  (suite.db.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
     if (typeof args[0] === 'string' && SESSION_READ.test(args[0])) sessionReads++;
     return query(...args);
   };
@@ -36,27 +28,10 @@ beforeAll(async () => {
 beforeEach(() => {
   sessionReads = 0;
 });
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.stop()));
-  await db.pool.query('truncate relay.inbox, relay.attempts, relay.sessions, relay.outbound cascade');
-});
-afterAll(async () => {
-  await sandbox?.stop();
-  await db?.drop();
-});
 
-const start = async (register: RegisterHandlers) => {
-  const h = await startSessionWorker({ url: db.url, pool: db.pool, apiRoot: sandbox.url, register });
-  harnesses.push(h);
-  return h;
-};
-const allHandled = async (n: number) =>
-  waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.state === 'handled').length === n, {
-    what: `${n} updates handled`,
-    timeoutMs: 20_000,
-  });
+const start = suite.start;
 const seed = (key: string, value: unknown, version: number, expired = false) =>
-  db.pool.query(
+  suite.db.pool.query(
     `insert into relay.sessions (bot_id, key, value, version, expires_at)
      values ($1, $2, $3::jsonb, $4, now() + ($5 || ' days')::interval)`,
     [BOT_ID, key, JSON.stringify(value), version, expired ? '-1' : '1'],
@@ -87,11 +62,11 @@ describe('the session read by the dispatch claim', () => {
     await seed('9202:9202', { count: 7 }, 2);
     await start(counterBot());
     const updates = Array.from({ length: 8 }, (_, i) => makeUpdate(i + 1, 9201 + (i % 2)));
-    await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), updates);
-    await allHandled(updates.length);
-    expect(await sessionValue(db.pool, '9201:9201')).toEqual({ count: 4 });
-    expect(await sessionValue(db.pool, '9202:9202')).toEqual({ count: 11 });
-    const { rows } = await db.pool.query(`select key, version::int as v from relay.sessions order by key`);
+    await storeUpdates(suite.db.pool, createBoss(suite.db.url, { max: 1 }), updates);
+    await allHandled(suite.db.pool, updates.length);
+    expect(await sessionValue(suite.db.pool, '9201:9201')).toEqual({ count: 4 });
+    expect(await sessionValue(suite.db.pool, '9202:9202')).toEqual({ count: 11 });
+    const { rows } = await suite.db.pool.query(`select key, version::int as v from relay.sessions order by key`);
     expect(rows).toEqual([
       { key: '9201:9201', v: 7 },
       { key: '9202:9202', v: 6 },
@@ -102,9 +77,9 @@ describe('the session read by the dispatch claim', () => {
   it('a key of the bot’s own is read as before', async () => {
     await start(counterBot({ key: (ctx) => `chat:${ctx.chat!.id}` }));
     const updates = Array.from({ length: 4 }, (_, i) => makeUpdate(i + 1, 9301));
-    await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), updates);
-    await allHandled(updates.length);
-    expect(await sessionValue(db.pool, 'chat:9301')).toEqual({ count: 4 });
+    await storeUpdates(suite.db.pool, createBoss(suite.db.url, { max: 1 }), updates);
+    await allHandled(suite.db.pool, updates.length);
+    expect(await sessionValue(suite.db.pool, 'chat:9301')).toEqual({ count: 4 });
     expect(sessionReads).toBeGreaterThanOrEqual(updates.length);
   });
 
@@ -116,17 +91,17 @@ describe('the session read by the dispatch claim', () => {
         before: async () => {
           if (bumped) return;
           bumped = true; // between the claim's read and the handler: another writer moves the session on
-          await db.pool.query(
+          await suite.db.pool.query(
             `update relay.sessions set value = '{"count": 100}', version = version + 1 where key = '9401:9401'`,
           );
         },
       }),
     );
-    await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), [makeUpdate(1, 9401)]);
-    await allHandled(1);
-    expect(await sessionValue(db.pool, '9401:9401')).toEqual({ count: 101 });
-    const [row] = await inboxRows(db.pool);
-    const attempts = await attemptsOf(db.pool, row.id);
+    await storeUpdates(suite.db.pool, createBoss(suite.db.url, { max: 1 }), [makeUpdate(1, 9401)]);
+    await allHandled(suite.db.pool, 1);
+    expect(await sessionValue(suite.db.pool, '9401:9401')).toEqual({ count: 101 });
+    const [row] = await inboxRows(suite.db.pool);
+    const attempts = await attemptsOf(suite.db.pool, row.id);
     expect(attempts.length).toBe(2);
     expect(attempts[0].error_code).toBe('RELAY_SESSION_CONFLICT');
   });
@@ -145,9 +120,9 @@ describe('the session read by the dispatch claim', () => {
       u.message.from = from;
       return u;
     });
-    await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), updates);
-    await allHandled(updates.length);
-    const { rows } = await db.pool.query<{ key: string; value: unknown }>(
+    await storeUpdates(suite.db.pool, createBoss(suite.db.url, { max: 1 }), updates);
+    await allHandled(suite.db.pool, updates.length);
+    const { rows } = await suite.db.pool.query<{ key: string; value: unknown }>(
       `select key, value from relay.sessions order by key collate "C"`,
     );
     // the ones telegraf gives a key (an id it can print) each have their own counter; the others have none

@@ -8,32 +8,14 @@
 import { session } from 'telegraf';
 import { createBoss } from '../../../libs/db';
 import type { DispatchContext, RegisterHandlers } from '../../../libs/dispatch';
-import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
-import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
-import { inboxRows, storeUpdates, type DispatchHarness } from './helpers';
-import { messageFrom, sessionValue, startSessionWorker } from './session-helpers';
+import { inboxRows, storeUpdates } from './helpers';
+import { messageFrom, sessionSuite, sessionValue } from './session-helpers';
 
-let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let sandbox: BotApiSandbox;
-const harnesses: DispatchHarness[] = [];
+const suite = sessionSuite('dsp_sess_tgc', { defaults: { replyMode: 'outbound', config: { concurrency: 4 } } });
 
 type Counter = { count: number };
 type Ctx = DispatchContext & { session: Counter | undefined };
-
-beforeAll(async () => {
-  db = await createMigratedDatabase('dsp_sess_tgc');
-  sandbox = createBotApiSandbox({ limits: { enabled: false } });
-  await sandbox.start();
-});
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.stop()));
-  await db.pool.query('truncate relay.inbox, relay.attempts, relay.sessions, relay.outbound cascade');
-});
-afterAll(async () => {
-  await sandbox?.stop();
-  await db?.drop();
-});
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -67,32 +49,21 @@ function counterBot(style: Style, failFirst: Set<number>): RegisterHandlers {
 }
 
 async function run(style: Style, failFirst: number[]) {
-  const start = async (register: RegisterHandlers) => {
-    const h = await startSessionWorker({
-      url: db.url,
-      pool: db.pool,
-      apiRoot: sandbox.url,
-      register,
-      replyMode: 'outbound',
-      config: { concurrency: 4 },
-    });
-    harnesses.push(h);
-  };
   // one bot per engine, as one BOT_HANDLERS module per worker process: each has its own telegraf cache
-  await start(counterBot(style, new Set(failFirst)));
-  await start(counterBot(style, new Set(failFirst)));
+  await suite.start(counterBot(style, new Set(failFirst)));
+  await suite.start(counterBot(style, new Set(failFirst)));
   const chats = [-1, -2, -3, -4, -5, -6].map((c) => c - 7700);
   const updates = Array.from({ length: 30 }, (_, i) => messageFrom(i + 1, chats[i % chats.length], 78));
-  await storeUpdates(db.pool, createBoss(db.url, { max: 1 }), updates);
-  await waitFor(async () => (await inboxRows(db.pool)).every((r) => r.state !== 'pending'), {
+  await storeUpdates(suite.db.pool, createBoss(suite.db.url, { max: 1 }), updates);
+  await waitFor(async () => (await inboxRows(suite.db.pool)).every((r) => r.state !== 'pending'), {
     what: 'every update settled',
     timeoutMs: 90_000,
   });
-  const handled = (await inboxRows(db.pool)).filter((r) => r.state === 'handled').length;
+  const handled = (await inboxRows(suite.db.pool)).filter((r) => r.state === 'handled').length;
   expect(handled).toBe(updates.length);
-  expect(await sessionValue(db.pool, 'user:78')).toEqual({ count: handled });
+  expect(await sessionValue(suite.db.pool, 'user:78')).toEqual({ count: handled });
   // a committed reply shows the count its attempt committed: 1 … 30, each once
-  const replies = await db.pool.query<{ text: string }>(`select text from relay.outbound`);
+  const replies = await suite.db.pool.query<{ text: string }>(`select text from relay.outbound`);
   expect(replies.rows.map((r) => Number(r.text.slice(6))).sort((a, b) => a - b)).toEqual(updates.map((_, i) => i + 1));
 }
 

@@ -7,44 +7,17 @@ import { session } from 'telegraf';
 import { createBoss } from '../../../libs/db';
 import type { DispatchContext, DispatchSessionStore, RegisterHandlers } from '../../../libs/dispatch';
 import { sessionStore } from '../../../libs/dispatch';
-import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
-import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
-import { attemptsOf, BOT_ID, inboxRows, makeUpdate, storeUpdates, type DispatchHarness } from './helpers';
-import { barrier, messageFrom, sessionValue, startSessionWorker } from './session-helpers';
+import { attemptsOf, BOT_ID, inboxRows, makeUpdate, storeUpdates } from './helpers';
+import { allHandled, barrier, messageFrom, sessionSuite, sessionValue } from './session-helpers';
 
-let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let sandbox: BotApiSandbox;
-const harnesses: DispatchHarness[] = [];
+const suite = sessionSuite('dsp_sess');
 
 type Counter = { count: number };
 type Ctx = DispatchContext & { session: Counter };
 
-beforeAll(async () => {
-  db = await createMigratedDatabase('dsp_sess');
-  sandbox = createBotApiSandbox({ limits: { enabled: false } });
-  await sandbox.start();
-});
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.stop()));
-  await db.pool.query('truncate relay.inbox, relay.attempts, relay.sessions, relay.outbound cascade');
-});
-afterAll(async () => {
-  await sandbox?.stop();
-  await db?.drop();
-});
-
-const start = async (register: RegisterHandlers, more: Partial<Parameters<typeof startSessionWorker>[0]> = {}) => {
-  const h = await startSessionWorker({ url: db.url, pool: db.pool, apiRoot: sandbox.url, register, ...more });
-  harnesses.push(h);
-  return h;
-};
-const boss = () => createBoss(db.url, { max: 1 });
-const allHandled = async (n: number) =>
-  waitFor(async () => (await inboxRows(db.pool)).filter((r) => r.state === 'handled').length === n, {
-    what: `${n} updates handled`,
-    timeoutMs: 20_000,
-  });
+const start = suite.start;
+const boss = () => createBoss(suite.db.url, { max: 1 });
 
 const counterBot =
   (opts: { key?: (ctx: DispatchContext) => string | undefined; before?: (ctx: Ctx) => Promise<void> } = {}) =>
@@ -74,10 +47,10 @@ describe('transactional sessions', () => {
     const updates = Array.from({ length: chats.length * perChat }, (_, i) =>
       makeUpdate(i + 1, chats[i % chats.length]),
     );
-    await storeUpdates(db.pool, boss(), updates);
-    await allHandled(updates.length);
-    for (const chat of chats) expect(await sessionValue(db.pool, `${chat}:${chat}`)).toEqual({ count: perChat });
-    const versions = await db.pool.query(`select version::int as v from relay.sessions order by key`);
+    await storeUpdates(suite.db.pool, boss(), updates);
+    await allHandled(suite.db.pool, updates.length);
+    for (const chat of chats) expect(await sessionValue(suite.db.pool, `${chat}:${chat}`)).toEqual({ count: perChat });
+    const versions = await suite.db.pool.query(`select version::int as v from relay.sessions order by key`);
     expect(versions.rows.map((r) => r.v)).toEqual(chats.map(() => perChat));
   });
 
@@ -93,12 +66,12 @@ describe('transactional sessions', () => {
         },
       }),
     );
-    await storeUpdates(db.pool, boss(), [makeUpdate(1, 9201)]);
-    await allHandled(1);
+    await storeUpdates(suite.db.pool, boss(), [makeUpdate(1, 9201)]);
+    await allHandled(suite.db.pool, 1);
     expect(seen).toEqual([1, 1]); // the retry saw count 0 + its own increment, not the failed attempt's
-    expect(await sessionValue(db.pool, '9201:9201')).toEqual({ count: 1 });
-    const [row] = await inboxRows(db.pool);
-    expect((await attemptsOf(db.pool, row.id)).map((a) => a.outcome)).toEqual(['retry', 'handled']);
+    expect(await sessionValue(suite.db.pool, '9201:9201')).toEqual({ count: 1 });
+    const [row] = await inboxRows(suite.db.pool);
+    expect((await attemptsOf(suite.db.pool, row.id)).map((a) => a.outcome)).toEqual(['retry', 'handled']);
   });
 
   it('a per-user key written from two chats at once: one attempt conflicts, runs again (uncounted), both increments land and only its second reply is queued', async () => {
@@ -114,28 +87,29 @@ describe('transactional sessions', () => {
     // two engines of one slot each (two telegraf session caches): the attempts meet only in the database
     await start(register, { replyMode: 'outbound', config: { concurrency: 1 } });
     await start(register, { replyMode: 'outbound', config: { concurrency: 1 } });
-    await storeUpdates(db.pool, boss(), [messageFrom(1, -9301, 42), messageFrom(2, -9302, 42)]);
+    await storeUpdates(suite.db.pool, boss(), [messageFrom(1, -9301, 42), messageFrom(2, -9302, 42)]);
     await waitFor(
       async () =>
-        (await db.pool.query(`select 1 from relay.attempts where error_code = 'RELAY_SESSION_CONFLICT'`)).rowCount! > 0,
+        (await suite.db.pool.query(`select 1 from relay.attempts where error_code = 'RELAY_SESSION_CONFLICT'`))
+          .rowCount! > 0,
       {
         what: 'a conflict',
       },
     );
     first = false;
-    await allHandled(2);
-    expect(await sessionValue(db.pool, 'user:42')).toEqual({ count: 2 });
-    const conflict = await db.pool.query(
+    await allHandled(suite.db.pool, 2);
+    expect(await sessionValue(suite.db.pool, 'user:42')).toEqual({ count: 2 });
+    const conflict = await suite.db.pool.query(
       `select outcome, details from relay.attempts where error_code = 'RELAY_SESSION_CONFLICT'`,
     );
     expect(conflict.rows).toEqual([{ outcome: 'retry', details: expect.objectContaining({ uncounted: true }) }]);
-    const rows = await inboxRows(db.pool);
+    const rows = await inboxRows(suite.db.pool);
     expect(rows.map((r) => [r.state, r.attempts])).toEqual([
       ['handled', 1],
       ['handled', 1],
     ]);
     // the conflicting attempt's reply ("count 1") rolled back with it: the replies say 1 and 2
-    const replies = await db.pool.query(`select text from relay.outbound order by text`);
+    const replies = await suite.db.pool.query(`select text from relay.outbound order by text`);
     expect(replies.rows.map((r) => r.text)).toEqual(['count 1', 'count 2']);
   });
 
@@ -148,14 +122,14 @@ describe('transactional sessions', () => {
       }),
     );
     // an existing session, so telegraf's cache hands the second update the first one's object
-    await sessionStore({ pool: db.pool, botId: BOT_ID }).set('user:43', { count: 10 });
-    await storeUpdates(db.pool, boss(), [
+    await sessionStore({ pool: suite.db.pool, botId: BOT_ID }).set('user:43', { count: 10 });
+    await storeUpdates(suite.db.pool, boss(), [
       messageFrom(1, -9401, 43),
       messageFrom(2, -9402, 43),
       messageFrom(3, -9403, 43),
     ]);
-    await allHandled(3);
-    expect(await sessionValue(db.pool, 'user:43')).toEqual({ count: 13 });
+    await allHandled(suite.db.pool, 3);
+    expect(await sessionValue(suite.db.pool, 'user:43')).toEqual({ count: 13 });
   });
 
   it("a fresh per-user session written by three chats at once in one engine, with the store's defaultSession: the count is exact", async () => {
@@ -172,13 +146,13 @@ describe('transactional sessions', () => {
         await gate();
       });
     });
-    await storeUpdates(db.pool, boss(), [
+    await storeUpdates(suite.db.pool, boss(), [
       messageFrom(1, -9451, 44),
       messageFrom(2, -9452, 44),
       messageFrom(3, -9453, 44),
     ]);
-    await allHandled(3);
-    expect(await sessionValue(db.pool, 'user:44')).toEqual({ count: 3 });
+    await allHandled(suite.db.pool, 3);
+    expect(await sessionValue(suite.db.pool, 'user:44')).toEqual({ count: 3 });
   });
 
   it('a session value that is not JSON fails its attempt with an error naming the key, never the value', async () => {
@@ -193,14 +167,16 @@ describe('transactional sessions', () => {
         if (text === 'ok') s.ok = true;
       });
     });
-    await storeUpdates(db.pool, boss(), [
+    await storeUpdates(suite.db.pool, boss(), [
       makeUpdate(1, 9501, 'fn'),
       makeUpdate(2, 9502, 'cycle'),
       makeUpdate(3, 9503, 'big'),
       makeUpdate(4, 9504, 'ok'),
     ]);
-    await waitFor(async () => (await inboxRows(db.pool)).every((r) => r.state !== 'pending'), { what: 'all settled' });
-    const rows = await inboxRows(db.pool);
+    await waitFor(async () => (await inboxRows(suite.db.pool)).every((r) => r.state !== 'pending'), {
+      what: 'all settled',
+    });
+    const rows = await inboxRows(suite.db.pool);
     // deterministic: failed at once, not retried
     expect(rows.map((r) => [r.state, r.attempts])).toEqual([
       ['failed', 1],
@@ -208,7 +184,7 @@ describe('transactional sessions', () => {
       ['failed', 1],
       ['handled', 1],
     ]);
-    const errors = await db.pool.query(
+    const errors = await suite.db.pool.query(
       `select error from relay.attempts where error_code = 'RELAY_SESSION_VALUE_INVALID' order by subject_key::bigint`,
     );
     expect(errors.rows.map((r) => r.error)).toEqual([
@@ -217,17 +193,17 @@ describe('transactional sessions', () => {
       expect.stringMatching(/session "9503:9503" cannot be stored: its field "n" is a BigInt/),
     ]);
     expect(JSON.stringify(errors.rows)).not.toContain('secret-value');
-    expect(await sessionValue(db.pool, '9504:9504')).toEqual({ ok: true });
-    expect(await sessionValue(db.pool, '9501:9501')).toBeUndefined();
+    expect(await sessionValue(suite.db.pool, '9504:9504')).toEqual({ ok: true });
+    expect(await sessionValue(suite.db.pool, '9501:9501')).toBeUndefined();
   });
 
   it('outside a dispatch the store reads and writes the table at once; inside one it sees the committed value', async () => {
-    const direct: DispatchSessionStore<Counter> = sessionStore<Counter>({ pool: db.pool, botId: BOT_ID });
+    const direct: DispatchSessionStore<Counter> = sessionStore<Counter>({ pool: suite.db.pool, botId: BOT_ID });
     await direct.set('9601:9601', { count: 5 });
     expect(await direct.get('9601:9601')).toEqual({ count: 5 });
     await start(counterBot());
-    await storeUpdates(db.pool, boss(), [makeUpdate(1, 9601)]);
-    await allHandled(1);
+    await storeUpdates(suite.db.pool, boss(), [makeUpdate(1, 9601)]);
+    await allHandled(suite.db.pool, 1);
     expect(await direct.get('9601:9601')).toEqual({ count: 6 });
     await direct.delete('9601:9601');
     expect(await direct.get('9601:9601')).toBeUndefined();
@@ -236,12 +212,12 @@ describe('transactional sessions', () => {
 
   it('an expired session reads as absent: the next update starts from the default', async () => {
     await start(counterBot());
-    await sessionStore({ pool: db.pool, botId: BOT_ID }).set('9701:9701', { count: 50 });
-    await db.pool.query(`update relay.sessions set expires_at = now() - interval '1 second'`);
-    await storeUpdates(db.pool, boss(), [makeUpdate(1, 9701)]);
-    await allHandled(1);
-    expect(await sessionValue(db.pool, '9701:9701')).toEqual({ count: 1 });
-    const ttl = await db.pool.query(
+    await sessionStore({ pool: suite.db.pool, botId: BOT_ID }).set('9701:9701', { count: 50 });
+    await suite.db.pool.query(`update relay.sessions set expires_at = now() - interval '1 second'`);
+    await storeUpdates(suite.db.pool, boss(), [makeUpdate(1, 9701)]);
+    await allHandled(suite.db.pool, 1);
+    expect(await sessionValue(suite.db.pool, '9701:9701')).toEqual({ count: 1 });
+    const ttl = await suite.db.pool.query(
       `select extract(epoch from expires_at - updated_at)::int as s from relay.sessions where key = '9701:9701'`,
     );
     expect(ttl.rows[0].s).toBe(30 * 86_400);
