@@ -21,9 +21,14 @@ export async function sessionRead(q: Queryable, botId: string, key: string): Pro
     [botId, key],
   );
   const row = rows[0];
-  if (!row) return { value: undefined, version: 0 };
-  return { value: row.live ? row.value : undefined, version: Number(row.version) };
+  return row ? readOf(row) : { value: undefined, version: 0 };
 }
+
+/** A session row as read: an expired one has no value but keeps its version. */
+const readOf = (r: { value?: unknown; version?: unknown; live?: unknown }): SessionRead => ({
+  value: r.live === true ? r.value : undefined,
+  version: Number(r.version),
+});
 
 /**
  * A claimed inbox row's session under telegraf's default key (`${from.id}:${chat.id}`), read in the
@@ -46,9 +51,9 @@ export interface PrefetchedSession extends SessionRead {
 export function prefetchedSession(column: unknown): PrefetchedSession | undefined {
   if (typeof column !== 'object' || column === null) return undefined;
   const c = column as { key?: unknown; version?: unknown; live?: unknown; value?: unknown };
-  const version = Number(c.version);
-  if (typeof c.key !== 'string' || !Number.isSafeInteger(version) || version < 0) return undefined;
-  return { key: c.key, version, value: c.live === true ? c.value : undefined };
+  const read = readOf(c);
+  if (typeof c.key !== 'string' || !Number.isSafeInteger(read.version) || read.version < 0) return undefined;
+  return { key: c.key, ...read };
 }
 
 const TTL = `now() + $4::bigint * interval '1 millisecond'`;

@@ -73,6 +73,15 @@ const answer = (b: BotRow) => ({
   updated_at: b.updated_at.toISOString(),
 });
 
+const botNotFound = (id: string) => new AdminError('RELAY_BOT_NOT_FOUND', `no registered bot has id ${id}`);
+
+/** The audit subject of a change to bot `id`. */
+const botSubject = (id: string, reason: string | undefined) => ({
+  kind: 'bot',
+  subjectKey: id,
+  details: { reason: reason ?? null },
+});
+
 /** A registration's failure as the API answers it (its message names the field, never the token). */
 function registrationError(err: unknown): unknown {
   if (err instanceof BotInvalidError) return new AdminError('RELAY_BOT_INVALID', err.message, { field: err.field });
@@ -116,7 +125,7 @@ export function registerBots(app: WriteApp, ctx: AdminContext, kit: WriteKit): v
     },
     async (req) => {
       const bot = await botById(ctx.pool, req.params.id);
-      if (!bot) throw new AdminError('RELAY_BOT_NOT_FOUND', `no registered bot has id ${req.params.id}`);
+      if (!bot) throw botNotFound(req.params.id);
       return answer(bot);
     },
   );
@@ -156,10 +165,10 @@ export function registerBots(app: WriteApp, ctx: AdminContext, kit: WriteKit): v
       });
       const out = await kit.act(req, async (s) => {
         const r = await botUpsert(s.db, prepared);
+        const subject = botSubject(r.bot.id, b.reason);
         await kit.audit(s, r.created ? 'bot.add' : 'bot.update', {
-          kind: 'bot',
-          subjectKey: r.bot.id,
-          details: { username: r.bot.username, enabled: r.bot.enabled, reason: b.reason ?? null },
+          ...subject,
+          details: { ...subject.details, username: r.bot.username, enabled: r.bot.enabled },
         });
         return r;
       });
@@ -187,13 +196,9 @@ export function registerBots(app: WriteApp, ctx: AdminContext, kit: WriteKit): v
       },
       async (req) =>
         kit.act(req, async (s) => {
-          const subject = { kind: 'bot', subjectKey: req.params.id, details: { reason: req.body.reason ?? null } };
+          const subject = botSubject(req.params.id, req.body.reason);
           const bot = await botSetEnabled(s.db, req.params.id, enabled);
-          if (!bot)
-            return kit.refuse(s, `bot.${action}`, {
-              ...subject,
-              refused: new AdminError('RELAY_BOT_NOT_FOUND', `no registered bot has id ${req.params.id}`),
-            });
+          if (!bot) return kit.refuse(s, `bot.${action}`, { ...subject, refused: botNotFound(req.params.id) });
           await kit.audit(s, `bot.${action}`, subject);
           return answer(bot);
         }),
@@ -214,12 +219,9 @@ export function registerBots(app: WriteApp, ctx: AdminContext, kit: WriteKit): v
     },
     async (req) =>
       kit.act(req, async (s) => {
-        const subject = { kind: 'bot', subjectKey: req.params.id, details: { reason: req.body.reason ?? null } };
+        const subject = botSubject(req.params.id, req.body.reason);
         if (!(await botDelete(s.db, req.params.id)))
-          return kit.refuse(s, 'bot.remove', {
-            ...subject,
-            refused: new AdminError('RELAY_BOT_NOT_FOUND', `no registered bot has id ${req.params.id}`),
-          });
+          return kit.refuse(s, 'bot.remove', { ...subject, refused: botNotFound(req.params.id) });
         await kit.audit(s, 'bot.remove', subject);
         return { id: req.params.id, removed: true as const };
       }),
