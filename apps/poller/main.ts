@@ -1,10 +1,13 @@
 /**
  * `tg-relay poller`: durable ingress for the bot of TELEGRAM_BOT_TOKEN — getUpdates (INGRESS=polling)
- * or the webhook endpoint (INGRESS=webhook) — as lease owner or hot standby. First SIGTERM/SIGINT
- * finishes the in-flight batch, releases the lease and exits 0; a 401 from Telegram exits 78.
+ * or the webhook endpoint (INGRESS=webhook) — as lease owner or hot standby. Without a token it is a
+ * fleet poller: it polls its share of the registered bots (libs/ingress/fleet.ts). First
+ * SIGTERM/SIGINT finishes the in-flight batches, releases the leases and exits 0; a 401 from
+ * Telegram exits 78 in single-bot mode (a fleet poller stops polling only that bot).
  */
 import { loadConfig } from '../../libs/config';
 import { resolveDatabase } from '../../libs/db';
+import { checkFleetConfig, startFleetIngress } from '../../libs/ingress/fleet-runtime';
 import { checkIngressConfig, startIngress } from '../../libs/ingress/runtime';
 import { EXIT_CONFIG, EXIT_STALLED } from '../../libs/lifecycle/exit-codes';
 import { waitAtMost } from '../../libs/lifecycle/timers';
@@ -17,14 +20,17 @@ const STALLED_STOP_TIMEOUT_MS = 5_000;
 
 export async function run(): Promise<number> {
   const config = loadConfig();
-  checkIngressConfig(config);
+  const fleet = !config.TELEGRAM_BOT_TOKEN;
+  if (fleet) checkFleetConfig(config);
+  else checkIngressConfig(config);
   const logger = createLogger({ level: config.LOG_LEVEL }).child({ app: 'poller' });
   const metrics = await startMetricsEndpoint(config, logger);
   const db = await resolveDatabase(config, logger).catch(async (err) => {
     await metrics?.server.close();
     throw err;
   });
-  const ingress = await startIngress({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
+  const start = fleet ? startFleetIngress : startIngress;
+  const ingress = await start({ config, databaseUrl: db.url, logger, metrics: metrics?.registry });
   metrics?.server.addCheck('poller', ingress.ready);
   const closeMetrics = () => metrics?.server.close() ?? Promise.resolve();
   const removeSignals = onShutdownSignal(

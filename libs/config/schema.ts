@@ -332,6 +332,8 @@ export const configSchema = z.object({
     min: POLL_TIMEOUT_MIN_MS,
     max: POLL_TIMEOUT_MAX_MS,
   }).default(String(POLL_TIMEOUT_MS_DEFAULT)),
+  // a poller without TELEGRAM_BOT_TOKEN: how many registered bots it polls at most (one long poll each)
+  POLLER_MAX_BOTS: int('the most bots one fleet poller polls', 1, 10_000).default('100'),
   WEBHOOK_PORT: int('a TCP port', 0, 65535).default('8443'),
   WEBHOOK_HOST: z.string().min(1).default('0.0.0.0'),
   WEBHOOK_PUBLIC_URL: url('the public HTTPS base URL Telegram calls for the webhook').optional(),

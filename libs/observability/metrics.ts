@@ -218,6 +218,8 @@ export interface IngressMetrics {
   getUpdates: Counter<'result'>;
   /** Shows the lease state of this process's ingress at scrape time. */
   track(botId: string, isOwner: () => boolean): void;
+  /** This process no longer polls the bot (a fleet poller gave it up). */
+  untrack(botId: string): void;
 }
 
 export const ingressMetrics = once((registry: Registry): IngressMetrics => {
@@ -255,6 +257,9 @@ export const ingressMetrics = once((registry: Registry): IngressMetrics => {
     }),
     track(botId, isOwner) {
       owners.set(botId, isOwner);
+    },
+    untrack(botId) {
+      owners.delete(botId);
     },
   };
 });

@@ -54,3 +54,16 @@ export async function killHard(p: PollerProcess): Promise<void> {
   if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
   await exited(p);
 }
+
+/** A `tg-relay poller` without a token: it polls its share of the registered bots. */
+export function startFleetPollerProcess(e: Omit<PollerEnv, 'token'> & { tokenKeyHex: string }): PollerProcess {
+  return startCli(['poller'], {
+    DATABASE_URL: e.databaseUrl,
+    TELEGRAM_API_ROOT: e.apiRoot,
+    TOKEN_ENCRYPTION_KEY: e.tokenKeyHex,
+    LEASE_TTL: e.leaseTtl ?? '2s',
+    POLL_TIMEOUT: e.pollTimeout ?? '1s',
+    LOG_LEVEL: 'info',
+    ...e.extra,
+  });
+}
