@@ -176,3 +176,23 @@ export interface BroadcastStatus {
   paid: boolean;
   created_at: string;
 }
+
+/**
+ * GET /v1/bots/:id, the items of GET /v1/bots, and the answers of POST /v1/bots, …/enable,
+ * …/disable: a registered bot (relay.bots), never its token.
+ */
+export interface Bot {
+  id: string;
+  username: string | null;
+  handlers: string | null;
+  capture_url: string | null;
+  /** Empty: every chat is allowed. */
+  allowed_chat_ids: string[];
+  ops_chat_id: string | null;
+  enabled: boolean;
+  settings: Record<string, string>;
+  token_key_id: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}

@@ -8,9 +8,11 @@ import type {
   KindStats as ServerKindStats,
   Stats as ServerStats,
 } from '../../../libs/admin/stats';
+import type { BotRow } from '../../../libs/bots';
 import type { BroadcastStatus as ServerBroadcastStatus } from '../../../libs/broadcasts';
 import type {
   AttemptTimeseries,
+  Bot,
   BroadcastStatus,
   BotStats,
   ItemKind,
@@ -28,6 +30,13 @@ const sameBotStats: Same<BotStats, ServerBotStats> = true;
 const sameItemKind: Same<ItemKind, ServerItemKind> = true;
 const sameListKind: Same<ListKind, ServerListKind> = true;
 const sameBroadcast: Same<BroadcastStatus, ServerBroadcastStatus> = true;
+// /v1/bots answers a BotRow with its dates as ISO text and its version as a number (routes/bots.ts)
+type AnsweredBot = Omit<BotRow, 'version' | 'created_at' | 'updated_at'> & {
+  version: number;
+  created_at: string;
+  updated_at: string;
+};
+const sameBot: Same<Bot, AnsweredBot> = true;
 const timeseriesKinds: Same<keyof AttemptTimeseries['kinds'], ServerItemKind> = true;
 
 describe('the dashboard API types', () => {
@@ -40,7 +49,8 @@ describe('the dashboard API types', () => {
       sameListKind,
       timeseriesKinds,
       sameBroadcast,
-    ]).toEqual([true, true, true, true, true, true, true]);
+      sameBot,
+    ]).toEqual([true, true, true, true, true, true, true, true]);
     const kinds: ListKind[] = ['captures', 'outbound', 'inbox', 'quarantine'];
     expect(Object.keys(KINDS).sort()).toEqual([...kinds].sort());
   });

@@ -22,6 +22,7 @@
   }
   function createApi(token, onUnauthorized) {
     const request = async (method, path, body) => {
+      const hasBody = method !== "GET";
       let res;
       try {
         res = await fetch(path, {
@@ -30,9 +31,9 @@
           headers: {
             authorization: `Bearer ${token}`,
             accept: "application/json",
-            ...method === "POST" ? { "content-type": "application/json" } : {}
+            ...hasBody ? { "content-type": "application/json" } : {}
           },
-          body: method === "POST" ? JSON.stringify(body ?? {}) : void 0
+          body: hasBody ? JSON.stringify(body ?? {}) : void 0
         });
       } catch (err2) {
         throw new ApiError(0, "NETWORK", `the admin API did not answer (${err2.message})`);
@@ -59,7 +60,8 @@
     };
     return {
       get: (path, query) => request("GET", `${path}${queryString(query)}`),
-      post: (path, body) => request("POST", path, body)
+      post: (path, body) => request("POST", path, body),
+      delete: (path, body) => request("DELETE", path, body)
     };
   }
   function describeError(err2) {
@@ -164,10 +166,10 @@
     if (!iso) return "—";
     const d = new Date(iso);
     if (Number.isNaN(d.getTime())) return iso;
-    const time2 = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    const time3 = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
     const now = /* @__PURE__ */ new Date();
-    if (d.toDateString() === now.toDateString()) return time2;
-    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${time2}`;
+    if (d.toDateString() === now.toDateString()) return time3;
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${time3}`;
   }
   function fmtAge(seconds) {
     if (seconds === null || seconds === void 0) return "—";
@@ -369,6 +371,9 @@
     if (parts[0] === "broadcasts" && parts.length === 1) return { name: "broadcasts", params };
     if (parts[0] === "broadcasts" && parts.length === 2 && /^[1-9][0-9]{0,17}$/.test(parts[1]))
       return { name: "broadcast", id: parts[1] };
+    if (parts[0] === "bots" && parts.length === 1) return { name: "bots" };
+    if (parts[0] === "bots" && parts.length === 2 && parts[1] === "add") return { name: "bot-add", params };
+    if (parts[0] === "bots" && parts.length === 2 && /^[0-9]{1,20}$/.test(parts[1])) return { name: "bot", id: parts[1] };
     if (parts[0] === "audit" && parts.length === 1) return { name: "audit", params };
     if (parts[0] === "sandbox" && parts.length === 1) return { name: "sandbox" };
     return { name: "unknown", path };
@@ -380,6 +385,8 @@
   }
   var detailHash = (kind, id) => `#/${kind}/${id}`;
   var broadcastHash = (id) => `#/broadcasts/${id}`;
+  var botHash = (id) => `#/bots/${id}`;
+  var botChangeHash = (id) => `#/bots/add?id=${id}`;
 
   // libs/admin/ui/src/views/audit.ts
   function subject(a) {
@@ -462,6 +469,419 @@
         );
       }
     };
+  }
+
+  // libs/admin/ui/src/views/bot-form.ts
+  function parseSettings(textValue) {
+    const out = {};
+    textValue.split("\n").forEach((line, i) => {
+      const l = line.trim();
+      if (!l) return;
+      const eq = l.indexOf("=");
+      if (eq <= 0) throw new Error(`Settings, line ${i + 1}: expected NAME=value`);
+      out[l.slice(0, eq).trim()] = l.slice(eq + 1).trim();
+    });
+    return out;
+  }
+  var fieldName = (f) => typeof f === "string" ? f.replace(/^body\./, "").split(/[./]/)[0] : void 0;
+  function botAddView(ctx, params) {
+    const changing = params.get("id");
+    const input = (id, name, attrs = {}) => h("input", { id, name, type: "text", autocomplete: "off", spellcheck: "false", ...attrs });
+    const token = input("bot-token", "token", { type: "password", required: true, maxlength: 300, size: 50 });
+    const handlers = input("bot-handlers", "handlers", { maxlength: 1e3, placeholder: "handlers/shop-bot.ts" });
+    const captureUrl = input("bot-capture-url", "capture_url", {
+      inputmode: "url",
+      maxlength: 2e3,
+      placeholder: "https://collector.example/telegram"
+    });
+    const allowed = h("textarea", { id: "bot-allowed", name: "allowed_chat_ids", rows: 2, spellcheck: "false" });
+    const ops = input("bot-ops-chat", "ops_chat_id", { maxlength: 100, size: 20 });
+    const settings = h("textarea", {
+      id: "bot-settings",
+      name: "settings",
+      rows: 3,
+      spellcheck: "false",
+      placeholder: "OUTBOUND_RATE_PER_BOT=30/1s"
+    });
+    const enabled = h("input", { id: "bot-enabled", name: "enabled", type: "checkbox", checked: true });
+    const reason = input("bot-reason", "reason", { maxlength: 500 });
+    const fields = {
+      token,
+      handlers,
+      capture_url: captureUrl,
+      allowed_chat_ids: allowed,
+      ops_chat_id: ops,
+      settings,
+      enabled,
+      reason
+    };
+    const status = statusRegion();
+    const button = h("button", { type: "submit", class: "primary" }, changing ? "Save registration" : "Add bot");
+    const field = (el2, label, hint) => h(
+      "p",
+      { class: "field" },
+      h("label", { for: el2.id }, label),
+      el2,
+      hint ? h("span", { class: "muted small", id: `${el2.id}-hint` }, hint) : null
+    );
+    for (const [el2, hint] of [
+      [token, "bot-token-hint"],
+      [allowed, "bot-allowed-hint"],
+      [settings, "bot-settings-hint"]
+    ])
+      el2.setAttribute("aria-describedby", hint);
+    const form = h(
+      "form",
+      { class: "stacked-form", method: "post", autocomplete: "off", "aria-label": changing ? "Change bot" : "Add bot" },
+      field(
+        token,
+        "Token (from @BotFather)",
+        "Checked with getMe and stored encrypted. It is never shown again, and this field is emptied when the request is sent: type it again to retry."
+      ),
+      field(handlers, "Handlers module (optional)"),
+      field(captureUrl, "Capture URL (optional)"),
+      field(
+        allowed,
+        "Allowed chat ids (optional)",
+        "Separated by commas, spaces or lines; none lets every chat through."
+      ),
+      field(ops, "Operators’ chat id (optional)"),
+      field(
+        settings,
+        "Settings (optional)",
+        "NAME=value per line: OUTBOUND_RATE_PER_BOT, OUTBOUND_RATE_PER_CHAT, OUTBOUND_RATE_PER_GROUP, PAID_BROADCAST_RATE, HANDLER_TIMEOUT."
+      ),
+      h(
+        "p",
+        { class: "field check-field" },
+        h("label", { for: enabled.id, class: "check" }, enabled, " Enabled: serve it now")
+      ),
+      field(reason, "Reason (optional, kept in the audit trail)"),
+      h("p", { class: "field buttons" }, button),
+      status
+    );
+    function markInvalid(name) {
+      for (const el3 of Object.values(fields)) el3.removeAttribute("aria-invalid");
+      const el2 = name ? fields[name] : void 0;
+      if (!el2) return;
+      el2.setAttribute("aria-invalid", "true");
+      el2.focus();
+    }
+    const submit = async (ev) => {
+      ev.preventDefault();
+      let settingsValue;
+      try {
+        settingsValue = parseSettings(settings.value);
+      } catch (err2) {
+        setStatus(status, "error", err2.message);
+        markInvalid("settings");
+        return;
+      }
+      const body = {
+        token: token.value.trim(),
+        handlers: handlers.value.trim() || null,
+        capture_url: captureUrl.value.trim() || null,
+        allowed_chat_ids: allowed.value.split(/[\s,]+/).filter(Boolean),
+        ops_chat_id: ops.value.trim() || null,
+        enabled: enabled.checked,
+        settings: settingsValue,
+        ...reason.value.trim() ? { reason: reason.value.trim() } : {}
+      };
+      const request = ctx.api.post("v1/bots", body);
+      token.value = "";
+      body.token = "";
+      button.disabled = true;
+      setStatus(status, "info", "Checking the token with getMe…");
+      try {
+        const b = await request;
+        markInvalid(void 0);
+        setStatus(
+          status,
+          "ok",
+          // version 1 is a new row (a bot removed and added again starts over)
+          `${b.version === 1 ? "Added" : "Updated"} bot ${b.id}${b.username ? ` (@${b.username})` : ""}, ${b.enabled ? "enabled" : "disabled"}: `,
+          h("a", { href: botHash(b.id) }, "see its page")
+        );
+        if (!changing) form.reset();
+      } catch (err2) {
+        const name = err2 instanceof ApiError ? fieldName(err2.body.field) : void 0;
+        setStatus(status, "error", `Not registered: ${describeError(err2)}${name ? ` — field ${name}` : ""}`);
+        markInvalid(name ?? "token");
+      } finally {
+        button.disabled = false;
+      }
+    };
+    form.addEventListener("submit", (ev) => void submit(ev));
+    const heading = h("h1", { tabindex: -1 }, changing ? `Change bot ${changing}` : "Add a bot");
+    const intro = h(
+      "p",
+      { class: "muted small" },
+      changing ? "Saving replaces the whole registration with this form (POST /v1/bots), so it starts from the current one. The token is needed again." : "POST /v1/bots: a new bot is added, the token of a registered bot replaces its registration. Needs TOKEN_ENCRYPTION_KEY on the admin API."
+    );
+    const el = h(
+      "div",
+      null,
+      h(
+        "p",
+        { class: "crumbs" },
+        h("a", { href: changing ? botHash(changing) : "#/bots" }, changing ? "← Bot" : "← Bots")
+      ),
+      h("div", { class: "page-head" }, heading, intro),
+      form
+    );
+    let filled = !changing;
+    return {
+      title: changing ? `Change bot ${changing}` : "Add a bot",
+      el,
+      // nothing here moves by itself: the registration is read once, so live refresh never overwrites typing
+      async refresh() {
+        if (filled || !changing) return;
+        let b;
+        try {
+          b = await ctx.api.get(`v1/bots/${changing}`);
+        } catch (err2) {
+          setStatus(status, "error", `Could not read bot ${changing}: ${describeError(err2)}`);
+          return;
+        }
+        filled = true;
+        handlers.value = b.handlers ?? "";
+        captureUrl.value = b.capture_url ?? "";
+        allowed.value = b.allowed_chat_ids.join(", ");
+        ops.value = b.ops_chat_id ?? "";
+        settings.value = Object.entries(b.settings).map(([k, v]) => `${k}=${v}`).join("\n");
+        enabled.checked = b.enabled;
+      }
+    };
+  }
+
+  // libs/admin/ui/src/views/bots.ts
+  var SHOWN_CHATS = 50;
+  var dash = () => h("span", { class: "muted" }, "—");
+  var orDash = (v, code = false) => v === null ? dash() : code ? h("code", null, v) : v;
+  var botName = (b) => b.username ? `@${b.username}` : `bot ${b.id}`;
+  var enabledBadge = (b) => stateBadge(b.enabled ? "enabled" : "disabled");
+  var time2 = (iso) => h("time", { datetime: iso, title: iso }, fmtTime(iso));
+  var allowList = (b) => b.allowed_chat_ids.length === 0 ? "all chats" : `${fmtCount(b.allowed_chat_ids.length)} chats`;
+  function settingsList(b) {
+    const entries = Object.entries(b.settings);
+    if (entries.length === 0) return dash();
+    return h(
+      "ul",
+      { class: "plain settings" },
+      entries.map(([k, v]) => h("li", null, h("code", null, `${k}=${v}`)))
+    );
+  }
+  var ACTIONS = {
+    disable: {
+      label: "Disable",
+      text: "Pollers and workers stop serving it within seconds. Its messages, sessions and audit rows stay; Enable brings it back.",
+      danger: true,
+      applies: (b) => b.enabled
+    },
+    enable: {
+      label: "Enable",
+      text: "Pollers and workers serve it again within seconds.",
+      danger: false,
+      applies: (b) => !b.enabled
+    },
+    remove: {
+      label: "Remove",
+      text: "The bot leaves the registry with its encrypted token: adding it back needs the token again. Its messages, sessions and audit rows stay.",
+      danger: true,
+      applies: () => true
+    }
+  };
+  async function act(ctx, b, action, status) {
+    const copy = ACTIONS[action];
+    const { confirmed, reason } = await confirmDialog({
+      title: `${copy.label} ${botName(b)} (${b.id})?`,
+      body: [h("p", null, copy.text)],
+      confirmLabel: `${copy.label} bot`,
+      reason: true,
+      danger: copy.danger
+    });
+    if (!confirmed) return false;
+    const body = reason ? { reason } : {};
+    try {
+      if (action === "remove") {
+        await ctx.api.delete(`v1/bots/${b.id}`, body);
+        setStatus(status, "ok", `Remove: done — bot ${b.id} is no longer registered`);
+      } else {
+        const r = await ctx.api.post(`v1/bots/${b.id}/${action}`, body);
+        setStatus(status, "ok", `${copy.label}: done — bot ${r.id} is now ${r.enabled ? "enabled" : "disabled"}`);
+      }
+    } catch (err2) {
+      setStatus(status, "error", `${copy.label} refused: ${describeError(err2)}`);
+    }
+    return true;
+  }
+  function actionButtons(b, run) {
+    return Object.keys(ACTIONS).filter((a) => ACTIONS[a].applies(b)).map(
+      (a) => h(
+        "button",
+        {
+          type: "button",
+          class: ACTIONS[a].danger ? "danger" : "primary",
+          "data-focus-key": `${a}-${b.id}`,
+          "aria-label": `${ACTIONS[a].label} bot ${b.id}…`,
+          onclick: () => run(a)
+        },
+        `${ACTIONS[a].label}…`
+      )
+    );
+  }
+  var COLUMNS = [
+    "Bot",
+    "Username",
+    "State",
+    "Handlers",
+    "Capture URL",
+    "Allow-list",
+    "Ops chat",
+    "Settings",
+    "Updated",
+    "Actions"
+  ];
+  function botsView(ctx) {
+    const box = h("div", { class: "table-box" });
+    const status = statusRegion();
+    const el = h(
+      "div",
+      null,
+      h(
+        "div",
+        { class: "page-head" },
+        h("h1", { tabindex: -1 }, "Bots"),
+        h("p", { class: "muted small" }, "The registered bots (relay.bots) that fleet processes serve.")
+      ),
+      h("div", { class: "toolbar" }, h("a", { href: "#/bots/add", class: "button primary" }, "Add a bot…"), status),
+      box
+    );
+    const run = (b, a) => void act(ctx, b, a, status).then((done) => done ? view.refresh() : void 0);
+    const view = {
+      title: "Bots",
+      el,
+      async refresh() {
+        let items;
+        try {
+          ({ items } = await ctx.api.get("v1/bots"));
+        } catch (err2) {
+          replaceKeepingFocus(box, h("p", { role: "alert", class: "error" }, describeError(err2)));
+          return;
+        }
+        const rows = items.map(
+          (b) => h(
+            "tr",
+            { "data-bot": b.id },
+            h("td", null, h("a", { href: botHash(b.id), "data-focus-key": `b-${b.id}` }, b.id)),
+            h("td", { class: "username" }, b.username === null ? dash() : `@${b.username}`),
+            h("td", null, enabledBadge(b)),
+            h("td", null, orDash(b.handlers, true)),
+            h("td", null, orDash(b.capture_url, true)),
+            h("td", null, allowList(b)),
+            h("td", null, orDash(b.ops_chat_id)),
+            h("td", null, settingsList(b)),
+            h("td", null, time2(b.updated_at)),
+            h(
+              "td",
+              { class: "row-actions" },
+              actionButtons(b, (a) => run(b, a))
+            )
+          )
+        );
+        replaceKeepingFocus(
+          box,
+          rows.length === 0 ? h("p", { class: "empty" }, "No bot is registered: add one here, or with `tg-relay bots add`.") : h(
+            "table",
+            { class: "grid" },
+            h("caption", { class: "visually-hidden" }, "Registered bots"),
+            h(
+              "thead",
+              null,
+              h(
+                "tr",
+                null,
+                COLUMNS.map((t) => h("th", { scope: "col" }, t))
+              )
+            ),
+            h("tbody", null, rows)
+          )
+        );
+      }
+    };
+    return view;
+  }
+  function meta(rows) {
+    return h(
+      "dl",
+      { class: "meta" },
+      rows.map(([label, v]) => [h("dt", null, label), h("dd", null, v)])
+    );
+  }
+  function chatList(ids) {
+    if (ids.length === 0) return "all chats (no allow-list)";
+    const more = ids.length - SHOWN_CHATS;
+    return [ids.slice(0, SHOWN_CHATS).join(", "), more > 0 ? ` … and ${fmtCount(more)} more` : null];
+  }
+  function botView(ctx, id) {
+    const badge = h("span");
+    const actions = h("div", { class: "toolbar", role: "group", "aria-label": "Actions" });
+    const status = statusRegion();
+    const facts = h("section", { "aria-label": "Registration" });
+    const heading = h("h1", { tabindex: -1 }, `Bot ${id}`);
+    function render(b) {
+      heading.textContent = b.username ? `Bot ${b.id} (@${b.username})` : `Bot ${b.id}`;
+      replaceKeepingFocus(badge, enabledBadge(b));
+      replaceKeepingFocus(
+        actions,
+        actionButtons(b, (a) => void act(ctx, b, a, status).then((done) => done ? view.refresh() : void 0)),
+        h("a", { href: botChangeHash(b.id), "data-focus-key": "change" }, "Change its registration…")
+      );
+      replaceKeepingFocus(
+        facts,
+        meta([
+          ["id", b.id],
+          ["username", b.username === null ? dash() : `@${b.username}`],
+          ["enabled", b.enabled ? "yes: pollers and workers serve it" : "no: nothing serves it"],
+          ["handlers", orDash(b.handlers, true)],
+          ["capture URL", orDash(b.capture_url, true)],
+          ["allowed chats", chatList(b.allowed_chat_ids)],
+          ["operators’ chat", orDash(b.ops_chat_id)],
+          ["settings", settingsList(b)],
+          ["token", `stored encrypted (key ${b.token_key_id}); never shown`],
+          ["version", String(b.version)],
+          ["created", time2(b.created_at)],
+          ["updated", time2(b.updated_at)]
+        ])
+      );
+    }
+    const el = h(
+      "div",
+      { class: "detail" },
+      h("p", { class: "crumbs" }, h("a", { href: "#/bots" }, "← Bots")),
+      h("div", { class: "page-head" }, heading, badge),
+      actions,
+      status,
+      facts
+    );
+    const view = {
+      title: `Bot ${id}`,
+      el,
+      async refresh() {
+        let b;
+        try {
+          b = await ctx.api.get(`v1/bots/${id}`);
+        } catch (err2) {
+          const msg = err2 instanceof ApiError && err2.status === 404 ? `Bot ${id} is not registered.` : describeError(err2);
+          replaceKeepingFocus(badge);
+          replaceKeepingFocus(actions);
+          replaceKeepingFocus(facts, h("p", { role: "alert", class: "error" }, msg));
+          return;
+        }
+        render(b);
+      }
+    };
+    return view;
   }
 
   // libs/admin/ui/src/views/broadcasts.ts
@@ -590,7 +1010,7 @@
       }
     };
   }
-  var ACTIONS = {
+  var ACTIONS2 = {
     pause: {
       from: ["pending", "running"],
       label: "Pause",
@@ -627,8 +1047,8 @@
     const status = statusRegion();
     const progress = h("section", { "aria-label": "Progress" });
     const plan = h("section", { "aria-label": "Plan" });
-    async function act(action) {
-      const copy = ACTIONS[action];
+    async function act2(action) {
+      const copy = ACTIONS2[action];
       const { confirmed } = await confirmDialog({
         title: `${copy.label} broadcast #${id}?`,
         body: [h("p", null, copy.text)],
@@ -656,16 +1076,16 @@
       const c = b.counts;
       replaceKeepingFocus(badge, stateBadge(b.state));
       replaceKeepingFocus(bar, progressBar(b, true));
-      const buttons = Object.keys(ACTIONS).filter((a) => ACTIONS[a].from.includes(b.state)).map(
+      const buttons = Object.keys(ACTIONS2).filter((a) => ACTIONS2[a].from.includes(b.state)).map(
         (a) => h(
           "button",
           {
             type: "button",
-            class: ACTIONS[a].danger ? "danger" : "primary",
+            class: ACTIONS2[a].danger ? "danger" : "primary",
             "data-focus-key": a,
-            onclick: () => void act(a)
+            onclick: () => void act2(a)
           },
-          `${ACTIONS[a].label}…`
+          `${ACTIONS2[a].label}…`
         )
       );
       replaceKeepingFocus(
@@ -884,11 +1304,11 @@
     const badge = h("span");
     const status = statusRegion();
     const actions = h("div", { class: "toolbar", role: "group", "aria-label": "Actions" });
-    const meta = h("div");
+    const meta2 = h("div");
     const secrets = h("div");
     const history = h("section", { "aria-label": "Attempt history" });
     let current = null;
-    async function act(action) {
+    async function act2(action) {
       const what = `${spec.noun} #${id}`;
       const copy = {
         retry: {
@@ -943,7 +1363,7 @@
         buttons.push(
           h(
             "button",
-            { type: "button", class: "primary", "data-focus-key": "retry", onclick: () => void act("retry") },
+            { type: "button", class: "primary", "data-focus-key": "retry", onclick: () => void act2("retry") },
             "Retry now…"
           )
         );
@@ -951,7 +1371,7 @@
         buttons.push(
           h(
             "button",
-            { type: "button", class: "danger", "data-focus-key": "cancel", onclick: () => void act("cancel") },
+            { type: "button", class: "danger", "data-focus-key": "cancel", onclick: () => void act2("cancel") },
             "Cancel…"
           )
         );
@@ -959,14 +1379,14 @@
         buttons.push(
           h(
             "button",
-            { type: "button", class: "primary", "data-focus-key": "release", onclick: () => void act("release") },
+            { type: "button", class: "primary", "data-focus-key": "release", onclick: () => void act2("release") },
             "Release…"
           )
         );
         buttons.push(
           h(
             "button",
-            { type: "button", class: "danger", "data-focus-key": "discard", onclick: () => void act("discard") },
+            { type: "button", class: "danger", "data-focus-key": "discard", onclick: () => void act2("discard") },
             "Discard…"
           )
         );
@@ -1028,7 +1448,7 @@
       h(
         "div",
         { class: "detail-grid" },
-        h("section", { "aria-label": "Metadata" }, meta),
+        h("section", { "aria-label": "Metadata" }, meta2),
         h(
           "section",
           { "aria-label": "Content" },
@@ -1047,8 +1467,8 @@
           current = await ctx.api.get(`v1/${kind}/${id}`);
         } catch (err2) {
           if (err2 instanceof ApiError && err2.status === 404)
-            replaceKeepingFocus(meta, h("p", { role: "alert", class: "error" }, `${spec.noun} #${id} does not exist.`));
-          else replaceKeepingFocus(meta, h("p", { role: "alert", class: "error" }, describeError(err2)));
+            replaceKeepingFocus(meta2, h("p", { role: "alert", class: "error" }, `${spec.noun} #${id} does not exist.`));
+          else replaceKeepingFocus(meta2, h("p", { role: "alert", class: "error" }, describeError(err2)));
           return;
         }
         const row = current;
@@ -1056,7 +1476,7 @@
         renderActions(current);
         const hidden = /* @__PURE__ */ new Set([...HIDDEN[kind].map((f) => f.key), "history", "id", "trace_url"]);
         replaceKeepingFocus(
-          meta,
+          meta2,
           h(
             "dl",
             { class: "meta" },
@@ -2075,6 +2495,7 @@
         ["#/overview", "Overview"],
         ...LIST_KINDS.map((k) => [`#/${k}`, KIND_VIEWS[k].title]),
         ["#/broadcasts", "Broadcasts"],
+        ["#/bots", "Bots"],
         ["#/audit", "Audit"]
       ];
       if (sandbox) links.push(["#/sandbox", "Sandbox chat"]);
@@ -2114,6 +2535,12 @@
           return broadcastsView(ctx, r.params);
         case "broadcast":
           return broadcastView(ctx, r.id);
+        case "bots":
+          return botsView(ctx);
+        case "bot":
+          return botView(ctx, r.id);
+        case "bot-add":
+          return botAddView(ctx, r.params);
         case "sandbox":
           if (ctx.sandbox) return sandboxView(ctx);
           break;

@@ -17,6 +17,7 @@ export type Query = Record<string, string | number | boolean | null | undefined>
 export interface Api {
   get<T>(path: string, query?: Query): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
+  delete<T>(path: string, body?: unknown): Promise<T>;
 }
 
 export function queryString(q: Query = {}): string {
@@ -31,7 +32,8 @@ export function queryString(q: Query = {}): string {
  * A 401 calls `onUnauthorized` (the shell signs out) and still rejects.
  */
 export function createApi(token: string, onUnauthorized: (err: ApiError) => void): Api {
-  const request = async <T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> => {
+  const request = async <T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> => {
+    const hasBody = method !== 'GET';
     let res: Response;
     try {
       res = await fetch(path, {
@@ -40,9 +42,9 @@ export function createApi(token: string, onUnauthorized: (err: ApiError) => void
         headers: {
           authorization: `Bearer ${token}`,
           accept: 'application/json',
-          ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+          ...(hasBody ? { 'content-type': 'application/json' } : {}),
         },
-        body: method === 'POST' ? JSON.stringify(body ?? {}) : undefined,
+        body: hasBody ? JSON.stringify(body ?? {}) : undefined,
       });
     } catch (err) {
       throw new ApiError(0, 'NETWORK', `the admin API did not answer (${(err as Error).message})`);
@@ -74,6 +76,7 @@ export function createApi(token: string, onUnauthorized: (err: ApiError) => void
   return {
     get: (path, query) => request('GET', `${path}${queryString(query)}`),
     post: (path, body) => request('POST', path, body),
+    delete: (path, body) => request('DELETE', path, body),
   };
 }
 

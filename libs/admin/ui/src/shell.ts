@@ -7,6 +7,8 @@ import { LIST_KINDS, parseHash, Route } from './router';
 import type { SandboxInfo } from '../api-types';
 import type { View, ViewContext } from './view';
 import { auditView } from './views/audit';
+import { botAddView } from './views/bot-form';
+import { botsView, botView } from './views/bots';
 import { broadcastView, broadcastsView } from './views/broadcasts';
 import { detailView } from './views/detail';
 import { listView } from './views/list';
@@ -90,6 +92,7 @@ export function startApp(root: HTMLElement): void {
       ['#/overview', 'Overview'],
       ...LIST_KINDS.map((k): [string, string] => [`#/${k}`, KIND_VIEWS[k].title]),
       ['#/broadcasts', 'Broadcasts'],
+      ['#/bots', 'Bots'],
       ['#/audit', 'Audit'],
     ];
     if (sandbox) links.push(['#/sandbox', 'Sandbox chat']);
@@ -130,6 +133,12 @@ export function startApp(root: HTMLElement): void {
         return broadcastsView(ctx, r.params);
       case 'broadcast':
         return broadcastView(ctx, r.id);
+      case 'bots':
+        return botsView(ctx);
+      case 'bot':
+        return botView(ctx, r.id);
+      case 'bot-add':
+        return botAddView(ctx, r.params);
       case 'sandbox':
         if (ctx.sandbox) return sandboxView(ctx);
         break;
