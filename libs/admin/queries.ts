@@ -5,7 +5,7 @@
  */
 import type { Queryable } from '../db/pool';
 import { read } from './db';
-import { KINDS, LIST_TABLES_SQL, ListKind, WORK_SUBJECTS_SQL } from './kinds';
+import { ITEM_KINDS, KINDS, LIST_TABLES_SQL, ListKind, WORK_SUBJECTS_SQL } from './kinds';
 import { decodeCursor, encodeCursor } from './pagination';
 
 // ---------------------------------------------------------------------------------------------
@@ -64,6 +64,35 @@ export interface Page<T> {
 export function likePattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
+
+/**
+ * The bot of one row, as an SQL expression: `kindExpr` says which table (one of `tables`, constant
+ * names) and `idExpr` its id, found by a primary-key lookup. Delivery attempts and audit rows carry
+ * no bot_id of their own (relay.attempts predates many bots): they are filtered by their subject's.
+ */
+function rowBotSql(kindExpr: string, idExpr: string, tables: readonly (readonly [string, string])[]): string {
+  const whens = tables.map(([k, t]) => `when '${k}' then (select t.bot_id from ${t} t where t.id = ${idExpr})`);
+  return `case ${kindExpr} ${whens.join(' ')} end`;
+}
+
+/** The bot of a delivery attempt (relay.attempts `a`, subject capture/outbound/inbox). */
+export const ATTEMPT_BOT_SQL = rowBotSql(
+  'a.subject',
+  'a.subject_id',
+  ITEM_KINDS.map((k) => [KINDS[k].subject, KINDS[k].table] as const),
+);
+
+/**
+ * The bot of an audit row (relay.attempts `a`, subject admin): the one it names (sessions, sandbox,
+ * a bulk retry's filter, a change to /v1/bots), else its subject's (an item, a broadcast). Null for
+ * actions across bots (recover_stale, a bulk retry without bot_id) and refusals of unknown ids.
+ */
+export const AUDIT_BOT_SQL = `coalesce(a.details->>'bot_id', a.details->'filter'->>'bot_id',
+    case when a.details->>'kind' = 'bot' then a.subject_key end,
+    ${rowBotSql("a.details->>'kind'", 'a.subject_id', [
+      ...Object.values(KINDS).map((k) => [k.kind, k.table] as const),
+      ['broadcast', 'relay.broadcasts'] as const,
+    ])})`;
 
 /** WHERE clause (without the keyset) and its parameters for a list or a bulk action. */
 export function filterClause(kind: ListKind, f: ListFilter, values: unknown[]): string {
@@ -192,11 +221,12 @@ export async function auditInsert(db: Queryable, e: AuditEntry): Promise<number>
 /** Admin actions, newest first (GET /v1/audit). */
 export async function auditList(
   db: Queryable,
-  f: { actor?: string; action?: string; since?: string; until?: string },
+  f: { actor?: string; action?: string; since?: string; until?: string; bot_id?: string },
   page: { limit: number; cursor?: string },
 ): Promise<Page<Record<string, unknown>>> {
   const values: unknown[] = [];
   const where = [`subject = 'admin'`];
+  if (f.bot_id) where.push(`${AUDIT_BOT_SQL} = $${values.push(f.bot_id)}`);
   if (f.actor) where.push(`actor = $${values.push(f.actor)}`);
   if (f.action) where.push(`outcome = $${values.push(`admin.${f.action}`)}`);
   if (f.since) where.push(`started_at >= $${values.push(f.since)}::timestamptz`);
@@ -205,8 +235,8 @@ export async function auditList(
   values.push(page.limit + 1);
   const rows = await read<{ id: number; action: string; [column: string]: unknown }>(
     db,
-    `select id, outcome as action, actor, worker_id, subject_id, subject_key, started_at, duration_ms, error_code, error, details
-       from relay.attempts where ${where.join(' and ')} order by id desc limit $${values.length}`,
+    `select id, outcome as action, actor, worker_id, subject_id, subject_key, ${AUDIT_BOT_SQL} as bot_id, started_at, duration_ms, error_code, error, details
+       from relay.attempts a where ${where.join(' and ')} order by id desc limit $${values.length}`,
     values,
   );
   const more = rows.length > page.limit;
@@ -228,88 +258,123 @@ export const DONE_STATE_SKIP_ABOVE = 5 * EXACT_COUNT_CAP;
 /**
  * One statement for every (kind, state) count, capped at EXACT_COUNT_CAP+1 rows each (an index
  * scan of at most that many entries of the `(state, time)` index), and each kind's oldest
- * pending row. Returns `{ "<kind>.<state>": n, "<kind>.oldest": iso|null }`.
+ * pending row; with `botId`, of that bot's rows only. Returns `{ "<kind>.<state>": n, "<kind>.oldest": iso|null }`.
  */
 export async function statsCounts(
   db: Queryable,
   kinds: ListKind[],
   skip: ReadonlySet<string> = new Set(),
+  botId?: string,
 ): Promise<Record<string, number | string | null>> {
   const cols: string[] = [];
+  const ofBot = botId ? ' and bot_id = $1' : '';
   for (const kind of kinds) {
     const spec = KINDS[kind];
     for (const state of spec.states) {
       if (skip.has(`${kind}.${state}`)) continue;
       cols.push(
-        `(select count(*) from (select 1 from ${spec.table} where state = '${state}' limit ${EXACT_COUNT_CAP + 1}) s) as "${kind}.${state}"`,
+        `(select count(*) from (select 1 from ${spec.table} where state = '${state}'${ofBot} limit ${EXACT_COUNT_CAP + 1}) s) as "${kind}.${state}"`,
       );
     }
     if (spec.pendingState) {
       cols.push(
-        `(select min(${spec.timeColumn}) from ${spec.table} where state = '${spec.pendingState}') as "${kind}.oldest"`,
+        `(select min(${spec.timeColumn}) from ${spec.table} where state = '${spec.pendingState}'${ofBot}) as "${kind}.oldest"`,
       );
     }
   }
-  const rows = await read<Record<string, number | string | null>>(db, `select ${cols.join(',\n')}`);
+  const rows = await read<Record<string, number | string | null>>(
+    db,
+    `select ${cols.join(',\n')}`,
+    botId ? [botId] : [],
+  );
   return rows[0];
 }
 
+/** A table's planner statistics: estimated rows and the frequencies of `state` and of `bot_id`. */
+export interface TableEstimate {
+  rows: number;
+  freqs: Record<string, number>;
+  /** bot_id's most common values, and the share of each other bot (the planner's own guess). */
+  bots: { freqs: Record<string, number>; other: number };
+}
+
+/** pg_stats' most_common_vals (an anyarray, read as its text form) as strings. */
+const mcvList = (vals: string) =>
+  vals
+    .replace(/^\{|\}$/g, '')
+    .split(',')
+    .map((v) => v.replace(/^"|"$/g, ''));
+
 /**
  * Planner statistics per table: estimated rows (reltuples, kept by ANALYZE/autovacuum) and the
- * most-common-values frequencies of `state`. Used only for states above the exact-count cap.
+ * most-common-values frequencies of `state` and `bot_id`. Used only for states above the exact-count cap.
  */
-export async function statsEstimates(
-  db: Queryable,
-): Promise<Record<string, { rows: number; freqs: Record<string, number> }>> {
-  const rows = await read<{ table: string; rows: number; vals: string | null; freqs: number[] | null }>(
+export async function statsEstimates(db: Queryable): Promise<Record<string, TableEstimate>> {
+  const rows = await read<{
+    table: string;
+    rows: number;
+    attname: string | null;
+    vals: string | null;
+    freqs: number[] | null;
+    n_distinct: number | null;
+    null_frac: number | null;
+  }>(
     db,
-    `select c.relname as table, c.reltuples::float8 as rows, s.most_common_vals::text as vals, s.most_common_freqs as freqs
+    `select c.relname as table, c.reltuples::float8 as rows, s.attname, s.most_common_vals::text as vals, s.most_common_freqs as freqs,
+            s.n_distinct::float8 as n_distinct, s.null_frac::float8 as null_frac
        from pg_class c
        join pg_namespace n on n.oid = c.relnamespace
-       left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = 'state'
+       left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname in ('state', 'bot_id')
       where n.nspname = 'relay' and c.relname in (${LIST_TABLES_SQL}) and c.relkind in ('r', 'p')`,
   );
-  const out: Record<string, { rows: number; freqs: Record<string, number> }> = {};
+  const out: Record<string, TableEstimate> = {};
   for (const r of rows) {
+    const e = (out[r.table] ??= { rows: Number(r.rows), freqs: {}, bots: { freqs: {}, other: 0 } });
     const freqs: Record<string, number> = {};
     const mcf = r.freqs;
-    if (r.vals && mcf) {
-      const vals = r.vals
-        .replace(/^\{|\}$/g, '')
-        .split(',')
-        .map((v) => v.replace(/^"|"$/g, ''));
-      vals.forEach((v, i) => (freqs[v] = Number(mcf[i])));
+    if (r.vals && mcf) mcvList(r.vals).forEach((v, i) => (freqs[v] = Number(mcf[i])));
+    if (r.attname === 'state') e.freqs = freqs;
+    if (r.attname === 'bot_id') {
+      // as the planner does: the rows outside the common values, shared evenly by the other distinct values
+      const rest = Math.max(0, 1 - Number(r.null_frac ?? 0) - Object.values(freqs).reduce((a, f) => a + f, 0));
+      const nd = Number(r.n_distinct ?? 0);
+      const distinct = nd < 0 ? -nd * e.rows : nd;
+      const others = distinct - Object.keys(freqs).length;
+      e.bots = { freqs, other: others >= 1 ? rest / others : 0 };
     }
-    out[r.table] = { rows: Number(r.rows), freqs };
   }
   return out;
 }
 
-/** Exact count of one state (the fallback when a table was never analyzed). */
-export async function stateCountExact(db: Queryable, kind: ListKind, state: string): Promise<number> {
-  const rows = await read<{ n: number }>(db, `select count(*)::int8 as n from ${KINDS[kind].table} where state = $1`, [
-    state,
-  ]);
+/** Exact count of one state, of one bot's rows or all (the fallback when a table was never analyzed). */
+export async function stateCountExact(db: Queryable, kind: ListKind, state: string, botId?: string): Promise<number> {
+  const rows = await read<{ n: number }>(
+    db,
+    `select count(*)::int8 as n from ${KINDS[kind].table} where state = $1 and ($2::text is null or bot_id = $2)`,
+    [state, botId ?? null],
+  );
   return rows[0].n;
 }
 
 /**
  * Attempts and successful deliveries per subject in [since, now): the "rate over the last
- * minute". Served by attempts_started_idx.
+ * minute", of one bot's items or all. Served by attempts_started_idx (and, for a bot, one
+ * primary-key lookup per attempt of the minute).
  */
 export async function attemptsRecent(
   db: Queryable,
   since: Date,
+  botId?: string,
 ): Promise<{ subject: string; attempts: number; delivered: number; failed: number }[]> {
   return read(
     db,
     `select subject, count(*)::int8 as attempts,
             count(*) filter (where outcome in ('delivered', 'handled'))::int8 as delivered,
             count(*) filter (where outcome = 'failed')::int8 as failed
-       from relay.attempts
-      where started_at >= $1 and subject in (${WORK_SUBJECTS_SQL})
+       from relay.attempts a
+      where started_at >= $1 and subject in (${WORK_SUBJECTS_SQL})${botId ? ` and ${ATTEMPT_BOT_SQL} = $2` : ''}
       group by subject`,
-    [since],
+    botId ? [since, botId] : [since],
   );
 }
 
@@ -327,13 +392,39 @@ export interface CursorRow {
   updated_at: string;
 }
 
-/** Every bot's cursor and lease. */
-export async function cursorList(db: Queryable): Promise<CursorRow[]> {
+/** Every bot's cursor and lease, or one bot's. */
+export async function cursorList(db: Queryable, botId?: string): Promise<CursorRow[]> {
   return read(
     db,
     `select bot_id, next_offset, lease_owner, lease_generation, lease_expires_at, progress_generation, progress_at, halted_reason, halted_at, updated_at
-       from relay.cursor order by bot_id`,
+       from relay.cursor where ($1::text is null or bot_id = $1) order by bot_id`,
+    [botId ?? null],
   );
+}
+
+/** One bot's unreachable chats per status (relay.chat_status; its primary key leads with bot_id). */
+export async function chatStatusCountsOfBot(db: Queryable, botId: string): Promise<Record<string, number>> {
+  const rows = await read<{ status: string; n: number }>(
+    db,
+    'select status, count(*)::int8 as n from relay.chat_status where bot_id = $1 group by status',
+    [botId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+/** One bot's broadcast ids, newest first, below `beforeId` (GET /v1/broadcasts?bot_id=). */
+export async function broadcastIdsOfBot(
+  db: Queryable,
+  botId: string,
+  page: { limit: number; beforeId?: string },
+): Promise<string[]> {
+  const rows = await read<{ id: string }>(
+    db,
+    `select id::text as id from relay.broadcasts
+      where bot_id = $1 and ($2::bigint is null or id < $2::bigint) order by id desc limit $3`,
+    [botId, page.beforeId ?? null, page.limit],
+  );
+  return rows.map((r) => r.id);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -52,6 +52,11 @@ export const BotIdFilter = Type.String({
   pattern: '^[0-9]{1,16}$',
   description: 'bot id (the numeric prefix of its token)',
 });
+/** The query string of a route whose only filter is the bot (stats, timeseries). */
+export const BotFilterQuery = Type.Object(
+  { bot_id: Type.Optional({ ...BotIdFilter, description: "only this bot's rows (default: every bot's)" }) },
+  { additionalProperties: false },
+);
 export const ErrorText = Type.String({
   minLength: 1,
   maxLength: 200,
@@ -335,6 +340,12 @@ export const AuditEntryBody = Type.Object(
     worker_id: NStr,
     subject_id: NInt,
     subject_key: NStr,
+    bot_id: Nullable(
+      Type.String({
+        description:
+          "the bot the action concerns (its subject's); null for actions across bots (recover_stale, a bulk retry without bot_id) and refusals that name no existing row",
+      }),
+    ),
     started_at: Time,
     duration_ms: NInt,
     error_code: NStr,

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { ITEM_KINDS, KINDS, ListKind } from './kinds';
 import {
   attemptsRecent,
+  chatStatusCountsOfBot,
   cursorList,
   DONE_STATE_SKIP_ABOVE,
   EXACT_COUNT_CAP,
@@ -77,22 +78,31 @@ const ageSeconds = (now: Date, iso: string | null) =>
   iso ? Math.max(0, (now.getTime() - Date.parse(iso)) / 1000) : null;
 const tableOf = (kind: ListKind) => KINDS[kind].table.replace('relay.', '');
 
-function estimate(est: Estimates, kind: ListKind, state: string): number | undefined {
+/**
+ * Rows of `kind` in `state` by the planner's statistics; with `botId`, that bot's share of them
+ * (state and bot taken as independent, as the planner takes them).
+ */
+function estimate(est: Estimates, kind: ListKind, state: string, botId?: string): number | undefined {
   const e = est[tableOf(kind)];
   const freq = e?.freqs[state];
-  return e && e.rows > 0 && freq !== undefined ? Math.round(e.rows * freq) : undefined;
+  if (!e || e.rows <= 0 || freq === undefined) return undefined;
+  const share = botId === undefined ? 1 : (e.bots.freqs[botId] ?? e.bots.other);
+  return Math.round(e.rows * freq * share);
 }
 
 /**
- * GET /v1/stats. Per (kind, state) the count is exact up to EXACT_COUNT_CAP (an index scan capped
+ * GET /v1/stats[?bot_id=]. Per (kind, state) the count is exact up to EXACT_COUNT_CAP (an index scan capped
  * at cap+1 entries); a larger state is reported as reltuples × its most-common-value frequency
  * (`approximate: true`). Terminal-success states (delivered, handled) that the statistics already
- * put above DONE_STATE_SKIP_ABOVE are not scanned at all: they only grow. Concurrent calls share
- * one computation.
+ * put above DONE_STATE_SKIP_ABOVE are not scanned at all: they only grow. With a bot, every count,
+ * rate, cursor and chat status is that bot's; its done state is not scanned when the whole table's
+ * is that large either (the bot's rows are filtered out of the `(state, time)` index, so the scan
+ * would read the other bots' rows), and is then the bot's share of the estimate. Concurrent calls
+ * (for the same bot) share one computation.
  */
-export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
+export function statsCollector(deps: StatsDeps): (botId?: string) => Promise<Stats> {
   let estimates: { value: Estimates; at: number } | undefined;
-  let inflight: Promise<Stats> | undefined;
+  const inflight = new Map<string, Promise<Stats>>();
 
   const getEstimates = async (): Promise<Estimates> => {
     const now = Date.now();
@@ -101,7 +111,7 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
     return estimates.value;
   };
 
-  const collect = async (): Promise<Stats> => {
+  const collect = async (botId: string | undefined): Promise<Stats> => {
     const now = deps.clock();
     const kinds: ListKind[] = [...ITEM_KINDS, 'quarantine'];
     const est = await getEstimates();
@@ -111,10 +121,10 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
       if (done && (estimate(est, kind, done) ?? 0) > DONE_STATE_SKIP_ABOVE) skip.add(`${kind}.${done}`);
     }
     const [raw, recent, cursors, unreachable] = await Promise.all([
-      statsCounts(deps.pool, kinds, skip),
-      attemptsRecent(deps.pool, new Date(now.getTime() - 60_000)),
-      cursorList(deps.pool),
-      chatStatusCounts(deps.pool),
+      statsCounts(deps.pool, kinds, skip, botId),
+      attemptsRecent(deps.pool, new Date(now.getTime() - 60_000), botId),
+      cursorList(deps.pool, botId),
+      botId ? chatStatusCountsOfBot(deps.pool, botId) : chatStatusCounts(deps.pool),
     ]);
     const counts: Record<string, Record<string, StateCount>> = {};
     for (const kind of kinds) {
@@ -127,13 +137,15 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
           continue;
         }
         const e =
-          estimate(est, kind, state) ??
-          estimate((estimates = { value: await statsEstimates(deps.pool), at: Date.now() }).value, kind, state);
+          estimate(est, kind, state, botId) ??
+          estimate((estimates = { value: await statsEstimates(deps.pool), at: Date.now() }).value, kind, state, botId);
+        // a counted state is known to be above the cap; a skipped one of a bot may hold fewer rows
+        const floor = skip.has(key) ? 0 : EXACT_COUNT_CAP + 1;
         counts[kind][state] =
           e !== undefined
-            ? { count: Math.max(EXACT_COUNT_CAP + 1, e), approximate: true }
+            ? { count: Math.max(floor, e), approximate: true }
             : // never analyzed, no estimate to give: count (slow on a big table; autovacuum fixes it)
-              { count: await stateCountExact(deps.pool, kind, state), approximate: false };
+              { count: await stateCountExact(deps.pool, kind, state, botId), approximate: false };
       }
     }
     const out: Stats = {
@@ -198,8 +210,13 @@ export function statsCollector(deps: StatsDeps): () => Promise<Stats> {
     return out;
   };
 
-  return () => {
-    inflight ??= collect().finally(() => (inflight = undefined));
-    return inflight;
+  return (botId?: string) => {
+    const key = botId ?? '';
+    let p = inflight.get(key);
+    if (!p) {
+      p = collect(botId).finally(() => inflight.delete(key));
+      inflight.set(key, p);
+    }
+    return p;
   };
 }

@@ -15,7 +15,8 @@ import {
 } from '../../broadcasts';
 import type { AdminContext } from '../context';
 import { AdminError } from '../errors';
-import { errors } from '../schemas';
+import { broadcastIdsOfBot } from '../queries';
+import { BotIdFilter, errors } from '../schemas';
 import { emptyBodyIsObject, type WriteApp, type WriteKit } from './write-kit';
 
 /** A broadcast body carries its chat list: up to 1,000,000 ids (about 20 bytes each as JSON). */
@@ -26,6 +27,7 @@ const ListQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
     before: Type.Optional(Type.String({ pattern: '^[0-9]{1,18}$', description: 'continue below this broadcast id' })),
+    bot_id: Type.Optional({ ...BotIdFilter, description: "only this bot's broadcasts (default: every bot's)" }),
   },
   { additionalProperties: false },
 );
@@ -112,9 +114,14 @@ export function registerBroadcasts(app: WriteApp, ctx: AdminContext, kit: WriteK
         response: { 200: Type.Object({ items: Type.Array(Status) }), ...errors(400, 401) },
       },
     },
-    async (req) => ({
-      items: await broadcastsList(ctx.pool, { limit: req.query.limit ?? 50, beforeId: req.query.before }),
-    }),
+    async (req) => {
+      const { limit = 50, before, bot_id } = req.query;
+      if (!bot_id) return { items: await broadcastsList(ctx.pool, { limit, beforeId: before }) };
+      // the library lists every bot's; a bot's are its ids, each read as GET /v1/broadcasts/:id reads it (one removed meanwhile is left out)
+      const ids = await broadcastIdsOfBot(ctx.pool, bot_id, { limit, beforeId: before });
+      const items = await Promise.all(ids.map((id) => broadcastStatus(ctx.pool, id)));
+      return { items: items.filter((b) => b !== null) };
+    },
   );
 
   app.get(

@@ -5,7 +5,7 @@ import { traceIdOf } from '../../observability/tracing';
 import { notFound } from '../errors';
 import { KINDS, ListKind } from '../kinds';
 import { attemptHistory, auditList, itemGet, itemList, ListFilter } from '../queries';
-import { AuditEntryBody, chatFilterFor, errors, IdParams, Limit, listQuery, pageOf } from '../schemas';
+import { AuditEntryBody, BotIdFilter, chatFilterFor, errors, IdParams, Limit, listQuery, pageOf } from '../schemas';
 
 const VIEWS: { kind: ListKind; summary: string; detail: string; tag: string }[] = [
   { kind: 'captures', summary: 'CaptureSummary', detail: 'CaptureDetail', tag: 'captures' },
@@ -68,10 +68,16 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = asyn
       schema: {
         tags: ['audit'],
         summary: 'Admin actions, newest first (relay.attempts with subject admin)',
+        description:
+          "An entry's bot_id is its subject's bot; actions across bots (recover_stale, a bulk retry without bot_id) have none and are listed only without the bot_id filter.",
         querystring: Type.Object(
           {
             actor: Type.Optional(Type.String({ maxLength: 64 })),
             action: Type.Optional(Type.String({ pattern: '^[a-z_]{1,32}$' })),
+            bot_id: Type.Optional({
+              ...BotIdFilter,
+              description: "actions on this bot's rows, sessions, broadcasts or registration (default: every action)",
+            }),
             since: Type.Optional(Type.String({ format: 'date-time' })),
             until: Type.Optional(Type.String({ format: 'date-time' })),
             limit: Type.Optional(Limit),

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminContext } from '../context';
 import { apiError } from '../errors';
 import { statsCollector } from '../stats';
-import { errors, ReadinessBody, StatsBody } from '../schemas';
+import { BotFilterQuery, errors, ReadinessBody, StatsBody } from '../schemas';
 
 /** Stats, health and metrics. */
 // eslint-disable-next-line @typescript-eslint/require-await -- a fastify plugin: async so that a route registration that throws rejects register() (a sync throw escapes avvio)
@@ -24,11 +24,13 @@ export const statusRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> = as
         summary:
           'Counts per kind and state, oldest pending age, delivery rate over the last minute; cursor, lease and lag per bot',
         description:
-          'Counts are exact up to exact_count_cap per state; above it they come from planner statistics (reltuples × state frequency, refreshed by ANALYZE) and carry approximate: true.',
-        response: { 200: StatsBody, ...errors(401) },
+          'Counts are exact up to exact_count_cap per state; above it they come from planner statistics (reltuples × state frequency, refreshed by ANALYZE) and carry approximate: true. ' +
+          "With bot_id, everything is that bot's: its rows, its attempts, its chats, its cursor (an estimate is the bot's share of the table's).",
+        querystring: BotFilterQuery,
+        response: { 200: StatsBody, ...errors(400, 401) },
       },
     },
-    async () => stats(),
+    async (req) => stats(req.query.bot_id),
   );
 
   app.get(

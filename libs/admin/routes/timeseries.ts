@@ -4,7 +4,8 @@ import type { AdminContext } from '../context';
 import { read } from '../db';
 import type { Queryable } from '../../db/pool';
 import { ITEM_KINDS, ItemKind, KINDS, WORK_SUBJECTS_SQL } from '../kinds';
-import { errors } from '../schemas';
+import { ATTEMPT_BOT_SQL } from '../queries';
+import { BotIdFilter, errors } from '../schemas';
 import type { AttemptBucket, AttemptTimeseries } from '../ui/api-types';
 
 export const TIMESERIES_MINUTES_DEFAULT = 15;
@@ -12,7 +13,8 @@ export const TIMESERIES_BUCKET_SECONDS_DEFAULT = 60;
 
 /**
  * Delivery attempts per subject and bucket in [from, to), served by attempts_started_idx (15
- * minutes of a bot at its 30 msg/s limit is ~27k index entries). Admin rows are not attempts.
+ * minutes of a bot at its 30 msg/s limit is ~27k index entries), of one bot's items (a primary-key
+ * lookup per attempt: attempts carry no bot_id) or all. Admin rows are not attempts.
  * Kept next to its only route rather than in queries.ts, which belongs to the core admin API.
  */
 export async function attemptsTimeseries(
@@ -20,6 +22,7 @@ export async function attemptsTimeseries(
   from: Date,
   to: Date,
   bucketSeconds: number,
+  botId?: string,
 ): Promise<{ subject: string; bucket: number; attempts: number; delivered: number; failed: number }[]> {
   return read(
     db,
@@ -28,10 +31,10 @@ export async function attemptsTimeseries(
             count(*)::int8 as attempts,
             count(*) filter (where outcome in ('delivered', 'handled'))::int8 as delivered,
             count(*) filter (where outcome = 'failed')::int8 as failed
-       from relay.attempts
-      where started_at >= $1 and started_at < $2 and subject in (${WORK_SUBJECTS_SQL})
+       from relay.attempts a
+      where started_at >= $1 and started_at < $2 and subject in (${WORK_SUBJECTS_SQL})${botId ? ` and ${ATTEMPT_BOT_SQL} = $4` : ''}
       group by 1, 2`,
-    [from, to, bucketSeconds],
+    botId ? [from, to, bucketSeconds, botId] : [from, to, bucketSeconds],
   );
 }
 
@@ -60,6 +63,7 @@ export const timeseriesRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> 
             bucket_seconds: Type.Optional(
               Type.Integer({ minimum: 10, maximum: 3600, default: TIMESERIES_BUCKET_SECONDS_DEFAULT }),
             ),
+            bot_id: Type.Optional({ ...BotIdFilter, description: "only this bot's attempts (default: every bot's)" }),
           },
           { additionalProperties: false },
         ),
@@ -81,7 +85,13 @@ export const timeseriesRoutes: FastifyPluginAsyncTypebox<{ ctx: AdminContext }> 
       const count = Math.max(1, Math.ceil((minutes * 60_000) / bucketMs));
       const last = Math.floor(now.getTime() / bucketMs) * bucketMs;
       const first = last - (count - 1) * bucketMs;
-      const rows = await attemptsTimeseries(ctx.pool, new Date(first), new Date(last + bucketMs), bucketMs / 1000);
+      const rows = await attemptsTimeseries(
+        ctx.pool,
+        new Date(first),
+        new Date(last + bucketMs),
+        bucketMs / 1000,
+        req.query.bot_id,
+      );
       const kinds = {} as Record<ItemKind, AttemptBucket[]>;
       for (const kind of ITEM_KINDS) {
         const subject = KINDS[kind].subject;
