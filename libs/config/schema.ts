@@ -346,6 +346,8 @@ export const configSchema = z.object({
   // workers
   // the worker process's database connections; a handler that opens dispatch.transaction(ctx) holds one until its attempt's outcome is written
   DB_POOL_MAX: int("the worker process's database connections", 2, 1000).default('10'),
+  // a worker without TELEGRAM_BOT_TOKEN: one registered bot's updates in flight at most, so a busy bot leaves slots to the others
+  WORKER_BOT_CONCURRENCY: int("the number of one bot's concurrent updates per worker process", 1, 1000).default('4'),
   WORKER_CONCURRENCY: int('the number of concurrent jobs per worker process', 1, 1000).default(
     String(WORKER_CONCURRENCY_DEFAULT),
   ),

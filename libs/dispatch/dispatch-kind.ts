@@ -7,7 +7,7 @@
 import type { PoolClient } from 'pg';
 import { QUEUES } from '../db/boss';
 import { notifyWork } from '../queue/enqueue';
-import { createClaimStore } from '../queue/claim-sql';
+import { createClaimStore, type ClaimVariant, type Param } from '../queue/claim-sql';
 import { CLAIM_TABLES } from '../queue/claim-tables';
 import type { ClaimedJob, ClaimStore, JobContext, JobKind } from '../queue/job-kind';
 import { inJobSpan } from '../queue/job-span';
@@ -15,7 +15,7 @@ import { SpanKind } from '../observability/tracing';
 import { Outcome } from '../queue/outcome';
 import type { Handled } from './outcome';
 import { commitSessions, type AttemptSessions } from './attempt-sessions';
-import { inboxClaimVariant, inboxDeferFollowers, inboxRowOf, type InboxClaimedRow } from './queries';
+import { inboxClaimable, inboxClaimVariant, inboxDeferFollowers, inboxRowOf, type InboxClaimedRow } from './queries';
 import type { UpdateRunner } from './update-runner';
 
 export type DispatchOrdering = 'chat' | 'none';
@@ -42,12 +42,23 @@ export type CommitEffect = Handled['parts'];
  * effects (its captured replies) in the outcome transaction.
  */
 export function createInboxClaimStore(opts: {
-  botId: string;
   ordered: boolean;
+  /** The bot whose rows are claimed. */
+  botId?: string;
+  /** Or (a fleet worker) the rule of the bots served and how they share a claim. */
+  fleet?: Pick<ClaimVariant, 'where' | 'fairBy'>;
 }): ClaimStore<InboxClaimedRow, CommitEffect> {
-  const { botId, ordered } = opts;
+  const { ordered, fleet } = opts;
+  // a fleet's rows are each their own bot's: the per-chat rule compares a row with its own bot's rows
+  const variant = fleet
+    ? {
+        ...inboxClaimVariant('c.bot_id', ordered),
+        ...fleet,
+        where: (p: Param) => `${fleet.where!(p)} and ${inboxClaimable('c', 'c.bot_id', ordered)}`,
+      }
+    : inboxClaimVariant(opts.botId!, ordered);
   return createClaimStore<InboxClaimedRow, CommitEffect>(CLAIM_TABLES.inbox, {
-    ...inboxClaimVariant(botId, ordered),
+    ...variant,
     toRow: inboxRowOf,
     async effects(db, landed) {
       // Only for claims that still hold (the engine passes no fenced one): their replies are dropped with them.
@@ -86,67 +97,81 @@ export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClai
     queue: QUEUES.dispatch,
     store: inbox,
     whenReady: opts.whenReady,
-    execute: (job, ctx) =>
-      // the handler run continues the update's trace (stored by ingress); replies it enqueues carry it on
-      inJobSpan(
-        'dispatch.update',
-        {
-          traceparent: job.row.traceparent,
-          kind: SpanKind.CONSUMER,
-          attributes: () => ({
-            'messaging.system': 'telegram',
-            'messaging.operation.type': 'process',
-            'messaging.destination.name': QUEUES.dispatch,
-            'messaging.message.id': job.row.update_id,
-            'tg.update_id': Number(job.row.update_id),
-            ...(job.row.chat_id !== null ? { 'tg.chat_id': job.row.chat_id } : {}),
-            'tg.update_type': job.row.update_type,
-            'tg.attempt': job.attempt,
-          }),
-        },
-        () => executeUpdate(job, ctx),
-      ),
+    execute: (job, ctx) => dispatchUpdate(runner, opts.handlerTimeoutMs, job, ctx),
   };
+}
 
-  async function executeUpdate(job: ClaimedJob<InboxClaimedRow>, ctx: JobContext): Promise<Outcome<CommitEffect>> {
-    const raw = job.row.payload;
-    if (!raw || typeof raw !== 'object' || !Number.isInteger((raw as { update_id?: unknown }).update_id)) {
-      return Outcome.terminal('the stored payload is not a Telegram update (no integer update_id)', {
-        errorCode: 'RELAY_DISPATCH_BAD_PAYLOAD',
-      });
-    }
-    const outcome = await runner.runUpdate(raw, {
-      signal: ctx.signal,
-      timeoutMs: opts.handlerTimeoutMs,
-      updateEpoch: job.row.update_epoch,
-      session: job.row.session,
+/** One attempt of a claimed update on `runner`, in a span that continues the update's trace (stored by ingress). */
+export function dispatchUpdate(
+  runner: UpdateRunner,
+  handlerTimeoutMs: number,
+  job: ClaimedJob<InboxClaimedRow>,
+  ctx: JobContext,
+): Promise<Outcome<CommitEffect>> {
+  // replies the handler enqueues carry the trace on
+  return inJobSpan(
+    'dispatch.update',
+    {
+      traceparent: job.row.traceparent,
+      kind: SpanKind.CONSUMER,
+      attributes: () => ({
+        'messaging.system': 'telegram',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': QUEUES.dispatch,
+        'messaging.message.id': job.row.update_id,
+        'tg.update_id': Number(job.row.update_id),
+        ...(job.row.chat_id !== null ? { 'tg.chat_id': job.row.chat_id } : {}),
+        'tg.update_type': job.row.update_type,
+        'tg.attempt': job.attempt,
+      }),
+    },
+    () => executeUpdate(runner, handlerTimeoutMs, job, ctx),
+  );
+}
+
+async function executeUpdate(
+  runner: UpdateRunner,
+  handlerTimeoutMs: number,
+  job: ClaimedJob<InboxClaimedRow>,
+  ctx: JobContext,
+): Promise<Outcome<CommitEffect>> {
+  const raw = job.row.payload;
+  if (!raw || typeof raw !== 'object' || !Number.isInteger((raw as { update_id?: unknown }).update_id)) {
+    return Outcome.terminal('the stored payload is not a Telegram update (no integer update_id)', {
+      errorCode: 'RELAY_DISPATCH_BAD_PAYLOAD',
     });
-    if (outcome.kind === 'handled') {
-      const details: Record<string, unknown> = { via: outcome.via, updateType: job.row.update_type };
-      if (outcome.handledError) details.handledError = outcome.handledError;
-      return Outcome.delivered<CommitEffect>({
-        label: 'handled',
-        details,
-        effects: outcome.parts,
-        ...(outcome.transaction ? { transaction: outcome.transaction } : {}),
-      });
-    }
-    const { info } = outcome;
-    const details: Record<string, unknown> = { errorClass: info.errorClass, updateType: job.row.update_type };
-    if (info.code) details.code = info.code;
-    if (outcome.timedOut) details.timedOut = true;
-    if (outcome.aborted) details.aborted = true;
-    if (outcome.originalError) details.originalError = outcome.originalError;
-    if (outcome.terminal) {
-      if (info.code) details.code = info.code;
-      ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed in a way no retry can change; update failed');
-      return Outcome.terminal(`${info.code ?? info.errorClass}: ${info.message}`, {
-        errorCode: info.code ?? info.errorClass,
-        error: info.message,
-        details,
-      });
-    }
-    if (!outcome.aborted) ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed; update will be retried');
-    return Outcome.retry(undefined, { errorCode: info.errorClass, error: info.message, details });
   }
+  const outcome = await runner.runUpdate(raw, {
+    signal: ctx.signal,
+    timeoutMs: handlerTimeoutMs,
+    updateEpoch: job.row.update_epoch,
+    session: job.row.session,
+  });
+  if (outcome.kind === 'handled') {
+    const details: Record<string, unknown> = { via: outcome.via, updateType: job.row.update_type };
+    if (outcome.handledError) details.handledError = outcome.handledError;
+    return Outcome.delivered<CommitEffect>({
+      label: 'handled',
+      details,
+      effects: outcome.parts,
+      ...(outcome.transaction ? { transaction: outcome.transaction } : {}),
+    });
+  }
+  const { info } = outcome;
+  const details: Record<string, unknown> = { errorClass: info.errorClass, updateType: job.row.update_type };
+  if (info.code) details.code = info.code;
+  if (outcome.timedOut) details.timedOut = true;
+  if (outcome.aborted) details.aborted = true;
+  if (outcome.originalError) details.originalError = outcome.originalError;
+  if (outcome.terminal) {
+    if (info.code) details.code = info.code;
+    ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed in a way no retry can change; update failed');
+    return Outcome.terminal(`${info.code ?? info.errorClass}: ${info.message}`, {
+      errorCode: info.code ?? info.errorClass,
+      error: info.message,
+      details,
+    });
+  }
+  if (!outcome.aborted) ctx.logger.warn({ err: info, updateId: job.key }, 'handler failed; update will be retried');
+  return Outcome.retry(undefined, { errorCode: info.errorClass, error: info.message, details });
 }

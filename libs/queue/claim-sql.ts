@@ -21,8 +21,15 @@ const now = (n: number) => `coalesce($${n}::timestamptz, now())`;
 const safeError = (s: string | null | undefined): string | null =>
   s === null || s === undefined ? null : safeText(String(s), STORED_ERROR_MAX);
 
-/** Registers a parameter value and returns its placeholder (`$n`). */
+/**
+ * Registers a parameter value and returns its placeholder (`$n`). A function is a value read at
+ * each claim and next-due query (the bots a fleet worker serves now, their free slots).
+ */
 export type Param = (value: unknown) => string;
+
+/** The values of one statement: functions registered through `Param` are read now. */
+const valuesNow = (values: readonly unknown[]): unknown[] =>
+  values.map((v) => (typeof v === 'function' ? (v as () => unknown)() : v));
 
 /** A kind's rule on top of its table's: which pending rows it may claim, and in which order. */
 export interface ClaimVariant {
@@ -33,6 +40,13 @@ export interface ClaimVariant {
   where?: (p: Param) => string;
   /** Claim order (alias `c`); default oldest due first: `c.next_attempt_at, c.id`. */
   order?: string;
+  /**
+   * Shares one claim between the values of a column (a fleet worker's bots): candidates are taken
+   * key by key in the order of `keys`, at most the key's entry of `limits` each, until the claim's
+   * limit. `keys` (text[]) and `limits` (int[]) are placeholders from `Param`; the caller rotates
+   * the keys between claims so that each key is first in turn.
+   */
+  fairBy?: (p: Param) => { column: string; keys: string; limits: string };
   /**
    * The kind's columns of the claimed row (alias `t`), after the standard ones (id, job_id,
    * claim_id, attempts, and max_attempts where the table has it), e.g. `t.payload`; or `*` for the
@@ -82,13 +96,22 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
 
   const claimParams = params(5);
   const claimWhere = v.where?.(claimParams.p);
+  const fair = v.fairBy?.(claimParams.p);
+  const candidates = (limit: string, extra: string) =>
+    `select c.id from ${t.table} c
+        where ${unclaimedPending} and c.next_attempt_at <= ${now(3)}${extra}${claimWhere ? ` and ${claimWhere}` : ''}
+        order by ${v.order ?? 'c.next_attempt_at, c.id'}
+        limit ${limit}
+        for update of c skip locked`;
+  // fairBy: a nested loop over the keys, each taking at most its limit; the outer limit stops it early
+  const picked = fair
+    ? `select x.id from unnest(${fair.keys}::text[], ${fair.limits}::int[]) as f(key, n)
+        cross join lateral (${candidates('f.n', ` and c.${fair.column} = f.key`)}) x
+        limit $1`
+    : candidates('$1', '');
   const claim = statement<ClaimedTableRow & { activatedJobs?: number }>(
     `with picked as (
-       select c.id from ${t.table} c
-        where ${unclaimedPending} and c.next_attempt_at <= ${now(3)}${claimWhere ? ` and ${claimWhere}` : ''}
-        order by ${v.order ?? 'c.next_attempt_at, c.id'}
-        limit $1
-        for update of c skip locked
+       ${picked}
      ), claimed as (
        update ${t.table} t
           set ${m.claimMarksState ? `state = ${claimed}, ` : ''}attempts = t.attempts + 1, worker_id = $2, claim_id = gen_random_uuid(),
@@ -340,7 +363,13 @@ export function createClaimStore<Row, Effects = unknown>(
     activatesJobs: true,
     mirrorsInSettle: true,
     async claim(db, args) {
-      const rows = await query(db, sql.claim, [args.limit, args.workerId, args.now, args.queue, ...sql.claimValues]);
+      const rows = await query(db, sql.claim, [
+        args.limit,
+        args.workerId,
+        args.now,
+        args.queue,
+        ...valuesNow(sql.claimValues),
+      ]);
       const activated = rows.length ? (rows[0].activatedJobs ?? 0) : 0;
       const withJob = rows.filter((r) => r.job_id).length;
       if (activated !== withJob) args.onJobsOutOfStep?.(withJob, activated);
@@ -361,7 +390,7 @@ export function createClaimStore<Row, Effects = unknown>(
     nextDueInMs:
       opts.nextDueInMs ??
       (async (db, at) => {
-        const [r] = await query(db, sql.nextDue, [at, ...sql.nextDueValues]);
+        const [r] = await query(db, sql.nextDue, [at, ...valuesNow(sql.nextDueValues)]);
         const ms = r?.ms;
         return ms === null || ms === undefined ? null : Math.ceil(Number(ms));
       }),

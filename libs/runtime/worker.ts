@@ -19,6 +19,8 @@ import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 import { createPeriodicPrune } from '../retention/periodic';
 import { createBroadcastFeederFromConfig } from '../broadcasts/feeder';
 import { wakeOutboundOnDispatch, wakeQueue } from './local-wake';
+import { parseTokenKey, watchBots, type BotWatch } from '../bots';
+import { createFleetDispatchKind } from '../dispatch/fleet-kind';
 
 export interface WorkerRuntime {
   workerId: string;
@@ -50,8 +52,10 @@ export async function startWorkerRuntime(opts: {
     poolMode,
   });
   const kinds: AnyJobKind[] = [];
+  const closers: (() => Promise<void>)[] = [];
   const closeAll = async () => {
     for (const k of kinds) await k.close?.();
+    for (const close of closers) await close();
     await pool.end().catch(() => undefined);
   };
   try {
@@ -68,7 +72,17 @@ export async function startWorkerRuntime(opts: {
     const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker', timeouts, poolMode });
 
     // pushed one by one: a kind that fails to start leaves the earlier ones in `kinds`, closed by closeAll
-    await addJobKindsFromConfig(kinds, config, { pool, boss, logger, metrics: opts.metrics });
+    if (!config.TELEGRAM_BOT_TOKEN && config.TOKEN_ENCRYPTION_KEY) {
+      // no token, a registry key: serve the registered bots (their captures need CAPTURE_URL as before)
+      const watch = await watchBots({
+        pool,
+        listenUrl: poolMode === 'transaction' ? undefined : opts.databaseUrl,
+        key: parseTokenKey(config.TOKEN_ENCRYPTION_KEY),
+        logger,
+      });
+      closers.push(() => watch.stop());
+      addFleetJobKinds(kinds, config, { pool, boss, logger, watch });
+    } else await addJobKindsFromConfig(kinds, config, { pool, boss, logger, metrics: opts.metrics });
 
     let resolveDied!: (why: string) => void;
     const died = new Promise<string>((r) => (resolveDied = r));
@@ -203,4 +217,40 @@ async function addJobKindsFromConfig(
       'BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs',
     );
   }
+}
+
+/** The job kinds of a worker serving the registered bots (relay.bots) instead of one token's bot. */
+function addFleetJobKinds(
+  kinds: AnyJobKind[],
+  config: Config,
+  deps: { pool: Pool; boss: ReturnType<typeof createBoss>; logger: Logger; watch: BotWatch },
+): void {
+  const { pool, boss, logger, watch } = deps;
+  if (config.CAPTURE_URL)
+    kinds.push(
+      createCaptureKind({
+        url: config.CAPTURE_URL,
+        timeoutMs: config.CAPTURE_TIMEOUT,
+        opsChatId: config.OPS_CHAT_ID ?? null,
+      }),
+    );
+  kinds.push(
+    createFleetDispatchKind({
+      bots: watch,
+      pool,
+      boss,
+      logger,
+      apiRoot: config.TELEGRAM_API_ROOT,
+      handlerTimeoutMs: config.HANDLER_TIMEOUT,
+      ordering: config.DISPATCH_ORDERING,
+      replyMode: config.REPLY_MODE,
+      sessionTtlMs: config.SESSION_TTL,
+      maxUploadBytes: config.OUTBOUND_MAX_UPLOAD,
+      perBotConcurrency: config.WORKER_BOT_CONCURRENCY,
+    }),
+  );
+  logger.info(
+    { bots: watch.bots().size, perBotConcurrency: config.WORKER_BOT_CONCURRENCY, replyMode: config.REPLY_MODE },
+    'serving the registered bots: update dispatch for every enabled bot with a handlers module',
+  );
 }

@@ -13,7 +13,7 @@ export interface FleetBot {
 }
 
 /** Registers `count` new bots (enabled, no allow-list) and answers their ids and tokens. */
-export async function registerBots(pool: Pool, count: number): Promise<FleetBot[]> {
+export async function registerBots(pool: Pool, count: number, o: { handlers?: string } = {}): Promise<FleetBot[]> {
   const bots: FleetBot[] = [];
   for (let i = 0; i < count; i++) {
     const { token, botId } = newBotToken();
@@ -22,7 +22,7 @@ export async function registerBots(pool: Pool, count: number): Promise<FleetBot[
       username: `fleet_${i}_bot`,
       tokenEncrypted: encryptToken(FLEET_KEY, botId, token),
       tokenKeyId: FLEET_KEY.id,
-      handlers: null,
+      handlers: o.handlers ?? null,
       captureUrl: null,
       allowedChatIds: [],
       opsChatId: null,
