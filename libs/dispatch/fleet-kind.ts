@@ -17,6 +17,7 @@ import { errorMessage } from '../errors';
 import type { Logger } from '../observability/logger';
 import { createOutboundReplyWriter } from '../outbound/replies';
 import type { Param } from '../queue/claim-sql';
+import { createFairClaims } from '../queue/fair-claims';
 import type { JobKind } from '../queue/job-kind';
 import { Outcome } from '../queue/outcome';
 import { createInboxClaimStore, dispatchUpdate, type CommitEffect, type DispatchOrdering } from './dispatch-kind';
@@ -51,43 +52,20 @@ interface BotRunner {
 
 export function createFleetDispatchKind(opts: FleetDispatchOptions): JobKind<InboxClaimedRow, CommitEffect> {
   const logger = opts.logger.child({ component: 'dispatch' });
-  const inFlight = new Map<string, number>();
   const runners = new Map<string, BotRunner>();
-  let turn = 0;
-  let plan: { keys: string[]; limits: number[] } = { keys: [], limits: [] };
-
   const dispatchable = (): ServedBot[] => [...opts.bots.bots().values()].filter((b) => b.handlers);
-  /** The bots with a free slot, the first one rotating; read by the claim statement once per claim. */
-  const planClaim = () => {
-    const bots = dispatchable();
-    const start = bots.length ? turn++ % bots.length : 0;
-    const keys: string[] = [];
-    const limits: number[] = [];
-    for (let i = 0; i < bots.length; i++) {
-      const id = bots[(start + i) % bots.length].id;
-      const free = opts.perBotConcurrency - (inFlight.get(id) ?? 0);
-      if (free <= 0) continue;
-      keys.push(id);
-      limits.push(free);
-    }
-    plan = { keys, limits };
-    return keys;
-  };
-
-  const store = createInboxClaimStore({
-    ordered: opts.ordering === 'chat',
-    fleet: {
-      // the next-due query's bots: all served ones (a bot at its cap still has work due)
-      where: (p: Param) => `c.bot_id = any(${p(() => dispatchable().map((b) => b.id))}::text[])`,
-      fairBy: (p: Param) => ({ column: 'bot_id', keys: p(planClaim), limits: p(() => plan.limits) }),
-    },
-  });
-  const claim = store.claim.bind(store);
-  store.claim = async (db, args) => {
-    const jobs = await claim(db, args);
-    for (const j of jobs) inFlight.set(j.row.bot_id, (inFlight.get(j.row.bot_id) ?? 0) + 1);
-    return jobs;
-  };
+  const fair = createFairClaims({ keys: () => dispatchable().map((b) => b.id), perKey: opts.perBotConcurrency });
+  const store = fair.count(
+    createInboxClaimStore({
+      ordered: opts.ordering === 'chat',
+      fleet: {
+        // the next-due query's bots: all served ones (a bot at its cap still has work due)
+        where: (p: Param) => `c.bot_id = any(${p(() => dispatchable().map((b) => b.id))}::text[])`,
+        fairBy: fair.fairBy('bot_id'),
+      },
+    }),
+    (row) => row.bot_id,
+  );
 
   const build = async (bot: ServedBot, signal: AbortSignal): Promise<UpdateRunner> => {
     const handlers = await loadBotHandlers(bot.handlers as string, opts.cwd);
@@ -159,7 +137,7 @@ export function createFleetDispatchKind(opts: FleetDispatchOptions): JobKind<Inb
         }
         return await dispatchUpdate(runner, timeoutOf(bot), job, ctx);
       } finally {
-        inFlight.set(botId, (inFlight.get(botId) ?? 1) - 1);
+        fair.finished(botId);
       }
     },
     close() {

@@ -11,7 +11,8 @@ import { ledgerStatements, QUEUES } from '../db/boss';
 import type { Queryable } from '../db/pool';
 import type { BotApiClient } from '../telegram/client';
 import { notifyWork } from '../queue/enqueue';
-import { createClaimStore, type Param } from '../queue/claim-sql';
+import { createClaimStore, type ClaimVariant, type Param } from '../queue/claim-sql';
+import { createFairClaims } from '../queue/fair-claims';
 import { CLAIM_TABLES } from '../queue/claim-tables';
 import type { ClaimedJob, ClaimStore, JobContext, JobKind, RecoveredRow, SettledRow } from '../queue/job-kind';
 import { inJobSpan } from '../queue/job-span';
@@ -60,10 +61,23 @@ export interface OutboundEffects {
   chatStatus?: { status: ChatStatus; reason: string };
 }
 
+/** A worker without a token: the registered bots whose rows it sends, each with its own client and limits. */
+export interface OutboundFleet {
+  /** The bots served now. */
+  botIds(): readonly string[];
+  /** A served bot's Bot API client and rate limiter; undefined when it is not served (any more). */
+  of(botId: string): { telegram: BotApiClient; limiter: OutboundRateLimiter } | undefined;
+  /** WORKER_BOT_CONCURRENCY: one bot's messages in flight in this process at most. */
+  perBot: number;
+}
+
 export interface OutboundKindOptions {
   pool: Pool;
-  /** The Bot API client of the bot whose rows this worker sends. */
-  telegram: BotApiClient;
+  /** The Bot API client of the bot whose rows this worker sends (single-bot mode). */
+  telegram?: BotApiClient;
+  /** Or the registered bots it sends for. */
+  fleet?: OutboundFleet;
+  /** The rate limits (a fleet: the deployment's, for the claim's horizons and bulk bounds). */
   limiter: OutboundRateLimiter;
   /** OPS_CHAT_ID: where alerts about failed messages go (else relay.outbound_settings; else none). */
   opsChatId?: string | null;
@@ -155,6 +169,11 @@ async function holdForBroadcast(db: Queryable, retried: string[]): Promise<void>
 
 export function createOutboundClaimStore(opts: {
   botId: string;
+  /** A fleet: rows of these bots instead of `botId`'s, shared fairly, each charged to its own limiter. */
+  fleet?: Pick<ClaimVariant, 'fairBy'> & {
+    botIds: () => readonly string[];
+    limiterOf: (botId: string) => OutboundRateLimiter | undefined;
+  };
   limiter: OutboundRateLimiter;
   opsChatId: string | null;
   horizonMs: number;
@@ -165,7 +184,8 @@ export function createOutboundClaimStore(opts: {
   /** ALERT_COALESCE (default 1 min). */
   alertCoalesceMs?: number;
 }): ClaimStore<OutboundRow, OutboundEffects> {
-  const { botId, limiter, opsChatId, horizonMs } = opts;
+  const { botId, limiter, opsChatId, horizonMs, fleet } = opts;
+  const limiterOf = (id: string) => (fleet ? fleet.limiterOf(id) : limiter);
   const rateLimited = limiter.limits.mode === 'proactive';
   const sending = opts.sendingAtMostOnce;
   const bulkBounds = {
@@ -177,9 +197,11 @@ export function createOutboundClaimStore(opts: {
     // chat heads (per lane) of this bot, ready for the rate limits
     // interactive rows first ('interactive' > 'bulk'; outbound_pending_lane_idx), then oldest first
     where: (p: Param) =>
+      (fleet ? `c.bot_id = any(${p(fleet.botIds)}::text[]) and ` : '') +
       outboundClaimable(
         'c',
-        p(botId),
+        // a fleet's rows are each their own bot's: the chat, bulk and rate rules read the row's bot
+        fleet ? 'c.bot_id' : p(botId),
         rateLimited ? p(horizonMs) : null,
         rateLimited
           ? {
@@ -190,31 +212,44 @@ export function createOutboundClaimStore(opts: {
           : null,
       ),
     order: 'c.lane desc, c.id',
+    fairBy: fleet?.fairBy,
     // the whole row
     columns: '*',
-    nextDueInMs: (db, now) => outboundNextDueInMs(db, { botId, now, rateLimited, horizonMs, bulk: bulkBounds }),
+    nextDueInMs: async (db, now) => {
+      const due = (id: string) => outboundNextDueInMs(db, { botId: id, now, rateLimited, horizonMs, bulk: bulkBounds });
+      if (!fleet) return due(botId);
+      // the soonest of the bots (each bot's is one skip scan over its chats)
+      let soonest: number | null = null;
+      for (const id of fleet.botIds()) {
+        const ms = await due(id);
+        if (ms !== null && (soonest === null || ms < soonest)) soonest = ms;
+        if (soonest === 0) break;
+      }
+      return soonest;
+    },
     async effects(db, landed) {
       const messageIds: { id: string; messageId: number; messageIds: number[] }[] = [];
-      let problem: OutboundEffects['configProblem'];
-      let delivered = false;
+      const problems = new Map<string, NonNullable<OutboundEffects['configProblem']>>();
+      const delivered = new Set<string>();
       const reached: { botId: string; chatId: string }[] = [];
       const unreachable: { botId: string; chatId: string; status: ChatStatus; reason: string }[] = [];
       const quiet = new Set<string>();
       for (const { settlement: item } of landed) {
         const fx = item.effects;
         if (!fx) continue;
-        if (item.state === 'delivered') delivered = true;
+        if (item.state === 'delivered') delivered.add(fx.botId);
         if (item.state === 'delivered' && fx.chatId !== null) reached.push({ botId: fx.botId, chatId: fx.chatId });
         if (item.state === 'failed' && fx.chatStatus && fx.chatId !== null) {
           unreachable.push({ botId: fx.botId, chatId: fx.chatId, ...fx.chatStatus });
           if (UNALERTED_CHAT_STATUSES.has(fx.chatStatus.status)) quiet.add(item.id);
         }
-        if (fx.configProblem) problem = fx.configProblem;
+        if (fx.configProblem) problems.set(fx.botId, fx.configProblem);
         if (fx.messageId !== undefined)
           messageIds.push({ id: item.id, messageId: fx.messageId, messageIds: fx.messageIds ?? [fx.messageId] });
         if (fx.chatId === null) continue; // an answer: no chat, no limits
-        if (fx.rateLimitedMs !== undefined) await limiter.afterAttempt(db, fx.botId, fx.chatId, fx.rateLimitedMs);
-        else if (fx.charge) await limiter.afterAttempt(db, fx.botId, fx.chatId, undefined, fx.count);
+        const limits = limiterOf(fx.botId);
+        if (fx.rateLimitedMs !== undefined) await limits?.afterAttempt(db, fx.botId, fx.chatId, fx.rateLimitedMs);
+        else if (fx.charge) await limits?.afterAttempt(db, fx.botId, fx.chatId, undefined, fx.count);
         if (fx.retargetTo) await outboundRetarget(db, { id: item.id, fromChatId: fx.chatId, toChatId: fx.retargetTo });
       }
       await holdForBroadcast(
@@ -226,8 +261,9 @@ export function createOutboundClaimStore(opts: {
       await chatStatusClear(db, reached);
       await chatStatusRecord(db, unreachable);
       // the Bot API works again / answers as if misconfigured (no alert: it would go through the same Bot API)
-      if (delivered) await configProblemClear(db, 'outbound', botId);
-      else if (problem) await configProblemRecord(db, { component: 'outbound', botId, ...problem });
+      for (const id of delivered) await configProblemClear(db, 'outbound', id);
+      for (const [id, problem] of problems)
+        if (!delivered.has(id)) await configProblemRecord(db, { component: 'outbound', botId: id, ...problem });
       await outboundAfterFinal(
         db,
         landed.map((l) => l.row),
@@ -255,14 +291,28 @@ export function createOutboundClaimStore(opts: {
   });
 }
 
+/** How long a message of a bot no longer served waits before it is looked at again. */
+const NOT_SERVED_RETRY_MS = 30_000;
+
 export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundRow, OutboundEffects> {
-  const { pool, telegram, limiter } = opts;
-  const botId = telegram.botId;
+  const { pool, limiter, fleet } = opts;
+  if (!opts.telegram && !fleet) throw new Error('createOutboundKind: pass telegram (one bot) or fleet');
+  const botId = opts.telegram?.botId ?? '';
   const horizonMs = opts.horizonMs ?? RESERVE_HORIZON_MS_DEFAULT;
   const sendingAtMostOnce = new Set<string>();
-  const streak = new ConfigStreak();
-  const store = createOutboundClaimStore({
+  // consecutive configuration-like answers, per bot (the first of a streak is logged)
+  const streaks = new Map<string, ConfigStreak>();
+  const streakOf = (id: string) => streaks.get(id) ?? streaks.set(id, new ConfigStreak()).get(id)!;
+  const single = opts.telegram ? { telegram: opts.telegram, limiter } : undefined;
+  const botOf = (id: string) => (fleet ? fleet.of(id) : single);
+  const fair = fleet ? createFairClaims({ keys: () => fleet.botIds(), perKey: fleet.perBot }) : undefined;
+  const claims = createOutboundClaimStore({
     botId,
+    fleet: fleet && {
+      botIds: () => fleet.botIds(),
+      limiterOf: (id) => fleet.of(id)?.limiter,
+      fairBy: fair!.fairBy('bot_id'),
+    },
     limiter,
     opsChatId: opts.opsChatId ?? null,
     horizonMs,
@@ -270,6 +320,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     alertsEnabled: opts.alertsEnabled,
     alertCoalesceMs: opts.alertCoalesceMs,
   });
+  const store = fair ? fair.count(claims, (row) => row.bot_id) : claims;
   return {
     queue: QUEUES.outbound,
     store,
@@ -290,7 +341,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
             'tg.attempt': job.attempt,
           }),
         },
-        () => execute(job, ctx),
+        () => (fair ? execute(job, ctx).finally(() => fair.finished(job.row.bot_id)) : execute(job, ctx)),
       ),
   };
 
@@ -298,6 +349,15 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     const row = job.row;
     const chatId = row.target_chat_id;
     const details = { chatId, ...methodDetail(row) };
+    const bot = botOf(row.bot_id);
+    // disabled or removed since the claim: the message waits for it, as unclaimed ones do
+    if (!bot)
+      return Outcome.retry(NOT_SERVED_RETRY_MS, {
+        uncounted: true,
+        errorCode: 'RELAY_BOT_NOT_SERVED',
+        error: `bot ${row.bot_id} is not served (disabled or removed); not sent`,
+      });
+    const streak = streakOf(row.bot_id);
     // placeholders first: a row waiting for an earlier message spends no slot and no attempt
     const deps = await resolveDependencies(pool, row.bot_id, row.params);
     if (deps.type === 'failed')
@@ -319,7 +379,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     const slot =
       isAnswer(row) || chatId === null
         ? ({ ok: true, waitedMs: 0 } as const)
-        : await limiter.acquire(
+        : await bot.limiter.acquire(
             pool,
             row.bot_id,
             chatId,
@@ -345,7 +405,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     let sent: SendOutcome;
     try {
       const files = attachedParts(row.params).size > 0 ? await outboundUploadsOf(pool, row.id) : undefined;
-      sent = await sendOutbound(telegram, row, opts.sendTimeoutMs, { params: deps.params, files });
+      sent = await sendOutbound(bot.telegram, row, opts.sendTimeoutMs, { params: deps.params, files });
     } finally {
       sendingAtMostOnce.delete(job.claimId);
     }

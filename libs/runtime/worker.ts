@@ -13,7 +13,7 @@ import { observeWorker, rateLimitMetrics } from '../observability/metrics';
 import { databaseProblem, ReadyCheck } from '../observability/metrics-server';
 import { createCaptureKind } from '../captures/deliver';
 import { AnyJobKind, createWorker, newWorkerId } from '../queue';
-import { createOutboundKindFromConfig } from '../outbound/worker-kind';
+import { createFleetOutboundKind, createOutboundKindFromConfig } from '../outbound/worker-kind';
 import { createAlertFlusher } from '../outbound/alert-flush';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 import { createPeriodicPrune } from '../retention/periodic';
@@ -81,7 +81,7 @@ export async function startWorkerRuntime(opts: {
         logger,
       });
       closers.push(() => watch.stop());
-      addFleetJobKinds(kinds, config, { pool, boss, logger, watch });
+      addFleetJobKinds(kinds, config, { pool, boss, logger, watch, metrics: opts.metrics });
     } else await addJobKindsFromConfig(kinds, config, { pool, boss, logger, metrics: opts.metrics });
 
     let resolveDied!: (why: string) => void;
@@ -223,9 +223,16 @@ async function addJobKindsFromConfig(
 function addFleetJobKinds(
   kinds: AnyJobKind[],
   config: Config,
-  deps: { pool: Pool; boss: ReturnType<typeof createBoss>; logger: Logger; watch: BotWatch },
+  deps: { pool: Pool; boss: ReturnType<typeof createBoss>; logger: Logger; watch: BotWatch; metrics?: Registry },
 ): void {
   const { pool, boss, logger, watch } = deps;
+  kinds.push(
+    createFleetOutboundKind(config, {
+      pool,
+      bots: watch,
+      rateLimitMetrics: deps.metrics && rateLimitMetrics(deps.metrics),
+    }),
+  );
   if (config.CAPTURE_URL)
     kinds.push(
       createCaptureKind({
@@ -251,6 +258,6 @@ function addFleetJobKinds(
   );
   logger.info(
     { bots: watch.bots().size, perBotConcurrency: config.WORKER_BOT_CONCURRENCY, replyMode: config.REPLY_MODE },
-    'serving the registered bots: update dispatch for every enabled bot with a handlers module',
+    'serving the registered bots: outbound messages of every enabled bot, update dispatch of those with a handlers module',
   );
 }

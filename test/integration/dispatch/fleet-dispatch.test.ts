@@ -23,9 +23,12 @@ beforeAll(async () => {
   db = await createMigratedDatabase('dispatch_fleet');
   sandbox = await startSandbox({ limits: { enabled: false } });
 });
-afterAll(async () => {
+afterEach(async () => {
   await worker?.stop(2_000);
   await fleet?.stop();
+  await db.pool.query('update relay.bots set enabled = false');
+});
+afterAll(async () => {
   await sandbox.stop();
   await db.drop();
 });
@@ -41,42 +44,59 @@ const handled = async (botId: string): Promise<number> =>
     )
   ).rows[0].n;
 
-it('quiet bots are answered by their own bots while a noisy bot drains its backlog', async () => {
-  const logs = memoryLogger('info');
-  const [noisy, ...quiet] = await registerBots(db.pool, 6, { handlers: 'test/fixtures/text-reply-bot.ts' });
-  const config = loadConfig({
-    DATABASE_URL: db.url,
-    TELEGRAM_API_ROOT: sandbox.url,
-    TOKEN_ENCRYPTION_KEY: FLEET_KEY_HEX,
-    REPLY_MODE: 'direct',
-    WORKER_CONCURRENCY: '8',
-    WORKER_BOT_CONCURRENCY: '2',
-    LEASE_TTL: '2s',
-    POLL_TIMEOUT: '1s',
-    SHUTDOWN_TIMEOUT: '2s',
-  });
-  // the backlog is stored before any worker runs: it is all due, and older than the quiet bots' updates
-  fleet = await startFleetIngress({ config, databaseUrl: db.url, logger: logs.logger });
-  sandbox.injectMessages(noisy.token, NOISY_CHATS * NOISY_PER_CHAT, { chats: NOISY_CHATS, textPrefix: 'busy ' });
-  const backlog = NOISY_CHATS * NOISY_PER_CHAT;
-  await waitFor(async () => (await storedPerBot(db.pool, [noisy.botId])).get(noisy.botId)!.rows === backlog, {
-    timeoutMs: 30_000,
-    what: 'the noisy backlog stored',
-  });
+it.each(['direct', 'outbound'] as const)(
+  'REPLY_MODE=%s: quiet bots are answered by their own bots while a noisy bot drains its backlog',
+  async (replyMode) => {
+    const logs = memoryLogger('info');
+    const [noisy, ...quiet] = await registerBots(db.pool, 6, { handlers: 'test/fixtures/text-reply-bot.ts' });
+    // its own send rate, over the configuration's 30/s (a bot's settings)
+    await db.pool.query(`update relay.bots set settings = '{"OUTBOUND_RATE_PER_BOT": "300/1s"}' where id = $1`, [
+      noisy.botId,
+    ]);
+    const config = loadConfig({
+      DATABASE_URL: db.url,
+      TELEGRAM_API_ROOT: sandbox.url,
+      TOKEN_ENCRYPTION_KEY: FLEET_KEY_HEX,
+      REPLY_MODE: replyMode,
+      WORKER_CONCURRENCY: '8',
+      WORKER_BOT_CONCURRENCY: '2',
+      LEASE_TTL: '2s',
+      POLL_TIMEOUT: '1s',
+      SHUTDOWN_TIMEOUT: '2s',
+    });
+    // the backlog is stored before any worker runs: it is all due, and older than the quiet bots' updates
+    fleet = await startFleetIngress({ config, databaseUrl: db.url, logger: logs.logger });
+    sandbox.injectMessages(noisy.token, NOISY_CHATS * NOISY_PER_CHAT, { chats: NOISY_CHATS, textPrefix: 'busy ' });
+    const backlog = NOISY_CHATS * NOISY_PER_CHAT;
+    await waitFor(async () => (await storedPerBot(db.pool, [noisy.botId])).get(noisy.botId)!.rows === backlog, {
+      timeoutMs: 30_000,
+      what: 'the noisy backlog stored',
+    });
 
-  worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger: logs.logger });
-  await waitFor(async () => (await handled(noisy.botId)) > 0, { what: 'the backlog started' });
-  for (const [i, q] of quiet.entries()) sandbox.injectMessage(q.token, { chatId: 900 + i, text: 'hi' });
-  const answered = (q: FleetBot) => sandbox.sent(q.token).length > 0;
-  await waitFor(() => quiet.every(answered), { timeoutMs: 30_000, what: 'every quiet bot answered' });
-  // answered in the middle of the backlog, not after it
-  expect(await handled(noisy.botId)).toBeLessThan(backlog);
-  for (const [i, q] of quiet.entries()) {
-    const sent = sandbox.sent(q.token);
-    expect(sent.map((s) => [s.chat_id, s.text])).toEqual([[900 + i, 'ok']]);
-  }
+    worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger: logs.logger });
+    await waitFor(async () => (await handled(noisy.botId)) > 0, { what: 'the backlog started' });
+    for (const [i, q] of quiet.entries()) sandbox.injectMessage(q.token, { chatId: 900 + i, text: 'hi' });
+    const answered = (q: FleetBot) => sandbox.sent(q.token).length > 0;
+    await waitFor(() => quiet.every(answered), { timeoutMs: 30_000, what: 'every quiet bot answered' });
+    // answered in the middle of the backlog, not after it
+    expect(await handled(noisy.botId)).toBeLessThan(backlog);
+    for (const [i, q] of quiet.entries()) {
+      const sent = sandbox.sent(q.token);
+      expect(sent.map((s) => [s.chat_id, s.text])).toEqual([[900 + i, 'ok']]);
+    }
 
-  await waitFor(async () => (await handled(noisy.botId)) === backlog, { timeoutMs: 60_000, what: 'backlog drained' });
-  expect(sandbox.sent(noisy.token)).toHaveLength(backlog);
-  for (const b of [noisy, ...quiet]) expect(logs.text()).not.toContain(b.token);
-});
+    await waitFor(async () => (await handled(noisy.botId)) === backlog, { timeoutMs: 60_000, what: 'backlog drained' });
+    await waitFor(() => sandbox.sent(noisy.token).length >= backlog, { timeoutMs: 60_000, what: 'every reply sent' });
+    expect(sandbox.sent(noisy.token)).toHaveLength(backlog);
+    for (const b of [noisy, ...quiet]) expect(logs.text()).not.toContain(b.token);
+    if (replyMode === 'outbound') {
+      // relayed replies are rows of their own bot, each sent once with that bot's token
+      const { rows } = await db.pool.query<{ bot_id: string; n: number }>(
+        `select bot_id, count(*)::int as n from relay.outbound where state = 'delivered' group by bot_id`,
+      );
+      expect(new Map(rows.map((r) => [r.bot_id, r.n]))).toEqual(
+        new Map([[noisy.botId, backlog], ...quiet.map((q) => [q.botId, 1] as const)]),
+      );
+    }
+  },
+);
