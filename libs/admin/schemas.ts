@@ -54,7 +54,11 @@ export const BotIdFilter = Type.String({
 });
 /** The query string of a route whose only filter is the bot (stats, timeseries). */
 export const BotFilterQuery = Type.Object(
-  { bot_id: Type.Optional({ ...BotIdFilter, description: "only this bot's rows (default: every bot's)" }) },
+  {
+    bot_id: Type.Optional(
+      Type.String({ pattern: BotIdFilter.pattern, description: "only this bot's rows (default: every bot's)" }),
+    ),
+  },
   { additionalProperties: false },
 );
 export const ErrorText = Type.String({
