@@ -107,6 +107,12 @@ export const RELAY_CODES = {
     meaning: "the Bot API did not answer the getMe that checks a bot's token: nothing was registered",
     http: 503,
   },
+  RELAY_BOT_NOT_SERVED: {
+    meaning: 'a fleet worker claimed work of a bot disabled or removed since: it waits for the bot (retried)',
+  },
+  RELAY_BOT_HANDLERS: {
+    meaning: "a registered bot's handlers module failed to load or its getMe failed: its updates are retried",
+  },
   RELAY_ADMIN_UNAUTHORIZED: { meaning: 'missing or wrong admin bearer token', http: 401 },
   RELAY_ADMIN_VALIDATION: { meaning: 'a request field failed its schema', http: 400 },
   RELAY_ADMIN_BAD_REQUEST: {

@@ -72,12 +72,13 @@ export async function startWorkerRuntime(opts: {
     const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:worker', timeouts, poolMode });
 
     // pushed one by one: a kind that fails to start leaves the earlier ones in `kinds`, closed by closeAll
-    if (!config.TELEGRAM_BOT_TOKEN && config.TOKEN_ENCRYPTION_KEY) {
+    const fleet = !config.TELEGRAM_BOT_TOKEN && !!config.TOKEN_ENCRYPTION_KEY;
+    if (fleet) {
       // no token, a registry key: serve the registered bots (their captures need CAPTURE_URL as before)
       const watch = await watchBots({
         pool,
         listenUrl: poolMode === 'transaction' ? undefined : opts.databaseUrl,
-        key: parseTokenKey(config.TOKEN_ENCRYPTION_KEY),
+        key: parseTokenKey(config.TOKEN_ENCRYPTION_KEY as string),
         logger,
       });
       closers.push(() => watch.stop());
@@ -106,6 +107,9 @@ export async function startWorkerRuntime(opts: {
     });
     if (opts.metrics) observeWorker(opts.metrics, worker);
     wakeOutboundOnDispatch(worker);
+    // a fleet's claim leaves out bots at WORKER_BOT_CONCURRENCY: an outcome may free one's slot, so
+    // claim again now instead of at the next poll (a lone busy bot would otherwise wait for it)
+    if (fleet) worker.events.on('settled', (e) => wakeQueue(worker, e.queue));
     await worker.start();
     // retention (docs/retention.md): one replica at a time prunes every PRUNE_EVERY
     const prune = config.PRUNE_EVERY

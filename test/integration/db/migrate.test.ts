@@ -14,6 +14,7 @@ const TABLES = [
   'config_problems',
   'cursor',
   'inbox',
+  'ingress_members',
   'jetstream_alert_cursor',
   'jetstream_rejects',
   'outbound',

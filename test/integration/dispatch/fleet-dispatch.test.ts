@@ -85,8 +85,11 @@ it.each(['direct', 'outbound'] as const)(
       expect(sent.map((s) => [s.chat_id, s.text])).toEqual([[900 + i, 'ok']]);
     }
 
-    await waitFor(async () => (await handled(noisy.botId)) === backlog, { timeoutMs: 60_000, what: 'backlog drained' });
-    await waitFor(() => sandbox.sent(noisy.token).length >= backlog, { timeoutMs: 60_000, what: 'every reply sent' });
+    await waitFor(async () => (await handled(noisy.botId)) === backlog, {
+      timeoutMs: 120_000,
+      what: 'backlog drained',
+    });
+    await waitFor(() => sandbox.sent(noisy.token).length >= backlog, { timeoutMs: 120_000, what: 'every reply sent' });
     expect(sandbox.sent(noisy.token)).toHaveLength(backlog);
     for (const b of [noisy, ...quiet]) expect(logs.text()).not.toContain(b.token);
     if (replyMode === 'outbound') {

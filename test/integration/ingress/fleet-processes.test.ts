@@ -1,7 +1,8 @@
 /**
- * Real `tg-relay poller` processes without a token serving 50 registered bots: they spread the
- * bots, a SIGKILLed one's bots are taken over, a new one takes its share, and every update of every
- * bot is stored exactly once. Tokens appear in no process output.
+ * Real `tg-relay poller` and `tg-relay worker` processes without a token serving 50 registered
+ * bots: the pollers spread the bots, a SIGKILLed one's bots are taken over, a new one takes its
+ * share; every update of every bot is stored exactly once and answered once, by its own bot,
+ * through the workers. Tokens appear in no process output.
  */
 import type { BotApiSandbox } from '../../../libs/sandbox';
 import { exited } from '../../support/cli';
@@ -9,6 +10,7 @@ import { createMigratedDatabase } from '../../support/db';
 import { FLEET_KEY_HEX, leaseOwners, registerBots, storedPerBot, type FleetBot } from '../../support/fleet-bots';
 import { startSandbox } from '../../support/ingress-harness';
 import { killHard, ownedBy, startFleetPollerProcess, type PollerProcess } from '../../support/ingress-processes';
+import { startWorkerProcess } from '../../support/worker-process';
 import { waitFor } from '../../support/wait-for';
 
 jest.setTimeout(180_000);
@@ -65,7 +67,11 @@ const allStoredOnce = (bots: FleetBot[]) =>
   );
 
 it('50 bots, two pollers: spread, SIGKILL one and the other takes over, a third takes its share; each update stored once', async () => {
-  const bots = await registerBots(db.pool, 50);
+  const bots = await registerBots(db.pool, 50, { handlers: 'test/fixtures/text-reply-bot.ts' });
+  const workers = [1, 2].map(() =>
+    startWorkerProcess({ DATABASE_URL: db.url, TELEGRAM_API_ROOT: sandbox.url, TOKEN_ENCRYPTION_KEY: FLEET_KEY_HEX }),
+  );
+  procs.push(...workers);
   const [a, b] = [spawn(), spawn()];
   await waitFor(async () => (await heldBy(bots, [a, b])).join() === '25,25', {
     timeoutMs: 60_000,
@@ -96,6 +102,14 @@ it('50 bots, two pollers: spread, SIGKILL one and the other takes over, a third 
   inject(bots);
   await allStoredOnce(bots);
   for (const bot of bots) expect(sandbox.pendingCount(bot.token)).toBe(0);
+  // every message answered once, by its own bot, in its chat
+  await waitFor(() => bots.every((bot) => sandbox.sent(bot.token).length >= sent), {
+    timeoutMs: 60_000,
+    intervalMs: 200,
+    what: 'every message answered',
+  });
+  for (const [i, bot] of bots.entries())
+    expect(sandbox.sent(bot.token).map((m) => [m.chat_id, m.text])).toEqual(Array(sent).fill([7000 + i, 'ok']));
 
   b.kill('SIGTERM');
   c.kill('SIGTERM');
@@ -117,5 +131,6 @@ it('50 bots, two pollers: spread, SIGKILL one and the other takes over, a third 
     'select owner, expires_at > clock_timestamp() as live from relay.ingress_members',
   );
   expect(members.rows.map((r) => [ownedBy(r.owner, a), r.live])).toEqual([[true, false]]);
-  for (const p of [a, b, c]) for (const bot of bots) expect(p.output()).not.toContain(bot.token.split(':')[1]);
+  for (const p of [a, b, c, ...workers])
+    for (const bot of bots) expect(p.output()).not.toContain(bot.token.split(':')[1]);
 });
