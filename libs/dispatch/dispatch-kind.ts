@@ -7,7 +7,7 @@
 import type { PoolClient } from 'pg';
 import { QUEUES } from '../db/boss';
 import { notifyWork } from '../queue/enqueue';
-import { createClaimStore, type ClaimVariant, type Param } from '../queue/claim-sql';
+import { createClaimStore, type ClaimVariant } from '../queue/claim-sql';
 import { CLAIM_TABLES } from '../queue/claim-tables';
 import type { ClaimedJob, ClaimStore, JobContext, JobKind } from '../queue/job-kind';
 import { inJobSpan } from '../queue/job-span';
@@ -46,7 +46,7 @@ export function createInboxClaimStore(opts: {
   /** The bot whose rows are claimed. */
   botId?: string;
   /** Or (a fleet worker) the rule of the bots served and how they share a claim. */
-  fleet?: Pick<ClaimVariant, 'where' | 'fairBy'>;
+  fleet?: Pick<ClaimVariant, 'scope' | 'fairBy'>;
 }): ClaimStore<InboxClaimedRow, CommitEffect> {
   const { ordered, fleet } = opts;
   // a fleet's rows are each their own bot's: the per-chat rule compares a row with its own bot's rows
@@ -54,7 +54,7 @@ export function createInboxClaimStore(opts: {
     ? {
         ...inboxClaimVariant('c.bot_id', ordered),
         ...fleet,
-        where: (p: Param) => `${fleet.where!(p)} and ${inboxClaimable('c', 'c.bot_id', ordered)}`,
+        where: () => inboxClaimable('c', 'c.bot_id', ordered),
       }
     : inboxClaimVariant(opts.botId!, ordered);
   return createClaimStore<InboxClaimedRow, CommitEffect>(CLAIM_TABLES.inbox, {

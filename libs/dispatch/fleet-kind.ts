@@ -60,7 +60,7 @@ export function createFleetDispatchKind(opts: FleetDispatchOptions): JobKind<Inb
       ordered: opts.ordering === 'chat',
       fleet: {
         // the next-due query's bots: all served ones (a bot at its cap still has work due)
-        where: (p: Param) => `c.bot_id = any(${p(() => dispatchable().map((b) => b.id))}::text[])`,
+        scope: (p: Param) => `c.bot_id = any(${p(() => dispatchable().map((b) => b.id))}::text[])`,
         fairBy: fair.fairBy('bot_id'),
       },
     }),

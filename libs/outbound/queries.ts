@@ -320,6 +320,19 @@ export function outboundClaimable(
 /** A claimed outbound row: the whole relay.outbound row (id as text) under its new claim. */
 export type OutboundClaimedRow = OutboundRow & { job_id: string | null; claim_id: string };
 
+/**
+ * Which of `botIds` have outbound rows waiting or in flight: one probe of outbound_chat_fifo_idx per
+ * bot in one statement, so a fleet computes the next due only for bots with work (most have none).
+ */
+export async function outboundBotsWithWork(db: Queryable, botIds: readonly string[]): Promise<string[]> {
+  const { rows } = await db.query<{ bot_id: string }>(
+    `select b.bot_id from unnest($1::text[]) as b(bot_id)
+      where exists (select 1 from relay.outbound o where o.bot_id = b.bot_id and o.state in ('pending', 'delivering'))`,
+    [botIds],
+  );
+  return rows.map((r) => r.bot_id);
+}
+
 /** How many of the oldest pending bulk rows outboundNextDueInMs looks at for the bulk lane's next due. */
 export const NEXT_DUE_BULK_WINDOW = 100;
 

@@ -28,6 +28,7 @@ import {
   outboundFailStaleAtMostOnce,
   outboundHasSuccessors,
   outboundHoldForBroadcast,
+  outboundBotsWithWork,
   outboundNextDueInMs,
   outboundRaiseAlerts,
   outboundRetarget,
@@ -196,8 +197,8 @@ export function createOutboundClaimStore(opts: {
   return createClaimStore<OutboundRow, OutboundEffects>(CLAIM_TABLES.outbound, {
     // chat heads (per lane) of this bot, ready for the rate limits
     // interactive rows first ('interactive' > 'bulk'; outbound_pending_lane_idx), then oldest first
+    // a fleet's claim is over its fairBy keys (served bots with a free slot); its next due is below
     where: (p: Param) =>
-      (fleet ? `c.bot_id = any(${p(fleet.botIds)}::text[]) and ` : '') +
       outboundClaimable(
         'c',
         // a fleet's rows are each their own bot's: the chat, bulk and rate rules read the row's bot
@@ -218,9 +219,9 @@ export function createOutboundClaimStore(opts: {
     nextDueInMs: async (db, now) => {
       const due = (id: string) => outboundNextDueInMs(db, { botId: id, now, rateLimited, horizonMs, bulk: bulkBounds });
       if (!fleet) return due(botId);
-      // the soonest of the bots (each bot's is one skip scan over its chats)
+      // the soonest of the bots with rows (each bot's is one skip scan over its chats)
       let soonest: number | null = null;
-      for (const id of fleet.botIds()) {
+      for (const id of await outboundBotsWithWork(db, fleet.botIds())) {
         const ms = await due(id);
         if (ms !== null && (soonest === null || ms < soonest)) soonest = ms;
         if (soonest === 0) break;

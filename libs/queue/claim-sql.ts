@@ -48,6 +48,12 @@ export interface ClaimVariant {
    */
   fairBy?: (p: Param) => { column: string; keys: string; limits: string };
   /**
+   * The rows the kind serves at all (a fleet's bots), for the next-due query, and for the claim
+   * unless `fairBy` names the keys (they lie within it; repeating a list of a thousand bots in each
+   * key's probe would cost one index descent per bot and key).
+   */
+  scope?: (p: Param) => string;
+  /**
    * The kind's columns of the claimed row (alias `t`), after the standard ones (id, job_id,
    * claim_id, attempts, and max_attempts where the table has it), e.g. `t.payload`; or `*` for the
    * whole row (id as text).
@@ -81,6 +87,10 @@ export interface ClaimedTableRow extends ClaimedColumns {
 
 type SettledTableRow = SettledRow & Record<string, unknown>;
 
+/** The conditions given, joined with `and` (undefined if none). */
+const and = (...conds: (string | undefined)[]): string | undefined =>
+  conds.filter((c): c is string => !!c).join(' and ') || undefined;
+
 function params(first: number): { p: Param; values: unknown[] } {
   const values: unknown[] = [];
   return { p: (v) => `$${first + values.push(v) - 1}`, values };
@@ -95,8 +105,8 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
   const budget = t.budgetColumn ? `coalesce(t.${t.budgetColumn}, $4)` : '$4';
 
   const claimParams = params(5);
-  const claimWhere = v.where?.(claimParams.p);
   const fair = v.fairBy?.(claimParams.p);
+  const claimWhere = and(fair ? undefined : v.scope?.(claimParams.p), v.where?.(claimParams.p));
   const candidates = (limit: string, extra: string) =>
     `select c.id from ${t.table} c
         where ${unclaimedPending} and c.next_attempt_at <= ${now(3)}${extra}${claimWhere ? ` and ${claimWhere}` : ''}
@@ -133,7 +143,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
   );
 
   const dueParams = params(2);
-  const dueWhere = v.where?.(dueParams.p);
+  const dueWhere = and(v.scope?.(dueParams.p), v.where?.(dueParams.p));
   const nextDue = statement<{ ms: number | null }>(
     `select case when min(c.next_attempt_at) is null then null
                 else greatest(0, extract(epoch from (min(c.next_attempt_at) - ${now(1)})) * 1000)::float8 end as ms
