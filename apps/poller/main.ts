@@ -1,7 +1,8 @@
 /**
  * `tg-relay poller`: durable ingress for the bot of TELEGRAM_BOT_TOKEN — getUpdates (INGRESS=polling)
  * or the webhook endpoint (INGRESS=webhook) — as lease owner or hot standby. Without a token it is a
- * fleet poller: it polls its share of the registered bots (libs/ingress/fleet.ts). First
+ * fleet poller: it serves its share of the registered bots (libs/ingress/fleet.ts), each by its own
+ * long poll or (INGRESS=webhook) by its own path and secret on one webhook server. First
  * SIGTERM/SIGINT finishes the in-flight batches, releases the leases and exits 0; a 401 from
  * Telegram exits 78 in single-bot mode (a fleet poller stops polling only that bot).
  */

@@ -1,11 +1,12 @@
 /**
  * Composes fleet ingress for `tg-relay poller` started without TELEGRAM_BOT_TOKEN: pool, job ledger,
- * the bot registry's watcher (tokens decrypted with TOKEN_ENCRYPTION_KEY) and the fleet loop
- * (fleet.ts), which polls up to POLLER_MAX_BOTS registered bots and shares them with the other
- * fleet pollers of the database.
+ * the bot registry's watcher (tokens decrypted with TOKEN_ENCRYPTION_KEY), with INGRESS=webhook the
+ * one webhook server (WEBHOOK_HOST:WEBHOOK_PORT), and the fleet loop (fleet.ts), which serves up to
+ * POLLER_MAX_BOTS registered bots, by polling or by webhook, and shares them with the other fleet
+ * pollers of the database.
  */
 import type { Registry } from 'prom-client';
-import { parseTokenKey, watchBots, type BotWatch } from '../bots';
+import { parseTokenKey, watchBots, type BotWatch, type TokenKey } from '../bots';
 import type { Config } from '../config';
 import { ConfigError } from '../config/errors';
 import { createBoss } from '../db/boss';
@@ -14,9 +15,12 @@ import { createPool, timeoutsFromConfig } from '../db/pool';
 import { errorMessage } from '../errors';
 import type { Logger } from '../observability/logger';
 import { databaseProblem, type ReadyCheck } from '../observability/metrics-server';
-import { createFleet, type Fleet, type FleetStatus } from './fleet';
+import { createFleet, type Fleet, type FleetStatus, type FleetUnitFactory } from './fleet';
+import { pollUnits, webhookUnits, type FleetUnitOptions } from './fleet-units';
 import { newOwnerId, type IngressExit } from './runtime';
 import { waitForSchema } from './schema-wait';
+import { fleetWebhookKeys } from './webhook-keys';
+import { createWebhookServer, type WebhookServer } from './webhook-server';
 
 export type FleetConfig = Pick<
   Config,
@@ -29,8 +33,21 @@ export type FleetConfig = Pick<
   | 'TOKEN_ENCRYPTION_KEY'
   | 'POLLER_MAX_BOTS'
   | 'DB_POOL_MAX'
+  | 'WEBHOOK_HOST'
+  | 'WEBHOOK_PORT'
+  | 'WEBHOOK_PUBLIC_URL'
 > &
-  Partial<Pick<Config, 'DB_STATEMENT_TIMEOUT' | 'DB_LOCK_TIMEOUT' | 'DB_IDLE_IN_TRANSACTION_TIMEOUT' | 'DB_POOL_MODE'>>;
+  Partial<
+    Pick<
+      Config,
+      | 'DB_STATEMENT_TIMEOUT'
+      | 'DB_LOCK_TIMEOUT'
+      | 'DB_IDLE_IN_TRANSACTION_TIMEOUT'
+      | 'DB_POOL_MODE'
+      | 'OPS_CHAT_ID'
+      | 'WEBHOOK_SECRET'
+    >
+  >;
 
 export interface FleetRuntime {
   owner: string;
@@ -45,19 +62,21 @@ export interface FleetRuntime {
 }
 
 /** What a poller without a token needs (a ConfigError names the variable). */
-export function checkFleetConfig(config: Pick<FleetConfig, 'INGRESS' | 'TOKEN_ENCRYPTION_KEY'>): void {
+export function checkFleetConfig(
+  config: Pick<FleetConfig, 'INGRESS' | 'TOKEN_ENCRYPTION_KEY' | 'WEBHOOK_PUBLIC_URL'>,
+): void {
   const problems: { variable: string; problem: string }[] = [];
   if (!config.TOKEN_ENCRYPTION_KEY)
     problems.push({
       variable: 'TOKEN_ENCRYPTION_KEY',
       problem:
-        'required by a poller without TELEGRAM_BOT_TOKEN: it polls the registered bots (tg-relay bots add), whose tokens are encrypted with it',
+        'required by a poller without TELEGRAM_BOT_TOKEN: it serves the registered bots (tg-relay bots add), whose tokens are encrypted with it',
     });
-  if (config.INGRESS !== 'polling')
+  if (config.INGRESS === 'webhook' && !config.WEBHOOK_PUBLIC_URL)
     problems.push({
-      variable: 'INGRESS',
+      variable: 'WEBHOOK_PUBLIC_URL',
       problem:
-        'a poller without TELEGRAM_BOT_TOKEN polls (INGRESS=polling); a webhook serves one bot: set its TELEGRAM_BOT_TOKEN',
+        "required when INGRESS=webhook (this poller's public base URL Telegram calls; each bot's own path is appended)",
     });
   if (problems.length)
     throw new ConfigError(
@@ -104,6 +123,14 @@ function createFleetIngress(opts: FleetRuntimeOptions): FleetRuntime {
   void done.then((e) => (ended = e));
   let watch: BotWatch | undefined;
   let fleet: Fleet | undefined;
+  const server =
+    config.INGRESS === 'webhook'
+      ? createWebhookServer({ host: config.WEBHOOK_HOST, port: config.WEBHOOK_PORT, logger })
+      : undefined;
+  if (server && config.WEBHOOK_SECRET)
+    logger.warn(
+      'WEBHOOK_SECRET is not used by a poller without TELEGRAM_BOT_TOKEN: each bot has its own secret, derived from TOKEN_ENCRYPTION_KEY',
+    );
 
   const begin = async () => {
     if (!(await waitForSchema(pool, logger, abort.signal))) return resolveDone({ reason: 'stopped' });
@@ -115,26 +142,30 @@ function createFleetIngress(opts: FleetRuntimeOptions): FleetRuntime {
       key,
       logger,
     });
+    // listening before any unit can register a webhook, so Telegram's first delivery is answered
+    await server?.listen();
     fleet = createFleet({
       pool,
-      boss,
       owner,
       logger,
       bots: watch,
       apiRoot: config.TELEGRAM_API_ROOT,
       maxBots: config.POLLER_MAX_BOTS,
       leaseTtlMs: config.LEASE_TTL,
-      pollTimeoutMs: config.POLL_TIMEOUT,
-      decodePolicy: config.DECODE_POLICY,
-      dispatchUnauthorized: config.DISPATCH_UNAUTHORIZED,
+      unit: unitsFor(config, { pool, boss, owner }, key, server),
       metrics: opts.metrics,
       tickMs: opts.tickMs,
     });
     fleet.onStored(() => stored.forEach((fn) => fn()));
     await fleet.start();
     logger.info(
-      { maxBots: config.POLLER_MAX_BOTS, registered: watch.bots().size, leaseTtlMs: config.LEASE_TTL },
-      'fleet ingress started: polling its share of the registered bots',
+      {
+        ingress: config.INGRESS,
+        maxBots: config.POLLER_MAX_BOTS,
+        registered: watch.bots().size,
+        leaseTtlMs: config.LEASE_TTL,
+      },
+      'fleet ingress started: serving its share of the registered bots',
     );
   };
   const started = begin().catch((err) => {
@@ -169,6 +200,7 @@ function createFleetIngress(opts: FleetRuntimeOptions): FleetRuntime {
         reasons,
         owner_id: owner,
         ingress: 'fleet',
+        transport: config.INGRESS,
         share: s?.share ?? 0,
         polling: s?.polling ?? [],
         benched: s?.benched ?? [],
@@ -180,6 +212,7 @@ function createFleetIngress(opts: FleetRuntimeOptions): FleetRuntime {
         abort.abort();
         await started;
         await fleet?.stop();
+        await server?.close();
         await watch?.stop();
         await pool.end().catch(() => undefined);
         resolveDone({ reason: 'stopped' });
@@ -187,4 +220,28 @@ function createFleetIngress(opts: FleetRuntimeOptions): FleetRuntime {
       return stopping;
     },
   };
+}
+
+/** Each bot's unit: a poller, or (INGRESS=webhook) a webhook route on `server` with the bot's own path and secret. */
+function unitsFor(
+  config: FleetConfig,
+  o: Pick<FleetUnitOptions, 'pool' | 'boss' | 'owner'>,
+  key: TokenKey,
+  server: WebhookServer | undefined,
+): FleetUnitFactory {
+  const common: FleetUnitOptions = {
+    ...o,
+    leaseTtlMs: config.LEASE_TTL,
+    pollTimeoutMs: config.POLL_TIMEOUT,
+    decodePolicy: config.DECODE_POLICY,
+    dispatchUnauthorized: config.DISPATCH_UNAUTHORIZED,
+  };
+  if (!server) return pollUnits(common);
+  return webhookUnits({
+    ...common,
+    server,
+    keys: fleetWebhookKeys(key),
+    publicUrl: config.WEBHOOK_PUBLIC_URL as string,
+    opsChatId: config.OPS_CHAT_ID ?? null,
+  });
 }

@@ -1,41 +1,56 @@
 /**
- * Fleet ingress: one process polls many registered bots, one poller (libs/ingress/poller.ts) per
- * bot, with every guarantee of single-bot mode (commit before confirm, fencing, watchdog,
- * quarantine) because each bot's poller is exactly the single-bot one.
+ * Fleet ingress: one process serves many registered bots, one ingress unit per bot (fleet-units.ts):
+ * the single-bot poller (INGRESS=polling) or the single-bot webhook ingress routed on the process's
+ * shared webhook server (INGRESS=webhook), so every guarantee of single-bot mode (commit before
+ * confirm, fencing, the watchdog, quarantine) holds per bot.
  *
- * Which process polls which bot is decided by relay.cursor's lease, as always; this loop only
+ * Which process serves which bot is decided by relay.cursor's lease, as always; this loop only
  * chooses which leases to try for. Every second it beats in relay.ingress_members, computes its
  * fair share of the enabled bots from the live pollers' caps (fleet-share.ts), gives up bots above
  * its share (a graceful stop releases the lease, so another poller takes it at its next tick) and
- * starts pollers for bots whose lease is free while it is under its share. A dead poller's leases
+ * starts units for bots whose lease is free while it is under its share. A dead poller's leases
  * and membership expire after LEASE_TTL; the survivors' shares grow then and they take its bots.
  *
- * A bot is one item: a token Telegram refuses (401) stops that bot's poller until its registration
- * changes; a poller that crashes or stalls is started again after a pause; neither touches the
+ * A bot is one item: a token Telegram refuses (401) stops that bot's unit until its registration
+ * changes; a unit that crashes or stalls is started again after a pause; neither touches the
  * other bots.
  */
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import type { BotWatch, ServedBot } from '../bots/watch';
-import type { JobLedger } from '../db/boss';
 import { errorMessage } from '../errors';
 import { every, type Ticker } from '../lifecycle/timers';
 import type { Logger } from '../observability/logger';
 import { ingressMetrics, observeIngress } from '../observability/metrics';
 import { createBotApiClient, type BotApiClient } from '../telegram';
+import type { IngressEvents } from './events';
 import { botsWithFreeLease, memberBeat, memberLeave } from './fleet-queries';
 import { fairShare } from './fleet-share';
-import type { DecodePolicy } from './plan-batch';
-import { createPoller, type Poller, type PollerExit } from './poller';
+import type { PollerExit } from './poller';
 
 /** How often the fleet loop beats and rebalances. */
 export const FLEET_TICK_MS = 1_000;
-/** How long a bot whose poller crashed or stalled waits before it is polled again. */
+/** How long a bot whose unit crashed or stalled waits before it is served again. */
 export const FLEET_RESTART_DELAY_MS = 5_000;
+
+/** One bot's ingress as the fleet runs it: its poller, or its webhook route on the shared server. */
+export interface FleetUnit {
+  start(): void;
+  /** Finishes what is in flight and releases the lease. Idempotent. */
+  stop(): Promise<void>;
+  /** Resolves when the unit ends: after stop(), or by itself (401, crash, stall). */
+  readonly done: Promise<PollerExit>;
+  readonly events: IngressEvents;
+  holdsLease(): boolean;
+  /** What keeps the bot from being served although its lease is held (Telegram cannot deliver to its webhook). */
+  problem?(): string | null;
+}
+
+/** Makes `bot`'s unit: it calls Telegram through `api` (one client per bot) and logs to `logger`. */
+export type FleetUnitFactory = (bot: ServedBot, api: BotApiClient, logger: Logger) => FleetUnit;
 
 export interface FleetOptions {
   pool: Pool;
-  boss: JobLedger;
   owner: string;
   logger: Logger;
   bots: BotWatch;
@@ -43,9 +58,7 @@ export interface FleetOptions {
   /** POLLER_MAX_BOTS. */
   maxBots: number;
   leaseTtlMs: number;
-  pollTimeoutMs: number;
-  decodePolicy: DecodePolicy;
-  dispatchUnauthorized: boolean;
+  unit: FleetUnitFactory;
   metrics?: Registry;
   tickMs?: number;
   restartDelayMs?: number;
@@ -60,15 +73,15 @@ interface Benched {
 
 interface Running {
   bot: ServedBot;
-  poller: Poller;
+  unit: FleetUnit;
   api: BotApiClient;
   startedAt: number;
   stopping?: Promise<void>;
 }
 
 export interface FleetStatus {
-  /** Bots this process has a poller for, and whether it holds each one's lease. */
-  polling: { botId: string; owner: boolean }[];
+  /** Bots this process has a unit for, whether it holds each one's lease, and a problem the owner sees. */
+  polling: { botId: string; owner: boolean; problem?: string }[];
   /** Its share now. */
   share: number;
   /** Bots it does not poll on purpose, and why. */
@@ -77,7 +90,7 @@ export interface FleetStatus {
 
 export interface Fleet {
   start(): Promise<void>;
-  /** Stops every poller (each finishes its batch and releases its lease) and leaves the membership. */
+  /** Stops every unit (each finishes its batch or deliveries and releases its lease) and leaves the membership. */
   stop(): Promise<void>;
   status(): FleetStatus;
   /** Calls `fn` after a batch of any bot committed new updates. */
@@ -90,7 +103,7 @@ export function createFleet(opts: FleetOptions): Fleet {
   const { pool, logger } = opts;
   const tickMs = opts.tickMs ?? FLEET_TICK_MS;
   const restartDelayMs = opts.restartDelayMs ?? FLEET_RESTART_DELAY_MS;
-  // a poller still in standby this long after it started lost the race for its lease: give the slot back
+  // a unit still in standby this long after it started lost the race for its lease: give the slot back
   const standbyGraceMs = Math.max(2 * tickMs, 2_000);
   const running = new Map<string, Running>();
   const benched = new Map<string, Benched>();
@@ -104,30 +117,18 @@ export function createFleet(opts: FleetOptions): Fleet {
   const startBot = (bot: ServedBot) => {
     const botLogger = logger.child({ botId: bot.id });
     const api = createBotApiClient({ token: bot.token, apiRoot: opts.apiRoot });
-    const poller = createPoller({
-      pool,
-      boss: opts.boss,
-      api,
-      botId: bot.id,
-      owner: opts.owner,
-      logger: botLogger,
-      leaseTtlMs: opts.leaseTtlMs,
-      pollTimeoutMs: opts.pollTimeoutMs,
-      decodePolicy: opts.decodePolicy,
-      allowedChatIds: bot.allowed_chat_ids,
-      dispatchUnauthorized: opts.dispatchUnauthorized,
-    });
-    const r: Running = { bot, poller, api, startedAt: Date.now() };
+    const unit = opts.unit(bot, api, botLogger);
+    const r: Running = { bot, unit, api, startedAt: Date.now() };
     running.set(bot.id, r);
-    if (opts.metrics) observeIngress(opts.metrics, bot.id, poller);
-    poller.events.on('batch', (e) => {
+    if (opts.metrics) observeIngress(opts.metrics, bot.id, unit);
+    unit.events.on('batch', (e) => {
       if (e.result === 'committed' && e.stored > 0) for (const fn of stored) fn();
     });
-    void poller.done.then((exit) => ended(r, exit));
-    poller.start();
+    void unit.done.then((exit) => ended(r, exit));
+    unit.start();
   };
 
-  /** A poller ended: asked to (nothing to do) or by itself (bench the bot, say why). */
+  /** A unit ended: asked to (nothing to do) or by itself (bench the bot, say why). */
   const ended = (r: Running, exit: PollerExit) => {
     if (running.get(r.bot.id) === r) running.delete(r.bot.id);
     r.api.close();
@@ -150,7 +151,7 @@ export function createFleet(opts: FleetOptions): Fleet {
   const stopBot = (r: Running, why: string): Promise<void> => {
     if (!r.stopping) {
       logger.info({ botId: r.bot.id, why }, 'bot poller stopping');
-      r.stopping = r.poller.stop();
+      r.stopping = r.unit.stop();
     }
     return r.stopping;
   };
@@ -179,13 +180,13 @@ export function createFleet(opts: FleetOptions): Fleet {
       const bot = served.get(r.bot.id);
       if (!bot) void stopBot(r, 'disabled or removed');
       else if (bot.version !== r.bot.version) void stopBot(r, 'registration changed');
-      else if (!r.poller.holdsLease() && now - r.startedAt > standbyGraceMs) void stopBot(r, 'another poller holds it');
+      else if (!r.unit.holdsLease() && now - r.startedAt > standbyGraceMs) void stopBot(r, 'another poller holds it');
     }
     share = fairShare(served.size, caps, opts.maxBots);
     const active = [...running.values()].filter((r) => !r.stopping);
     if (active.length > share) {
       // those without their lease yet go first: giving them up disturbs nothing
-      active.sort((a, b) => Number(a.poller.holdsLease()) - Number(b.poller.holdsLease()));
+      active.sort((a, b) => Number(a.unit.holdsLease()) - Number(b.unit.holdsLease()));
       for (const r of active.slice(0, active.length - share)) void stopBot(r, 'above this poller’s share');
       return;
     }
@@ -224,7 +225,10 @@ export function createFleet(opts: FleetOptions): Fleet {
       );
     },
     status: () => ({
-      polling: [...running.values()].map((r) => ({ botId: r.bot.id, owner: r.poller.holdsLease() })),
+      polling: [...running.values()].map((r) => {
+        const problem = r.unit.problem?.() ?? undefined;
+        return { botId: r.bot.id, owner: r.unit.holdsLease(), ...(problem ? { problem } : {}) };
+      }),
       share,
       benched: [...benched].map(([botId, b]) => ({ botId, why: b.why })),
     }),

@@ -1,5 +1,7 @@
 /**
- * Webhook transport: `POST /telegram/webhook/:botId`, as a Fastify plugin.
+ * Webhook transport: `POST /telegram/webhook/:botId`, as a Fastify plugin. The last path segment
+ * is the bot id of a single-bot webhook, or a fleet bot's derived path key (webhook-keys.ts); a
+ * segment no route is known for is answered 404.
  *
  * - `X-Telegram-Bot-Api-Secret-Token` is compared in constant time (hashes of equal length) → 401.
  * - The body is read as text (size-limited) so quarantine keeps its exact bytes.
@@ -216,12 +218,19 @@ const LEASE_LOST: WebhookAnswer = {
   headers: { 'retry-after': '1' },
 };
 
-export interface WebhookPluginOptions {
-  botId: string;
+/** Where one webhook path leads: the secret its deliveries must carry and the bot's handler. */
+export interface WebhookRoute {
   secret: string;
   handle: (raw: string) => Promise<WebhookAnswer>;
-  bodyLimit?: number;
 }
+
+/**
+ * One bot (`botId` is the path key, checked against `secret`), or many: `route` answers the route of
+ * a path key (a fleet's shared server, webhook-server.ts), undefined for a path it does not serve.
+ */
+export type WebhookPluginOptions = { bodyLimit?: number } & (
+  ({ botId: string } & WebhookRoute) | { route: (key: string) => WebhookRoute | undefined }
+);
 
 const digest = (s: string) => crypto.createHash('sha256').update(s, 'utf8').digest();
 
@@ -242,9 +251,11 @@ function registerWebhookRoute(app: FastifyInstance, opts: WebhookPluginOptions):
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, body, done) =>
     done(null, body),
   );
+  const route = 'route' in opts ? opts.route : (key: string) => (key === opts.botId ? opts : undefined);
   app.post<{ Params: { botId: string } }>(`${WEBHOOK_PATH_PREFIX}/:botId`, { bodyLimit }, async (req, reply) => {
-    if (req.params.botId !== opts.botId) return reply.code(404).send({ ok: false, error: 'unknown bot' });
-    if (!secretMatches(req.headers['x-telegram-bot-api-secret-token'], opts.secret)) {
+    const target = route(req.params.botId);
+    if (!target) return reply.code(404).send({ ok: false, error: 'unknown bot' });
+    if (!secretMatches(req.headers['x-telegram-bot-api-secret-token'], target.secret)) {
       return reply.code(401).send({ ok: false, error: 'bad secret token' });
     }
     const raw =
@@ -253,7 +264,7 @@ function registerWebhookRoute(app: FastifyInstance, opts: WebhookPluginOptions):
         : req.body === undefined || req.body === null
           ? ''
           : JSON.stringify(req.body);
-    const answer = await opts.handle(raw);
+    const answer = await target.handle(raw);
     if (answer.headers) reply.headers(answer.headers);
     return reply.code(answer.status).send(answer.body);
   });

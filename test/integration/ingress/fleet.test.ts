@@ -40,6 +40,9 @@ const config = (o: Partial<FleetConfig> = {}): FleetConfig => ({
   TOKEN_ENCRYPTION_KEY: FLEET_KEY_HEX,
   POLLER_MAX_BOTS: 100,
   DB_POOL_MAX: 6,
+  WEBHOOK_HOST: '127.0.0.1',
+  WEBHOOK_PORT: 0,
+  WEBHOOK_PUBLIC_URL: undefined,
   ...o,
 });
 
@@ -168,9 +171,9 @@ it('a token Telegram refuses stops that bot only, says why without the token, an
   await waitFor(() => benchedLogs().length === 2, { what: 'the re-registered bot tried again' });
 });
 
-it('refuses to start without TOKEN_ENCRYPTION_KEY or in webhook mode, naming the variable', async () => {
+it('refuses to start without TOKEN_ENCRYPTION_KEY, or in webhook mode without WEBHOOK_PUBLIC_URL, naming the variable', async () => {
   await expect(start({ TOKEN_ENCRYPTION_KEY: undefined })).rejects.toThrow(
     /TOKEN_ENCRYPTION_KEY: required by a poller/,
   );
-  await expect(start({ INGRESS: 'webhook' })).rejects.toThrow(/INGRESS: a poller without TELEGRAM_BOT_TOKEN polls/);
+  await expect(start({ INGRESS: 'webhook' })).rejects.toThrow(/WEBHOOK_PUBLIC_URL: required when INGRESS=webhook/);
 });
