@@ -4,7 +4,7 @@
  * and `/v1/bots`; both answer with BotRow, which never carries the token.
  */
 import type { Pool } from '../db/pool';
-import { configSchema } from '../config/schema';
+import { configSchema, type Config } from '../config/schema';
 import { RelayError } from '../errors';
 import { normalizeChatId } from '../outbound/message';
 import { createBotApiClient } from '../telegram';
@@ -21,6 +21,19 @@ export const BOT_SETTINGS = [
   'HANDLER_TIMEOUT',
 ] as const;
 export type BotSetting = (typeof BOT_SETTINGS)[number];
+
+/**
+ * The configuration as one registered bot runs under it: its settings over the configuration's
+ * values (a setting that does not parse, which registration refuses, is left out).
+ */
+export function withBotSettings<C extends Pick<Config, BotSetting>>(config: C, settings: Record<string, string>): C {
+  const c = { ...config };
+  for (const name of BOT_SETTINGS) {
+    const parsed = settings[name] === undefined ? undefined : configSchema.shape[name].safeParse(settings[name]);
+    if (parsed?.success) Object.assign(c, { [name]: parsed.data });
+  }
+  return c;
+}
 
 export class BotInvalidError extends RelayError {
   readonly code = 'RELAY_BOT_INVALID';

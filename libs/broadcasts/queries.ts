@@ -133,11 +133,20 @@ export async function broadcastFeed(db: Queryable, id: string, ahead: number, ma
   return rows[0];
 }
 
-/** Running broadcasts with recipients left to feed, oldest first (broadcasts_feeding_idx). */
-export async function broadcastsToFeed(db: Queryable, limit: number): Promise<{ id: string; paid: boolean }[]> {
-  const { rows } = await db.query<{ id: string; paid: boolean }>(
-    `select id::text as id, paid from relay.broadcasts where state = 'running' and fed < staged order by id limit $1`,
-    [limit],
+/**
+ * Running broadcasts with recipients left to feed, oldest first (broadcasts_feeding_idx): of every
+ * bot, or only of `botIds` (a worker serving the registered bots).
+ */
+export async function broadcastsToFeed(
+  db: Queryable,
+  limit: number,
+  botIds?: readonly string[],
+): Promise<{ id: string; bot_id: string; paid: boolean }[]> {
+  const { rows } = await db.query<{ id: string; bot_id: string; paid: boolean }>(
+    `select id::text as id, bot_id, paid from relay.broadcasts
+      where state = 'running' and fed < staged and ($2::text[] is null or bot_id = any($2::text[]))
+      order by id limit $1`,
+    [limit, botIds ?? null],
   );
   return rows;
 }

@@ -143,6 +143,20 @@ export async function outboundRaiseAlerts(
 }
 
 /**
+ * Those of `ids` (outbound rows) by bot, bots in id order: a fleet raises each bot's alerts to its
+ * own operators' chat, and always takes their locks in the same order.
+ */
+export async function outboundIdsByBot(db: Queryable, ids: string[]): Promise<{ botId: string; ids: string[] }[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{ bot_id: string; ids: string[] }>(
+    `select bot_id, array_agg(id::text order by id) as ids from relay.outbound
+      where id = any($1::bigint[]) group by bot_id order by bot_id`,
+    [ids],
+  );
+  return rows.map((r) => ({ botId: r.bot_id, ids: r.ids }));
+}
+
+/**
  * Sends the summary of the alert windows that are over and hold failures back (one alert each,
  * which opens the next window): every such window, or only `window`. Returns the ids of the alerts
  * enqueued.

@@ -28,6 +28,7 @@ import {
   outboundFailStaleAtMostOnce,
   outboundHasSuccessors,
   outboundHoldForBroadcast,
+  outboundIdsByBot,
   outboundBotsWithWork,
   outboundNextDueInMs,
   outboundRaiseAlerts,
@@ -82,6 +83,8 @@ export interface OutboundKindOptions {
   limiter: OutboundRateLimiter;
   /** OPS_CHAT_ID: where alerts about failed messages go (else relay.outbound_settings; else none). */
   opsChatId?: string | null;
+  /** A fleet: a bot's own operators' chat (its registration's), over opsChatId; null: none of its own. */
+  opsChatOf?: (botId: string) => string | null;
   /** OUTBOUND_SEND_TIMEOUT. */
   sendTimeoutMs: number;
   horizonMs?: number;
@@ -99,6 +102,8 @@ export interface OutboundKindOptions {
 export interface AlertOptions {
   /** OPS_CHAT_ID (else relay.outbound_settings; else none). */
   opsChatId: string | null;
+  /** A fleet: a bot's own operators' chat, over opsChatId. */
+  opsChatOf?: (botId: string) => string | null;
   /** META_ALERT_ON_DROP (default true). */
   alertsEnabled?: boolean;
   /** ALERT_COALESCE (default 1 min). */
@@ -150,9 +155,20 @@ async function outboundAfterFinal(
   quiet: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   const failed = rows.filter((r) => r.state === 'failed' && !quiet.has(r.id)).map((r) => r.id);
-  if (opts.alertsEnabled !== false) await outboundRaiseAlerts(db, failed, opts.opsChatId, opts.alertCoalesceMs);
+  if (opts.alertsEnabled !== false) await raiseAlerts(db, failed, opts);
   const finished = rows.filter((r) => r.state === 'delivered' || r.state === 'failed').map((r) => r.id);
   if (await outboundHasSuccessors(db, finished)) await notifyWork(db, QUEUES.outbound);
+}
+
+/** The alerts of `failed`: to the operators' chat, or in a fleet to each bot's own (else OPS_CHAT_ID). */
+async function raiseAlerts(db: Queryable, failed: string[], opts: AlertOptions): Promise<void> {
+  const { opsChatOf } = opts;
+  if (!opsChatOf) {
+    await outboundRaiseAlerts(db, failed, opts.opsChatId, opts.alertCoalesceMs);
+    return;
+  }
+  for (const bot of await outboundIdsByBot(db, failed))
+    await outboundRaiseAlerts(db, bot.ids, opsChatOf(bot.botId) ?? opts.opsChatId, opts.alertCoalesceMs);
 }
 
 /**
@@ -177,6 +193,8 @@ export function createOutboundClaimStore(opts: {
   };
   limiter: OutboundRateLimiter;
   opsChatId: string | null;
+  /** A fleet: a bot's own operators' chat, over opsChatId. */
+  opsChatOf?: (botId: string) => string | null;
   horizonMs: number;
   /** True while an at_most_once claim's request may be on the wire (see `releasable`). */
   sendingAtMostOnce?: (claimId: string) => boolean;
@@ -286,6 +304,7 @@ export function createOutboundClaimStore(opts: {
       ),
     afterRecover: outboundAfterRecover({
       opsChatId,
+      opsChatOf: opts.opsChatOf,
       alertsEnabled: opts.alertsEnabled,
       alertCoalesceMs: opts.alertCoalesceMs,
     }),
@@ -316,6 +335,7 @@ export function createOutboundKind(opts: OutboundKindOptions): JobKind<OutboundR
     },
     limiter,
     opsChatId: opts.opsChatId ?? null,
+    opsChatOf: opts.opsChatOf,
     horizonMs,
     sendingAtMostOnce: (id) => sendingAtMostOnce.has(id),
     alertsEnabled: opts.alertsEnabled,

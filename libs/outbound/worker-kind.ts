@@ -8,9 +8,8 @@ import type { Config } from '../config';
 import type { Logger } from '../observability/logger';
 import type { RateLimitMetrics } from '../observability/metrics';
 import type { JobKind } from '../queue/job-kind';
-import { BOT_SETTINGS } from '../bots/registry';
+import { withBotSettings } from '../bots/registry';
 import type { BotWatch } from '../bots/watch';
-import { configSchema } from '../config/schema';
 import { createBotApiClient, type BotApiClient } from '../telegram/client';
 import { normalizeChatId } from './message';
 import { outboundSettingsSave } from './queries';
@@ -56,11 +55,7 @@ const kindOptions = (config: Config) => ({
 
 /** The rate limiter of the configuration, with a registered bot's own settings over it. */
 function rateLimiterOf(config: Config, metrics?: RateLimitMetrics, settings: Record<string, string> = {}) {
-  const c = { ...config };
-  for (const name of BOT_SETTINGS) {
-    const parsed = settings[name] === undefined ? undefined : configSchema.shape[name].safeParse(settings[name]);
-    if (parsed?.success) Object.assign(c, { [name]: parsed.data });
-  }
+  const c = withBotSettings(config, settings);
   return createOutboundRateLimiter(
     {
       mode: c.OUTBOUND_RATE_MODE,
@@ -77,7 +72,8 @@ function rateLimiterOf(config: Config, metrics?: RateLimitMetrics, settings: Rec
  * outbound.send for a worker without TELEGRAM_BOT_TOKEN: the rows of every enabled registered bot,
  * each sent with its own token and charged to its own rate limits (its settings over the
  * configuration's), the claim shared fairly between the bots. Clients are made on first use and
- * again when a bot's registration changes. Alerts go to OPS_CHAT_ID, as in single-bot mode.
+ * again when a bot's registration changes. A bot's alerts go to its own operators' chat (its
+ * registration's ops_chat_id), else to OPS_CHAT_ID.
  */
 export function createFleetOutboundKind(
   config: Config,
@@ -111,6 +107,7 @@ export function createFleetOutboundKind(
     fleet: { botIds: () => [...deps.bots.bots().keys()], of, perBot: config.WORKER_BOT_CONCURRENCY },
     limiter: rateLimiterOf(config, deps.rateLimitMetrics),
     opsChatId: config.OPS_CHAT_ID ? (normalizeChatId(config.OPS_CHAT_ID) ?? null) : null,
+    opsChatOf: (id) => deps.bots.bots().get(id)?.ops_chat_id ?? null,
   });
   return {
     ...kind,

@@ -17,10 +17,12 @@ import { createFleetOutboundKind, createOutboundKindFromConfig } from '../outbou
 import { createAlertFlusher } from '../outbound/alert-flush';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 import { createPeriodicPrune } from '../retention/periodic';
-import { createBroadcastFeederFromConfig } from '../broadcasts/feeder';
+import { createBroadcastFeederFromConfig, createFleetBroadcastFeeder } from '../broadcasts/feeder';
 import { wakeOutboundOnDispatch, wakeQueue } from './local-wake';
 import { parseTokenKey, watchBots, type BotWatch } from '../bots';
 import { createFleetDispatchKind } from '../dispatch/fleet-kind';
+import { createFleetCaptureKind } from '../captures/fleet-kind';
+import { normalizeChatId } from '../outbound/message';
 
 export interface WorkerRuntime {
   workerId: string;
@@ -73,14 +75,16 @@ export async function startWorkerRuntime(opts: {
 
     // pushed one by one: a kind that fails to start leaves the earlier ones in `kinds`, closed by closeAll
     const fleet = !config.TELEGRAM_BOT_TOKEN && !!config.TOKEN_ENCRYPTION_KEY;
-    if (fleet) {
-      // no token, a registry key: serve the registered bots (their captures need CAPTURE_URL as before)
-      const watch = await watchBots({
-        pool,
-        listenUrl: poolMode === 'transaction' ? undefined : opts.databaseUrl,
-        key: parseTokenKey(config.TOKEN_ENCRYPTION_KEY as string),
-        logger,
-      });
+    // no token, a registry key: serve the registered bots
+    const watch: BotWatch | undefined = fleet
+      ? await watchBots({
+          pool,
+          listenUrl: poolMode === 'transaction' ? undefined : opts.databaseUrl,
+          key: parseTokenKey(config.TOKEN_ENCRYPTION_KEY as string),
+          logger,
+        })
+      : undefined;
+    if (watch) {
       closers.push(() => watch.stop());
       addFleetJobKinds(kinds, config, { pool, boss, logger, watch, metrics: opts.metrics });
     } else await addJobKindsFromConfig(kinds, config, { pool, boss, logger, metrics: opts.metrics });
@@ -121,14 +125,16 @@ export async function startWorkerRuntime(opts: {
         })
       : undefined;
     prune?.start();
-    // the summaries of alert windows a storm left open (libs/outbound/alert-flush.ts)
+    // the summaries of alert windows a storm left open (libs/outbound/alert-flush.ts), every bot's
     const alertFlush =
-      config.TELEGRAM_BOT_TOKEN && config.META_ALERT_ON_DROP
+      (config.TELEGRAM_BOT_TOKEN || watch) && config.META_ALERT_ON_DROP
         ? createAlertFlusher({ pool, logger, windowMs: config.ALERT_COALESCE })
         : undefined;
     alertFlush?.start();
     // staged broadcast recipients into relay.outbound at the pace of sending (libs/broadcasts/feeder.ts)
-    const feeder = config.TELEGRAM_BOT_TOKEN ? createBroadcastFeederFromConfig(config, { pool, logger }) : undefined;
+    const feeder = config.TELEGRAM_BOT_TOKEN
+      ? createBroadcastFeederFromConfig(config, { pool, logger })
+      : watch && createFleetBroadcastFeeder(config, { pool, logger, bots: watch });
     feeder?.start();
     const queues = kinds.map((k) => k.queue);
     logger.info(
@@ -237,14 +243,17 @@ function addFleetJobKinds(
       rateLimitMetrics: deps.metrics && rateLimitMetrics(deps.metrics),
     }),
   );
-  if (config.CAPTURE_URL)
-    kinds.push(
-      createCaptureKind({
-        url: config.CAPTURE_URL,
-        timeoutMs: config.CAPTURE_TIMEOUT,
-        opsChatId: config.OPS_CHAT_ID ?? null,
-      }),
-    );
+  // always: a bot registered with a capture URL at run time reaches the claim within seconds
+  kinds.push(
+    createFleetCaptureKind({
+      bots: watch,
+      captureUrl: config.CAPTURE_URL,
+      timeoutMs: config.CAPTURE_TIMEOUT,
+      opsChatId: config.OPS_CHAT_ID ? (normalizeChatId(config.OPS_CHAT_ID) ?? null) : null,
+      perBot: config.WORKER_BOT_CONCURRENCY,
+      logger,
+    }),
+  );
   kinds.push(
     createFleetDispatchKind({
       bots: watch,
@@ -262,6 +271,6 @@ function addFleetJobKinds(
   );
   logger.info(
     { bots: watch.bots().size, perBotConcurrency: config.WORKER_BOT_CONCURRENCY, replyMode: config.REPLY_MODE },
-    'serving the registered bots: outbound messages of every enabled bot, update dispatch of those with a handlers module',
+    'serving the registered bots: outbound messages and broadcasts of every enabled bot, captures of those with a collector, update dispatch of those with a handlers module',
   );
 }

@@ -93,11 +93,19 @@ it.each(['direct', 'outbound'] as const)(
     expect(sandbox.sent(noisy.token)).toHaveLength(backlog);
     for (const b of [noisy, ...quiet]) expect(logs.text()).not.toContain(b.token);
     if (replyMode === 'outbound') {
-      // relayed replies are rows of their own bot, each sent once with that bot's token
-      const { rows } = await db.pool.query<{ bot_id: string; n: number }>(
-        `select bot_id, count(*)::int as n from relay.outbound where state = 'delivered' group by bot_id`,
-      );
-      expect(new Map(rows.map((r) => [r.bot_id, r.n]))).toEqual(
+      // relayed replies are rows of their own bot, each sent once with that bot's token (the last
+      // sends' outcomes may still be committing when the Bot API has seen them)
+      const deliveredByBot = async () => {
+        const { rows } = await db.pool.query<{ bot_id: string; n: number }>(
+          `select bot_id, count(*)::int as n from relay.outbound where state = 'delivered' group by bot_id`,
+        );
+        return new Map(rows.map((r) => [r.bot_id, r.n]));
+      };
+      await waitFor(async () => (await deliveredByBot()).get(noisy.botId) === backlog, {
+        timeoutMs: 30_000,
+        what: 'every noisy row delivered',
+      });
+      expect(await deliveredByBot()).toEqual(
         new Map([[noisy.botId, backlog], ...quiet.map((q) => [q.botId, 1] as const)]),
       );
     }
