@@ -181,12 +181,11 @@ export function createOutboundRateLimiter(
             ? await reserveBulk(db, botId, chatId, intervalMs, signal)
             : await reserve(db, botId, chatId, intervalMs, null);
       if (!r.reserved) {
-        metrics?.deferred.inc();
+        metrics?.deferred(botId);
         return { ok: false, retryInMs: Math.ceil(r.waitMs) };
       }
       if (r.waitMs > 0) {
-        metrics?.waits.inc();
-        metrics?.waitSeconds.inc(r.waitMs / 1000);
+        metrics?.waited(botId, r.waitMs);
         await sleep(r.waitMs, signal);
       }
       return { ok: true, waitedMs: r.waitMs };

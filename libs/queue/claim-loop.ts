@@ -93,6 +93,8 @@ export interface KindWorker {
   readonly heartbeatLimitMs: number;
   /** Finished attempts waiting for their outcome transaction. */
   readonly outcomeBacklog: number;
+  /** The bots its store serves now, for a store shared between bots (ClaimStore.servedBots). */
+  readonly servedBots?: () => readonly string[];
   /** Started, not stopping, and the loop has not ended by an error. */
   readonly running: boolean;
   start(): void;
@@ -337,6 +339,9 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     get outcomeBacklog() {
       return writer.pending;
     },
+    get servedBots() {
+      return kind.store.servedBots;
+    },
     get running() {
       return life.running && !crashed;
     },
@@ -365,7 +370,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
       const deadline = performance.now() + (opts.timeoutMs ?? 25_000);
       unsubscribe?.();
       stopPromise = life.stop(() =>
-        shutDownWorker(kind, { pool, boss, logger, workerId, clock, claims, stats, writer, keeper }, deadline),
+        shutDownWorker(kind, { pool, boss, logger, workerId, clock, claims, stats, events, writer, keeper }, deadline),
       );
       wake.notify();
       return stopPromise;

@@ -80,9 +80,10 @@ export interface ClaimedColumns {
   [column: string]: unknown;
 }
 
-/** What the claim statement returns: the business key, and the claimed columns. */
+/** What the claim statement returns: the business key, the row's bot, and the claimed columns. */
 export interface ClaimedTableRow extends ClaimedColumns {
   claimKey: string;
+  claimBot: string;
 }
 
 type SettledTableRow = SettledRow & Record<string, unknown>;
@@ -130,8 +131,8 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
         where t.id = picked.id
        returning ${
          v.columns === '*'
-           ? `t.*, t.${t.key}::text as "claimKey"`
-           : `t.id::text as id, t.${t.key}::text as "claimKey", t.job_id, t.claim_id::text as claim_id, t.attempts${
+           ? `t.*, t.${t.key}::text as "claimKey", t.bot_id as "claimBot"`
+           : `t.id::text as id, t.${t.key}::text as "claimKey", t.bot_id as "claimBot", t.job_id, t.claim_id::text as claim_id, t.attempts${
                t.budgetColumn ? `, t.${t.budgetColumn}` : ''
              }${v.columns ? `, ${v.columns}` : ''}`
        }
@@ -310,7 +311,7 @@ export interface Landed<Effects> {
 }
 
 export interface ClaimStoreOptions<Row, Effects> extends ClaimVariant {
-  /** The claimed row as the kind reads it (default: the claim's columns without `claimKey`). */
+  /** The claimed row as the kind reads it (default: the claim's columns without `claimKey` and `claimBot`). */
   toRow?: (r: ClaimedColumns) => Row;
   /** Replaces the generated next-due query (outbound's skip scan over its chats). */
   nextDueInMs?: (db: Queryable, now: Date | null) => Promise<number | null>;
@@ -358,7 +359,7 @@ function auditPair(claimId: string, m: SettleMirror, n: number): Record<string, 
   };
 }
 
-const rowOf = ({ claimKey: _k, ...row }: ClaimedTableRow): ClaimedColumns => row;
+const rowOf = ({ claimKey: _k, claimBot: _b, ...row }: ClaimedTableRow): ClaimedColumns => row;
 
 /** The ClaimStore of a described table: the generated SQL plus the kind's variant and effects step. */
 export function createClaimStore<Row, Effects = unknown>(
@@ -389,6 +390,7 @@ export function createClaimStore<Row, Effects = unknown>(
         return {
           id: r.id,
           key: r.claimKey,
+          botId: r.claimBot,
           jobId: r.job_id ?? null,
           claimId: r.claim_id,
           attempt: Number(r.attempts),

@@ -13,11 +13,15 @@ export interface WorkerEventMap {
   /** An attempt's outcome landed (fenced outcomes are not settled: the redelivery owns the row). */
   settled: {
     queue: string;
+    /** The job's bot (ClaimedJob.botId), when its store reads it. */
+    botId?: string;
     state: SettledState;
     durationMs: number;
     /** The HTTP status the attempt received, if it made an HTTP call. */
     status?: number;
   };
+  /** An attempt ended without its outcome: its claim was lost (`fenced`) or given back at shutdown (`released`). */
+  unsettled: { queue: string; botId?: string; outcome: 'fenced' | 'released' };
 }
 
 export type WorkerEvents = Events<WorkerEventMap>;

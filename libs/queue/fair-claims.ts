@@ -10,7 +10,10 @@ import type { Param } from './claim-sql';
 export interface FairClaims {
   /** The claim variant's `fairBy` over `column`. */
   fairBy(column: string): (p: Param) => { column: string; keys: string; limits: string };
-  /** Counts the claimed jobs of `store` in flight, by the key `keyOf` reads from a claimed row. */
+  /**
+   * Counts the claimed jobs of `store` in flight, by the key `keyOf` reads from a claimed row; the
+   * store's `servedBots` become the keys.
+   */
   count<Row, E>(store: ClaimStore<Row, E>, keyOf: (row: Row) => string): ClaimStore<Row, E>;
   /** A job of `key` finished its attempt. */
   finished(key: string): void;
@@ -37,6 +40,7 @@ export function createFairClaims(opts: { keys: () => readonly string[]; perKey: 
   return {
     fairBy: (column) => (p) => ({ column, keys: p(plan), limits: p(() => limits) }),
     count(store, keyOf) {
+      store.servedBots = opts.keys;
       const claim = store.claim.bind(store);
       store.claim = async (db, args) => {
         const jobs = await claim(db, args);

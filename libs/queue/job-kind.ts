@@ -15,6 +15,8 @@ export interface ClaimedJob<Row = Record<string, unknown>> {
   id: string;
   /** Business key: capture_key, msg_id… (audit `subject_key`). */
   key: string;
+  /** The bot the row belongs to (its bot_id), when the store reads it: metrics label the attempt with it. */
+  botId?: string;
   /** ledger job mirroring the row (null only for rows enqueued without one). */
   jobId: string | null;
   /** Fencing token of this claim: every outcome write checks it. */
@@ -98,6 +100,11 @@ export interface HeartbeatResult {
 
 export interface ClaimStore<Row = Record<string, unknown>, Effects = unknown> {
   readonly subject: AttemptSubject;
+  /**
+   * For a store shared between bots (a fleet's, see fair-claims.ts): the bots it serves now. Metrics
+   * drop the series of a bot that left it; without it, every bot whose rows it claimed stays served.
+   */
+  servedBots?: () => readonly string[];
   /**
    * True when `claim` also moves the claimed rows' ledger jobs to `active` itself (in the same
    * statement: one round trip, no explicit transaction; the claim-table store does). Otherwise the

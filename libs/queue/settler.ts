@@ -73,6 +73,7 @@ export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
     for (const f of batch) {
       if (!landed.has(f.job.claimId)) {
         stats.fenced++;
+        deps.events.emit('unsettled', { queue: kind.queue, botId: f.job.botId, outcome: 'fenced' });
         logger.warn(
           { id: f.job.id, jobId: f.job.jobId, outcome: f.decision.auditOutcome },
           'claim was lost before the outcome was written; the redelivery owns the row',
@@ -84,6 +85,7 @@ export function createSettler<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
       else stats.failed++;
       deps.events.emit('settled', {
         queue: kind.queue,
+        botId: f.job.botId,
         state: f.decision.settlement.state,
         durationMs: f.durationMs,
         status: f.outcome.status,

@@ -10,6 +10,7 @@ import { notifyWork } from './enqueue';
 import { QueueError, shortError } from './errors';
 import type { HeldClaims } from './held-claims';
 import type { JobKind } from './job-kind';
+import type { WorkerEvents } from './events';
 import { attemptsInsert } from './queries';
 
 export interface ShutdownDeps<Row> {
@@ -20,6 +21,8 @@ export interface ShutdownDeps<Row> {
   clock?: Clock;
   claims: HeldClaims<Row>;
   stats: { released: number };
+  /** Told of each released attempt (metrics subscribe). */
+  events?: WorkerEvents;
   /** The outcome writer: given up past the deadline, waited for otherwise. */
   writer: { abandon(): void; idle(): Promise<void> };
   /** Heartbeats and sweeps end after the claims are settled or released. */
@@ -89,6 +92,8 @@ async function releaseRunning<Row, Effects>(kind: JobKind<Row, Effects>, deps: S
       await notifyWork(db, kind.queue);
     });
     deps.stats.released += toRelease.length;
+    for (const h of toRelease)
+      deps.events?.emit('unsettled', { queue: kind.queue, botId: h.job.botId, outcome: 'released' });
     logger.info({ released: toRelease.length }, 'released unfinished jobs');
   } catch (err) {
     logger.warn(

@@ -15,7 +15,7 @@ with picked as (
          started_at = coalesce($3::timestamptz, now()), heartbeat_at = coalesce($3::timestamptz, now()), updated_at = now()
     from picked
    where t.id = picked.id
-  returning t.id::text as id, t."capture_key"::text as "claimKey", t.job_id, t.claim_id::text as claim_id, t.attempts, t.max_attempts, t.capture_key, t.payload, t.payload_raw, t.update_id, t.chat_id, t.traceparent
+  returning t.id::text as id, t."capture_key"::text as "claimKey", t.bot_id as "claimBot", t.job_id, t.claim_id::text as claim_id, t.attempts, t.max_attempts, t.capture_key, t.payload, t.payload_raw, t.update_id, t.chat_id, t.traceparent
 ), activated as (
   
   update tg_relay_boss.job

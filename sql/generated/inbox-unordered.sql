@@ -15,7 +15,7 @@ with picked as (
          started_at = coalesce($3::timestamptz, now()), heartbeat_at = coalesce($3::timestamptz, now()), updated_at = now()
     from picked
    where t.id = picked.id
-  returning t.id::text as id, t."update_id"::text as "claimKey", t.job_id, t.claim_id::text as claim_id, t.attempts, t.bot_id, t.update_id::text as update_id, t.update_epoch, t.update_type, t.chat_id::text as chat_id,
+  returning t.id::text as id, t."update_id"::text as "claimKey", t.bot_id as "claimBot", t.job_id, t.claim_id::text as claim_id, t.attempts, t.bot_id, t.update_id::text as update_id, t.update_epoch, t.update_type, t.chat_id::text as chat_id,
             coalesce(t.raw, t.payload::json) as payload, -- raw: the exact update (0007)
             t.started_at, t.traceparent, (select json_build_object('key', k.key, 'version', coalesce(s.version, 0)::text,
                'live', coalesce(s.expires_at > now(), false), 'value', s.value)

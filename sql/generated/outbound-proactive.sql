@@ -28,7 +28,7 @@ and (c.target_chat_id is null
          started_at = coalesce($3::timestamptz, now()), heartbeat_at = coalesce($3::timestamptz, now()), updated_at = now()
     from picked
    where t.id = picked.id
-  returning t.*, t."msg_id"::text as "claimKey"
+  returning t.*, t."msg_id"::text as "claimKey", t.bot_id as "claimBot"
 ), activated as (
   
   update tg_relay_boss.job

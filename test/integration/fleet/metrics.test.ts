@@ -200,6 +200,8 @@ test(`${N} updates through the poller and two workers: the workers' delivered co
   );
   const owner = await scrape(procs.owner);
   expect(sum(owner, 'tg_relay_ingress_updates_total', { transport: 'polling', result: 'stored' })).toBe(N);
+  // a single-bot poller's series are its one bot's
+  expect(sum(owner, 'tg_relay_ingress_updates_total', { result: 'stored', bot_id: bot.botId })).toBe(N);
   expect(sum(owner, 'tg_relay_get_updates_total', { result: 'updates' })).toBeGreaterThanOrEqual(1);
   expect(sum(owner, 'tg_relay_batch_duration_seconds_count', { result: 'committed' })).toBeGreaterThanOrEqual(1);
   const standby = await scrape(procs.standby);
@@ -236,6 +238,10 @@ test(`${N} updates through the poller and two workers: the workers' delivered co
       )
     ).rows[0].n;
     expect([w.name, mine]).toEqual([w.name, audited]);
+    // a single-bot worker's attempts are its one bot's (the captures' bot)
+    expect(
+      sum(fams, 'tg_relay_attempts_total', { queue: 'capture.deliver', outcome: 'delivered', bot_id: bot.botId }),
+    ).toBe(mine);
     expect(
       sum(fams, 'tg_relay_attempt_duration_seconds_count', { queue: 'capture.deliver', outcome: 'delivered' }),
     ).toBe(mine);

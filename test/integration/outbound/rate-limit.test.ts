@@ -170,7 +170,7 @@ describe('fleet-wide rate limits in PostgreSQL', () => {
     expect(results.map((r) => r.ok)).toEqual([true, true, false, false]);
   });
 
-  it('counts its waits, the seconds waited and the deferrals in the process registry (METRICS_PORT)', async () => {
+  it('counts its waits, the seconds waited and the deferrals in the process registry (METRICS_PORT), by bot', async () => {
     const registry = createProcessRegistry({ defaultMetrics: false });
     const l = createOutboundRateLimiter(
       { ...OUTBOUND_RATE_LIMITS_DEFAULT, perBot: { count: 1, windowMs: 1000 } },
@@ -182,12 +182,17 @@ describe('fleet-wide rate limits in PostgreSQL', () => {
     for (let i = 0; i < 4; i++) results.push(await l.acquire(db.pool, 'bot-m', String(i), never.signal));
     expect(results.map((r) => r.ok)).toEqual([true, true, false, false]); // slots now and 1 s ahead; 2 s is beyond the horizon
     const waited = results.reduce((a, r) => a + (r.ok ? r.waitedMs : 0), 0);
+    // another bot's send: its own series
+    expect((await l.acquire(db.pool, 'bot-n', '1', never.signal)).ok).toBe(true);
     const fams = parsePrometheus(await registry.metrics());
-    const value = (name: string) => fams.get(name)!.samples[0].value;
+    const value = (name: string, bot = 'bot-m') => fams.get(name)!.samples.find((x) => x.labels.bot_id === bot)?.value;
     expect(value('tg_relay_rate_limit_waits_total')).toBe(results.filter((r) => r.ok && r.waitedMs > 0).length);
     expect(value('tg_relay_rate_limit_waits_total')).toBeGreaterThanOrEqual(1);
     expect(value('tg_relay_rate_limit_wait_seconds_total')).toBeCloseTo(waited / 1000, 6);
     expect(value('tg_relay_rate_limit_deferred_total')).toBe(2);
+    // bot-n's first send had its slot at once: no wait, no deferral, so no series of it
+    expect(fams.get('tg_relay_rate_limit_waits_total')!.samples.map((x) => x.labels.bot_id)).toEqual(['bot-m']);
+    expect(value('tg_relay_rate_limit_deferred_total', 'bot-n')).toBeUndefined();
   });
 
   it('does nothing in reactive mode', async () => {

@@ -34,16 +34,20 @@ const kind: JobKind = { queue: QUEUES.capture, store, execute: () => Promise.res
 function settler() {
   const stats = { delivered: 0, retried: 0, failed: 0, fenced: 0 };
   const logger = testLogger();
+  const events = createWorkerEvents(logger);
+  const told: string[] = [];
+  events.on('settled', (e) => told.push(`${e.state} ${e.botId}`));
+  events.on('unsettled', (e) => told.push(`${e.outcome} ${e.botId}`));
   const s = createSettler(kind, {
     pool: db.pool,
     boss: boss(),
     logger,
     workerId: 'w1',
     stats,
-    events: createWorkerEvents(logger),
+    events,
     onRetrySettled: () => undefined,
   });
-  return { s, stats };
+  return { s, stats, told };
 }
 
 function finished(job: ClaimedJob, outcome: Outcome, durationMs = 3): Finished<Record<string, unknown>, unknown> {
@@ -84,7 +88,7 @@ it('a batch in which one claim was lost settles the others; the lost one is fenc
   const [a, b, c] = await claim(3);
   // b's claim is recovered and claimed again by another worker before the batch lands
   await db.pool.query(`update relay.captures set claim_id = gen_random_uuid(), worker_id = 'w2' where id = $1`, [b.id]);
-  const { s, stats } = settler();
+  const { s, stats, told } = settler();
   await s.write([
     finished(a, Outcome.delivered({ status: 200 })),
     finished(b, Outcome.delivered({ status: 200 })),
@@ -97,6 +101,8 @@ it('a batch in which one claim was lost settles the others; the lost one is fenc
     ['pending', 'retry'],
   ]);
   expect(stats).toEqual({ delivered: 1, retried: 1, failed: 0, fenced: 1 });
+  // observers hear each outcome with its row's bot, the lost claim as fenced
+  expect(told).toEqual(['delivered 1', 'fenced 1', 'pending 1']);
   const audit = await audits();
   expect(audit.map((r) => [r.outcome, r.error_code])).toEqual([
     ['delivered', null],

@@ -1,5 +1,5 @@
 /**
- * The engine's events (Worker.events: claimed, settled) on a real PostgreSQL: what observers are
+ * The engine's events (Worker.events: claimed, settled, unsettled) on a real PostgreSQL: what observers are
  * told matches what landed, and a listener that throws breaks neither a claim nor a settle.
  */
 import { createBoss, Pool, QUEUES } from '../../../libs/db';
@@ -78,12 +78,49 @@ describe('Worker.events', () => {
     expect(byState('pending').map((e) => [e.queue, e.status])).toEqual(Array(N).fill([QUEUES.capture, 429]));
     expect(byState('delivered').map((e) => [e.queue, e.status])).toEqual(Array(N).fill([QUEUES.capture, 200]));
     for (const e of settled) expect(e.durationMs).toBeGreaterThanOrEqual(0);
+    // each attempt names its row's bot (the fixtures' captures are bot 1's)
+    expect([...new Set(settled.map((e) => e.botId))]).toEqual(['1']);
     expect(claimed.every((e) => e.queue === QUEUES.capture && e.durationMs >= 0)).toBe(true);
     expect(claimed.reduce((a, e) => a + e.count, 0)).toBe(worker.kinds[0].stats.claimed);
     expect(worker.kinds[0].stats.claimed).toBe(2 * N);
     let audited = 0;
     for (const c of captures) audited += (await attemptsOf(db.pool, c.id)).length;
     expect(audited).toBe(settled.length);
+  });
+
+  it('an attempt still running at stop is released: unsettled tells it, with its queue and bot', async () => {
+    await insertCaptures(db.pool, createBoss(db.url, { max: 1 }), 2);
+    const started: string[] = [];
+    // attempts that end only when aborted, so the stop has to release them
+    const hanging: JobKind<CaptureJobRow> = {
+      queue: QUEUES.capture,
+      store: createCaptureStore(),
+      execute: (job, ctx) => {
+        started.push(job.id);
+        return new Promise((resolve) =>
+          ctx.signal.addEventListener('abort', () => resolve(Outcome.retry(0, { error: 'stopped' }))),
+        );
+      },
+    };
+    worker = createWorker({
+      pool: db.pool,
+      boss: createBoss(db.url, { max: 1 }),
+      logger: memoryLogger('error').logger,
+      databaseUrl: db.url,
+      kinds: [hanging],
+      config: TEST_ENGINE_CONFIG,
+    });
+    const unsettled: WorkerEventMap['unsettled'][] = [];
+    worker.events.on('unsettled', (e) => unsettled.push(e));
+    await worker.start();
+    await waitFor(() => started.length === 2 || undefined, { what: 'both attempts running' });
+    await worker.stop({ timeoutMs: 100 });
+    expect(unsettled).toEqual([
+      { queue: QUEUES.capture, botId: '1', outcome: 'released' },
+      { queue: QUEUES.capture, botId: '1', outcome: 'released' },
+    ]);
+    expect(worker.kinds[0].stats.released).toBe(2);
+    expect((await captureStates(db.pool)).map((c) => c.state)).toEqual(['pending', 'pending']);
   });
 
   it('a listener that throws breaks neither a claim nor a settle: the work lands, later listeners still hear, the error is logged once per event', async () => {
