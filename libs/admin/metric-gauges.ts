@@ -2,55 +2,102 @@ import { Gauge, Registry } from 'prom-client';
 import type { Readiness } from './health';
 import type { Stats } from './stats';
 import type { PruneStatus } from '../retention/queries';
+import { ITEM_KINDS, KINDS, type ItemKind } from './kinds';
+import { openStates, type OpenStateCount, type RecentAttempts } from './queries';
 
 /**
  * The admin /metrics gauges by family. Each family registers its gauges and returns the function
- * that refreshes them from current state. Gauges labelled by something that comes and goes (a
- * state, a bot, a table, a problem) are reset first, so a label that disappeared stops being
- * reported; the kinds are fixed, so their per-kind gauges are only overwritten.
+ * that refreshes them from current state. Each is reset first, so a label that disappeared (a
+ * state, a bot, a table, a problem) stops being reported.
  */
 export type Refresh<T> = (current: T) => void;
 
-/** Per kind: depth by state, oldest pending age and the last minute's attempts. */
-export function queueGauges(registers: Registry[]): Refresh<Stats> {
+/** What the per-bot gauges read beside the stats (libs/admin/queries.ts). */
+export interface BotCounts {
+  open: OpenStateCount[];
+  recent: (RecentAttempts & { bot_id: string | null })[];
+}
+
+/** The current stats and the per-bot counts of the same scrape. */
+export interface Snapshot {
+  stats: Stats;
+  bots: BotCounts;
+}
+
+/**
+ * The bots the per-bot gauges report: every bot with a cursor (polled at least once) or with rows
+ * counted now. Each gets every series of its gauges, 0 when it has nothing in that state, so a
+ * single-bot deployment shows its zeros as it did before the bot label.
+ */
+function botsOf({ stats, bots }: Snapshot): string[] {
+  const ids = new Set(stats.bots.map((b) => b.bot_id));
+  for (const r of bots.open) ids.add(r.bot_id);
+  for (const r of bots.recent) if (r.bot_id !== null) ids.add(r.bot_id);
+  return [...ids].sort();
+}
+
+/**
+ * Per kind: depth by state, oldest pending age and the last minute's attempts, by bot. The done
+ * state (delivered, handled), which only grows and is estimated above the cap, has one series per
+ * kind without a bot; the other states are exact per bot.
+ */
+export function queueGauges(registers: Registry[]): Refresh<Snapshot> {
   const depth = new Gauge({
     name: 'tg_relay_queue_depth',
-    help: 'Items per kind and state (approximate above the exact-count cap, see /v1/stats)',
-    labelNames: ['kind', 'state'],
+    help: 'Items per kind, state and bot (the done state: per kind only, approximate above the exact-count cap, see /v1/stats)',
+    labelNames: ['kind', 'state', 'bot_id'],
     registers,
   });
   const oldest = new Gauge({
     name: 'tg_relay_oldest_pending_age_seconds',
-    help: 'Age of the oldest pending item per kind (0 when none)',
-    labelNames: ['kind'],
+    help: 'Age of the oldest pending item per kind and bot (0 when none)',
+    labelNames: ['kind', 'bot_id'],
     registers,
   });
   const rate = new Gauge({
     name: 'tg_relay_delivered_last_minute',
-    help: 'Successful attempts per kind during the last 60 s (all replicas)',
-    labelNames: ['kind'],
+    help: 'Successful attempts per kind and bot during the last 60 s (all replicas)',
+    labelNames: ['kind', 'bot_id'],
     registers,
   });
   const attemptsRecent = new Gauge({
     name: 'tg_relay_attempts_last_minute',
-    help: 'Attempts per kind during the last 60 s (all replicas)',
-    labelNames: ['kind'],
+    help: 'Attempts per kind and bot during the last 60 s (all replicas)',
+    labelNames: ['kind', 'bot_id'],
     registers,
   });
   const failedRecent = new Gauge({
     name: 'tg_relay_failed_last_minute',
-    help: 'Attempts per kind that failed for good during the last 60 s (all replicas); failed items now: tg_relay_queue_depth{state="failed"}',
-    labelNames: ['kind'],
+    help: 'Attempts per kind and bot that failed for good during the last 60 s (all replicas); failed items now: tg_relay_queue_depth{state="failed"}',
+    labelNames: ['kind', 'bot_id'],
     registers,
   });
-  return (stats) => {
-    depth.reset();
+  return (snap) => {
+    const { stats } = snap;
+    const now = Date.parse(stats.generated_at);
+    const bots = botsOf(snap);
+    for (const g of [depth, oldest, rate, attemptsRecent, failedRecent]) g.reset();
     for (const [kind, k] of Object.entries(stats.kinds)) {
-      for (const [state, c] of Object.entries(k.states)) depth.set({ kind, state }, c.count);
-      oldest.set({ kind }, k.oldest_pending_age_seconds ?? 0);
-      rate.set({ kind }, k.delivered_last_minute);
-      attemptsRecent.set({ kind }, k.attempts_last_minute);
-      failedRecent.set({ kind }, k.failed_last_minute);
+      const done = KINDS[kind as ItemKind].doneState;
+      if (done && k.states[done]) depth.set({ kind, state: done }, k.states[done].count);
+      for (const bot_id of bots) {
+        for (const state of openStates(kind as ItemKind)) depth.set({ kind, state, bot_id }, 0);
+        oldest.set({ kind, bot_id }, 0);
+        for (const g of [rate, attemptsRecent, failedRecent]) g.set({ kind, bot_id }, 0);
+      }
+    }
+    for (const r of snap.bots.open) {
+      if (r.kind === 'quarantine') continue;
+      depth.set({ kind: r.kind, state: r.state, bot_id: r.bot_id }, r.n);
+      if (r.oldest) oldest.set({ kind: r.kind, bot_id: r.bot_id }, Math.max(0, (now - Date.parse(r.oldest)) / 1000));
+    }
+    for (const r of snap.bots.recent) {
+      const kind = ITEM_KINDS.find((k) => KINDS[k].subject === r.subject);
+      if (!kind) continue;
+      const labels = { kind, bot_id: r.bot_id ?? '' };
+      rate.set(labels, r.delivered);
+      attemptsRecent.set(labels, r.attempts);
+      failedRecent.set(labels, r.failed);
     }
   };
 }
@@ -58,13 +105,14 @@ export function queueGauges(registers: Registry[]): Refresh<Stats> {
 export function configProblemGauge(registers: Registry[]): Refresh<Readiness> {
   const configProblems = new Gauge({
     name: 'tg_relay_config_problems',
-    help: 'Delivery configuration problems workers recorded (relay.config_problems), by component and code',
-    labelNames: ['component', 'code'],
+    help: 'Delivery configuration problems workers recorded (relay.config_problems), by component, code and bot',
+    labelNames: ['component', 'code', 'bot_id'],
     registers,
   });
   return (readiness) => {
     configProblems.reset();
-    for (const p of readiness.checks.delivery) configProblems.inc({ component: p.component, code: p.code });
+    for (const p of readiness.checks.delivery)
+      configProblems.inc({ component: p.component, code: p.code, bot_id: p.bot_id });
   };
 }
 
@@ -96,16 +144,22 @@ export function pollerGauges(registers: Registry[]): Refresh<Stats> {
   };
 }
 
-export function quarantineGauge(registers: Registry[]): Refresh<Stats> {
+/** Quarantined updates: those waiting for an operator by bot, the resolved ones (they only grow) in all. */
+export function quarantineGauge(registers: Registry[]): Refresh<Snapshot> {
   const quarantine = new Gauge({
     name: 'tg_relay_quarantine_items',
-    help: 'Quarantined updates by state',
-    labelNames: ['state'],
+    help: 'Quarantined updates by state, and by bot while unresolved (state="quarantined")',
+    labelNames: ['state', 'bot_id'],
     registers,
   });
-  return (stats) => {
+  const open = new Set(openStates('quarantine'));
+  return (snap) => {
     quarantine.reset();
-    for (const [state, c] of Object.entries(stats.quarantine.states)) quarantine.set({ state }, c.count);
+    for (const [state, c] of Object.entries(snap.stats.quarantine.states))
+      if (!open.has(state)) quarantine.set({ state }, c.count);
+    for (const bot_id of botsOf(snap)) for (const state of open) quarantine.set({ state, bot_id }, 0);
+    for (const r of snap.bots.open)
+      if (r.kind === 'quarantine') quarantine.set({ state: r.state, bot_id: r.bot_id }, r.n);
   };
 }
 

@@ -4,6 +4,7 @@ import type { Logger } from '../observability/logger';
 import type { Readiness } from './health';
 import type { Stats } from './stats';
 import { pruneStatus } from '../retention/queries';
+import { attemptsRecentByBot, openStateCountsByBot } from './queries';
 import {
   configProblemGauge,
   pollerGauges,
@@ -16,8 +17,8 @@ import {
 /**
  * The admin API's /metrics. Everything read from the database is a GAUGE of current state (queue
  * depth, oldest pending age, last-minute rates, quarantine, config problems, poller lease and
- * progress, prune history): every admin replica reports the same values, so aggregate with `max`,
- * never `sum`. Counters of work done live on the processes that do it (METRICS_PORT on pollers,
+ * progress, prune history), by bot where a bot applies: every admin replica reports the same
+ * values, so aggregate replicas with `max`, never `sum` (then `sum` over bots). Counters of work done live on the processes that do it (METRICS_PORT on pollers,
  * workers and the bridge, libs/observability/metrics.ts); the only counter here is this admin
  * process's own HTTP requests.
  */
@@ -55,15 +56,18 @@ export function createAdminMetrics(opts: {
 
   let scraping: Promise<string> | undefined;
   const scrape = async (snapshot: () => Promise<{ stats: Stats; readiness: Readiness }>): Promise<string> => {
-    const [{ stats, readiness }, prune] = await Promise.all([
+    const [{ stats, readiness }, prune, open, recent] = await Promise.all([
       snapshot(),
       // a database not yet migrated to 0010 has no prune history: the other metrics still answer
       pruneStatus(opts.db).catch((err) => void opts.logger.debug({ err }, 'prune status unavailable')),
+      openStateCountsByBot(opts.db),
+      attemptsRecentByBot(opts.db, new Date(opts.clock().getTime() - 60_000)),
     ]);
+    const snap = { stats, bots: { open, recent } };
     setPrune(prune ?? undefined);
-    setQueue(stats);
+    setQueue(snap);
     setConfigProblems(readiness);
-    setQuarantine(stats);
+    setQuarantine(snap);
     setPollers(stats);
     setReady(readiness);
     return registry.metrics();

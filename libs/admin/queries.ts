@@ -86,6 +86,8 @@ export const ATTEMPT_BOT_SQL = rowBotSql(
  * The bot of an audit row (relay.attempts `a`, subject admin): the one it names (sessions, sandbox,
  * a bulk retry's filter, a change to /v1/bots), else its subject's (an item, a broadcast). Null for
  * actions across bots (recover_stale, a bulk retry without bot_id) and refusals of unknown ids.
+ * `auditInsert` stores it as details.bot_id (sql/0039_bot_indexes.sql gave it to earlier rows), so
+ * the audit list filters by that alone, through attempts_admin_bot_idx.
  */
 export const AUDIT_BOT_SQL = `coalesce(a.details->>'bot_id', a.details->'filter'->>'bot_id',
     case when a.details->>'kind' = 'bot' then a.subject_key end,
@@ -197,11 +199,17 @@ export interface AuditEntry {
   startedAt: Date;
 }
 
-/** Appends one admin action to relay.attempts (subject 'admin', outcome 'admin.<action>'). */
+/**
+ * Appends one admin action to relay.attempts (subject 'admin', outcome 'admin.<action>'), with its
+ * bot (AUDIT_BOT_SQL) as details.bot_id when it has one.
+ */
 export async function auditInsert(db: Queryable, e: AuditEntry): Promise<number> {
   const { rows } = await db.query<{ id: string }>(
     `insert into relay.attempts (subject, subject_id, subject_key, worker_id, started_at, finished_at, duration_ms, outcome, error_code, error, details, actor)
-     values ('admin', $1, $2, $3, $4, clock_timestamp(), greatest(0, (extract(epoch from clock_timestamp() - $4::timestamptz) * 1000)::int), $5, $6, $7, $8, $9)
+     select 'admin', a.subject_id, a.subject_key, $3::text, $4::timestamptz, clock_timestamp(),
+            greatest(0, (extract(epoch from clock_timestamp() - $4::timestamptz) * 1000)::int), $5::text, $6::text, $7::text,
+            a.details || jsonb_strip_nulls(jsonb_build_object('bot_id', ${AUDIT_BOT_SQL})), $9::text
+       from (select $1::bigint as subject_id, $2::text as subject_key, $8::jsonb as details) a
      returning id`,
     [
       e.subjectId ?? null,
@@ -226,7 +234,7 @@ export async function auditList(
 ): Promise<Page<Record<string, unknown>>> {
   const values: unknown[] = [];
   const where = [`subject = 'admin'`];
-  if (f.bot_id) where.push(`${AUDIT_BOT_SQL} = $${values.push(f.bot_id)}`);
+  if (f.bot_id) where.push(`details->>'bot_id' = $${values.push(f.bot_id)}`);
   if (f.actor) where.push(`actor = $${values.push(f.actor)}`);
   if (f.action) where.push(`outcome = $${values.push(`admin.${f.action}`)}`);
   if (f.since) where.push(`started_at >= $${values.push(f.since)}::timestamptz`);
@@ -235,7 +243,7 @@ export async function auditList(
   values.push(page.limit + 1);
   const rows = await read<{ id: number; action: string; [column: string]: unknown }>(
     db,
-    `select id, outcome as action, actor, worker_id, subject_id, subject_key, ${AUDIT_BOT_SQL} as bot_id, started_at, duration_ms, error_code, error, details
+    `select id, outcome as action, actor, worker_id, subject_id, subject_key, details->>'bot_id' as bot_id, started_at, duration_ms, error_code, error, details
        from relay.attempts a where ${where.join(' and ')} order by id desc limit $${values.length}`,
     values,
   );
@@ -356,26 +364,87 @@ export async function stateCountExact(db: Queryable, kind: ListKind, state: stri
   return rows[0].n;
 }
 
+/** The last minute's counts of a group of delivery attempts (relay.attempts `a`). */
+const RECENT_COUNTS_SQL = `count(*)::int8 as attempts,
+            count(*) filter (where outcome in ('delivered', 'handled'))::int8 as delivered,
+            count(*) filter (where outcome = 'failed')::int8 as failed`;
+
+export interface RecentAttempts {
+  subject: string;
+  attempts: number;
+  delivered: number;
+  failed: number;
+}
+
 /**
  * Attempts and successful deliveries per subject in [since, now): the "rate over the last
  * minute", of one bot's items or all. Served by attempts_started_idx (and, for a bot, one
  * primary-key lookup per attempt of the minute).
  */
-export async function attemptsRecent(
-  db: Queryable,
-  since: Date,
-  botId?: string,
-): Promise<{ subject: string; attempts: number; delivered: number; failed: number }[]> {
+export async function attemptsRecent(db: Queryable, since: Date, botId?: string): Promise<RecentAttempts[]> {
   return read(
     db,
-    `select subject, count(*)::int8 as attempts,
-            count(*) filter (where outcome in ('delivered', 'handled'))::int8 as delivered,
-            count(*) filter (where outcome = 'failed')::int8 as failed
+    `select subject, ${RECENT_COUNTS_SQL}
        from relay.attempts a
       where started_at >= $1 and subject in (${WORK_SUBJECTS_SQL})${botId ? ` and ${ATTEMPT_BOT_SQL} = $2` : ''}
       group by subject`,
     botId ? [since, botId] : [since],
   );
+}
+
+/**
+ * The same per subject and bot (null: the attempt's item is gone), for the per-bot /metrics
+ * gauges: one primary-key lookup per attempt of the minute.
+ */
+export async function attemptsRecentByBot(
+  db: Queryable,
+  since: Date,
+): Promise<(RecentAttempts & { bot_id: string | null })[]> {
+  return read(
+    db,
+    `select subject, ${ATTEMPT_BOT_SQL} as bot_id, ${RECENT_COUNTS_SQL}
+       from relay.attempts a
+      where started_at >= $1 and subject in (${WORK_SUBJECTS_SQL})
+      group by 1, 2`,
+    [since],
+  );
+}
+
+/**
+ * The states of a list a bot's rows are counted in by /metrics: all but the done state (which only
+ * grows until retention), and of quarantine the unresolved one.
+ */
+export function openStates(kind: ListKind): readonly string[] {
+  const k = KINDS[kind];
+  return kind === 'quarantine' ? ['quarantined'] : k.states.filter((s) => s !== k.doneState);
+}
+
+/** One bot's rows of a list in one open state, and (pending state) the oldest one's time. */
+export interface OpenStateCount {
+  kind: ListKind;
+  bot_id: string;
+  state: string;
+  n: number;
+  oldest: string | null;
+}
+
+/**
+ * Every bot's rows in each list's open states (`openStates`), exact, and its oldest pending row:
+ * one statement reading the rows in those states once (through the `(state, time)` indexes), so
+ * its cost grows with the backlog and the failed rows kept, not with the finished ones.
+ */
+export async function openStateCountsByBot(db: Queryable): Promise<OpenStateCount[]> {
+  const parts = Object.values(KINDS).map((k) => {
+    const states = openStates(k.kind)
+      .map((s) => `'${s}'`)
+      .join(', ');
+    const oldest = k.pendingState
+      ? `min(${k.timeColumn}) filter (where state = '${k.pendingState}')`
+      : 'null::timestamptz';
+    return `select '${k.kind}' as kind, bot_id, state, count(*)::int8 as n, ${oldest} as oldest
+       from ${k.table} where state in (${states}) group by bot_id, state`;
+  });
+  return read(db, parts.join('\n      union all\n      '));
 }
 
 /** A relay.cursor row as `read` returns it (int8 as numbers, timestamps as ISO strings). */
@@ -420,8 +489,9 @@ export async function broadcastIdsOfBot(
 ): Promise<string[]> {
   const rows = await read<{ id: string }>(
     db,
-    `select id::text as id from relay.broadcasts
-      where bot_id = $1 and ($2::bigint is null or id < $2::bigint) order by id desc limit $3`,
+    // ordered by the bigint column (a bare `id` would name the text output column): broadcasts_bot_idx
+    `select b.id::text as id from relay.broadcasts b
+      where b.bot_id = $1 and ($2::bigint is null or b.id < $2::bigint) order by b.id desc limit $3`,
     [botId, page.beforeId ?? null, page.limit],
   );
   return rows.map((r) => r.id);

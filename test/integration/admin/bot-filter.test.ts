@@ -9,6 +9,7 @@ import type { Pool } from 'pg';
 import type { BossLedger } from '../../../libs/db/boss';
 import { sessionStore } from '../../../libs/dispatch';
 import { createMigratedDatabase } from '../../support/db';
+import { parsePrometheus } from './prom-parse';
 import { buildTestApp, call, startBoss } from './support';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
@@ -200,6 +201,72 @@ describe('stats', () => {
       t.kinds.captures.reduce((n, b) => n + b.attempts, 0);
     for (const bot of BOTS) expect(attempts(await get(`/v1/stats/timeseries?bot_id=${bot}`))).toBe(SIZE[bot]);
     expect(attempts(await get('/v1/stats/timeseries'))).toBe(SIZE[A] + SIZE[B]);
+  });
+});
+
+describe('metrics', () => {
+  test("/metrics: every gauge a bot applies to has each bot's own series, equal to /v1/stats?bot_id=; the done state has one series per kind", async () => {
+    const res = await call(app, 'GET', '/metrics');
+    expect(res.statusCode).toBe(200);
+    const samples = [...parsePrometheus(res.body).values()].flatMap((f) => f.samples);
+    const value = (name: string, labels: Record<string, string>) => {
+      const found = samples.filter(
+        (x) =>
+          x.name === name &&
+          JSON.stringify(Object.entries(x.labels).sort()) === JSON.stringify(Object.entries(labels).sort()),
+      );
+      expect([name, labels, found.length]).toEqual([name, labels, 1]);
+      return found[0].value;
+    };
+    const OPEN: Record<string, string[]> = {
+      captures: ['pending', 'delivering', 'failed'],
+      outbound: ['pending', 'delivering', 'failed'],
+      inbox: ['pending', 'failed'],
+    };
+    for (const bot of BOTS) {
+      const s = await get(`/v1/stats?bot_id=${bot}`);
+      for (const [kind, states] of Object.entries(OPEN)) {
+        for (const state of states)
+          expect([kind, state, bot, value('tg_relay_queue_depth', { kind, state, bot_id: bot })]).toEqual([
+            kind,
+            state,
+            bot,
+            s.kinds[kind].states[state].count,
+          ]);
+        const age = value('tg_relay_oldest_pending_age_seconds', { kind, bot_id: bot });
+        expect(age).toBeGreaterThan(0);
+        expect(Math.abs(age - s.kinds[kind].oldest_pending_age_seconds)).toBeLessThan(5);
+        for (const [metric, field] of [
+          ['tg_relay_attempts_last_minute', 'attempts_last_minute'],
+          ['tg_relay_delivered_last_minute', 'delivered_last_minute'],
+          ['tg_relay_failed_last_minute', 'failed_last_minute'],
+        ])
+          expect([metric, kind, bot, value(metric, { kind, bot_id: bot })]).toEqual([
+            metric,
+            kind,
+            bot,
+            s.kinds[kind][field],
+          ]);
+      }
+      expect(value('tg_relay_quarantine_items', { state: 'quarantined', bot_id: bot })).toBe(SIZE[bot]);
+    }
+    // the sizes differ per bot, so a count of the wrong bot (or of both) cannot pass
+    expect(value('tg_relay_queue_depth', { kind: 'captures', state: 'pending', bot_id: A })).toBe(SIZE[A] - 1);
+    expect(value('tg_relay_attempts_last_minute', { kind: 'captures', bot_id: B })).toBe(SIZE[B]);
+    // the done state, which only grows, is one series per kind, without a bot
+    const done = samples.filter(
+      (x) => x.name === 'tg_relay_queue_depth' && ['delivered', 'handled'].includes(x.labels.state),
+    );
+    expect(done.map((x) => x.labels).sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
+      { kind: 'captures', state: 'delivered' },
+      { kind: 'inbox', state: 'handled' },
+      { kind: 'outbound', state: 'delivered' },
+    ]);
+    // the bots are the two with rows and cursors, nothing else
+    const bots = new Set(
+      samples.filter((x) => x.name === 'tg_relay_queue_depth' && x.labels.bot_id).map((x) => x.labels.bot_id),
+    );
+    expect([...bots].sort()).toEqual([A, B]);
   });
 });
 

@@ -141,7 +141,7 @@ describe('metrics', () => {
       expect(a1.length).toBeGreaterThan(10);
       expect(b1).toEqual(a1);
       expect(a2).toEqual(a1);
-      expect(a1).toContain('tg_relay_queue_depth{"kind":"captures","state":"pending"} 1');
+      expect(a1).toContain('tg_relay_queue_depth{"kind":"captures","state":"pending","bot_id":"77"} 1');
     } finally {
       await second.close();
     }
