@@ -28,6 +28,7 @@ const USAGE = `usage: npx tsx bench/fleet.ts [options]   (DATABASE_URL: server t
   --idle-seconds N  how long the idle latency phase runs (default 20)
   --noisy N         the noisy bot's backlog (default 5000)
   --claim-rows N    pending inbox rows of the claim section (default 100000)
+  --bot-concurrency N  the workers' WORKER_BOT_CONCURRENCY (default 4, the default)
   --help            this text`;
 
 import fs from 'node:fs';
@@ -79,8 +80,8 @@ const NOISY_CHATS = 1_000;
 const NOISY_RATE = '1000/1s';
 const RATIO_TARGET = 2;
 const CLAIM_LIMIT = 16;
-/** WORKER_BOT_CONCURRENCY's default: one bot's share of a claim. */
-const PER_BOT = 4;
+/** WORKER_BOT_CONCURRENCY: one bot's share of a claim (4, its default, unless asked). */
+const PER_BOT = arg('bot-concurrency', 4, 4);
 const SETTLE_MS = 5_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -488,6 +489,7 @@ async function main(): Promise<void> {
       TELEGRAM_API_ROOT: apiRoot,
       TOKEN_ENCRYPTION_KEY: FLEET_KEY_HEX,
       REPLY_MODE: 'outbound',
+      WORKER_BOT_CONCURRENCY: String(PER_BOT),
     };
     const workers = await Promise.all([startBenchWorker(workerEnv), startBenchWorker(workerEnv)]);
     for (const [i, w] of workers.entries()) {
