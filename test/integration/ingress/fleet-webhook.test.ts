@@ -21,7 +21,13 @@ import {
 } from '../../support/fleet-bots';
 import { makeMessageUpdate } from '../../support/ingress-fixtures';
 import { inboxUpdateIds, memoryLogger, startSandbox } from '../../support/ingress-harness';
-import { killHard, ownedBy, startFleetPollerProcess, type PollerProcess } from '../../support/ingress-processes';
+import {
+  hasLog,
+  killHard,
+  ownedBy,
+  startFleetPollerProcess,
+  type PollerProcess,
+} from '../../support/ingress-processes';
 import { waitFor } from '../../support/wait-for';
 
 jest.setTimeout(90_000);
@@ -266,17 +272,26 @@ it('two webhook pollers share the bots; a bot that moves is registered at its ne
 
 it('poller processes: a SIGKILLed webhook poller’s bots are taken over and registered at the survivor; every update is stored once', async () => {
   const bots = await registerBots(db.pool, 6);
-  const spawn = async () => {
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const p = startFleetPollerProcess({
-      databaseUrl: db.url,
-      apiRoot: sandbox.url,
-      tokenKeyHex: FLEET_KEY_HEX,
-      extra: { INGRESS: 'webhook', WEBHOOK_HOST: '127.0.0.1', WEBHOOK_PORT: String(port), WEBHOOK_PUBLIC_URL: base },
-    });
-    procs.push(p);
-    return { p, base };
+  // up and listening, or spawned again on another port: freePort's port can be taken by a parallel test
+  const spawn = async (): Promise<{ p: PollerProcess; base: string }> => {
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      const p = startFleetPollerProcess({
+        databaseUrl: db.url,
+        apiRoot: sandbox.url,
+        tokenKeyHex: FLEET_KEY_HEX,
+        extra: { INGRESS: 'webhook', WEBHOOK_HOST: '127.0.0.1', WEBHOOK_PORT: String(port), WEBHOOK_PUBLIC_URL: base },
+      });
+      procs.push(p);
+      await waitFor(() => hasLog(p, 'webhook endpoint listening') || p.exitCode !== null, {
+        timeoutMs: 60_000,
+        what: 'the poller listening',
+      });
+      if (p.exitCode === null) return { p, base };
+      if (attempt === 3 || !p.output().includes('EADDRINUSE'))
+        throw new Error(`poller exited: ${p.output().slice(-2000)}`);
+    }
   };
   const [a, b] = [await spawn(), await spawn()];
   const owners = async () =>
@@ -286,8 +301,12 @@ it('poller processes: a SIGKILLed webhook poller’s bots are taken over and reg
     );
   await waitFor(
     async () => {
+      for (const x of [a, b])
+        if (x.p.exitCode !== null) throw new Error(`a poller exited: ${x.p.output().slice(-2000)}`);
       const o = [...(await owners()).values()];
-      return o.filter((x) => ownedBy(x, a.p)).length === 3 && o.filter((x) => ownedBy(x, b.p)).length === 3;
+      const [ofA, ofB] = [o.filter((x) => ownedBy(x, a.p)).length, o.filter((x) => ownedBy(x, b.p)).length];
+      if (ofA === 3 && ofB === 3) return true;
+      throw new Error(`leases held ${ofA} and ${ofB}`);
     },
     { timeoutMs: 60_000, intervalMs: 200, what: 'three bots each' },
   );
