@@ -101,7 +101,11 @@ it('50 bots, two pollers: spread, SIGKILL one and the other takes over, a third 
   });
   inject(bots);
   await allStoredOnce(bots);
-  for (const bot of bots) expect(sandbox.pendingCount(bot.token)).toBe(0);
+  // confirmed only by each bot's next getUpdates after its commit: wait for that poll
+  await waitFor(() => bots.every((bot) => sandbox.pendingCount(bot.token) === 0), {
+    timeoutMs: 15_000,
+    what: 'every update confirmed to Telegram',
+  });
   // every message answered once, by its own bot, in its chat
   await waitFor(() => bots.every((bot) => sandbox.sent(bot.token).length >= sent), {
     timeoutMs: 60_000,
