@@ -614,8 +614,9 @@ async function partG(url: string, pool: Pool): Promise<void> {
   }
   log(`    ${'total'.padEnd(42)} ${fmt(total / n, 3)}  (load ${loadAverage()})`);
   log(
-    `  floor at 16: a claim takes 8 (half the slots) and each batch of 8 costs its claim and its outcome statement; ` +
-      `with both on the wire at once that is about 8 / max(claim, settle) ms jobs per ms, the rest is PostgreSQL's own work on a loaded host`,
+    `  floor at 16: a claim takes the 16 free slots (an attempt frees its slot when it ends, not when its outcome is written) ` +
+      `and each batch of 16 costs its claim and its outcome statement; with both on the wire at once that is about ` +
+      `16 / max(claim, settle) ms jobs per ms, the rest is PostgreSQL's own work on a loaded host`,
   );
 }
 

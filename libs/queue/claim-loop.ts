@@ -24,7 +24,7 @@ import type { WakeListener } from './wake-listener';
 
 /** Safety-net poll while idle: NOTIFY normally wakes the loop long before this. */
 export const POLL_INTERVAL_MS_DEFAULT = 2_000;
-/** Most jobs claimed in one statement (claims also take at most half the slots). */
+/** Most jobs claimed in one statement (claims also take at most the free slots). */
 export const CLAIM_BATCH_MAX_DEFAULT = 500;
 
 export interface EngineConfig {
@@ -120,7 +120,7 @@ interface ClaimLoopDeps<Row> {
   concurrency: number;
   pollMs: number;
   batchMax: number;
-  claims: { readonly size: number };
+  claims: { readonly size: number; readonly running: number };
   wake: WakeSignal;
   stats: Pick<KindWorkerStats, 'claimed' | 'claimErrors'>;
   events: WorkerEvents;
@@ -129,7 +129,7 @@ interface ClaimLoopDeps<Row> {
 }
 
 /**
- * Claiming and slot counting: claims due rows in batches (up to half the slots), in one statement
+ * Claiming and slot counting: claims due rows in batches (up to the free slots), in one statement
  * with their ledger jobs; loops straight on while batches come back full (a backlog drains without
  * sleeping), then waits for a NOTIFY, the next due row, or the safety poll.
  */
@@ -172,15 +172,17 @@ class ClaimLoop<Row, Effects> {
         await wake.wait(pollMs); // whenReady notifies; a NOTIFY meanwhile is consumed here
         continue;
       }
-      const free = deps.concurrency - deps.claims.size;
+      // attempts running at once are capped by the concurrency; finished ones waiting for their
+      // outcome write by as many again, so a slow outcome write holds the claims back
+      const free = Math.min(deps.concurrency - deps.claims.running, 2 * deps.concurrency - deps.claims.size);
       if (free <= 0) {
         this.waitingForSlot = true;
         await wake.wait(pollMs);
         this.waitingForSlot = false;
         continue;
       }
-      // at most half the slots per claim: the next claim overlaps the previous batch's outcome write
-      const limit = Math.min(free, deps.batchMax, Math.max(1, Math.ceil(deps.concurrency / 2)));
+      // every free slot: the outcome writes of finished attempts no longer hold slots back
+      const limit = Math.min(free, deps.batchMax);
       let jobs: ClaimedJob<Row>[];
       try {
         const c0 = performance.now();
@@ -301,6 +303,8 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     void (async () => {
       const finished = await executor.run(h);
       if (!finished) return;
+      // an attempt on its own transaction holds a connection until its outcome commits on it
+      if (!finished.outcome.transaction) claims.releaseSlot(job.claimId);
       await outcomes.submit(finished);
       claims.free(job.claimId);
     })().catch((err) => {

@@ -12,6 +12,8 @@ export interface Held<Row> {
   phase: Phase;
   /** performance.now() of the claim or of its last renewed heartbeat. */
   renewedAt: number;
+  /** It takes one of the worker's attempt slots (until its attempt ends or, on its own transaction, its outcome is written). */
+  slot: boolean;
 }
 
 /** A finished attempt, waiting for its outcome transaction. */
@@ -26,23 +28,49 @@ export interface Finished<Row, Effects> {
 
 /**
  * The claims this worker holds, by claim id: the claim loop counts its free slots here, the claim
- * keeper heartbeats them, shutdown waits for them to drain.
+ * keeper heartbeats them, shutdown waits for them to drain. A claim is held until its outcome is
+ * written; it takes an attempt slot only while its attempt runs (and, on the attempt's own
+ * transaction, until that commits: it holds a connection), so the next attempts start while
+ * finished ones wait for their group commit.
  */
 export class HeldClaims<Row> {
   private readonly byClaim = new Map<string, Held<Row>>();
   private drainWaiters: (() => void)[] = [];
+  private slots = 0;
 
-  /** `onFreed` runs whenever a settled claim frees its slot. */
+  /** `onFreed` runs whenever a slot is freed. */
   constructor(private readonly onFreed: () => void) {}
 
+  /** Claims held: running, waiting for their outcome, or both. */
   get size(): number {
     return this.byClaim.size;
   }
 
+  /** Attempt slots taken. */
+  get running(): number {
+    return this.slots;
+  }
+
   add(job: ClaimedJob<Row>): Held<Row> {
-    const h: Held<Row> = { job, ctl: new AbortController(), phase: 'running', renewedAt: performance.now() };
+    const h: Held<Row> = {
+      job,
+      ctl: new AbortController(),
+      phase: 'running',
+      renewedAt: performance.now(),
+      slot: true,
+    };
     this.byClaim.set(job.claimId, h);
+    this.slots++;
     return h;
+  }
+
+  /** The claim's attempt no longer needs its slot; the claim stays held until `free`. */
+  releaseSlot(claimId: string): void {
+    const h = this.byClaim.get(claimId);
+    if (!h?.slot) return;
+    h.slot = false;
+    this.slots--;
+    this.onFreed();
   }
 
   get(claimId: string): Held<Row> | undefined {
@@ -53,18 +81,20 @@ export class HeldClaims<Row> {
     return this.byClaim.values();
   }
 
-  /** Drops a claim without freeing a slot (released or given up at shutdown). */
+  /** Drops a claim without telling the loop (released or given up at shutdown). */
   delete(claimId: string): void {
+    if (this.byClaim.get(claimId)?.slot) this.slots--;
     this.byClaim.delete(claimId);
   }
 
   clear(): void {
     this.byClaim.clear();
+    this.slots = 0;
   }
 
-  /** The claim's outcome is written: its slot is free again. */
+  /** The claim's outcome is written: it is no longer held. */
   free(claimId: string): void {
-    this.byClaim.delete(claimId);
+    this.delete(claimId);
     this.onFreed();
     if (this.byClaim.size === 0) for (const w of this.drainWaiters.splice(0)) w();
   }

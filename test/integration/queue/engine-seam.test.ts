@@ -100,4 +100,54 @@ describe('the job-kind seam', () => {
       ['failed', 'RELAY_HANDLER_THREW', 'boom'],
     ]);
   });
+
+  it('runs at most `concurrency` attempts at once; finished ones wait for their outcome write without a slot, up to as many again', async () => {
+    const concurrency = 4;
+    let gate!: () => void;
+    const opened = new Promise<void>((r) => (gate = r));
+    let running = 0;
+    let mostRunning = 0;
+    let started = 0;
+    const base = createCaptureStore();
+    const kind: JobKind<CaptureJobRow> = {
+      queue: QUEUES.capture,
+      store: {
+        ...base,
+        // every outcome write waits for the gate: held claims pile up behind it
+        async settle(c, items, now) {
+          await opened;
+          return base.settle(c, items, now);
+        },
+      },
+      async execute() {
+        started++;
+        mostRunning = Math.max(mostRunning, ++running);
+        await new Promise((r) => setTimeout(r, 20));
+        running--;
+        return Outcome.delivered({ status: 200 });
+      },
+    };
+    await insertCaptures(db.pool, createBoss(db.url, { max: 1 }), 30);
+    worker = createWorker({
+      pool: db.pool,
+      boss: createBoss(db.url, { max: 1 }),
+      logger: testLogger(),
+      databaseUrl: db.url,
+      kinds: [kind],
+      config: { ...TEST_ENGINE_CONFIG, concurrency },
+    });
+    await worker.start();
+    await waitFor(() => started >= 2 * concurrency && running === 0, { what: 'twice the slots attempted' });
+    // no outcome has landed: the claims held wait for it, and the loop claims no more
+    await new Promise((r) => setTimeout(r, 300));
+    expect(started).toBe(2 * concurrency);
+    expect((await captureStates(db.pool)).filter((c) => c.state === 'delivered')).toEqual([]);
+    gate();
+    await waitFor(async () => (await captureStates(db.pool)).every((c) => c.state === 'delivered'), {
+      what: 'all delivered',
+    });
+    expect(started).toBe(30);
+    expect(mostRunning).toBeLessThanOrEqual(concurrency);
+    expect(await inconsistentCaptures(db.pool)).toEqual([]);
+  });
 });

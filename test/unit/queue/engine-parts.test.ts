@@ -1,4 +1,6 @@
 import { OutcomeWriter } from '../../../libs/queue/outcome-writer';
+import { HeldClaims } from '../../../libs/queue/held-claims';
+import type { ClaimedJob } from '../../../libs/queue/job-kind';
 import { WakeSignal } from '../../../libs/queue/signal';
 import { staleTiming } from '../../../libs/queue/claim-loop';
 import { silentLogger } from '../../../libs/observability/logger';
@@ -70,5 +72,28 @@ describe('staleTiming', () => {
   it('heartbeats every STALE_AFTER/5 and counts a claim stale after 4/5 of STALE_AFTER', () => {
     expect(staleTiming(30_000)).toEqual({ tickMs: 6_000, thresholdMs: 24_000 });
     expect(staleTiming(2_000)).toEqual({ tickMs: 400, thresholdMs: 1_600 });
+  });
+});
+
+describe('HeldClaims', () => {
+  const job = (claimId: string) => ({ claimId }) as ClaimedJob<unknown>;
+
+  it('a claim takes a slot until its attempt ends or it is dropped, and stays held until its outcome is written', () => {
+    let freed = 0;
+    const claims = new HeldClaims<unknown>(() => freed++);
+    for (const id of ['a', 'b', 'c']) claims.add(job(id));
+    expect([claims.size, claims.running]).toEqual([3, 3]);
+    claims.releaseSlot('a');
+    claims.releaseSlot('a'); // once only
+    expect([claims.size, claims.running, freed]).toEqual([3, 2, 1]);
+    claims.free('a'); // its slot was already given back
+    expect([claims.size, claims.running, freed]).toEqual([2, 2, 2]);
+    claims.free('b'); // outcome written on its own transaction: slot and claim at once
+    expect([claims.size, claims.running]).toEqual([1, 1]);
+    claims.delete('c'); // released at shutdown
+    expect([claims.size, claims.running]).toEqual([0, 0]);
+    claims.add(job('d'));
+    claims.clear();
+    expect([claims.size, claims.running]).toEqual([0, 0]);
   });
 });
