@@ -1,7 +1,9 @@
 /** Real `tg-relay poller` processes for the crash, fencing and takeover tests. */
 import type { ChildProcess } from 'node:child_process';
+import { freePort } from '../../libs/db';
 import { exited, startCli } from './cli';
 import type { LogLine } from './ingress-harness';
+import { waitFor } from './wait-for';
 
 export type PollerProcess = ChildProcess & { output: () => string };
 
@@ -66,4 +68,25 @@ export function startFleetPollerProcess(e: Omit<PollerEnv, 'token'> & { tokenKey
     LOG_LEVEL: 'info',
     ...e.extra,
   });
+}
+
+/**
+ * A webhook poller started on a free port and listening there. freePort's port is only free when
+ * it answers: an outgoing connection of a parallel test can take it before the process binds it,
+ * so a process that exits with EADDRINUSE is started again on another port.
+ */
+export async function startListening(
+  start: (port: number) => PollerProcess,
+): Promise<{ p: PollerProcess; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const p = start(port);
+    await waitFor(() => hasLog(p, 'webhook endpoint listening') || p.exitCode !== null, {
+      timeoutMs: 60_000,
+      what: 'the poller listening',
+    });
+    if (p.exitCode === null) return { p, port };
+    if (attempt === 3 || !p.output().includes('EADDRINUSE'))
+      throw new Error(`poller exited: ${p.output().slice(-2000)}`);
+  }
 }

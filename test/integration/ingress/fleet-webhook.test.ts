@@ -22,10 +22,10 @@ import {
 import { makeMessageUpdate } from '../../support/ingress-fixtures';
 import { inboxUpdateIds, memoryLogger, startSandbox } from '../../support/ingress-harness';
 import {
-  hasLog,
   killHard,
   ownedBy,
   startFleetPollerProcess,
+  startListening,
   type PollerProcess,
 } from '../../support/ingress-processes';
 import { waitFor } from '../../support/wait-for';
@@ -272,26 +272,23 @@ it('two webhook pollers share the bots; a bot that moves is registered at its ne
 
 it('poller processes: a SIGKILLed webhook poller’s bots are taken over and registered at the survivor; every update is stored once', async () => {
   const bots = await registerBots(db.pool, 6);
-  // up and listening, or spawned again on another port: freePort's port can be taken by a parallel test
-  const spawn = async (): Promise<{ p: PollerProcess; base: string }> => {
-    for (let attempt = 1; ; attempt++) {
-      const port = await freePort();
-      const base = `http://127.0.0.1:${port}`;
-      const p = startFleetPollerProcess({
+  const spawn = async () => {
+    const { p, port } = await startListening((port) => {
+      const started = startFleetPollerProcess({
         databaseUrl: db.url,
         apiRoot: sandbox.url,
         tokenKeyHex: FLEET_KEY_HEX,
-        extra: { INGRESS: 'webhook', WEBHOOK_HOST: '127.0.0.1', WEBHOOK_PORT: String(port), WEBHOOK_PUBLIC_URL: base },
+        extra: {
+          INGRESS: 'webhook',
+          WEBHOOK_HOST: '127.0.0.1',
+          WEBHOOK_PORT: String(port),
+          WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`,
+        },
       });
-      procs.push(p);
-      await waitFor(() => hasLog(p, 'webhook endpoint listening') || p.exitCode !== null, {
-        timeoutMs: 60_000,
-        what: 'the poller listening',
-      });
-      if (p.exitCode === null) return { p, base };
-      if (attempt === 3 || !p.output().includes('EADDRINUSE'))
-        throw new Error(`poller exited: ${p.output().slice(-2000)}`);
-    }
+      procs.push(started);
+      return started;
+    });
+    return { p, base: `http://127.0.0.1:${port}` };
   };
   const [a, b] = [await spawn(), await spawn()];
   const owners = async () =>

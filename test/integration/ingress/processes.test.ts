@@ -3,7 +3,6 @@
  * points, SIGSTOP/SIGCONT fencing, standby takeover, graceful release, 401 exit, webhook mode.
  */
 import crypto from 'node:crypto';
-import { freePort } from '../../../libs/db';
 import type { BotApiSandbox } from '../../../libs/sandbox';
 import { exited } from '../../support/cli';
 import { createMigratedDatabase } from '../../support/db';
@@ -16,7 +15,14 @@ import {
   range,
   startSandbox,
 } from '../../support/ingress-harness';
-import { hasLog, killHard, ownedBy, PollerProcess, startPollerProcess } from '../../support/ingress-processes';
+import {
+  hasLog,
+  killHard,
+  ownedBy,
+  PollerProcess,
+  startListening,
+  startPollerProcess,
+} from '../../support/ingress-processes';
 import { waitFor } from '../../support/wait-for';
 
 jest.setTimeout(120_000);
@@ -270,16 +276,17 @@ describe('poller processes', () => {
 
   it('INGRESS=webhook: registers the webhook with the secret and stores what Telegram delivers', async () => {
     const { token, botId } = newBotToken();
-    const port = await freePort();
-    const p = spawnPoller(token, {
-      extra: {
-        INGRESS: 'webhook',
-        WEBHOOK_PORT: String(port),
-        WEBHOOK_HOST: '127.0.0.1',
-        WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`,
-        WEBHOOK_SECRET: 'proc-Secret_42_webhook',
-      },
-    });
+    const { p, port } = await startListening((port) =>
+      spawnPoller(token, {
+        extra: {
+          INGRESS: 'webhook',
+          WEBHOOK_PORT: String(port),
+          WEBHOOK_HOST: '127.0.0.1',
+          WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`,
+          WEBHOOK_SECRET: 'proc-Secret_42_webhook',
+        },
+      }),
+    );
     await waitFor(() => sandbox.webhookInfo(token).url === `http://127.0.0.1:${port}/telegram/webhook/${botId}`, {
       what: 'webhook registered',
       timeoutMs: 20_000,
