@@ -30,6 +30,7 @@ import PgBoss from 'pg-boss';
 import type { PoolClient } from 'pg';
 import { RelayError } from '../errors/relay-error';
 import { DbTimeouts, PoolMode, Queryable, sessionOptions } from './pool';
+import { prepared, query } from './query';
 
 /** The ledger queues tg-relay uses; one per job kind. */
 export const QUEUES = {
@@ -212,7 +213,7 @@ async function run(db: Queryable, text: string, values: unknown[]): Promise<numb
  * caller's client. `schema` is another value than BOSS_SCHEMA only in the legacy-move tests.
  */
 export function ledgerStatementsFor(schema: string): Omit<JobLedger, 'start' | 'stop'> {
-  const insert = INSERT_SQL(schema),
+  const insert = prepared<{ id: string }>(INSERT_SQL(schema)),
     complete = COMPLETE_SQL(schema),
     fail = FAIL_SQL(schema),
     reschedule = RESCHEDULE_SQL(schema),
@@ -221,13 +222,13 @@ export function ledgerStatementsFor(schema: string): Omit<JobLedger, 'start' | '
     async insertJobs(db: Queryable, queue: QueueName, jobs: JobToEnqueue[]): Promise<string[]> {
       if (jobs.length === 0) return [];
       const ids = jobs.map((j) => j.id ?? newJobId());
-      const { rowCount } = await db.query(insert, [
+      const inserted = await query(db, insert, [
         ids,
         ids.map(() => queue),
         jobs.map((j) => JSON.stringify(j.data)),
         jobs.map((j) => j.startAfter ?? null),
       ]);
-      if (rowCount !== jobs.length) {
+      if (inserted.length !== jobs.length) {
         throw new EnqueueFailedError(
           `the job ledger did not create all ${jobs.length} ${queue} jobs (does the queue exist? run tg-relay migrate)`,
         );

@@ -109,6 +109,17 @@ export interface PoolSettings {
   timeouts: DbTimeouts;
 }
 const poolSettings = new WeakMap<Pool, PoolSettings>();
+/** Clients of session-mode pools made by createPool. */
+const sessionClients = new WeakSet<object>();
+
+/**
+ * Whether `db` may hold prepared statements (libs/db/query.ts `prepared`): a session-mode pool of
+ * createPool, or a client of one. Any other Queryable (a caller's own client handed to
+ * enqueueOutbound, perhaps behind a transaction pooler) gets its statements unnamed.
+ */
+export function preparesStatements(db: Queryable): boolean {
+  return sessionClients.has(db) || poolSettings.get(db as Pool)?.mode === 'session';
+}
 
 /** The pool mode and limits `pool` was created with (createPool); session and the defaults for a pool made elsewhere. */
 export function poolSettingsOf(pool: Pool): PoolSettings {
@@ -169,6 +180,7 @@ export function createPool(
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
     if (mode === 'transaction') sendStatementsUnnamed(client);
+    else sessionClients.add(client);
   });
   return pool;
 }

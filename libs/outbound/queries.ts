@@ -3,6 +3,7 @@
  * $n parameters. The logic that every way in shares lives in SQL functions (sql/functions/).
  */
 import type { Queryable } from '../db/pool';
+import { prepared, query } from '../db/query';
 import { ALERT_COALESCE_MS_DEFAULT } from '../config/schema';
 import type { OutboundMessage, OutboundState } from './message';
 import type { OutboundRow } from './send-message';
@@ -49,8 +50,10 @@ export async function outboundUpsertMany(
     placeholders: m.placeholders,
     lane: m.lane,
   }));
-  const { rows } = await db.query<UpsertedRow>(
-    `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
+  const rows = await query(
+    db,
+    prepared<UpsertedRow>(
+      `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
        from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
               disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
               source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[],
@@ -59,6 +62,7 @@ export async function outboundUpsertMany(
               x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id,
               x.method, x.params, x.placeholders, x.lane) u
       order by x.n`,
+    ),
     [JSON.stringify(items), defaultChatId],
   );
   return rows;
@@ -201,8 +205,11 @@ export async function outboundRateReserve(
     aheadMs?: number | null;
   },
 ): Promise<Reservation> {
-  const { rows } = await db.query<{ reserved: boolean | null; wait_ms: number | null }>(
-    'select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5, $6)',
+  const rows = await query(
+    db,
+    prepared<{ reserved: boolean | null; wait_ms: number | null }>(
+      'select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5, $6)',
+    ),
     [a.botId, a.chatId, a.intervalMs, a.burst, a.horizonMs, a.aheadMs ?? null],
   );
   return { reserved: rows[0].reserved === true, waitMs: Math.max(0, Number(rows[0].wait_ms)) };
@@ -394,8 +401,10 @@ export async function outboundNextDueInMs(db: Queryable, a: NextDueArgs): Promis
       : `and (case when h.paid then (select n from flying where paid) < $6::int else (select n from flying where not paid) < $5::int end)`;
   const values: unknown[] = [a.botId, a.now, a.horizonMs];
   if (bulk !== null) values.push(bulk.aheadMs, bulk.max, bulk.paidMax ?? 0);
-  const { rows } = await db.query<{ ms: number | null }>(
-    `with recursive heads as (
+  const rows = await query(
+    db,
+    prepared<{ ms: number | null }>(
+      `with recursive heads as (
        (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
          where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.lane = 'interactive'
          order by o.target_chat_id, o.id limit 1)
@@ -441,6 +450,7 @@ export async function outboundNextDueInMs(db: Queryable, a: NextDueArgs): Promis
      select case when min(at) is null then null  -- greatest() ignores nulls: no head must not read as "due now"
                  else greatest(0, extract(epoch from (min(at) - ${NOW(2)})) * 1000)::float8 end as ms
        from due`,
+    ),
     values,
   );
   const ms = rows[0]?.ms;
@@ -498,12 +508,15 @@ export async function outboundFailStaleAtMostOnce(db: Queryable, ids: string[]):
 /** Chats (bot, target) with a pending row after the given rows, or bulk rows among them: settling them unblocks claims. */
 export async function outboundHasSuccessors(db: Queryable, ids: string[]): Promise<boolean> {
   if (ids.length === 0) return false;
-  const { rows } = await db.query<{ yes: boolean }>(
-    `select exists (select 1 from relay.outbound h join relay.outbound n
+  const rows = await query(
+    db,
+    prepared<{ yes: boolean }>(
+      `select exists (select 1 from relay.outbound h join relay.outbound n
                       on n.bot_id = h.bot_id and n.target_chat_id = h.target_chat_id and n.state = 'pending' and n.id > h.id
                      where h.id = any($1::bigint[]))
             -- a finished bulk row frees a place of the bot's bulk bound (outboundClaimable)
             or exists (select 1 from relay.outbound h where h.id = any($1::bigint[]) and h.lane = 'bulk') as yes`,
+    ),
     [ids],
   );
   return rows[0].yes === true;

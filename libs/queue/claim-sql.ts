@@ -9,7 +9,7 @@
  * Times: `$now` is the injected clock's time, or null for the database's now() (see clock.ts).
  */
 import type { Queryable } from '../db/pool';
-import { query, statement } from '../db/query';
+import { prepared, query, statement } from '../db/query';
 import type { ClaimTableDescription } from './claim-tables';
 import { safeText } from './errors';
 import type { ClaimedJob, ClaimRef, ClaimStore, RecoveredRow, SettledRow, Settlement, SettleMirror } from './job-kind';
@@ -120,7 +120,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
         cross join lateral (${candidates('f.n', ` and c.${fair.column} = f.key`)}) x
         limit $1`
     : candidates('$1', '');
-  const claim = statement<ClaimedTableRow & { activatedJobs?: number }>(
+  const claim = prepared<ClaimedTableRow & { activatedJobs?: number }>(
     `with picked as (
        ${picked}
      ), claimed as (
@@ -145,7 +145,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
 
   const dueParams = params(2);
   const dueWhere = and(v.scope?.(dueParams.p), v.where?.(dueParams.p));
-  const nextDue = statement<{ ms: number | null }>(
+  const nextDue = prepared<{ ms: number | null }>(
     `select case when min(c.next_attempt_at) is null then null
                 else greatest(0, extract(epoch from (min(c.next_attempt_at) - ${now(1)})) * 1000)::float8 end as ms
        from ${t.table} c
@@ -183,7 +183,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
      }`;
   const settleParams = params(3);
   const settleStep = v.settledStep?.(settleParams.p);
-  const settle = statement<SettledTableRow>(
+  const settle = prepared<SettledTableRow>(
     `${lockInOrder(`json_to_recordset($1::json) as ${settleInput}`)},
      settled as (
      ${settleUpdate}
@@ -200,7 +200,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
   const settledJobs = (state: string, cols: string) =>
     `(select ${cols} from settled s where s.state = '${state}' and s."jobId" is not null)`;
   const nextAttemptJson = `to_char(s."nextAttemptAt" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-  const settleMirrored = statement<SettledTableRow & { ledger_output?: unknown }>(
+  const settleMirrored = prepared<SettledTableRow & { ledger_output?: unknown }>(
     `${lockInOrder(`json_to_recordset($1::json) as ${settleInput}`)},
      settled as (
      ${settleUpdate}, x.ledger_output
@@ -235,7 +235,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
   // past DB_LOCK_TIMEOUT failed the whole statement, and with it every claim's renewal. A skipped row
   // whose claim still holds (read from the statement's snapshot, no lock) is reported as held but not
   // renewed; the loop then judges that claim alone by its own last renewal.
-  const heartbeat = statement<{ claimId: string; renewed: boolean }>(
+  const heartbeat = prepared<{ claimId: string; renewed: boolean }>(
     `with input as (select * from unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)),
      locked as (
        select x.* from ${t.table} t join input x on t.id = x.id and t.claim_id = x.claim_id
