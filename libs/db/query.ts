@@ -28,7 +28,9 @@ export function statement<Row extends QueryResultRow>(text: string): Statement<R
  * connection the first time it runs there, so PostgreSQL parses it once per connection, and plans it
  * once when a generic plan is as good as the custom ones (after five runs). An unnamed statement is
  * parsed and planned at every call: 0.5-1.8 ms for the engine's claims and settles here, more than
- * they take to execute. The name is derived from the
+ * they take to execute. A generic plan does not see the values: check a statement beside a backlog
+ * before preparing it (bench/fleet.ts, bench/worker.ts (b)); outboundHasSuccessors is one whose
+ * generic plan is a disaster. The name is derived from the
  * text, so one text is one name in every process. Only for fixed texts: every distinct text stays
  * prepared on each connection that ran it. It is sent unnamed on anything but a session-mode pool
  * of createPool or its clients (preparesStatements).

@@ -2,6 +2,7 @@
  * All SQL of the outbound relay, one function per statement (entity-first names). Values only as
  * $n parameters. The logic that every way in shares lives in SQL functions (sql/functions/).
  */
+import { Pool } from 'pg';
 import type { Queryable } from '../db/pool';
 import { prepared, query } from '../db/query';
 import { ALERT_COALESCE_MS_DEFAULT } from '../config/schema';
@@ -205,13 +206,14 @@ export async function outboundRateReserve(
     aheadMs?: number | null;
   },
 ): Promise<Reservation> {
-  const rows = await query(
-    db,
-    prepared<{ reserved: boolean | null; wait_ms: number | null }>(
-      'select reserved, wait_ms from relay.outbound_rate_reserve($1, $2, $3, $4, $5, $6)',
-    ),
-    [a.botId, a.chatId, a.intervalMs, a.burst, a.horizonMs, a.aheadMs ?? null],
-  );
+  const rows = await query(db, reserveStatement(db, RESERVE), [
+    a.botId,
+    a.chatId,
+    a.intervalMs,
+    a.burst,
+    a.horizonMs,
+    a.aheadMs ?? null,
+  ]);
   return { reserved: rows[0].reserved === true, waitMs: Math.max(0, Number(rows[0].wait_ms)) };
 }
 
@@ -220,11 +222,28 @@ export async function outboundRateReservePaid(
   db: Queryable,
   a: { botId: string; chatId: string; intervalMs: number; horizonMs: number },
 ): Promise<Reservation> {
-  const { rows } = await db.query<{ reserved: boolean | null; wait_ms: number | null }>(
-    'select reserved, wait_ms from relay.outbound_rate_reserve_paid($1, $2, $3, $4)',
-    [a.botId, a.chatId, a.intervalMs, a.horizonMs],
-  );
+  const rows = await query(db, reserveStatement(db, RESERVE_PAID), [a.botId, a.chatId, a.intervalMs, a.horizonMs]);
   return { reserved: rows[0].reserved === true, waitMs: Math.max(0, Number(rows[0].wait_ms)) };
+}
+
+type ReserveRow = { reserved: boolean | null; wait_ms: number | null };
+const RESERVE = 'relay.outbound_rate_reserve($1, $2, $3, $4, $5, $6)';
+const RESERVE_PAID = 'relay.outbound_rate_reserve_paid($1, $2, $3, $4)';
+/**
+ * A reservation on the pool is its own transaction, and it commits without waiting for the WAL
+ * flush: it is the only commit of the send path that no durable state hangs on. Its row lock is
+ * what serializes a bot's sends, so each waited for the one before it to reach the disk (3.5 ms
+ * per reservation beside a noisy bot here). A database crash can lose only reservations that no
+ * later commit flushed, so the outcomes of their sends were lost too: those messages are sent (and
+ * charged) again, or fail as ambiguous, as after any crash. In a caller's transaction, that
+ * transaction's own setting holds.
+ */
+function reserveStatement(db: Queryable, call: string) {
+  return db instanceof Pool
+    ? prepared<ReserveRow>(
+        `select reserved, wait_ms, set_config('synchronous_commit', 'off', true) as async_commit from ${call}`,
+      )
+    : prepared<ReserveRow>(`select reserved, wait_ms from ${call}`);
 }
 
 export async function outboundRateChargeChat(
@@ -508,15 +527,14 @@ export async function outboundFailStaleAtMostOnce(db: Queryable, ids: string[]):
 /** Chats (bot, target) with a pending row after the given rows, or bulk rows among them: settling them unblocks claims. */
 export async function outboundHasSuccessors(db: Queryable, ids: string[]): Promise<boolean> {
   if (ids.length === 0) return false;
-  const rows = await query(
-    db,
-    prepared<{ yes: boolean }>(
-      `select exists (select 1 from relay.outbound h join relay.outbound n
+  // unnamed on purpose: prepared, PostgreSQL settles on a generic plan that reads every pending row
+  // of the bots (246 ms per call beside a 2,000-message backlog; 0.35 ms planned for the ids given)
+  const { rows } = await db.query<{ yes: boolean }>(
+    `select exists (select 1 from relay.outbound h join relay.outbound n
                       on n.bot_id = h.bot_id and n.target_chat_id = h.target_chat_id and n.state = 'pending' and n.id > h.id
                      where h.id = any($1::bigint[]))
             -- a finished bulk row frees a place of the bot's bulk bound (outboundClaimable)
             or exists (select 1 from relay.outbound h where h.id = any($1::bigint[]) and h.lane = 'bulk') as yes`,
-    ),
     [ids],
   );
   return rows[0].yes === true;

@@ -158,6 +158,27 @@ describe('fleet-wide rate limits in PostgreSQL', () => {
     if (other.ok) expect(other.waitedMs).toBeGreaterThan(2_500);
   });
 
+  it("weakens no one else's commit: the session's synchronous_commit stays on, and so does a caller's transaction's", async () => {
+    const l = limiter();
+    const pool = createPool(db.url, { max: 1 });
+    try {
+      // on the pool the reservation is its own transaction, committed without waiting for the flush
+      expect(await l.acquire(pool, 'bot-sync', '1', AbortSignal.abort())).toMatchObject({ ok: true });
+      expect((await pool.query('show synchronous_commit')).rows[0].synchronous_commit).toBe('on');
+      const client = await pool.connect();
+      try {
+        await client.query('begin');
+        expect(await l.acquire(client, 'bot-sync', '2', AbortSignal.abort())).toMatchObject({ ok: true });
+        expect((await client.query('show synchronous_commit')).rows[0].synchronous_commit).toBe('on');
+        await client.query('commit');
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('reserves nothing beyond its horizon', async () => {
     const l = createOutboundRateLimiter(
       { ...OUTBOUND_RATE_LIMITS_DEFAULT, perBot: { count: 1, windowMs: 1000 } },
