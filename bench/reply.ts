@@ -266,13 +266,15 @@ async function unitCosts(pool: Pool): Promise<{ roundTripMs: number; commitMs: n
   }
 }
 
-/** The durable commits a relayed reply waits for before its sendMessage leaves (docs/dispatch.md). */
+/**
+ * The durable commits a relayed reply waits for before its sendMessage leaves (docs/dispatch.md);
+ * the rate-limit reservation commits too, without waiting for the flush.
+ */
 const COMMITS_BEFORE_SEND = [
   'ingress batch',
   'dispatch claim',
   'outcome (handled mark + reply rows)',
   'outbound claim',
-  'rate-limit reservation',
 ];
 
 const verdict = (ok: boolean) => (ok ? 'met' : 'NOT MET');
