@@ -30,21 +30,14 @@ export function statement<Row extends QueryResultRow>(text: string): Statement<R
  * parsed and planned at every call: 0.5-1.8 ms for the engine's claims and settles here, more than
  * they take to execute. A generic plan does not see the values: check a statement beside a backlog
  * before preparing it (bench/fleet.ts, bench/worker.ts (b)); outboundHasSuccessors is one whose
- * generic plan is a disaster. The name is derived from the
- * text, so one text is one name in every process. Only for fixed texts: every distinct text stays
+ * generic plan is a disaster. The name is derived from the text, so one text is one name in every
+ * process. Build each once (a module constant, or once per store): every distinct text stays
  * prepared on each connection that ran it. It is sent unnamed on anything but a session-mode pool
  * of createPool or its clients (preparesStatements).
  */
 export function prepared<Row extends QueryResultRow>(text: string): Statement<Row> {
-  let stmt = preparedTexts.get(text);
-  if (!stmt) {
-    stmt = { text, name: `tgr_${createHash('sha1').update(text).digest('hex').slice(0, 24)}` };
-    preparedTexts.set(text, stmt);
-  }
-  return stmt as Statement<Row>;
+  return { text, name: `tgr_${createHash('sha1').update(text).digest('hex').slice(0, 24)}` };
 }
-/** One name per text, computed once (call sites that build their text per call ask again). */
-const preparedTexts = new Map<string, Statement<QueryResultRow>>();
 
 /**
  * Names re-prepared after a table's columns changed under them (a migration while this process

@@ -4,7 +4,7 @@
  */
 import { Pool } from 'pg';
 import type { Queryable } from '../db/pool';
-import { prepared, query } from '../db/query';
+import { prepared, query, type Statement } from '../db/query';
 import { ALERT_COALESCE_MS_DEFAULT } from '../config/schema';
 import type { OutboundMessage, OutboundState } from './message';
 import type { OutboundRow } from './send-message';
@@ -19,6 +19,18 @@ export interface UpsertedRow {
   /** Null for an answer to a query (it belongs to no chat). */
   targetChatId: string | null;
 }
+
+const UPSERT = prepared<UpsertedRow>(
+  `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
+       from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
+              disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
+              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[],
+              lane text)
+      cross join lateral relay.outbound_upsert(x.msg_id, x.bot_id, x.chat_id, $2, x.text, x.parse_mode, x.disable_notification,
+              x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id,
+              x.method, x.params, x.placeholders, x.lane) u
+      order by x.n`,
+);
 
 /**
  * relay.outbound_upsert for a batch, in input order (ids follow it, which is the per-chat FIFO order
@@ -51,22 +63,7 @@ export async function outboundUpsertMany(
     placeholders: m.placeholders,
     lane: m.lane,
   }));
-  const rows = await query(
-    db,
-    prepared<UpsertedRow>(
-      `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
-       from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
-              disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
-              source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[],
-              lane text)
-      cross join lateral relay.outbound_upsert(x.msg_id, x.bot_id, x.chat_id, $2, x.text, x.parse_mode, x.disable_notification,
-              x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id,
-              x.method, x.params, x.placeholders, x.lane) u
-      order by x.n`,
-    ),
-    [JSON.stringify(items), defaultChatId],
-  );
-  return rows;
+  return query(db, UPSERT, [JSON.stringify(items), defaultChatId]);
 }
 
 /** Stores the files of a new row (relay.outbound_uploads), in the enqueuing transaction. */
@@ -227,24 +224,24 @@ export async function outboundRateReservePaid(
 }
 
 type ReserveRow = { reserved: boolean | null; wait_ms: number | null };
-const RESERVE = 'relay.outbound_rate_reserve($1, $2, $3, $4, $5, $6)';
-const RESERVE_PAID = 'relay.outbound_rate_reserve_paid($1, $2, $3, $4)';
 /**
  * A reservation on the pool is its own transaction, and it commits without waiting for the WAL
  * flush: it is the only commit of the send path that no durable state hangs on. Its row lock is
- * what serializes a bot's sends, so each waited for the one before it to reach the disk (3.5 ms
- * per reservation beside a noisy bot here). A database crash can lose only reservations that no
- * later commit flushed, so the outcomes of their sends were lost too: those messages are sent (and
- * charged) again, or fail as ambiguous, as after any crash. In a caller's transaction, that
- * transaction's own setting holds.
+ * what serializes a bot's sends, so each waited for the one before it to reach the disk. A database
+ * crash can lose only reservations that no later commit flushed, so the outcomes of their sends
+ * were lost too: those messages are sent (and charged) again, or fail as ambiguous, as after any
+ * crash. In a caller's transaction, that transaction's own setting holds.
  */
-function reserveStatement(db: Queryable, call: string) {
-  return db instanceof Pool
-    ? prepared<ReserveRow>(
-        `select reserved, wait_ms, set_config('synchronous_commit', 'off', true) as async_commit from ${call}`,
-      )
-    : prepared<ReserveRow>(`select reserved, wait_ms from ${call}`);
-}
+const reserveStatements = (call: string) => ({
+  alone: prepared<ReserveRow>(
+    `select reserved, wait_ms, set_config('synchronous_commit', 'off', true) as async_commit from ${call}`,
+  ),
+  inTransaction: prepared<ReserveRow>(`select reserved, wait_ms from ${call}`),
+});
+const RESERVE = reserveStatements('relay.outbound_rate_reserve($1, $2, $3, $4, $5, $6)');
+const RESERVE_PAID = reserveStatements('relay.outbound_rate_reserve_paid($1, $2, $3, $4)');
+const reserveStatement = (db: Queryable, s: ReturnType<typeof reserveStatements>) =>
+  db instanceof Pool ? s.alone : s.inTransaction;
 
 export async function outboundRateChargeChat(
   db: Queryable,
@@ -403,27 +400,38 @@ export interface NextDueArgs {
 export async function outboundNextDueInMs(db: Queryable, a: NextDueArgs): Promise<number | null> {
   const bulk = a.rateLimited ? (a.bulk ?? null) : null;
   const paidOn = !!bulk?.paidMax;
+  const values: unknown[] = [a.botId, a.now, a.horizonMs];
+  if (bulk !== null) values.push(bulk.aheadMs, bulk.max, bulk.paidMax ?? 0);
+  const rows = await query(db, nextDueStatement(a.rateLimited, bulk !== null, paidOn), values);
+  const ms = rows[0]?.ms;
+  return ms === null || ms === undefined ? null : Math.ceil(Number(ms));
+}
+
+/** The next-due statement of each combination of limits (built and named once each). */
+const nextDueStatements = new Map<string, Statement<{ ms: number | null }>>();
+function nextDueStatement(rateLimited: boolean, bulkOn: boolean, paidOn: boolean) {
+  const key = `${rateLimited}/${bulkOn}/${paidOn}`;
+  let stmt = nextDueStatements.get(key);
+  if (!stmt) nextDueStatements.set(key, (stmt = prepared(nextDueSql(rateLimited, bulkOn, paidOn))));
+  return stmt;
+}
+
+function nextDueSql(rateLimited: boolean, bulkOn: boolean, paidOn: boolean): string {
   const paid = (x: string) => (paidOn ? carriesPaidBroadcastSql(x) : 'false');
   // $1 bot, $2 now, $3 horizon ms, $4 bulk ahead ms, $5 bulk max, $6 paid max
   const botFree = (lim: string) =>
-    a.rateLimited
+    rateLimited
       ? `coalesce((select b.tat - ${lim}::float8 * interval '1 millisecond' from bot b), '-infinity')`
       : `'-infinity'`;
-  const botPaid = a.rateLimited
+  const botPaid = rateLimited
     ? `coalesce((select b.paid_tat - $3::float8 * interval '1 millisecond' from bot b), '-infinity')`
     : `'-infinity'`;
-  const chatNext = a.rateLimited ? `coalesce(r.next_at, '-infinity')` : `'-infinity'`;
-  const bulkReady = bulk === null ? `'-infinity'` : `case when h.paid then ${botPaid} else ${botFree('$4')} end`;
-  const bulkRoom =
-    bulk === null
-      ? ''
-      : `and (case when h.paid then (select n from flying where paid) < $6::int else (select n from flying where not paid) < $5::int end)`;
-  const values: unknown[] = [a.botId, a.now, a.horizonMs];
-  if (bulk !== null) values.push(bulk.aheadMs, bulk.max, bulk.paidMax ?? 0);
-  const rows = await query(
-    db,
-    prepared<{ ms: number | null }>(
-      `with recursive heads as (
+  const chatNext = rateLimited ? `coalesce(r.next_at, '-infinity')` : `'-infinity'`;
+  const bulkReady = !bulkOn ? `'-infinity'` : `case when h.paid then ${botPaid} else ${botFree('$4')} end`;
+  const bulkRoom = !bulkOn
+    ? ''
+    : `and (case when h.paid then (select n from flying where paid) < $6::int else (select n from flying where not paid) < $5::int end)`;
+  return `with recursive heads as (
        (select o.target_chat_id, o.state, o.next_attempt_at from relay.outbound o
          where o.bot_id = $1 and o.state in ('pending', 'delivering') and o.lane = 'interactive'
          order by o.target_chat_id, o.id limit 1)
@@ -468,12 +476,7 @@ export async function outboundNextDueInMs(db: Queryable, a: NextDueArgs): Promis
      )
      select case when min(at) is null then null  -- greatest() ignores nulls: no head must not read as "due now"
                  else greatest(0, extract(epoch from (min(at) - ${NOW(2)})) * 1000)::float8 end as ms
-       from due`,
-    ),
-    values,
-  );
-  const ms = rows[0]?.ms;
-  return ms === null || ms === undefined ? null : Math.ceil(Number(ms));
+       from due`;
 }
 
 /** Stores Telegram's message ids of delivered rows: the first, and all of them in order (an album). */
