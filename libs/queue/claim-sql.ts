@@ -99,18 +99,41 @@ function params(first: number): { p: Param; values: unknown[] } {
 
 /** The generated statements of one table and variant (exported for the tests and benches that print them). */
 export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) {
-  const m = t.workType.model;
-  const claimed = `'${m.claimed}'`;
-  // a claimed row: in the claimed state, or (inbox) pending with a claim id
-  const unclaimedPending = m.claimMarksState ? `c.state = 'pending'` : `c.state = 'pending' and c.claim_id is null`;
-  const budget = t.budgetColumn ? `coalesce(t.${t.budgetColumn}, $4)` : '$4';
+  return { ...claimingStatements(t, v), ...settlingStatements(t, v), ...keepingStatements(t) };
+}
 
+/** The row state of a claimed row, as an SQL literal. */
+const claimedState = (t: ClaimTableDescription) => `'${t.workType.model.claimed}'`;
+
+/** A candidate row (alias `c`) nobody holds: pending and, where the claim keeps the state (inbox), without a claim id. */
+const unclaimedPending = (t: ClaimTableDescription) =>
+  t.workType.model.claimMarksState ? `c.state = 'pending'` : `c.state = 'pending' and c.claim_id is null`;
+
+/** The row's attempt budget (alias `t`): its own column where the table has one, else the kind's ($4). */
+const attemptBudget = (t: ClaimTableDescription) => (t.budgetColumn ? `coalesce(t.${t.budgetColumn}, $4)` : '$4');
+
+/**
+ * Settle, heartbeat and release lock their rows in id order first (a locking CTE: LockRows above
+ * the sort), so two of them over overlapping claims (a heartbeat tick while an outcome batch is
+ * written) can never take the same rows in opposite orders: that deadlocked ~70 times per full
+ * soak, each costing deadlock_timeout before PostgreSQL aborted one side. `input` (alias x) has at
+ * least (id, claim_id); `locked` carries those input rows whose claim still holds (the fence:
+ * checked on the row's newest version under the lock, which the statement keeps until its update).
+ */
+const lockInOrder = (t: ClaimTableDescription, input: string) =>
+  `with locked as (
+       select x.* from ${t.table} t join ${input} on t.id = x.id and t.claim_id = x.claim_id
+        where t.state = ${claimedState(t)} order by t.id for update of t)`;
+
+/** The claim (with the ledger activation of the claimed jobs) and the next-due query. */
+function claimingStatements(t: ClaimTableDescription, v: ClaimVariant) {
+  const m = t.workType.model;
   const claimParams = params(5);
   const fair = v.fairBy?.(claimParams.p);
   const claimWhere = and(fair ? undefined : v.scope?.(claimParams.p), v.where?.(claimParams.p));
   const candidates = (limit: string, extra: string) =>
     `select c.id from ${t.table} c
-        where ${unclaimedPending} and c.next_attempt_at <= ${now(3)}${extra}${claimWhere ? ` and ${claimWhere}` : ''}
+        where ${unclaimedPending(t)} and c.next_attempt_at <= ${now(3)}${extra}${claimWhere ? ` and ${claimWhere}` : ''}
         order by ${v.order ?? 'c.next_attempt_at, c.id'}
         limit ${limit}
         for update of c skip locked`;
@@ -125,7 +148,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
        ${picked}
      ), claimed as (
        update ${t.table} t
-          set ${m.claimMarksState ? `state = ${claimed}, ` : ''}attempts = t.attempts + 1, worker_id = $2, claim_id = gen_random_uuid(),
+          set ${m.claimMarksState ? `state = ${claimedState(t)}, ` : ''}attempts = t.attempts + 1, worker_id = $2, claim_id = gen_random_uuid(),
               started_at = ${now(3)}, heartbeat_at = ${now(3)}, updated_at = now()
          from picked
         where t.id = picked.id
@@ -149,28 +172,24 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
     `select case when min(c.next_attempt_at) is null then null
                 else greatest(0, extract(epoch from (min(c.next_attempt_at) - ${now(1)})) * 1000)::float8 end as ms
        from ${t.table} c
-      where ${unclaimedPending}${dueWhere ? ` and ${dueWhere}` : ''}`,
+      where ${unclaimedPending(t)}${dueWhere ? ` and ${dueWhere}` : ''}`,
   );
+  return { claim, claimValues: claimParams.values, nextDue, nextDueValues: dueParams.values };
+}
 
+const SETTLE_INPUT =
+  'x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean, ledger_output jsonb)';
+
+/** The update of a settle over `locked` (the outcomes whose claims held), returning the settled rows. */
+function settleUpdateSql(t: ClaimTableDescription, v: ClaimVariant): string {
+  const done = t.workType.model.done;
   const outcome = t.outcomeColumns
     ? `last_status = x.status,
             last_error = x.error,
             failed_reason = case when x.state = 'failed' then x.failed_reason end,`
     : `last_error = case when x.state = 'delivered' then t.last_error else x.error end,`;
-  // Settle, heartbeat and release lock their rows in id order first (a locking CTE: LockRows above
-  // the sort), so two of them over overlapping claims (a heartbeat tick while an outcome batch is
-  // written) can never take the same rows in opposite orders: that deadlocked ~70 times per full
-  // soak, each costing deadlock_timeout before PostgreSQL aborted one side. `input` (alias x) has at
-  // least (id, claim_id); `locked` carries those input rows whose claim still holds (the fence: checked
-  // on the row's newest version under the lock, which this statement keeps until its update).
-  const lockInOrder = (input: string) =>
-    `with locked as (
-       select x.* from ${t.table} t join ${input} on t.id = x.id and t.claim_id = x.claim_id
-        where t.state = ${claimed} order by t.id for update of t)`;
-  const settleInput =
-    'x(id bigint, claim_id uuid, state text, delay_ms float8, status integer, error text, failed_reason text, uncounted boolean, ledger_output jsonb)';
-  const settleUpdate = `update ${t.table} t
-        set state = ${m.done === 'delivered' ? 'x.state' : `case x.state when 'delivered' then '${m.done}' else x.state end`},
+  return `update ${t.table} t
+        set state = ${done === 'delivered' ? 'x.state' : `case x.state when 'delivered' then '${done}' else x.state end`},
             next_attempt_at = case when x.state = 'pending' then ${now(2)} + x.delay_ms * interval '1 millisecond' else t.next_attempt_at end,
             ${t.doneAtColumn} = case when x.state = 'delivered' then ${now(2)} else t.${t.doneAtColumn} end,
             ${outcome}
@@ -181,29 +200,42 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
      returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", x.state as state, t.next_attempt_at as "nextAttemptAt"${
        v.settledColumns ? `, ${v.settledColumns}` : ''
      }`;
+}
+
+/** The settle of a batch of outcomes, alone and with the ledger mirror and the audit rows. */
+function settlingStatements(t: ClaimTableDescription, v: ClaimVariant) {
   const settleParams = params(3);
   const settleStep = v.settledStep?.(settleParams.p);
   const settle = prepared<SettledTableRow>(
-    `${lockInOrder(`json_to_recordset($1::json) as ${settleInput}`)},
+    `${lockInOrder(t, `json_to_recordset($1::json) as ${SETTLE_INPUT}`)},
      settled as (
-     ${settleUpdate}
+     ${settleUpdateSql(t, v)}
      )${settleStep ? `, step as (${settleStep})` : ''}
      select * from settled`,
   );
-
-  // The same settle with the ledger mirror and the audit rows in the one statement (one round trip,
-  // atomic without a transaction of its own): $3 the queue, $4 the reschedule output, $5 the audit
-  // rows, each with the variants for a claim that held and one that was lost; a held retry's row
-  // gets its next attempt time (as JSON would write a Date, so the row reads as before).
   const mirroredParams = params(6);
-  const mirroredStep = v.settledStep?.(mirroredParams.p);
+  return {
+    settle,
+    settleValues: settleParams.values,
+    settleMirrored: settleMirroredStatement(t, v, v.settledStep?.(mirroredParams.p)),
+    settleMirroredValues: mirroredParams.values,
+  };
+}
+
+/**
+ * The settle with the ledger mirror and the audit rows in the one statement (one round trip, atomic
+ * without a transaction of its own): $3 the queue, $4 the reschedule output, $5 the audit rows, each
+ * with the variants for a claim that held and one that was lost; a held retry's row gets its next
+ * attempt time (as JSON would write a Date, so the row reads as before).
+ */
+function settleMirroredStatement(t: ClaimTableDescription, v: ClaimVariant, step: string | undefined) {
   const settledJobs = (state: string, cols: string) =>
     `(select ${cols} from settled s where s.state = '${state}' and s."jobId" is not null)`;
   const nextAttemptJson = `to_char(s."nextAttemptAt" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-  const settleMirrored = prepared<SettledTableRow & { ledger_output?: unknown }>(
-    `${lockInOrder(`json_to_recordset($1::json) as ${settleInput}`)},
+  return prepared<SettledTableRow & { ledger_output?: unknown }>(
+    `${lockInOrder(t, `json_to_recordset($1::json) as ${SETTLE_INPUT}`)},
      settled as (
-     ${settleUpdate}, x.ledger_output
+     ${settleUpdateSql(t, v)}, x.ledger_output
      ),
      completed as (${completeJobsSql('$3', settledJobs('delivered', 's."jobId"::uuid'))} returning 1),
      rescheduled as (${rescheduleJobsSql(
@@ -227,10 +259,15 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
          left join settled s on s."claimId" = a.claim_id
         order by a.n
        returning 1
-     )${mirroredStep ? `, step as (${mirroredStep})` : ''}
+     )${step ? `, step as (${step})` : ''}
      select * from settled`,
   );
+}
 
+/** What keeps claims honest: the heartbeat, the recovery of stale claims, the release at shutdown. */
+function keepingStatements(t: ClaimTableDescription) {
+  const m = t.workType.model;
+  const claimed = claimedState(t);
   // The heartbeat skips rows another session holds (an operator's open transaction): waiting on one
   // past DB_LOCK_TIMEOUT failed the whole statement, and with it every claim's renewal. A skipped row
   // whose claim still holds (read from the statement's snapshot, no lock) is reported as held but not
@@ -251,6 +288,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
        left join renewed r on r.claim_id = x.claim_id`,
   );
 
+  const budget = attemptBudget(t);
   const spent = `'attempt budget spent (' || t.attempts || ' attempts); the last one went stale`;
   const staleOutcome = t.outcomeColumns
     ? `failed_reason = case when t.attempts >= ${budget} then ${spent}' end,
@@ -280,7 +318,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
   );
 
   const release = statement<SettledRow>(
-    `${lockInOrder('unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)')}
+    `${lockInOrder(t, 'unnest($1::bigint[], $2::uuid[]) as x(id, claim_id)')}
      update ${t.table} t
         set ${m.claimMarksState ? `state = 'pending', ` : ''}attempts = greatest(t.attempts - 1, 0), next_attempt_at = ${now(3)},
             last_error = 'released unfinished at worker shutdown', claim_id = null, heartbeat_at = null, updated_at = now()
@@ -288,20 +326,7 @@ export function claimStatements(t: ClaimTableDescription, v: ClaimVariant = {}) 
       where t.id = x.id
      returning t.id::text as id, x.claim_id::text as "claimId", t.job_id::text as "jobId", t.state, t.next_attempt_at as "nextAttemptAt"`,
   );
-
-  return {
-    claim,
-    claimValues: claimParams.values,
-    nextDue,
-    nextDueValues: dueParams.values,
-    settle,
-    settleValues: settleParams.values,
-    settleMirrored,
-    settleMirroredValues: mirroredParams.values,
-    heartbeat,
-    recoverStale,
-    release,
-  };
+  return { heartbeat, recoverStale, release };
 }
 
 /** A settled item whose claim still held, with its settled row (and the variant's settled columns). */
