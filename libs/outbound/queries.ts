@@ -203,7 +203,7 @@ export async function outboundRateReserve(
     aheadMs?: number | null;
   },
 ): Promise<Reservation> {
-  const rows = await query(db, reserveStatement(db, RESERVE), [
+  const rows = await query(db, reserveOn(db, RESERVE), [
     a.botId,
     a.chatId,
     a.intervalMs,
@@ -219,7 +219,7 @@ export async function outboundRateReservePaid(
   db: Queryable,
   a: { botId: string; chatId: string; intervalMs: number; horizonMs: number },
 ): Promise<Reservation> {
-  const rows = await query(db, reserveStatement(db, RESERVE_PAID), [a.botId, a.chatId, a.intervalMs, a.horizonMs]);
+  const rows = await query(db, reserveOn(db, RESERVE_PAID), [a.botId, a.chatId, a.intervalMs, a.horizonMs]);
   return { reserved: rows[0].reserved === true, waitMs: Math.max(0, Number(rows[0].wait_ms)) };
 }
 
@@ -232,16 +232,20 @@ type ReserveRow = { reserved: boolean | null; wait_ms: number | null };
  * were lost too: those messages are sent (and charged) again, or fail as ambiguous, as after any
  * crash. In a caller's transaction, that transaction's own setting holds.
  */
-const reserveStatements = (call: string) => ({
-  alone: prepared<ReserveRow>(
+interface ReserveVariants {
+  alone: Statement<ReserveRow>;
+  inTransaction: Statement<ReserveRow>;
+}
+const reserveVariants = (call: string): ReserveVariants => ({
+  alone: prepared(
     `select reserved, wait_ms, set_config('synchronous_commit', 'off', true) as async_commit from ${call}`,
   ),
-  inTransaction: prepared<ReserveRow>(`select reserved, wait_ms from ${call}`),
+  inTransaction: prepared(`select reserved, wait_ms from ${call}`),
 });
-const RESERVE = reserveStatements('relay.outbound_rate_reserve($1, $2, $3, $4, $5, $6)');
-const RESERVE_PAID = reserveStatements('relay.outbound_rate_reserve_paid($1, $2, $3, $4)');
-const reserveStatement = (db: Queryable, s: ReturnType<typeof reserveStatements>) =>
-  db instanceof Pool ? s.alone : s.inTransaction;
+const RESERVE = reserveVariants('relay.outbound_rate_reserve($1, $2, $3, $4, $5, $6)');
+const RESERVE_PAID = reserveVariants('relay.outbound_rate_reserve_paid($1, $2, $3, $4)');
+/** The pool runs a statement as its own transaction; anything else is the caller's transaction. */
+const reserveOn = (db: Queryable, v: ReserveVariants) => (db instanceof Pool ? v.alone : v.inTransaction);
 
 export async function outboundRateChargeChat(
   db: Queryable,
