@@ -30,3 +30,25 @@ export async function killWorker(child: WorkerProcess | undefined): Promise<void
   child.kill('SIGKILL');
   await exited(child);
 }
+
+/**
+ * Waits until PostgreSQL has closed every backend whose application_name starts with `prefix`.
+ * A SIGKILLed client's last statement can still commit on the server after the process is gone,
+ * so a test that reads the dead worker's state waits for its backends first.
+ */
+export async function backendsClosed(
+  pool: { query: (text: string, values: unknown[]) => Promise<{ rows: Array<{ n: number }> }> },
+  prefix = 'tg-relay:worker',
+): Promise<void> {
+  await waitFor(
+    async () =>
+      (
+        await pool.query(
+          `select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and starts_with(application_name, $1)`,
+          [prefix],
+        )
+      ).rows[0].n === 0,
+    { what: `backends of ${prefix}* closed`, timeoutMs: 10_000, intervalMs: 20 },
+  );
+}

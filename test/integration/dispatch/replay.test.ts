@@ -7,7 +7,13 @@ import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
 import { exited } from '../../support/cli';
 import { createMigratedDatabase } from '../../support/db';
 import { waitFor } from '../../support/wait-for';
-import { killWorker, startWorkerProcess, workerStarted, type WorkerProcess } from '../../support/worker-process';
+import {
+  backendsClosed,
+  killWorker,
+  startWorkerProcess,
+  workerStarted,
+  type WorkerProcess,
+} from '../../support/worker-process';
 import { makeUpdate, storeUpdates, TOKEN } from './helpers';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
@@ -59,6 +65,7 @@ it('kill -9 of every worker mid-dispatch: a restart replays exactly the pending 
     w.kill('SIGKILL');
     expect(await exited(w)).toEqual({ code: null, signal: 'SIGKILL' });
   }
+  await backendsClosed(db.pool); // a claim sent just before the kill may still commit
   const killedAt: Date = (await db.pool.query('select clock_timestamp() as t')).rows[0].t;
   const before = (
     await db.pool.query(`select update_id::int as u, state, claim_id from relay.inbox order by update_id`)
