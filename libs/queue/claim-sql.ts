@@ -204,12 +204,15 @@ function settleUpdateSql(t: ClaimTableDescription, v: ClaimVariant): string {
 
 /** The settle of a batch of outcomes, alone and with the ledger mirror and the audit rows. */
 function settlingStatements(t: ClaimTableDescription, v: ClaimVariant) {
+  // both lock the outcomes' rows and update them alike; the mirrored one adds the ledger and audit
+  const locked = lockInOrder(t, `json_to_recordset($1::json) as ${SETTLE_INPUT}`);
+  const update = settleUpdateSql(t, v);
   const settleParams = params(3);
   const settleStep = v.settledStep?.(settleParams.p);
   const settle = prepared<SettledTableRow>(
-    `${lockInOrder(t, `json_to_recordset($1::json) as ${SETTLE_INPUT}`)},
+    `${locked},
      settled as (
-     ${settleUpdateSql(t, v)}
+     ${update}
      )${settleStep ? `, step as (${settleStep})` : ''}
      select * from settled`,
   );
@@ -217,7 +220,7 @@ function settlingStatements(t: ClaimTableDescription, v: ClaimVariant) {
   return {
     settle,
     settleValues: settleParams.values,
-    settleMirrored: settleMirroredStatement(t, v, v.settledStep?.(mirroredParams.p)),
+    settleMirrored: settleMirroredStatement({ locked, update, step: v.settledStep?.(mirroredParams.p) }),
     settleMirroredValues: mirroredParams.values,
   };
 }
@@ -228,14 +231,15 @@ function settlingStatements(t: ClaimTableDescription, v: ClaimVariant) {
  * with the variants for a claim that held and one that was lost; a held retry's row gets its next
  * attempt time (as JSON would write a Date, so the row reads as before).
  */
-function settleMirroredStatement(t: ClaimTableDescription, v: ClaimVariant, step: string | undefined) {
+function settleMirroredStatement(parts: { locked: string; update: string; step: string | undefined }) {
+  const { locked, update, step } = parts;
   const settledJobs = (state: string, cols: string) =>
     `(select ${cols} from settled s where s.state = '${state}' and s."jobId" is not null)`;
   const nextAttemptJson = `to_char(s."nextAttemptAt" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
   return prepared<SettledTableRow & { ledger_output?: unknown }>(
-    `${lockInOrder(t, `json_to_recordset($1::json) as ${SETTLE_INPUT}`)},
+    `${locked},
      settled as (
-     ${settleUpdateSql(t, v)}, x.ledger_output
+     ${update}, x.ledger_output
      ),
      completed as (${completeJobsSql('$3', settledJobs('delivered', 's."jobId"::uuid'))} returning 1),
      rescheduled as (${rescheduleJobsSql(

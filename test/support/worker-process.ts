@@ -1,5 +1,6 @@
 /** `tg-relay worker` as a real child process (the CLI from the sources, scripts/tg-relay-dev.js), for crash and stop tests. */
 import type { ChildProcess } from 'node:child_process';
+import type { Pool } from '../../libs/db';
 import { exited, startCli } from './cli';
 import { waitFor } from './wait-for';
 
@@ -36,10 +37,7 @@ export async function killWorker(child: WorkerProcess | undefined): Promise<void
  * A SIGKILLed client's last statement can still commit on the server after the process is gone,
  * so a test that reads the dead worker's state waits for its backends first.
  */
-export async function backendsClosed(
-  pool: { query: (text: string, values: unknown[]) => Promise<{ rows: Array<{ n: number }> }> },
-  prefix = 'tg-relay:worker',
-): Promise<void> {
+export async function backendsClosed(pool: Pool, prefix = 'tg-relay:worker'): Promise<void> {
   await waitFor(
     async () =>
       (
