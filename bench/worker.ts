@@ -27,7 +27,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import PgBoss from 'pg-boss';
-import { createBoss, Pool, QUEUES, withTransaction, bossDb } from '../libs/db';
+import { createBoss, Pool, QUEUES, bossDb } from '../libs/db';
 import { createCaptureStore } from '../libs/captures/deliver';
 import { createWorker, Outcome } from '../libs/queue';
 import { silentLogger } from '../libs/observability/logger';
@@ -35,6 +35,7 @@ import { createProcessRegistry, observeWorker } from '../libs/observability/metr
 import type { Registry } from 'prom-client';
 import { createCollector } from '../libs/sandbox';
 import { insertCaptures } from '../test/support/capture-fixtures';
+import { bulkCaptures } from './support/captures';
 import { benchDatabase } from './support/database';
 import { fmt, loadAverage, median, pct, startBenchWorker } from './support/worker-process';
 import { inJobSpan } from '../libs/queue/job-span';
@@ -56,34 +57,6 @@ const ROUNDS = QUICK ? 2 : 3;
 const log = (s: string) => process.stdout.write(`${s}\n`);
 
 // ---- fixtures ---------------------------------------------------------------------------------
-
-/** `n` ready captures with their pg-boss jobs, in one statement pair (generate_series). */
-async function bulkCaptures(pool: Pool, n: number, offset: number): Promise<void> {
-  const CHUNK = 100_000;
-  for (let done = 0; done < n; done += CHUNK) {
-    const size = Math.min(CHUNK, n - done);
-    const from = offset + done + 1;
-    await withTransaction(pool, async (c) => {
-      await c.query(
-        `with ids as (
-           select g, gen_random_uuid() as job_id from generate_series($1::bigint, $1::bigint + $2 - 1) g
-         ), caps as (
-           insert into relay.captures (capture_key, bot_id, update_id, chat_id, message_id, from_id, text, payload, payload_sha256, job_id)
-           select 'telegram:' || g || ':42:' || g, '1', g, 42, g, 7, 'bench ' || g,
-                  jsonb_build_object('key', 'telegram:' || g || ':42:' || g, 'update_id', g, 'chat', jsonb_build_object('id', 42, 'type', 'private'),
-                                     'from', jsonb_build_object('id', 7), 'text', 'bench ' || g, 'date', 1700000000,
-                                     'message', jsonb_build_object('message_id', g, 'date', 1700000000, 'text', 'bench ' || g)),
-                  md5(g::text), job_id
-             from ids
-           returning id, job_id
-         )
-         insert into tg_relay_boss.job (id, name, data, retry_limit, expire_in, keep_until, policy)
-         select job_id, $3, jsonb_build_object('id', id), 0, interval '23 hours', now() + interval '30 days', 'standard' from caps`,
-        [from, size, QUEUES.capture],
-      );
-    });
-  }
-}
 
 async function bulkBossJobs(pool: Pool, queue: string, n: number): Promise<void> {
   await pool.query(
