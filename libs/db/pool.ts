@@ -1,4 +1,5 @@
 import { Pool, PoolClient, PoolConfig } from 'pg';
+import { commit, transactionEnded } from './transaction-end';
 
 export type { Pool, PoolClient };
 
@@ -247,15 +248,18 @@ export function beginStatement(pool: Pool): string {
  */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   return withClient(pool, async (client, state) => {
+    let committed = false;
     try {
       await client.query(beginStatement(pool));
       const result = await fn(client);
-      await client.query('commit');
+      committed = await commit(client);
       return result;
     } catch (err) {
       if (isUnansweredQuery(err)) state.markBroken();
       if (!state.broken) await client.query('rollback').catch(() => state.markBroken());
       throw err;
+    } finally {
+      transactionEnded(client, committed);
     }
   });
 }

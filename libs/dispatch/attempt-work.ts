@@ -10,6 +10,7 @@
  */
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { beginStatement } from '../db/pool';
+import { commit, transactionEnded } from '../db/transaction-end';
 import type { AttemptTransaction } from '../queue/attempt-transaction';
 import { AttemptSessions } from './attempt-sessions';
 import { DispatchClosedError } from './errors';
@@ -121,14 +122,17 @@ export class AttemptWork {
   }
 }
 
-async function endTransaction(client: PoolClient, commit: boolean): Promise<void> {
+async function endTransaction(client: PoolClient, toCommit: boolean): Promise<void> {
   let broken = false;
+  let committed = false;
   try {
-    await client.query(commit ? 'commit' : 'rollback');
+    if (toCommit) committed = await commit(client);
+    else await client.query('rollback');
   } catch (err) {
     broken = true;
     throw err;
   } finally {
+    transactionEnded(client, committed);
     client.release(broken || undefined);
   }
 }

@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { JobLedger } from '../db/boss';
 import { withTransaction } from '../db/pool';
+import { onTransactionEnd } from '../db/transaction-end';
 import { errorCode } from '../errors';
 import { backoffMs, type Backoff } from '../lifecycle/backoff';
 import { Lifecycle } from '../lifecycle/lifecycle';
@@ -102,6 +103,13 @@ export interface KindWorker {
   stop(opts?: { timeoutMs?: number }): Promise<void>;
   /** Claim now (as a NOTIFY would). */
   wake(): void;
+  /**
+   * Claims the rows of `keys` the kind may claim now, up to the free slots, in the caller's open
+   * transaction on `db` (which has just written them), and runs them once it commits; a ROLLBACK
+   * gives their slots back. Rows it leaves (not a chat's head, rate-limited, no free slot) are left
+   * to the claim loop, woken after the commit. Does nothing for a store without `claimKeys`.
+   */
+  claimIn(db: PoolClient, keys: readonly string[]): Promise<void>;
   /** One stale sweep now; returns how many claims were recovered. */
   recoverStaleNow(): Promise<number>;
 }
@@ -263,6 +271,16 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   const claims = new HeldClaims<Row>(() => {
     if (loop.waitingForSlot) wake.notify();
   });
+  // slots given to claims in a caller's transaction that has not ended yet (claimIn)
+  let reserved = 0;
+  const slots = {
+    get size() {
+      return claims.size + reserved;
+    },
+    get running() {
+      return claims.running + reserved;
+    },
+  };
 
   const rescuer = deps.rescuer ?? createRescuer({ pool, boss, logger, clock, targets: [rescueTargetOf(kind)] });
   const keeper = createClaimKeeper(kind, {
@@ -320,7 +338,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     logger,
     workerId,
     clock,
-    claims,
+    claims: slots,
     wake,
     stats,
     run,
@@ -381,6 +399,35 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     },
     wake() {
       wake.notify();
+    },
+    async claimIn(db, keys) {
+      const claimKeys = kind.store.claimKeys?.bind(kind.store);
+      if (!claimKeys || keys.length === 0 || !loop.ready || !life.running || crashed) return;
+      const { concurrency } = config;
+      const free = Math.min(keys.length, concurrency - slots.running, 2 * concurrency - slots.size);
+      let jobs: ClaimedJob<Row>[] = [];
+      let durationMs = 0;
+      reserved += Math.max(free, 0);
+      onTransactionEnd(db, (committed) => {
+        reserved -= Math.max(free, 0);
+        if (!committed) return;
+        if (free > 0) events.emit('claimed', { queue: kind.queue, durationMs, count: jobs.length });
+        stats.claimed += jobs.length;
+        for (const job of jobs) run(job);
+        if (jobs.length < keys.length) wake.notify();
+      });
+      if (free <= 0) return;
+      const c0 = performance.now();
+      jobs = await claimKeys(db, {
+        limit: free,
+        keys,
+        workerId,
+        now: sqlNow(clock),
+        queue: kind.queue,
+        onJobsOutOfStep: (expected, moved) =>
+          logger.warn({ expected, moved }, 'some claimed rows had no ready ledger job (archived or out of step)'),
+      });
+      durationMs = performance.now() - c0;
     },
     recoverStaleNow: () => keeper.sweep(),
   };

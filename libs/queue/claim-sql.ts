@@ -125,12 +125,45 @@ const lockInOrder = (t: ClaimTableDescription, input: string) =>
        select x.* from ${t.table} t join ${input} on t.id = x.id and t.claim_id = x.claim_id
         where t.state = ${claimedState(t)} order by t.id for update of t)`;
 
-/** The claim (with the ledger activation of the claimed jobs) and the next-due query. */
+/**
+ * The claim (with the ledger activation of the claimed jobs) and the next-due query; without
+ * `fairBy`, also the claim of given rows (`claimKeys`): the same rules, over the rows whose business
+ * key is in `$5`, for a caller that has just written them in its own transaction.
+ */
 function claimingStatements(t: ClaimTableDescription, v: ClaimVariant) {
+  const { claim, values: claimValues } = claimSql(t, v, 'due');
+  const keyed = v.fairBy ? undefined : claimSql(t, v, 'keys');
+  const dueParams = params(2);
+  const dueWhere = and(v.scope?.(dueParams.p), v.where?.(dueParams.p));
+  const nextDue = prepared<{ ms: number | null }>(
+    `select case when min(c.next_attempt_at) is null then null
+                else greatest(0, extract(epoch from (min(c.next_attempt_at) - ${now(1)})) * 1000)::float8 end as ms
+       from ${t.table} c
+      where ${unclaimedPending(t)}${dueWhere ? ` and ${dueWhere}` : ''}`,
+  );
+  return {
+    claim,
+    claimValues,
+    claimKeys: keyed?.claim,
+    claimKeysValues: keyed?.values ?? [],
+    nextDue,
+    nextDueValues: dueParams.values,
+  };
+}
+
+/**
+ * One claim statement: `due` rows ($1 limit, $2 worker, $3 now, $4 queue, then the variant's), or
+ * with `keys` only the due rows whose key is in $5 (text[]), the variant's values after it.
+ */
+function claimSql(t: ClaimTableDescription, v: ClaimVariant, of: 'due' | 'keys') {
   const m = t.workType.model;
-  const claimParams = params(5);
-  const fair = v.fairBy?.(claimParams.p);
-  const claimWhere = and(fair ? undefined : v.scope?.(claimParams.p), v.where?.(claimParams.p));
+  const claimParams = params(of === 'keys' ? 6 : 5);
+  const fair = of === 'due' ? v.fairBy?.(claimParams.p) : undefined;
+  const claimWhere = and(
+    of === 'keys' ? `c.${t.key} = any($5::text[])` : undefined,
+    fair ? undefined : v.scope?.(claimParams.p),
+    v.where?.(claimParams.p),
+  );
   const candidates = (limit: string, extra: string) =>
     `select c.id from ${t.table} c
         where ${unclaimedPending(t)} and c.next_attempt_at <= ${now(3)}${extra}${claimWhere ? ` and ${claimWhere}` : ''}
@@ -165,16 +198,7 @@ function claimingStatements(t: ClaimTableDescription, v: ClaimVariant) {
      )
      select claimed.*${v.columns === '*' ? ', claimed.id::text as id' : ''}, (select count(*) from activated)::int as "activatedJobs" from claimed`,
   );
-
-  const dueParams = params(2);
-  const dueWhere = and(v.scope?.(dueParams.p), v.where?.(dueParams.p));
-  const nextDue = prepared<{ ms: number | null }>(
-    `select case when min(c.next_attempt_at) is null then null
-                else greatest(0, extract(epoch from (min(c.next_attempt_at) - ${now(1)})) * 1000)::float8 end as ms
-       from ${t.table} c
-      where ${unclaimedPending(t)}${dueWhere ? ` and ${dueWhere}` : ''}`,
-  );
-  return { claim, claimValues: claimParams.values, nextDue, nextDueValues: dueParams.values };
+  return { claim, values: claimParams.values };
 }
 
 const SETTLE_INPUT =
@@ -398,36 +422,48 @@ export function createClaimStore<Row, Effects = unknown>(
   const sql = claimStatements(t, opts);
   const toRow = opts.toRow;
   const hasBudget = t.budgetColumn !== null;
+  async function claimed(
+    db: Queryable,
+    claim: typeof sql.claim,
+    values: unknown[],
+    args: { onJobsOutOfStep?: (expected: number, moved: number) => void },
+  ): Promise<ClaimedJob<Row>[]> {
+    const rows = await query(db, claim, values);
+    const activated = rows.length ? (rows[0].activatedJobs ?? 0) : 0;
+    const withJob = rows.filter((r) => r.job_id).length;
+    if (activated !== withJob) args.onJobsOutOfStep?.(withJob, activated);
+    return rows.map((r): ClaimedJob<Row> => {
+      delete r.activatedJobs;
+      const row = rowOf(r);
+      return {
+        id: r.id,
+        key: r.claimKey,
+        botId: r.claimBot,
+        jobId: r.job_id ?? null,
+        claimId: r.claim_id,
+        attempt: Number(r.attempts),
+        maxAttempts: hasBudget ? (r.max_attempts ?? null) : null,
+        row: toRow ? toRow(row) : (row as Row),
+      };
+    });
+  }
   const store: ClaimStore<Row, Effects> = {
     subject: t.workType.subject,
     activatesJobs: true,
     mirrorsInSettle: true,
-    async claim(db, args) {
-      const rows = await query(db, sql.claim, [
-        args.limit,
-        args.workerId,
-        args.now,
-        args.queue,
-        ...valuesNow(sql.claimValues),
-      ]);
-      const activated = rows.length ? (rows[0].activatedJobs ?? 0) : 0;
-      const withJob = rows.filter((r) => r.job_id).length;
-      if (activated !== withJob) args.onJobsOutOfStep?.(withJob, activated);
-      return rows.map((r): ClaimedJob<Row> => {
-        delete r.activatedJobs;
-        const row = rowOf(r);
-        return {
-          id: r.id,
-          key: r.claimKey,
-          botId: r.claimBot,
-          jobId: r.job_id ?? null,
-          claimId: r.claim_id,
-          attempt: Number(r.attempts),
-          maxAttempts: hasBudget ? (r.max_attempts ?? null) : null,
-          row: toRow ? toRow(row) : (row as Row),
-        };
-      });
-    },
+    claim: (db, args) =>
+      claimed(db, sql.claim, [args.limit, args.workerId, args.now, args.queue, ...valuesNow(sql.claimValues)], args),
+    ...(sql.claimKeys
+      ? {
+          claimKeys: (db: Queryable, args: Parameters<NonNullable<ClaimStore<Row, Effects>['claimKeys']>>[1]) =>
+            claimed(
+              db,
+              sql.claimKeys!,
+              [args.limit, args.workerId, args.now, args.queue, args.keys, ...valuesNow(sql.claimKeysValues)],
+              args,
+            ),
+        }
+      : {}),
     nextDueInMs:
       opts.nextDueInMs ??
       (async (db, at) => {

@@ -125,6 +125,15 @@ export interface ClaimStore<Row = Record<string, unknown>, Effects = unknown> {
       onJobsOutOfStep?: (expected: number, moved: number) => void;
     },
   ): Promise<ClaimedJob<Row>[]>;
+  /**
+   * The claim of given rows only (by business key; a store without `fairBy`): the same rules and
+   * ledger activation, in the caller's transaction, for rows that caller has just written (a
+   * handled update's replies, see KindWorker.claimIn).
+   */
+  claimKeys?(
+    db: Queryable,
+    args: Parameters<ClaimStore<Row, Effects>['claim']>[1] & { keys: readonly string[] },
+  ): Promise<ClaimedJob<Row>[]>;
   /** Milliseconds until the earliest pending row is due (0 if due now), or null if none is pending. */
   nextDueInMs(db: Queryable, now: Date | null): Promise<number | null>;
   /**
