@@ -31,7 +31,12 @@ export interface DispatchKindOptions {
    * for a runner already started.
    */
   whenReady?: Promise<void>;
+  /** Hands a handled batch's replies to this process's outbound worker (see createInboxClaimStore). */
+  sendReplies?: SendReplies;
 }
+
+/** Claims the replies of `msgIds` in the outcome transaction on `db`, to send them after its commit. */
+export type SendReplies = (db: PoolClient, msgIds: readonly string[]) => Promise<void>;
 
 /** A handled outcome's `effects`: writes that must commit with the handled mark (outbound replies, sessions). */
 export type CommitEffect = Handled['parts'];
@@ -47,6 +52,12 @@ export function createInboxClaimStore(opts: {
   botId?: string;
   /** Or (a fleet worker) the rule of the bots served and how they share a claim. */
   fleet?: Pick<ClaimVariant, 'scope' | 'fairBy'>;
+  /**
+   * Claims the batch's replies for the outbound worker of this process in the outcome transaction,
+   * so that it sends them as soon as the transaction commits, instead of after a wake and a claim
+   * of its own (a commit and a round trip more on a reply's way).
+   */
+  sendReplies?: SendReplies;
 }): ClaimStore<InboxClaimedRow, CommitEffect> {
   const { ordered, fleet } = opts;
   // a fleet's rows are each their own bot's: the per-chat rule compares a row with its own bot's rows
@@ -63,9 +74,10 @@ export function createInboxClaimStore(opts: {
     async effects(db, landed) {
       // Only for claims that still hold (the engine passes no fenced one): their replies are dropped with them.
       const sessions: AttemptSessions[] = [];
+      const replies: string[] = [];
       for (const { settlement, row } of landed) {
         if (row.state !== 'delivered' || !settlement.effects) continue;
-        await settlement.effects.replies(db as PoolClient);
+        replies.push(...(await settlement.effects.replies(db as PoolClient)));
         if (settlement.effects.sessions) sessions.push(settlement.effects.sessions);
       }
       // the batch's sessions in one statement (a conflict rolls the batch back; see commitSessions)
@@ -81,6 +93,8 @@ export function createInboxClaimStore(opts: {
         if (landed.some((l) => l.row.state !== 'pending' && l.row.hasFollowers === true))
           await notifyWork(db, QUEUES.dispatch);
       }
+      // last: the claimed rows are locked until the commit, which follows at once
+      if (replies.length > 0) await opts.sendReplies?.(db as PoolClient, replies);
     },
   });
 }
@@ -88,7 +102,7 @@ export function createInboxClaimStore(opts: {
 export function createDispatchKind(opts: DispatchKindOptions): JobKind<InboxClaimedRow, CommitEffect> {
   const { runner } = opts;
   const ordered = (opts.ordering ?? 'chat') === 'chat';
-  const inbox = createInboxClaimStore({ botId: runner.botId, ordered });
+  const inbox = createInboxClaimStore({ botId: runner.botId, ordered, sendReplies: opts.sendReplies });
   // Nothing is claimed before the bot knows who it is (getMe at start may wait for the Bot API): the
   // claim loop waits for whenReady; the other job kinds of the process run meanwhile.
   if (!opts.whenReady && runner.botInfo() === undefined)

@@ -62,7 +62,7 @@ export interface Handled {
    * (per attempt) and the sessions the attempt wrote, applied for the whole batch in one statement
    * (commitSessions). `commit` is both, for one attempt alone.
    */
-  parts: { replies: (client: PoolClient) => Promise<void>; sessions?: AttemptSessions };
+  parts: { replies: (client: PoolClient) => Promise<readonly string[]>; sessions?: AttemptSessions };
   /** The handler's own transaction (`dispatch.transaction(ctx)`), for the outcome to commit on. */
   transaction?: AttemptTransaction;
 }

@@ -43,8 +43,8 @@ export interface DispatchSubject {
 export interface ReplySession {
   /** One Bot API call made by the handler. */
   call(method: string, payload: Record<string, unknown>, signal: AbortSignal, direct: DirectCall): Promise<unknown>;
-  /** Runs inside the transaction that marks the update handled. */
-  commit(client: PoolClient): Promise<void>;
+  /** Runs inside the transaction that marks the update handled; the msg_ids of the replies it wrote. */
+  commit(client: PoolClient): Promise<readonly string[]>;
 }
 
 export interface ReplySink {
@@ -74,7 +74,7 @@ export function createDirectReplySink(): ReplySink {
           }
           return direct(method, payload, { signal });
         },
-        commit: () => Promise.resolve(),
+        commit: () => Promise.resolve([]),
       };
     },
   };
@@ -205,6 +205,7 @@ export function createOutboundReplySink(opts: OutboundReplySinkOptions): ReplySi
         commit: async (client) => {
           await previous; // a call the handler did not await is part of the attempt too
           if (captured.length) await opts.write(client, captured);
+          return captured.map((r) => r.msgId);
         },
       };
     },

@@ -9,7 +9,7 @@ import type { JobLedger } from '../db/boss';
 import { botIdFromToken, ConfigError, type Config } from '../config';
 import type { Logger } from '../observability/logger';
 import { createOutboundReplyWriter } from '../outbound/replies';
-import { createDispatchKind, type CommitEffect } from './dispatch-kind';
+import { createDispatchKind, type CommitEffect, type SendReplies } from './dispatch-kind';
 import { loadBotHandlers } from './handlers-module';
 import { createReplySink } from './reply-sink';
 import { createUpdateRunner, type UpdateRunner } from './update-runner';
@@ -30,7 +30,7 @@ export async function createDispatchKindFromConfig(
     | 'OUTBOUND_MAX_UPLOAD'
   >,
   /** `pool`: the worker's, for sessions and handlers' own transactions. */
-  deps: { boss: JobLedger; logger: Logger; cwd?: string; pool?: Pool },
+  deps: { boss: JobLedger; logger: Logger; cwd?: string; pool?: Pool; sendReplies?: SendReplies },
 ): Promise<JobKind<InboxClaimedRow, CommitEffect> & { runner: UpdateRunner }> {
   if (!config.BOT_HANDLERS)
     throw new ConfigError('BOT_HANDLERS is not set', [
@@ -90,6 +90,7 @@ export async function createDispatchKindFromConfig(
     handlerTimeoutMs: config.HANDLER_TIMEOUT,
     ordering: config.DISPATCH_ORDERING,
     whenReady,
+    sendReplies: deps.sendReplies,
   });
   return { ...kind, runner, close: () => stop.abort() };
 }

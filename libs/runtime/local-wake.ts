@@ -1,12 +1,14 @@
 /**
- * In-process wake-ups along a reply's path, for components that share a process. Each commit on the
- * path already sends a NOTIFY (other processes and replicas still rely on it); a loop of the same
- * process is woken here directly, without waiting for the notification to travel to PostgreSQL and
- * back over the LISTEN connection. A wake only makes a claim loop claim now: the rows still go
- * through the same claim statement, so order, rate limits and fencing are those of the claim.
+ * In-process shortcuts along a reply's path, for components that share a process. Each commit on
+ * the path already sends a NOTIFY (other processes and replicas still rely on it); a loop of the
+ * same process is woken here directly, without waiting for the notification to travel to
+ * PostgreSQL and back over the LISTEN connection. A wake only makes a claim loop claim now, and the
+ * reply handoff claims with the outbound claim's own rules (restricted to the replies' rows), so
+ * order, rate limits and fencing are those of the claim.
  */
+import type { PoolClient } from 'pg';
 import { QUEUES } from '../db/boss';
-import type { Worker } from '../queue';
+import type { KindWorker, Worker } from '../queue';
 
 /** Wakes the claim loop of `queue` in `worker`, if it runs one. */
 export function wakeQueue(worker: Pick<Worker, 'kinds'>, queue: string): void {
@@ -22,4 +24,25 @@ export function wakeOutboundOnDispatch(worker: Pick<Worker, 'kinds' | 'events'>)
   return worker.events.on('settled', (e) => {
     if (e.queue === QUEUES.dispatch && e.state === 'delivered') wakeQueue(worker, QUEUES.outbound);
   });
+}
+
+/**
+ * A handled update's replies, claimed for the outbound worker of the same process in the outcome
+ * transaction that writes them and sent as soon as it commits (KindWorker.claimIn): no commit of a
+ * claim of their own and no wake on their way. Made before the worker (dispatch needs it), attached
+ * to the outbound loop after; until then, and without one, replies wait for the outbound claim.
+ */
+export function replyHandoff(): {
+  send: (db: PoolClient, msgIds: readonly string[]) => Promise<void>;
+  /** Attaches the outbound loop of `worker`; false if it runs none. */
+  attach(worker: Pick<Worker, 'kinds'>): boolean;
+} {
+  let outbound: KindWorker | undefined;
+  return {
+    send: async (db, msgIds) => outbound?.claimIn(db, msgIds),
+    attach(worker) {
+      outbound = worker.kinds.find((k) => k.queue === QUEUES.outbound);
+      return outbound !== undefined;
+    },
+  };
 }

@@ -18,7 +18,7 @@ import { createAlertFlusher } from '../outbound/alert-flush';
 import { createDispatchKindFromConfig } from '../dispatch/worker-kind';
 import { createPeriodicPrune } from '../retention/periodic';
 import { createBroadcastFeederFromConfig, createFleetBroadcastFeeder } from '../broadcasts/feeder';
-import { wakeOutboundOnDispatch, wakeQueue } from './local-wake';
+import { replyHandoff, wakeOutboundOnDispatch, wakeQueue } from './local-wake';
 import { parseTokenKey, watchBots, type BotWatch } from '../bots';
 import { createFleetDispatchKind } from '../dispatch/fleet-kind';
 import { createFleetCaptureKind } from '../captures/fleet-kind';
@@ -84,10 +84,11 @@ export async function startWorkerRuntime(opts: {
           logger,
         })
       : undefined;
+    const replies = watch ? undefined : replyHandoff();
     if (watch) {
       closers.push(() => watch.stop());
       addFleetJobKinds(kinds, config, { pool, boss, logger, watch, metrics: opts.metrics });
-    } else await addJobKindsFromConfig(kinds, config, { pool, boss, logger, metrics: opts.metrics });
+    } else await addJobKindsFromConfig(kinds, config, { pool, boss, logger, metrics: opts.metrics, replies });
 
     let resolveDied!: (why: string) => void;
     const died = new Promise<string>((r) => (resolveDied = r));
@@ -110,7 +111,9 @@ export async function startWorkerRuntime(opts: {
       },
     });
     if (opts.metrics) observeWorker(opts.metrics, worker);
-    wakeOutboundOnDispatch(worker);
+    // a single bot's replies go straight to its outbound loop; a fleet's outbound claim is shared
+    // between the bots (each under its own cap), so their replies wait for it, woken at once
+    if (!replies?.attach(worker)) wakeOutboundOnDispatch(worker);
     // a fleet's claim leaves out bots at WORKER_BOT_CONCURRENCY: an outcome may free one's slot, so
     // claim again now instead of at the next poll (a lone busy bot would otherwise wait for it)
     if (fleet) worker.events.on('settled', (e) => wakeQueue(worker, e.queue));
@@ -189,7 +192,13 @@ export async function startWorkerRuntime(opts: {
 async function addJobKindsFromConfig(
   kinds: AnyJobKind[],
   config: Config,
-  deps: { pool: Pool; boss: ReturnType<typeof createBoss>; logger: Logger; metrics?: Registry },
+  deps: {
+    pool: Pool;
+    boss: ReturnType<typeof createBoss>;
+    logger: Logger;
+    metrics?: Registry;
+    replies?: ReturnType<typeof replyHandoff>;
+  },
 ): Promise<void> {
   const { pool, boss, logger } = deps;
   if (config.CAPTURE_URL) {
@@ -221,7 +230,7 @@ async function addJobKindsFromConfig(
     );
   }
   if (config.BOT_HANDLERS) {
-    kinds.push(await createDispatchKindFromConfig(config, { boss, logger, pool }));
+    kinds.push(await createDispatchKindFromConfig(config, { boss, logger, pool, sendReplies: deps.replies?.send }));
   } else {
     logger.warn(
       'BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs',

@@ -1,0 +1,69 @@
+/**
+ * A single-bot worker claims a handled update's replies for its own outbound loop inside the
+ * outcome transaction that writes them, and sends them once it commits: the reply row's
+ * started_at is that transaction's now(), the inbox row's handled_at. A second reply of the same
+ * chat waits for the first (it is not the chat's head) and is sent after it.
+ */
+import { createBoss, type BossLedger } from '../../../libs/db/boss';
+import { loadConfig } from '../../../libs/config';
+import { startWorkerRuntime, type WorkerRuntime } from '../../../libs/runtime/worker';
+import type { BotApiSandbox } from '../../../libs/sandbox';
+import { createMigratedDatabase } from '../../support/db';
+import { newBotToken, startSandbox } from '../../support/ingress-harness';
+import { waitFor } from '../../support/wait-for';
+import { testLogger } from '../../support/worker-harness';
+import { storeUpdates } from './helpers';
+
+jest.setTimeout(60_000);
+
+let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
+let sandbox: BotApiSandbox;
+let boss: BossLedger;
+let worker: WorkerRuntime | undefined;
+const { token, botId } = newBotToken();
+
+beforeAll(async () => {
+  db = await createMigratedDatabase('handoff');
+  sandbox = await startSandbox();
+  boss = createBoss(db.url, { max: 1 });
+  const config = loadConfig({
+    DATABASE_URL: db.url,
+    TELEGRAM_BOT_TOKEN: token,
+    TELEGRAM_API_ROOT: sandbox.url,
+    BOT_HANDLERS: 'examples/echo-bot.ts',
+    REPLY_MODE: 'outbound',
+    LOG_LEVEL: 'silent',
+  });
+  worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger: testLogger() });
+});
+afterAll(async () => {
+  await worker?.stop(2_000);
+  await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+  await sandbox.stop();
+  await db.drop();
+});
+
+const replyOf = (updateId: number) =>
+  db.pool
+    .query<{ state: string; started_at: Date; handled_at: Date }>(
+      `select o.state, o.started_at, i.handled_at from relay.outbound o
+         join relay.inbox i on i.bot_id = o.bot_id and i.update_id = o.source_update_id
+        where o.bot_id = $1 and o.source_update_id = $2`,
+      [botId, updateId],
+    )
+    .then((r) => r.rows);
+
+it("sends an update's reply claimed in its outcome transaction, and a chat's second reply after the first", async () => {
+  const first = sandbox.injectMessage(token, { chatId: 8801, text: 'one' });
+  await storeUpdates(db.pool, boss, [first], botId);
+  await waitFor(async () => (await replyOf(first.update_id))[0]?.state === 'delivered', { what: 'the first echo' });
+  const [a] = await replyOf(first.update_id);
+  expect(a.started_at.getTime()).toBe(a.handled_at.getTime());
+
+  // two updates of one chat in one batch: the second's reply is not the chat's head at the claim
+  const second = sandbox.injectMessage(token, { chatId: 8802, text: 'two' });
+  const third = sandbox.injectMessage(token, { chatId: 8802, text: 'three' });
+  await storeUpdates(db.pool, boss, [second, third], botId);
+  await waitFor(async () => (await replyOf(third.update_id))[0]?.state === 'delivered', { what: 'the third echo' });
+  expect(sandbox.sent(token).map((m) => m.text)).toEqual(['one', 'two', 'three']);
+});
