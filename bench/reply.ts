@@ -184,11 +184,18 @@ interface Hop {
 /**
  * Where each reply's time went, from the timestamps the rows already carry: relay.inbox received_at
  * (the poller's transaction start) and started_at (the dispatch claim), the inbox attempt's
- * started/finished (the handler, taken by the executor), relay.outbound created_at (the settle
- * transaction's start) and started_at (the outbound claim), the outbound attempt's start; and the
- * sandbox's own: message accepted, getUpdates answered, sendMessage processed.
+ * started/finished (the handler, taken by the executor), relay.outbound created_at (the outcome
+ * transaction's start) and started_at (the outbound claim: the same instant when the reply was
+ * claimed in that transaction), the outbound attempt's start; and the sandbox's own: message
+ * accepted, getUpdates answered, sendMessage processed. Also how many replies were claimed in
+ * their outcome transaction.
  */
-async function breakdown(pool: Pool, watch: Watch, token: string, run: Run): Promise<Hop[]> {
+async function breakdown(
+  pool: Pool,
+  watch: Watch,
+  token: string,
+  run: Run,
+): Promise<{ hops: Hop[]; handedOff: number }> {
   const bot = token.split(':')[0];
   const { rows } = await pool.query(
     `select i.chat_id::bigint as chat,
@@ -214,9 +221,8 @@ async function breakdown(pool: Pool, watch: Watch, token: string, run: Run): Pro
     'ingress commit + dispatch wake + claim',
     'claim → handler start',
     'handler (echo, relayed reply recorded)',
-    'settle (handler end → settle transaction begun)',
-    'settle commit + outbound wake + claim',
-    'claim → send start',
+    'settle (handler end → outcome transaction begun)',
+    'outcome transaction + commit → send start',
     'send (→ sendMessage processed at the Bot API)',
   ].map((name) => ({ name, ms: [] }));
   for (const r of rows) {
@@ -230,13 +236,13 @@ async function breakdown(pool: Pool, watch: Watch, token: string, run: Run): Pro
       Number(r.handler_start),
       Number(r.handler_end),
       Number(r.settle_start),
-      Number(r.outbound_claimed),
       Number(r.send_start),
       replies.get(Number(r.chat))!,
     ];
     for (let k = 0; k < hops.length; k++) hops[k].ms.push(points[k + 1] - points[k]);
   }
-  return hops;
+  const handedOff = rows.filter((r) => Number(r.outbound_claimed) === Number(r.settle_start)).length;
+  return { hops, handedOff };
 }
 
 /**
@@ -270,12 +276,7 @@ async function unitCosts(pool: Pool): Promise<{ roundTripMs: number; commitMs: n
  * The durable commits a relayed reply waits for before its sendMessage leaves (docs/dispatch.md);
  * the rate-limit reservation commits too, without waiting for the flush.
  */
-const COMMITS_BEFORE_SEND = [
-  'ingress batch',
-  'dispatch claim',
-  'outcome (handled mark + reply rows)',
-  'outbound claim',
-];
+const COMMITS_BEFORE_SEND = ['ingress batch', 'dispatch claim', 'outcome (handled mark, reply rows and their claim)'];
 
 const verdict = (ok: boolean) => (ok ? 'met' : 'NOT MET');
 const line = (name: string, xs: number[]) =>
@@ -304,8 +305,9 @@ async function main(): Promise<void> {
           `p90 ${fmt(ratio(90), 1)}× (target ≤ ${RATIO_TARGET}×: ${verdict(ratio(90) <= RATIO_TARGET)}), ` +
           `p99 ${fmt(pct(r.latencies, 99), 1)} ms (target ≤ ${P99_TARGET_MS} ms: ${verdict(pct(r.latencies, 99) <= P99_TARGET_MS)})`,
       );
-      log(`  where a reply's time goes (${name}, median / p90 of ${r.breakdown[0].ms.length} replies):`);
-      for (const h of r.breakdown)
+      const { hops, handedOff } = r.breakdown;
+      log(`  where a reply's time goes (${name}, median / p90 of ${hops[0].ms.length} replies):`);
+      for (const h of hops)
         log(`    ${h.name.padEnd(50)} ${fmt(median(h.ms), 1).padStart(6)} ms ${fmt(pct(h.ms, 90), 1).padStart(6)} ms`);
       const { roundTripMs, commitMs } = r.units;
       log(
@@ -313,6 +315,7 @@ async function main(): Promise<void> {
           `${fmt(commitMs, 2)} ms per commit on this server (round trip ${fmt(roundTripMs, 2)} ms) = ` +
           `${fmt(COMMITS_BEFORE_SEND.length * commitMs, 1)} ms, against a p50 target of ${fmt(RATIO_TARGET * pct(telegraf.latencies, 50), 1)} ms`,
       );
+      log(`  replies claimed in their outcome transaction: ${handedOff} of ${hops[0].ms.length}`);
     }
     log(`\n${summary.join('\n')}\nload average: ${loadStart} at the start, ${loadAverage()} at the end`);
   } finally {
