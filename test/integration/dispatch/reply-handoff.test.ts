@@ -2,7 +2,8 @@
  * A single-bot worker claims a handled update's replies for its own outbound loop inside the
  * outcome transaction that writes them, and sends them once it commits: the reply row's
  * started_at is that transaction's now(), the inbox row's handled_at. A second reply of the same
- * chat waits for the first (it is not the chat's head) and is sent after it.
+ * chat waits for the first (it is not the chat's head) and is sent after it. The same holds when
+ * the outcome commits on the handler's own transaction (dispatch.transaction(ctx)).
  */
 import { createBoss, type BossLedger } from '../../../libs/db/boss';
 import { loadConfig } from '../../../libs/config';
@@ -19,37 +20,41 @@ jest.setTimeout(60_000);
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let sandbox: BotApiSandbox;
 let boss: BossLedger;
-let worker: WorkerRuntime | undefined;
+const workers: WorkerRuntime[] = [];
 const { token, botId } = newBotToken();
+
+async function startWorker(botToken: string, handlers: string): Promise<void> {
+  const config = loadConfig({
+    DATABASE_URL: db.url,
+    TELEGRAM_BOT_TOKEN: botToken,
+    TELEGRAM_API_ROOT: sandbox.url,
+    BOT_HANDLERS: handlers,
+    REPLY_MODE: 'outbound',
+    LOG_LEVEL: 'silent',
+  });
+  workers.push(await startWorkerRuntime({ config, databaseUrl: db.url, logger: testLogger() }));
+}
 
 beforeAll(async () => {
   db = await createMigratedDatabase('handoff');
   sandbox = await startSandbox();
   boss = createBoss(db.url, { max: 1 });
-  const config = loadConfig({
-    DATABASE_URL: db.url,
-    TELEGRAM_BOT_TOKEN: token,
-    TELEGRAM_API_ROOT: sandbox.url,
-    BOT_HANDLERS: 'examples/echo-bot.ts',
-    REPLY_MODE: 'outbound',
-    LOG_LEVEL: 'silent',
-  });
-  worker = await startWorkerRuntime({ config, databaseUrl: db.url, logger: testLogger() });
+  await startWorker(token, 'examples/echo-bot.ts');
 });
 afterAll(async () => {
-  await worker?.stop(2_000);
+  for (const w of workers) await w.stop(2_000);
   await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
   await sandbox.stop();
   await db.drop();
 });
 
-const replyOf = (updateId: number) =>
+const replyOf = (updateId: number, bot = botId) =>
   db.pool
     .query<{ state: string; started_at: Date; handled_at: Date }>(
       `select o.state, o.started_at, i.handled_at from relay.outbound o
          join relay.inbox i on i.bot_id = o.bot_id and i.update_id = o.source_update_id
         where o.bot_id = $1 and o.source_update_id = $2`,
-      [botId, updateId],
+      [bot, updateId],
     )
     .then((r) => r.rows);
 
@@ -66,4 +71,21 @@ it("sends an update's reply claimed in its outcome transaction, and a chat's sec
   await storeUpdates(db.pool, boss, [second, third], botId);
   await waitFor(async () => (await replyOf(third.update_id))[0]?.state === 'delivered', { what: 'the third echo' });
   expect(sandbox.sent(token).map((m) => m.text)).toEqual(['one', 'two', 'three']);
+});
+
+it("hands off a reply whose outcome commits on the handler's own transaction", async () => {
+  const own = newBotToken();
+  process.env.TX_BOT_DB_URL = db.url;
+  await db.pool.query('create table handler_rows (update_id bigint primary key, pid int)');
+  await startWorker(own.token, 'test/fixtures/transaction-bot.ts');
+  const update = sandbox.injectMessage(own.token, { chatId: 8803, text: 'mine' });
+  await storeUpdates(db.pool, boss, [update], own.botId);
+  await waitFor(async () => (await replyOf(update.update_id, own.botId))[0]?.state === 'delivered', {
+    what: 'the reply',
+  });
+  const [r] = await replyOf(update.update_id, own.botId);
+  expect(r.started_at.getTime()).toBe(r.handled_at.getTime());
+  expect(sandbox.sent(own.token).map((m) => m.text)).toEqual([`row ${update.update_id}`]);
+  const rows = await db.pool.query('select update_id from handler_rows');
+  expect(rows.rows).toEqual([{ update_id: String(update.update_id) }]);
 });
