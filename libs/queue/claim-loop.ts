@@ -2,12 +2,12 @@ import { performance } from 'node:perf_hooks';
 import type { Pool, PoolClient } from 'pg';
 import type { JobLedger } from '../db/boss';
 import { withTransaction } from '../db/pool';
-import { onTransactionEnd } from '../db/transaction-end';
 import { errorCode } from '../errors';
 import { backoffMs, type Backoff } from '../lifecycle/backoff';
 import { Lifecycle } from '../lifecycle/lifecycle';
 import type { Logger } from '../observability/logger';
 import { createAttemptExecutor } from './attempt-executor';
+import { createClaimIn, jobsOutOfStep } from './claim-in';
 import type { BackoffPolicy } from './backoff';
 import { bossJobsActivate } from './boss-jobs';
 import { createClaimKeeper } from './claim-keeper';
@@ -154,11 +154,9 @@ class ClaimLoop<Row, Effects> {
     this.ready = !kind.whenReady;
   }
 
-  private readonly onJobsOutOfStep = (expected: number, moved: number) =>
-    this.deps.logger.warn({ expected, moved }, 'some claimed rows had no ready ledger job (archived or out of step)');
-
   private async claimBatch(limit: number): Promise<ClaimedJob<Row>[]> {
-    const { kind, deps, onJobsOutOfStep } = this;
+    const { kind, deps } = this;
+    const onJobsOutOfStep = jobsOutOfStep(deps.logger);
     const args = { limit, workerId: deps.workerId, now: sqlNow(deps.clock), queue: kind.queue, onJobsOutOfStep };
     // one statement: rows → delivering and their ledger jobs → active, atomically
     if (kind.store.activatesJobs) return kind.store.claim(deps.pool, args);
@@ -271,17 +269,6 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
   const claims = new HeldClaims<Row>(() => {
     if (loop.waitingForSlot) wake.notify();
   });
-  // slots given to claims in a caller's transaction that has not ended yet (claimIn)
-  let reserved = 0;
-  const slots = {
-    get size() {
-      return claims.size + reserved;
-    },
-    get running() {
-      return claims.running + reserved;
-    },
-  };
-
   const rescuer = deps.rescuer ?? createRescuer({ pool, boss, logger, clock, targets: [rescueTargetOf(kind)] });
   const keeper = createClaimKeeper(kind, {
     pool,
@@ -332,13 +319,25 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     });
   }
 
-  const loop = new ClaimLoop(kind, {
+  const inTransaction = createClaimIn(kind, {
+    claims,
+    concurrency: config.concurrency,
+    workerId,
+    clock,
+    logger,
+    events,
+    stats,
+    open: (): boolean => loop.ready && life.running && !crashed,
+    run,
+    wake: () => wake.notify(),
+  });
+  const loop: ClaimLoop<Row, Effects> = new ClaimLoop(kind, {
     pool,
     boss,
     logger,
     workerId,
     clock,
-    claims: slots,
+    claims: inTransaction.slots,
     wake,
     stats,
     run,
@@ -400,35 +399,7 @@ export function createKindWorker<Row, Effects>(kind: JobKind<Row, Effects>, deps
     wake() {
       wake.notify();
     },
-    async claimIn(db, keys) {
-      const claimKeys = kind.store.claimKeys?.bind(kind.store);
-      if (!claimKeys || keys.length === 0 || !loop.ready || !life.running || crashed) return;
-      const { concurrency } = config;
-      const free = Math.min(keys.length, concurrency - slots.running, 2 * concurrency - slots.size);
-      let jobs: ClaimedJob<Row>[] = [];
-      let durationMs = 0;
-      reserved += Math.max(free, 0);
-      onTransactionEnd(db, (committed) => {
-        reserved -= Math.max(free, 0);
-        if (!committed) return;
-        if (free > 0) events.emit('claimed', { queue: kind.queue, durationMs, count: jobs.length });
-        stats.claimed += jobs.length;
-        for (const job of jobs) run(job);
-        if (jobs.length < keys.length) wake.notify();
-      });
-      if (free <= 0) return;
-      const c0 = performance.now();
-      jobs = await claimKeys(db, {
-        limit: free,
-        keys,
-        workerId,
-        now: sqlNow(clock),
-        queue: kind.queue,
-        onJobsOutOfStep: (expected, moved) =>
-          logger.warn({ expected, moved }, 'some claimed rows had no ready ledger job (archived or out of step)'),
-      });
-      durationMs = performance.now() - c0;
-    },
+    claimIn: inTransaction.claimIn,
     recoverStaleNow: () => keeper.sweep(),
   };
 }

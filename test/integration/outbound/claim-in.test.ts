@@ -8,7 +8,6 @@
 import type { PoolClient } from 'pg';
 import type { BossLedger } from '../../../libs/db/boss';
 import { createBoss, withTransaction } from '../../../libs/db';
-import { commit, transactionEnded } from '../../../libs/db/transaction-end';
 import { createWorker, type KindWorker, Worker } from '../../../libs/queue';
 import {
   createOutboundKind,
@@ -80,32 +79,26 @@ async function startOutbound(concurrency: number) {
 const enqueue = (c: PoolClient, msgId: string, chat: number) =>
   enqueueOutbound(c, boss, { msg_id: msgId, chat_id: chat, text: `text of ${msgId}` }, { botId: BOT });
 
-/** Writes the messages and calls claimIn in one transaction; its now() (the claim's started_at). */
+/** Writes the messages and calls claimIn in one transaction (withTransaction); its now() (the claim's started_at). */
 async function writeAndClaim(
   kind: Pick<KindWorker, 'claimIn'>,
   messages: [msgId: string, chat: number][],
   end: 'commit' | 'rollback' = 'commit',
 ): Promise<Date> {
-  const c = await db.pool.connect();
-  try {
-    await c.query('begin');
+  let at: Date | undefined;
+  const rolledBack = new Error('rolled back on purpose');
+  await withTransaction(db.pool, async (c) => {
     for (const [msgId, chat] of messages) await enqueue(c, msgId, chat);
     await kind.claimIn(
       c,
       messages.map(([m]) => m),
     );
-    const { rows } = await c.query<{ now: Date }>('select now()');
-    // claimIn registers for the end of a transaction this project ends itself; end it the same way
-    await withTransactionEnd(c, end);
-    return rows[0].now;
-  } finally {
-    c.release();
-  }
-}
-
-async function withTransactionEnd(c: PoolClient, end: 'commit' | 'rollback') {
-  const committed = end === 'commit' ? await commit(c) : (await c.query('rollback'), false);
-  transactionEnded(c, committed);
+    at = (await c.query<{ now: Date }>('select now()')).rows[0].now;
+    if (end === 'rollback') throw rolledBack;
+  }).catch((err) => {
+    if (err !== rolledBack) throw err;
+  });
+  return at!;
 }
 
 const rowOf = async (msgId: string) =>
