@@ -13,7 +13,6 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { Pool } from 'pg';
-import type { JobLedger } from '../db/boss';
 import { backoffMs, type Backoff } from '../lifecycle/backoff';
 import { Lifecycle } from '../lifecycle/lifecycle';
 import { sleep } from '../lifecycle/timers';
@@ -59,7 +58,6 @@ export interface JetStreamBridgeOptions {
   botId: string | null;
   defaultChatId: string | null;
   pool: Pool;
-  boss: JobLedger;
   logger: Logger;
   /** Rebind backoff start (tests shorten it). */
   rebindBaseMs?: number;
@@ -143,7 +141,6 @@ export function createJetStreamBridge(o: JetStreamBridgeOptions): JetStreamBridg
     options: o,
     ingest: {
       pool: o.pool,
-      boss: o.boss,
       logger,
       stream: o.stream,
       alertSubject: o.alertSubject,

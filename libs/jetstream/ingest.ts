@@ -22,15 +22,13 @@
 import { errorCode, fieldOf } from '../errors';
 import { backoffMs } from '../lifecycle/backoff';
 import crypto from 'node:crypto';
-import type { JobLedger } from '../db/boss';
 import type { Pool } from 'pg';
-import { QUEUES } from '../db/boss';
 import { withTransaction } from '../db/pool';
 import { storableText } from '../db/storable-json';
 import type { Logger } from '../observability/logger';
 import { SQLSTATE_OUTBOUND_INVALID } from '../outbound/errors';
 import { outboundUpsertMany } from '../outbound/queries';
-import { enqueueJobs, newJobId } from '../queue/enqueue';
+import { newJobId } from '../queue/enqueue';
 import { decodeTelegramOutbound } from './contract';
 import {
   jetstreamConflictAudit,
@@ -60,7 +58,6 @@ export interface BridgeMessage {
 
 export interface IngestDeps {
   pool: Pool;
-  boss: JobLedger;
   logger: Logger;
   stream: string;
   alertSubject: string;
@@ -301,12 +298,6 @@ async function commit(deps: IngestDeps, valid: Valid[], rejects: RejectRecord[])
         const k = createdNow.get(r.id);
         return k ? [{ id: r.id, kind: k }] : [];
       }),
-    );
-    await enqueueJobs(
-      client,
-      deps.boss,
-      QUEUES.outbound,
-      created.map((r) => ({ id: r.jobId as string, data: { outboundId: r.id, msgId: r.msgId } })),
     );
     const conflicts = outcomes.flatMap((o, n) => (o.kind === 'conflict' ? [{ n, outboundId: o.outboundId }] : []));
     await jetstreamConflictAudit(

@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config';
 import { botIdFromToken, ConfigError } from '../config';
-import { createBoss, createPool, migrationStatus } from '../db';
+import { createPool, migrationStatus } from '../db';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger';
 import { trackBridge } from '../observability/metrics';
@@ -51,7 +51,6 @@ export async function startJetStreamRuntime(opts: {
   const logger = opts.logger.child({ component: 'jetstream' });
   const poolMode = config.DB_POOL_MODE;
   const pool = createPool(opts.databaseUrl, { max: 4, applicationName: 'tg-relay:jetstream', poolMode });
-  const boss = createBoss(opts.databaseUrl, { max: 1, applicationName: 'tg-relay:jetstream', poolMode });
   let health: HealthServer | undefined;
   try {
     const status = await migrationStatus(pool);
@@ -78,7 +77,6 @@ export async function startJetStreamRuntime(opts: {
       botId: config.TELEGRAM_BOT_TOKEN ? botIdFromToken(config.TELEGRAM_BOT_TOKEN) : null,
       defaultChatId: config.OPS_CHAT_ID ? (normalizeChatId(config.OPS_CHAT_ID) ?? null) : null,
       pool,
-      boss,
       logger,
     });
     if (opts.metrics) trackBridge(opts.metrics, bridge);

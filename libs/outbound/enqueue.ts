@@ -1,15 +1,16 @@
 /**
  * Way in #1: the library. `enqueueOutbound(client, msg)` (or `(client, boss, msg)`, the earlier
- * form, which uses the given ledger's statements) runs on the caller's transaction
+ * form, whose ledger argument is no longer needed) runs on the caller's transaction
  * client, so the message exists exactly when the caller's own writes commit. Idempotent by msg_id
  * for good (relay.outbound_upsert in SQL, shared with the SQL function): the same payload returns the
  * existing message (`created: false`), a different one throws `OutboundConflictError` without
- * aborting the caller's transaction. The ledger job is created in the same transaction (JobLedger.insertJobs), and idle workers are notified when the transaction commits.
+ * aborting the caller's transaction. The ledger job is created by the same statement as the row
+ * (the row JobLedger.insertJobs writes), and idle workers are notified when the transaction commits.
  */
 import type { JobLedger } from '../db/boss';
 import type { PoolClient } from 'pg';
-import { ledgerStatements, QUEUES } from '../db/boss';
-import { enqueueJobs, newJobId } from '../queue/enqueue';
+import { ledgerStatements } from '../db/boss';
+import { newJobId } from '../queue/enqueue';
 import { fromSqlError, OutboundConflictError, OutboundValidationError } from './errors';
 import {
   OUTBOUND_LANES,
@@ -54,7 +55,10 @@ export interface EnqueuedOutbound {
   jobId: string | null;
 }
 
-/** What enqueueing needs of the job ledger: its statements are static, so no pg-boss instance. */
+/**
+ * The ledger argument of the earlier form. The upsert statement writes the job rows itself (the
+ * rows JobLedger.insertJobs writes, on the ledger schema), so no ledger is needed any more.
+ */
 export type OutboundLedger = Pick<JobLedger, 'insertJobs'>;
 
 /**
@@ -89,8 +93,9 @@ function isLedger(arg: unknown): arg is OutboundLedger {
 }
 
 /**
- * Enqueues several messages in the caller's transaction (one upsert statement, one ledger insert);
- * ids, and so the per-chat send order, follow the input order. Validation problems of every message
+ * Enqueues several messages in the caller's transaction: one statement writes the rows, their
+ * ledger jobs and the workers' wake-up (more only for traced rows and files); ids, and so the
+ * per-chat send order, follow the input order. Validation problems of every message
  * are reported together (fields prefixed `[i].` when there is more than one message).
  */
 export async function enqueueOutboundBatch(
@@ -99,6 +104,7 @@ export async function enqueueOutboundBatch(
   inputs: OutboundMessageInput[],
   opts: EnqueueOptions = {},
 ): Promise<EnqueuedOutbound[]> {
+  void boss; // see OutboundLedger
   if (inputs.length === 0) return [];
   const messages = withDefaultLane(validateAll(inputs), inputs, opts.lane);
   const withJobs = messages.map((message) => ({ message, jobId: newJobId() }));
@@ -121,13 +127,6 @@ export async function enqueueOutboundBatch(
   const conflict = rows.find((r) => r.conflict);
   if (conflict && opts.onConflict !== 'keep')
     throw new OutboundConflictError(conflict.msgId, { id: conflict.id, state: conflict.state });
-  const created = rows.filter((r) => r.created);
-  await enqueueJobs(
-    client,
-    boss,
-    QUEUES.outbound,
-    created.map((r) => ({ id: r.jobId as string, data: { outboundId: r.id, msgId: r.msgId } })),
-  );
   return rows.map((r) => ({
     id: r.id,
     msgId: r.msgId,

@@ -4,7 +4,9 @@
  */
 import { Pool } from 'pg';
 import type { Queryable } from '../db/pool';
+import { EnqueueFailedError, jobsInsertSql, QUEUES } from '../db/boss';
 import { prepared, query, type Statement } from '../db/query';
+import { workNotifySql } from '../queue/enqueue';
 import { ALERT_COALESCE_MS_DEFAULT } from '../config/schema';
 import type { OutboundMessage, OutboundState } from './message';
 import type { OutboundRow } from './send-message';
@@ -20,21 +22,39 @@ export interface UpsertedRow {
   targetChatId: string | null;
 }
 
-const UPSERT = prepared<UpsertedRow>(
-  `select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId", u.target_chat_id as "targetChatId"
-       from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
+/**
+ * The rows (relay.outbound_upsert, in input order), the ledger jobs of the rows it created
+ * (jobsInsertSql: the row insertJobs writes) and the workers' wake-up, in one statement: a reply
+ * is enqueued in one round trip of its outcome transaction instead of three. `jobs` counts the
+ * jobs written, so a missing queue is caught as insertJobs catches it.
+ */
+const UPSERT = prepared<UpsertedRow & { jobs: number }>(
+  `with x as (
+      select * from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
               disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
               source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[],
               lane text)
+    ), u as (
+      select x.n, u.* from x
       cross join lateral relay.outbound_upsert(x.msg_id, x.bot_id, x.chat_id, $2, x.text, x.parse_mode, x.disable_notification,
               x.reply_markup, x.send_options, x.kind, x.delivery, x.source_update_id, x.max_attempts, x.job_id,
               x.method, x.params, x.placeholders, x.lane) u
-      order by x.n`,
+    ), jobs as (
+      ${jobsInsertSql(`select u.job_id as id, '${QUEUES.outbound}'::text as name,
+                     jsonb_build_object('outboundId', u.outbound_id::text, 'msgId', u.msg_id) as data
+                from u where u.created`)}
+    )
+    select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId",
+           u.target_chat_id as "targetChatId", (select count(*) from jobs)::int as jobs, ${workNotifySql('jobs')} as notified
+      from u
+     order by u.n`,
 );
 
 /**
- * relay.outbound_upsert for a batch, in input order (ids follow it, which is the per-chat FIFO order
- * of the batch), in one round trip. Creates no ledger job.
+ * Upserts the messages (ids, and so each chat's send order, follow the input order) and creates
+ * the ledger jobs of those it created, waking the workers at commit. Throws RELAY_ENQUEUE_FAILED
+ * unless every created row got its job, as JobLedger.insertJobs does; the caller's transaction
+ * then rolls back.
  */
 export async function outboundUpsertMany(
   db: Queryable,
@@ -63,7 +83,13 @@ export async function outboundUpsertMany(
     placeholders: m.placeholders,
     lane: m.lane,
   }));
-  return query(db, UPSERT, [JSON.stringify(items), defaultChatId]);
+  const rows = await query(db, UPSERT, [JSON.stringify(items), defaultChatId]);
+  const created = rows.filter((r) => r.created).length;
+  if ((rows[0]?.jobs ?? 0) !== created)
+    throw new EnqueueFailedError(
+      `the job ledger did not create all ${created} ${QUEUES.outbound} jobs (does the queue exist? run tg-relay migrate)`,
+    );
+  return rows;
 }
 
 /** Stores the files of a new row (relay.outbound_uploads), in the enqueuing transaction. */

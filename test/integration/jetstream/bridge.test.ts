@@ -2,8 +2,6 @@
  * `tg-relay jetstream` against the real local NATS server (each test its own stream, subjects and
  * consumer) and real PostgreSQL, with real `tg-relay worker` processes sending to the sandbox Bot API.
  */
-import type { BossLedger } from '../../../libs/db/boss';
-import { createBoss } from '../../../libs/db';
 import { itemList } from '../../../libs/admin/queries';
 import { createBotApiSandbox, type BotApiSandbox } from '../../../libs/sandbox';
 import { createMigratedDatabase } from '../../support/db';
@@ -25,7 +23,6 @@ const TOKEN = '6161:jetstream-test-token-not-a-secret';
 const OPS_CHAT = '-100616';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: BossLedger;
 let sb: BotApiSandbox;
 let scope: NatsScope;
 const procs: (BridgeProcess | WorkerProcess)[] = [];
@@ -33,7 +30,6 @@ const proxies: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   db = await createMigratedDatabase('js_bridge');
-  boss = createBoss(db.url, { max: 1 });
   sb = createBotApiSandbox({
     seed: 7,
     limits: {
@@ -46,7 +42,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await sb.stop();
-  await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
   await db.drop();
 });
 beforeEach(async () => {

@@ -7,8 +7,6 @@
  * nothing back (a nak'ed message would be redelivered after NATS_NAK_BACKOFF).
  */
 import { AckPolicy, DeliverPolicy, jetstream, type JsMsg } from '@nats-io/jetstream';
-import type { BossLedger } from '../../../libs/db/boss';
-import { createBoss } from '../../../libs/db';
 import { seedStreamConfig, toBridgeMessage } from '../../../libs/jetstream/bridge';
 import { ingestBatch, type IngestDeps } from '../../../libs/jetstream/ingest';
 import { nats } from '../../../libs/jetstream/nats';
@@ -28,13 +26,11 @@ const TOKEN = '6262:jetstream-poison-test-token';
 const OPS_CHAT = '-100626';
 
 let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
-let boss: BossLedger;
 let scope: NatsScope;
 const procs: BridgeProcess[] = [];
 
 beforeAll(async () => {
   db = await createMigratedDatabase('js_poison');
-  boss = createBoss(db.url, { max: 1 });
   // a data exception the contract cannot know about (defence in depth): this test database only
   await db.pool.query(`
     create function relay.test_poison_22023() returns trigger language plpgsql as $$
@@ -47,7 +43,6 @@ beforeAll(async () => {
     create trigger test_poison_22023 before insert on relay.outbound for each row execute function relay.test_poison_22023();`);
 });
 afterAll(async () => {
-  await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
   await db.drop();
 });
 beforeEach(async () => {
@@ -92,7 +87,6 @@ async function fetchMessages(n: number, expiresMs: number): Promise<JsMsg[]> {
 
 const deps = (): IngestDeps => ({
   pool: db.pool,
-  boss,
   logger: silentLogger(),
   stream: scope.stream,
   alertSubject: scope.alertSubject,

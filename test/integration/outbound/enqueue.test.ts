@@ -370,9 +370,59 @@ describe('enqueue through the SQL function relay.enqueue_outbound (way in #2)', 
     const q = `select to_jsonb(j) - 'id' - 'data' - 'created_on' - 'start_after' - 'keep_until' as row,
                       keep_until - created_on as keep_for, start_after - created_on < interval '1 second' as starts_now
                  from tg_relay_boss.job j where id = $1`;
+    const viaLibrary = (
+      await withTransaction(db.pool, (c) => enqueueOutbound(c, { msg_id: 'lib-eq', chat_id: 5, text: 'x' }, defaults))
+    ).jobId;
     const a = (await db.pool.query(q, [viaBoss[0]])).rows[0];
     const b = (await db.pool.query(q, [viaSql])).rows[0];
+    const c = (await db.pool.query(q, [viaLibrary])).rows[0];
     expect(Object.keys(a.row).length).toBeGreaterThan(10);
     expect(b).toEqual(a);
+    expect(c).toEqual(a);
+  });
+});
+
+describe('the library writes a message, its job and the wake-up in one statement', () => {
+  it('sends one statement for a message (and for a batch), as the outcome transaction of a reply does', async () => {
+    const sent: string[] = [];
+    await withTransaction(db.pool, async (c) => {
+      const query = c.query.bind(c);
+      c.query = ((...args: Parameters<typeof query>) => {
+        const t = args[0] as string | { text: string };
+        sent.push(typeof t === 'string' ? t : t.text);
+        return query(...args);
+      }) as typeof c.query;
+      try {
+        await enqueueOutbound(c, { msg_id: 'one-stmt', chat_id: 6, text: 'x' }, defaults);
+        await enqueueOutboundBatch(
+          c,
+          boss,
+          [
+            { msg_id: 'one-stmt-a', chat_id: 6, text: 'a' },
+            { msg_id: 'one-stmt-b', chat_id: 7, text: 'b' },
+          ],
+          defaults,
+        );
+      } finally {
+        c.query = query;
+      }
+    });
+    expect(sent).toHaveLength(2);
+    for (const m of ['one-stmt', 'one-stmt-a', 'one-stmt-b']) expect(await jobsOf(m)).toHaveLength(1);
+  });
+
+  it('refuses with RELAY_ENQUEUE_FAILED when the ledger has no outbound queue, and the caller rolls back', async () => {
+    await expect(
+      withTransaction(db.pool, async (c) => {
+        // its jobs reference it: they go first (all of it rolls back)
+        await c.query(`delete from tg_relay_boss.job where name = 'outbound.send'`);
+        await c.query(`delete from tg_relay_boss.queue where name = 'outbound.send'`);
+        await enqueueOutbound(c, { msg_id: 'no-queue', chat_id: 8, text: 'x' }, defaults);
+      }),
+    ).rejects.toMatchObject({ code: 'RELAY_ENQUEUE_FAILED' });
+    expect(await rowOf('no-queue')).toBeUndefined();
+    // the queue is back (the delete rolled back too): the same message enqueues
+    await withTransaction(db.pool, (c) => enqueueOutbound(c, { msg_id: 'no-queue', chat_id: 8, text: 'x' }, defaults));
+    expect(await jobsOf('no-queue')).toHaveLength(1);
   });
 });
