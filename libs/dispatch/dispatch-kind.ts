@@ -35,7 +35,10 @@ export interface DispatchKindOptions {
   sendReplies?: SendReplies;
 }
 
-/** Claims the replies of `msgIds` in the outcome transaction on `db`, to send them after its commit. */
+/**
+ * Claims the replies of `msgIds` in the outcome transaction on `db`, to send them after its commit,
+ * and wakes the workers for those it leaves (their enqueue sent no NOTIFY when this is set).
+ */
 export type SendReplies = (db: PoolClient, msgIds: readonly string[]) => Promise<void>;
 
 /** A handled outcome's `effects`: writes that must commit with the handled mark (outbound replies, sessions). */

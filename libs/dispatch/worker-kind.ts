@@ -49,7 +49,7 @@ export async function createDispatchKindFromConfig(
   const replySink = createReplySink(config.REPLY_MODE, {
     outboundWriter:
       config.REPLY_MODE === 'outbound'
-        ? createOutboundReplyWriter({ boss: deps.boss, defaults: { botId } })
+        ? createOutboundReplyWriter({ boss: deps.boss, defaults: { botId }, wake: !deps.sendReplies })
         : undefined,
     maxUploadBytes: config.OUTBOUND_MAX_UPLOAD,
   });

@@ -42,6 +42,11 @@ export interface EnqueueOptions extends OutboundDefaults {
    * which use only the rate budget interactive messages leave.
    */
   lane?: OutboundLane;
+  /**
+   * `false`: no NOTIFY wakes the workers; the caller claims the rows in its transaction or wakes
+   * them itself (a worker handing its replies to its own outbound loop). Default `true`.
+   */
+  wake?: boolean;
 }
 
 export interface EnqueuedOutbound {
@@ -110,7 +115,7 @@ export async function enqueueOutboundBatch(
   const withJobs = messages.map((message) => ({ message, jobId: newJobId() }));
   let rows;
   try {
-    rows = await outboundUpsertMany(client, withJobs, opts.defaultChatId ?? null, opts.botId ?? null);
+    rows = await outboundUpsertMany(client, withJobs, opts.defaultChatId ?? null, opts.botId ?? null, opts.wake);
   } catch (err) {
     throw fromSqlError(err, messages.length === 1 ? messages[0]?.msgId : undefined);
   }

@@ -26,10 +26,12 @@ export interface UpsertedRow {
  * The rows (relay.outbound_upsert, in input order), the ledger jobs of the rows it created
  * (jobsInsertSql: the row insertJobs writes) and the workers' wake-up, in one statement: a reply
  * is enqueued in one round trip of its outcome transaction instead of three. `jobs` counts the
- * jobs written, so a missing queue is caught as insertJobs catches it.
+ * jobs written, so a missing queue is caught as insertJobs catches it. The quiet variant sends no
+ * NOTIFY (EnqueueOptions.wake).
  */
-const UPSERT = prepared<UpsertedRow & { jobs: number }>(
-  `with x as (
+const upsertStatement = (wake: boolean) =>
+  prepared<UpsertedRow & { jobs: number }>(
+    `with x as (
       select * from json_to_recordset($1::json) as x(n integer, msg_id text, bot_id text, chat_id text, text text, parse_mode text,
               disable_notification boolean, reply_markup jsonb, send_options jsonb, kind text, delivery text,
               source_update_id bigint, max_attempts integer, job_id uuid, method text, params jsonb, placeholders bigint[],
@@ -45,10 +47,11 @@ const UPSERT = prepared<UpsertedRow & { jobs: number }>(
                 from u where u.created`)}
     )
     select u.outbound_id::text as id, u.msg_id as "msgId", u.created, u.conflict, u.state, u.job_id::text as "jobId",
-           u.target_chat_id as "targetChatId", (select count(*) from jobs)::int as jobs, ${workNotifySql('jobs')} as notified
+           u.target_chat_id as "targetChatId", (select count(*) from jobs)::int as jobs${wake ? `, ${workNotifySql('jobs')} as notified` : ''}
       from u
      order by u.n`,
-);
+  );
+const UPSERT = { wake: upsertStatement(true), quiet: upsertStatement(false) };
 
 /**
  * Upserts the messages (ids, and so each chat's send order, follow the input order) and creates
@@ -61,6 +64,7 @@ export async function outboundUpsertMany(
   messages: { message: OutboundMessage; jobId: string }[],
   defaultChatId: string | null,
   defaultBotId: string | null,
+  wake = true,
 ): Promise<UpsertedRow[]> {
   if (messages.length === 0) return [];
   const items = messages.map(({ message: m, jobId }, n) => ({
@@ -83,7 +87,7 @@ export async function outboundUpsertMany(
     placeholders: m.placeholders,
     lane: m.lane,
   }));
-  const rows = await query(db, UPSERT, [JSON.stringify(items), defaultChatId]);
+  const rows = await query(db, wake ? UPSERT.wake : UPSERT.quiet, [JSON.stringify(items), defaultChatId]);
   const created = rows.filter((r) => r.created).length;
   if ((rows[0]?.jobs ?? 0) !== created)
     throw new EnqueueFailedError(

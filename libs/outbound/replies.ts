@@ -15,11 +15,17 @@ import { OutboundValidationError } from './errors';
 import { validateOutboundMessage, type OutboundMessageInput } from './message';
 import { methodClass } from '../telegram/methods';
 
-export function createOutboundReplyWriter(deps: { boss: JobLedger; defaults?: OutboundDefaults }): OutboundReplyWriter {
+/** `wake: false`: the replies' NOTIFY is left to the dispatch kind's sendReplies (see SendReplies). */
+export function createOutboundReplyWriter(deps: {
+  boss: JobLedger;
+  defaults?: OutboundDefaults;
+  wake?: boolean;
+}): OutboundReplyWriter {
   const write: OutboundReplyWriter = async (client, replies) => {
     await enqueueOutboundBatch(client, deps.boss, replies.map(replyToMessage), {
       ...deps.defaults,
       onConflict: 'keep',
+      wake: deps.wake,
     });
   };
   write.validate = validateOutboundReply;

@@ -44,9 +44,9 @@ export function createClaimIn<Row, Effects>(
   };
   const onJobsOutOfStep = jobsOutOfStep(deps.logger);
 
-  async function claimIn(db: PoolClient, keys: readonly string[]): Promise<void> {
+  async function claimIn(db: PoolClient, keys: readonly string[]): Promise<number> {
     const claimKeys = kind.store.claimKeys?.bind(kind.store);
-    if (!claimKeys || keys.length === 0 || !deps.open()) return;
+    if (!claimKeys || keys.length === 0 || !deps.open()) return 0;
     const free = Math.max(0, Math.min(keys.length, concurrency - slots.running, 2 * concurrency - slots.size));
     let jobs: ClaimedJob<Row>[] = [];
     let durationMs = 0;
@@ -59,11 +59,12 @@ export function createClaimIn<Row, Effects>(
       for (const job of jobs) deps.run(job);
       if (jobs.length < keys.length) deps.wake();
     });
-    if (free === 0) return;
+    if (free === 0) return 0;
     const c0 = performance.now();
     const now = sqlNow(deps.clock);
     jobs = await claimKeys(db, { limit: free, keys, workerId: deps.workerId, now, queue: kind.queue, onJobsOutOfStep });
     durationMs = performance.now() - c0;
+    return jobs.length;
   }
   return { slots, claimIn };
 }

@@ -108,8 +108,9 @@ export interface KindWorker {
    * transaction on `db` (which has just written them), and runs them once it commits; a ROLLBACK
    * gives their slots back. Rows it leaves (not a chat's head, rate-limited, no free slot) are left
    * to the claim loop, woken after the commit. Does nothing for a store without `claimKeys`.
+   * Returns how many rows it claimed.
    */
-  claimIn(db: PoolClient, keys: readonly string[]): Promise<void>;
+  claimIn(db: PoolClient, keys: readonly string[]): Promise<number>;
   /** One stale sweep now; returns how many claims were recovered. */
   recoverStaleNow(): Promise<number>;
 }

@@ -9,6 +9,7 @@
 import type { PoolClient } from 'pg';
 import { QUEUES } from '../db/boss';
 import type { KindWorker, Worker } from '../queue';
+import { notifyWork } from '../queue/enqueue';
 
 /** Wakes the claim loop of `queue` in `worker`, if it runs one. */
 export function wakeQueue(worker: Pick<Worker, 'kinds'>, queue: string): void {
@@ -39,7 +40,13 @@ export function replyHandoff(): {
 } {
   let outbound: KindWorker | undefined;
   return {
-    send: async (db, msgIds) => outbound?.claimIn(db, msgIds),
+    // the replies were enqueued without a NOTIFY (the dispatch kind's reply writer leaves it here):
+    // replies claimed here need no replica woken, the others do (no outbound loop attached, no
+    // free slot, a row behind its chat's head); the NOTIFY goes out with the commit
+    send: async (db, msgIds) => {
+      const claimed = outbound ? await outbound.claimIn(db, msgIds) : 0;
+      if (claimed < msgIds.length) await notifyWork(db, QUEUES.outbound);
+    },
     attach(worker) {
       outbound = worker.kinds.find((k) => k.queue === QUEUES.outbound);
       return outbound !== undefined;

@@ -3,10 +3,14 @@
  * outcome transaction that writes them, and sends them once it commits: the reply row's
  * started_at is that transaction's now(), the inbox row's handled_at. A second reply of the same
  * chat waits for the first (it is not the chat's head) and is sent after it. The same holds when
- * the outcome commits on the handler's own transaction (dispatch.transaction(ctx)).
+ * the outcome commits on the handler's own transaction (dispatch.transaction(ctx)). A reply claimed
+ * there wakes no replica (no NOTIFY); one the handoff cannot claim does.
  */
+import { Client } from 'pg';
 import { createBoss, type BossLedger } from '../../../libs/db/boss';
+import { withTransaction } from '../../../libs/db';
 import { loadConfig } from '../../../libs/config';
+import { replyHandoff } from '../../../libs/runtime/local-wake';
 import { startWorkerRuntime, type WorkerRuntime } from '../../../libs/runtime/worker';
 import type { BotApiSandbox } from '../../../libs/sandbox';
 import { createMigratedDatabase } from '../../support/db';
@@ -58,10 +62,30 @@ const replyOf = (updateId: number, bot = botId) =>
     )
     .then((r) => r.rows);
 
+/** The outbound wake-ups (NOTIFY tg_relay_work 'outbound.send') sent while it listens. */
+async function outboundNotifies(): Promise<{ count: () => number; end: () => Promise<void> }> {
+  const listener = new Client({ connectionString: db.url });
+  await listener.connect();
+  let n = 0;
+  listener.on('notification', (m) => {
+    if (m.payload === 'outbound.send') n++;
+  });
+  await listener.query('listen tg_relay_work');
+  return { count: () => n, end: () => listener.end() };
+}
+
 it("sends an update's reply claimed in its outcome transaction, and a chat's second reply after the first", async () => {
+  const notifies = await outboundNotifies();
   const first = sandbox.injectMessage(token, { chatId: 8801, text: 'one' });
-  await storeUpdates(db.pool, boss, [first], botId);
-  await waitFor(async () => (await replyOf(first.update_id))[0]?.state === 'delivered', { what: 'the first echo' });
+  try {
+    await storeUpdates(db.pool, boss, [first], botId);
+    await waitFor(async () => (await replyOf(first.update_id))[0]?.state === 'delivered', { what: 'the first echo' });
+    // its delivery's commit comes after the outcome's: a NOTIFY of the outcome would be here by now
+    await db.pool.query('select 1');
+  } finally {
+    await notifies.end();
+  }
+  expect(notifies.count()).toBe(0);
   const [a] = await replyOf(first.update_id);
   expect(a.started_at.getTime()).toBe(a.handled_at.getTime());
 
@@ -88,4 +112,16 @@ it("hands off a reply whose outcome commits on the handler's own transaction", a
   expect(sandbox.sent(own.token).map((m) => m.text)).toEqual([`row ${update.update_id}`]);
   const rows = await db.pool.query('select update_id from handler_rows');
   expect(rows.rows).toEqual([{ update_id: String(update.update_id) }]);
+});
+
+it('wakes the workers for replies it cannot claim: with no outbound loop attached, its NOTIFY goes out at commit', async () => {
+  const handoff = replyHandoff(); // attached to nothing: a worker that runs dispatch only
+  const notifies = await outboundNotifies();
+  try {
+    await withTransaction(db.pool, (c) => handoff.send(c, ['update:1:1:0']));
+    await waitFor(() => notifies.count() > 0, { what: 'the NOTIFY' });
+  } finally {
+    await notifies.end();
+  }
+  expect(notifies.count()).toBe(1);
 });

@@ -79,6 +79,9 @@ async function startOutbound(concurrency: number) {
 const enqueue = (c: PoolClient, msgId: string, chat: number) =>
   enqueueOutbound(c, boss, { msg_id: msgId, chat_id: chat, text: `text of ${msgId}` }, { botId: BOT });
 
+/** How many rows the last writeAndClaim's claimIn said it claimed. */
+let claimed = -1;
+
 /** Writes the messages and calls claimIn in one transaction (withTransaction); its now() (the claim's started_at). */
 async function writeAndClaim(
   kind: Pick<KindWorker, 'claimIn'>,
@@ -89,7 +92,7 @@ async function writeAndClaim(
   const rolledBack = new Error('rolled back on purpose');
   await withTransaction(db.pool, async (c) => {
     for (const [msgId, chat] of messages) await enqueue(c, msgId, chat);
-    await kind.claimIn(
+    claimed = await kind.claimIn(
       c,
       messages.map(([m]) => m),
     );
@@ -163,6 +166,7 @@ it('claims no more than the free slots; the loop, woken after the commit, sends 
   const rows = await Promise.all(ids.map(delivered));
   const inTransaction = rows.filter((r) => r.started_at.getTime() === at.getTime());
   expect(inTransaction).toHaveLength(2);
+  expect(claimed).toBe(2);
   expect(rows.every((r) => r.attempts === 1)).toBe(true);
   expect(texts().sort()).toEqual(ids.map((id) => `text of ${id}`));
 });
@@ -175,6 +179,7 @@ it("leaves a row that is not its chat's head to the loop: it goes after the olde
     `update relay.outbound set next_attempt_at = now() + interval '1 second' where msg_id = 'ci-older'`,
   );
   const at = await writeAndClaim(kind, [['ci-newer', 731]]);
+  expect(claimed).toBe(0);
   const newer = await delivered('ci-newer');
   expect(newer.started_at.getTime()).toBeGreaterThan(at.getTime());
   expect(texts()).toEqual(['text of ci-older', 'text of ci-newer']);
