@@ -229,9 +229,7 @@ export function ledgerStatementsFor(schema: string): Omit<JobLedger, 'start' | '
         jobs.map((j) => j.startAfter ?? null),
       ]);
       if (inserted.length !== jobs.length) {
-        throw new EnqueueFailedError(
-          `the job ledger did not create all ${jobs.length} ${queue} jobs (does the queue exist? run tg-relay migrate)`,
-        );
+        throw jobsNotCreated(`all ${jobs.length} ${queue} jobs`);
       }
       return ids;
     },
@@ -334,6 +332,11 @@ export function createBoss(
 /** The job ledger did not create every job asked for: a queue is missing (run tg-relay migrate). */
 export class EnqueueFailedError extends RelayError {
   readonly code = 'RELAY_ENQUEUE_FAILED' as const;
+}
+
+/** The error for a ledger that wrote fewer jobs than asked (`what`: e.g. "all 3 outbound.send jobs"). */
+export function jobsNotCreated(what: string): EnqueueFailedError {
+  return new EnqueueFailedError(`the job ledger did not create ${what} (does the queue exist? run tg-relay migrate)`);
 }
 
 /** pg-boss's `{ db }` option: runs its SQL on our transaction's client (benches drive fetch() with it). */

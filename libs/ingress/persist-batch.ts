@@ -20,7 +20,7 @@
  * Guarded by test/integration/ingress/batch-statements.test.ts (counts the queries issued); the
  * cost breakdown is in docs/ingress.md ("Batch cost").
  */
-import { EnqueueFailedError, type JobLedger } from '../db/boss';
+import { jobsNotCreated, type JobLedger } from '../db/boss';
 import type { Pool, PoolClient } from 'pg';
 import { buildCapture } from '../captures/build';
 import { CaptureKeyConflictError } from '../captures/errors';
@@ -292,9 +292,7 @@ async function runWrite(
   result.conflicts = r.conflicts.map((c) => ({ ...c, update: w.updates.find((u) => u.updateId === c.updateId)! }));
   if (r.dispatchJobs !== r.dispatchRows || r.captureJobs !== r.captures) {
     // the ledger's insertJobs would have returned fewer rows too (a queue missing): enqueueJobs' check
-    throw new EnqueueFailedError(
-      'the job ledger did not create all jobs of the batch (does the queue exist? run tg-relay migrate)',
-    );
+    throw jobsNotCreated('all jobs of the batch');
   }
   result.stored = r.stored;
   result.reused = r.reused;

@@ -4,7 +4,7 @@
  */
 import { Pool } from 'pg';
 import type { Queryable } from '../db/pool';
-import { EnqueueFailedError, jobsInsertSql, QUEUES } from '../db/boss';
+import { jobsInsertSql, jobsNotCreated, QUEUES } from '../db/boss';
 import { prepared, query, type Statement } from '../db/query';
 import { workNotifySql } from '../queue/enqueue';
 import { ALERT_COALESCE_MS_DEFAULT } from '../config/schema';
@@ -89,10 +89,7 @@ export async function outboundUpsertMany(
   }));
   const rows = await query(db, wake ? UPSERT.wake : UPSERT.quiet, [JSON.stringify(items), defaultChatId]);
   const created = rows.filter((r) => r.created).length;
-  if ((rows[0]?.jobs ?? 0) !== created)
-    throw new EnqueueFailedError(
-      `the job ledger did not create all ${created} ${QUEUES.outbound} jobs (does the queue exist? run tg-relay migrate)`,
-    );
+  if ((rows[0]?.jobs ?? 0) !== created) throw jobsNotCreated(`all ${created} ${QUEUES.outbound} jobs`);
   return rows;
 }
 
