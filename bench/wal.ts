@@ -209,11 +209,7 @@ async function main(): Promise<void> {
     const stages: Stage[] = [];
     stages.push(await ingress(db, apiRoot));
 
-    const dispatchKind = await createDispatchKindFromConfig(config, {
-      boss: createBoss(db.url, { max: 1 }),
-      logger,
-      pool: db.pool,
-    });
+    const dispatchKind = await createDispatchKindFromConfig(config, { logger, pool: db.pool });
     stages.push(
       await stage(db.pool, '(b) dispatch: echo handler, reply as an outbound row', async () => {
         await withEngine(db, dispatchKind, () =>

@@ -11,7 +11,6 @@
 import type { Pool } from 'pg';
 import type { BotWatch, ServedBot } from '../bots/watch';
 import { configSchema } from '../config/schema';
-import type { JobLedger } from '../db/boss';
 import { QUEUES } from '../db/boss';
 import { errorMessage } from '../errors';
 import type { Logger } from '../observability/logger';
@@ -29,7 +28,6 @@ import { createUpdateRunner, type UpdateRunner } from './update-runner';
 export interface FleetDispatchOptions {
   bots: BotWatch;
   pool: Pool;
-  boss: JobLedger;
   logger: Logger;
   apiRoot: string;
   /** HANDLER_TIMEOUT, unless a bot's settings say otherwise. */
@@ -71,9 +69,7 @@ export function createFleetDispatchKind(opts: FleetDispatchOptions): JobKind<Inb
     const handlers = await loadBotHandlers(bot.handlers as string, opts.cwd);
     const replySink = createReplySink(opts.replyMode, {
       outboundWriter:
-        opts.replyMode === 'outbound'
-          ? createOutboundReplyWriter({ boss: opts.boss, defaults: { botId: bot.id } })
-          : undefined,
+        opts.replyMode === 'outbound' ? createOutboundReplyWriter({ defaults: { botId: bot.id } }) : undefined,
       maxUploadBytes: opts.maxUploadBytes,
     });
     const runner = createUpdateRunner({

@@ -5,7 +5,6 @@
  * background (retried while the Bot API is unreachable); dispatch claims nothing until it answered.
  */
 import type { Pool } from 'pg';
-import type { JobLedger } from '../db/boss';
 import { botIdFromToken, ConfigError, type Config } from '../config';
 import type { Logger } from '../observability/logger';
 import { createOutboundReplyWriter } from '../outbound/replies';
@@ -30,7 +29,7 @@ export async function createDispatchKindFromConfig(
     | 'OUTBOUND_MAX_UPLOAD'
   >,
   /** `pool`: the worker's, for sessions and handlers' own transactions. */
-  deps: { boss: JobLedger; logger: Logger; cwd?: string; pool?: Pool; sendReplies?: SendReplies },
+  deps: { logger: Logger; cwd?: string; pool?: Pool; sendReplies?: SendReplies },
 ): Promise<JobKind<InboxClaimedRow, CommitEffect> & { runner: UpdateRunner }> {
   if (!config.BOT_HANDLERS)
     throw new ConfigError('BOT_HANDLERS is not set', [
@@ -49,7 +48,7 @@ export async function createDispatchKindFromConfig(
   const replySink = createReplySink(config.REPLY_MODE, {
     outboundWriter:
       config.REPLY_MODE === 'outbound'
-        ? createOutboundReplyWriter({ boss: deps.boss, defaults: { botId }, wake: !deps.sendReplies })
+        ? createOutboundReplyWriter({ defaults: { botId }, wake: !deps.sendReplies })
         : undefined,
     maxUploadBytes: config.OUTBOUND_MAX_UPLOAD,
   });

@@ -1,6 +1,6 @@
 /**
  * Way in #1: the library. `enqueueOutbound(client, msg)` (or `(client, boss, msg)`, the earlier
- * form, whose ledger argument is no longer needed) runs on the caller's transaction
+ * form, whose ledger argument is ignored) runs on the caller's transaction
  * client, so the message exists exactly when the caller's own writes commit. Idempotent by msg_id
  * for good (relay.outbound_upsert in SQL, shared with the SQL function): the same payload returns the
  * existing message (`created: false`), a different one throws `OutboundConflictError` without
@@ -9,7 +9,6 @@
  */
 import type { JobLedger } from '../db/boss';
 import type { PoolClient } from 'pg';
-import { ledgerStatements } from '../db/boss';
 import { newJobId } from '../queue/enqueue';
 import { fromSqlError, OutboundConflictError, OutboundValidationError } from './errors';
 import {
@@ -61,15 +60,12 @@ export interface EnqueuedOutbound {
 }
 
 /**
- * The ledger argument of the earlier form. The upsert statement writes the job rows itself (the
- * rows JobLedger.insertJobs writes, on the ledger schema), so no ledger is needed any more.
+ * The ledger argument of the earlier forms, accepted and ignored: the upsert statement writes the
+ * job rows itself (the rows JobLedger.insertJobs writes, on the ledger schema).
  */
 export type OutboundLedger = Pick<JobLedger, 'insertJobs'>;
 
-/**
- * Enqueues one message in the caller's transaction. See the module comment. A ledger argument is
- * optional: without one the ledger's own statements are used (only a pool client is needed).
- */
+/** Enqueues one message in the caller's transaction. See the module comment. */
 export function enqueueOutbound(
   client: PoolClient,
   msg: OutboundMessageInput,
@@ -85,10 +81,10 @@ export async function enqueueOutbound(
   client: PoolClient,
   ...args: [OutboundMessageInput, EnqueueOptions?] | [OutboundLedger, OutboundMessageInput, EnqueueOptions?]
 ): Promise<EnqueuedOutbound> {
-  const [boss, msg, opts] = isLedger(args[0])
-    ? [args[0], args[1] as OutboundMessageInput, args[2]]
-    : [ledgerStatements, args[0], args[1] as EnqueueOptions | undefined];
-  const [r] = await enqueueOutboundBatch(client, boss, [msg], opts);
+  const [msg, opts] = isLedger(args[0])
+    ? [args[1] as OutboundMessageInput, args[2]]
+    : [args[0], args[1] as EnqueueOptions | undefined];
+  const [r] = await enqueueMany(client, [msg], opts);
   return r;
 }
 
@@ -102,14 +98,33 @@ function isLedger(arg: unknown): arg is OutboundLedger {
  * ledger jobs and the workers' wake-up (more only for traced rows and files); ids, and so the
  * per-chat send order, follow the input order. Validation problems of every message
  * are reported together (fields prefixed `[i].` when there is more than one message).
+ * `(client, boss, inputs)` is the earlier form (see OutboundLedger).
  */
-export async function enqueueOutboundBatch(
+export function enqueueOutboundBatch(
+  client: PoolClient,
+  inputs: OutboundMessageInput[],
+  opts?: EnqueueOptions,
+): Promise<EnqueuedOutbound[]>;
+export function enqueueOutboundBatch(
   client: PoolClient,
   boss: OutboundLedger,
   inputs: OutboundMessageInput[],
+  opts?: EnqueueOptions,
+): Promise<EnqueuedOutbound[]>;
+export function enqueueOutboundBatch(
+  client: PoolClient,
+  ...args: [OutboundMessageInput[], EnqueueOptions?] | [OutboundLedger, OutboundMessageInput[], EnqueueOptions?]
+): Promise<EnqueuedOutbound[]> {
+  return Array.isArray(args[0])
+    ? enqueueMany(client, args[0], args[1] as EnqueueOptions | undefined)
+    : enqueueMany(client, args[1] as OutboundMessageInput[], args[2]);
+}
+
+async function enqueueMany(
+  client: PoolClient,
+  inputs: OutboundMessageInput[],
   opts: EnqueueOptions = {},
 ): Promise<EnqueuedOutbound[]> {
-  void boss; // see OutboundLedger
   if (inputs.length === 0) return [];
   const messages = withDefaultLane(validateAll(inputs), inputs, opts.lane);
   const withJobs = messages.map((message) => ({ message, jobId: newJobId() }));

@@ -8,7 +8,6 @@
  * Reply ids name the update, not the payload, so if an already-handled update is replayed and its
  * handler now says something else, the original reply is kept (no conflict, nothing sent twice).
  */
-import type { JobLedger } from '../db/boss';
 import type { OutboundReply, OutboundReplyWriter } from '../dispatch/reply-sink';
 import { enqueueOutboundBatch, OutboundDefaults } from './enqueue';
 import { OutboundValidationError } from './errors';
@@ -16,13 +15,9 @@ import { validateOutboundMessage, type OutboundMessageInput } from './message';
 import { methodClass } from '../telegram/methods';
 
 /** `wake: false`: the replies' NOTIFY is left to the dispatch kind's sendReplies (see SendReplies). */
-export function createOutboundReplyWriter(deps: {
-  boss: JobLedger;
-  defaults?: OutboundDefaults;
-  wake?: boolean;
-}): OutboundReplyWriter {
+export function createOutboundReplyWriter(deps: { defaults?: OutboundDefaults; wake?: boolean }): OutboundReplyWriter {
   const write: OutboundReplyWriter = async (client, replies) => {
-    await enqueueOutboundBatch(client, deps.boss, replies.map(replyToMessage), {
+    await enqueueOutboundBatch(client, replies.map(replyToMessage), {
       ...deps.defaults,
       onConflict: 'keep',
       wake: deps.wake,

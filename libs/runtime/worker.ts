@@ -87,8 +87,8 @@ export async function startWorkerRuntime(opts: {
     const replies = watch ? undefined : replyHandoff();
     if (watch) {
       closers.push(() => watch.stop());
-      addFleetJobKinds(kinds, config, { pool, boss, logger, watch, metrics: opts.metrics });
-    } else await addJobKindsFromConfig(kinds, config, { pool, boss, logger, metrics: opts.metrics, replies });
+      addFleetJobKinds(kinds, config, { pool, logger, watch, metrics: opts.metrics });
+    } else await addJobKindsFromConfig(kinds, config, { pool, logger, metrics: opts.metrics, replies });
 
     let resolveDied!: (why: string) => void;
     const died = new Promise<string>((r) => (resolveDied = r));
@@ -194,13 +194,12 @@ async function addJobKindsFromConfig(
   config: Config,
   deps: {
     pool: Pool;
-    boss: ReturnType<typeof createBoss>;
     logger: Logger;
     metrics?: Registry;
     replies?: ReturnType<typeof replyHandoff>;
   },
 ): Promise<void> {
-  const { pool, boss, logger } = deps;
+  const { pool, logger } = deps;
   if (config.CAPTURE_URL) {
     kinds.push(
       createCaptureKind({
@@ -230,7 +229,7 @@ async function addJobKindsFromConfig(
     );
   }
   if (config.BOT_HANDLERS) {
-    kinds.push(await createDispatchKindFromConfig(config, { boss, logger, pool, sendReplies: deps.replies?.send }));
+    kinds.push(await createDispatchKindFromConfig(config, { logger, pool, sendReplies: deps.replies?.send }));
   } else {
     logger.warn(
       'BOT_HANDLERS is not set: update dispatch is DISABLED; inbox updates stay pending until a worker with BOT_HANDLERS runs',
@@ -242,9 +241,9 @@ async function addJobKindsFromConfig(
 function addFleetJobKinds(
   kinds: AnyJobKind[],
   config: Config,
-  deps: { pool: Pool; boss: ReturnType<typeof createBoss>; logger: Logger; watch: BotWatch; metrics?: Registry },
+  deps: { pool: Pool; logger: Logger; watch: BotWatch; metrics?: Registry },
 ): void {
-  const { pool, boss, logger, watch } = deps;
+  const { pool, logger, watch } = deps;
   kinds.push(
     createFleetOutboundKind(config, {
       pool,
@@ -267,7 +266,6 @@ function addFleetJobKinds(
     createFleetDispatchKind({
       bots: watch,
       pool,
-      boss,
       logger,
       apiRoot: config.TELEGRAM_API_ROOT,
       handlerTimeoutMs: config.HANDLER_TIMEOUT,

@@ -55,7 +55,7 @@ afterAll(async () => {
 
 async function start(register: RegisterHandlers, opts: { validateAtReply?: boolean } = {}): Promise<void> {
   const logger = testLogger();
-  const writer = createOutboundReplyWriter({ boss, defaults: { botId: BOT } });
+  const writer = createOutboundReplyWriter({ defaults: { botId: BOT } });
   if (opts.validateAtReply === false) delete writer.validate; // the bad reply reaches the outcome transaction
   const runner = createUpdateRunner({
     token: TOKEN,

@@ -230,8 +230,7 @@ describe('the worker composition', () => {
       REPLY_MODE: 'outbound',
       OUTBOUND_MAX_UPLOAD: '10',
     });
-    // the ledger is only reached by the writer, which a refused call never gets to
-    const kind = await createDispatchKindFromConfig(config, { boss: {} as never, logger: silentLogger() });
+    const kind = await createDispatchKindFromConfig(config, { logger: silentLogger() });
     try {
       await kind.runner.start();
       const outcome = await kind.runner.runUpdate(makeUpdate(9100, CHAT, '11'));

@@ -56,7 +56,7 @@ beforeAll(async () => {
   db = await createMigratedDatabase('dsp_reply_props');
   boss = createBoss(db.url, { max: 1 });
   const logger = testLogger();
-  const writer = createOutboundReplyWriter({ boss, defaults: { botId: BOT } });
+  const writer = createOutboundReplyWriter({ defaults: { botId: BOT } });
   const runner = createUpdateRunner({
     token: TOKEN,
     botId: BOT,

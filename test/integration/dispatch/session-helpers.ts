@@ -29,7 +29,7 @@ export async function startSessionWorker(opts: {
   const logger = testLogger();
   const mode = opts.replyMode ?? 'direct';
   const replySink = createReplySink(mode, {
-    outboundWriter: mode === 'outbound' ? createOutboundReplyWriter({ boss, defaults: { botId: BOT_ID } }) : undefined,
+    outboundWriter: mode === 'outbound' ? createOutboundReplyWriter({ defaults: { botId: BOT_ID } }) : undefined,
   });
   const runner = createUpdateRunner({
     token: TOKEN,

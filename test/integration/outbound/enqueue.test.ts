@@ -396,7 +396,6 @@ describe('the library writes a message, its job and the wake-up in one statement
         await enqueueOutbound(c, { msg_id: 'one-stmt', chat_id: 6, text: 'x' }, defaults);
         await enqueueOutboundBatch(
           c,
-          boss,
           [
             { msg_id: 'one-stmt-a', chat_id: 6, text: 'a' },
             { msg_id: 'one-stmt-b', chat_id: 7, text: 'b' },

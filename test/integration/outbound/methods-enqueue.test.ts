@@ -271,7 +271,7 @@ describe('the handler reply writer', () => {
   });
 
   it('writes relayed calls with their params, uploads and placeholders in the handled transaction', async () => {
-    const write = createOutboundReplyWriter({ boss, defaults });
+    const write = createOutboundReplyWriter({ defaults });
     const ph = [newPlaceholder(), newPlaceholder()];
     const replies = [
       reply(1, { text: 'hi', payload: { chat_id: 42, text: 'hi' }, placeholders: [newPlaceholder()] }),

@@ -53,7 +53,7 @@ afterAll(async () => {
 
 async function start(register: RegisterHandlers): Promise<void> {
   const logger = testLogger();
-  const writer = createOutboundReplyWriter({ boss, defaults: { botId: BOT } });
+  const writer = createOutboundReplyWriter({ defaults: { botId: BOT } });
   const runner = createUpdateRunner({
     token: TOKEN,
     botId: BOT,
@@ -226,7 +226,7 @@ describe('handler replies through the outbound relay', () => {
   });
 
   it('writing the same replies again (a replayed update) enqueues nothing twice, whatever the handler said', async () => {
-    const writer = createOutboundReplyWriter({ boss, defaults: { botId: BOT } });
+    const writer = createOutboundReplyWriter({ defaults: { botId: BOT } });
     const reply = (text: string) => ({
       msgId: `update:${BOT}:9999:1`,
       botId: BOT,
